@@ -1,0 +1,3 @@
+from fbbench.cli import main
+
+main()

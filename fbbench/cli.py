@@ -1,0 +1,269 @@
+"""The ``fbbench`` command line: thin — each command hands over to its module."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from fbbench import __version__, paths
+from fbbench.errors import FbbenchError
+
+console = Console()
+errors = Console(stderr=True)
+
+app = typer.Typer(
+    name="fbbench",
+    help="A performance lab for the Firebird RDBMS: create, fill and drive benchmark databases, "
+    "watch the engine, and report credibly how fast it was.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
+)
+engines_app = typer.Typer(help="Firebird engines: the embedded 3.0 / 4.0 / 5.0 runtimes from PyPI.",
+                          no_args_is_help=True)
+db_app = typer.Typer(help="Benchmark databases: create, describe, drop (only fbbench's own).",
+                     no_args_is_help=True)
+app.add_typer(engines_app, name="engines")
+app.add_typer(db_app, name="db")
+
+
+class OnOff(str, Enum):
+    on = "on"
+    off = "off"
+
+
+WorkdirOption = Annotated[
+    Path | None,
+    typer.Option("--workdir", help="fbbench's work directory (runtime roots, run databases). "
+                 "Default: $FBBENCH_HOME/work."),
+]
+UserOption = Annotated[str | None, typer.Option("--user", help="User for a server engine (default SYSDBA).")]
+PasswordFileOption = Annotated[
+    Path | None,
+    typer.Option("--password-file", help="File holding the password for a server engine "
+                 "(or set ISC_PASSWORD). Never given as a plain flag, never stored."),
+]
+EngineOption = Annotated[
+    str | None,
+    typer.Option("--engine", "-e", help="5.0, 4.0, 3.0 (embedded) or a full version such as 5.0.4."),
+]
+
+
+def _workdir(workdir: Path | None) -> Path:
+    chosen = (workdir or paths.default_workdir()).expanduser().resolve()
+    chosen.mkdir(parents=True, exist_ok=True)
+    return chosen
+
+
+def _credentials(user: str | None, password_file: Path | None):
+    from fbbench.database.manage import Credentials
+
+    password = None
+    if password_file is not None:
+        try:
+            password = password_file.read_text().splitlines()[0] if password_file.read_text() else ""
+        except OSError as error:
+            raise FbbenchError(f"cannot read the password file {password_file}: {error.strerror}") from None
+    elif os.environ.get("ISC_PASSWORD") is not None:
+        password = os.environ["ISC_PASSWORD"]
+    return Credentials(user or os.environ.get("ISC_USER") or None, password)
+
+
+def _on_off(value: OnOff | None) -> bool | None:
+    return None if value is None else value is OnOff.on
+
+
+# --------------------------------------------------------------------------------------- engines
+
+
+@engines_app.command("list")
+def engines_list() -> None:
+    """Show the embedded engines fbbench can install, and which are installed.
+
+    Example: `fbbench engines list`
+    """
+    from fbbench.engines import install as installer
+    from fbbench.engines.catalog import ODS_OF_MAJOR, EmbeddedEngine, known_versions
+
+    table = Table(title="Firebird engines")
+    for column in ("engine", "name it", "package", "ODS", "installed"):
+        table.add_column(column)
+    for version in known_versions():
+        engine = EmbeddedEngine(version)
+        installed = str(installer.install_dir(engine)) if installer.is_installed(engine) else "no"
+        ods = ".".join(map(str, ODS_OF_MAJOR[engine.major]))
+        table.add_row(engine.label, f"{engine.major} or {version}",
+                      f"firebird-embedded=={engine.package_version}", ods, installed)
+    console.print(table)
+    console.print("An external server is named by a DSN instead, e.g. [bold]localhost/3050:/data/bench.fdb[/] "
+                  "with --user and --password-file (or ISC_PASSWORD).")
+
+
+@engines_app.command("install")
+def engines_install(
+    versions: Annotated[list[str], typer.Argument(help="Engine versions, e.g. 3.0 4.0 5.0.")],
+) -> None:
+    """Install embedded engines from PyPI, each into its own directory.
+
+    Example: `fbbench engines install 3.0 4.0 5.0`
+    """
+    from fbbench.engines import EmbeddedEngine, parse_engine
+    from fbbench.engines import install as installer
+
+    for text in versions:
+        engine = parse_engine(text)
+        if not isinstance(engine, EmbeddedEngine):
+            raise FbbenchError(f"'{text}' is a server DSN; only embedded engines are installed")
+        already = installer.is_installed(engine)
+        root = installer.install(engine)
+        console.print(f"{engine.label}: {'already installed' if already else 'installed'} at {root}")
+
+
+@app.command()
+def doctor(
+    versions: Annotated[list[str] | None, typer.Argument(help="Engines to check (default: 3.0 4.0 5.0).")] = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """Check engines end to end and print the exact command that fixes each missing piece.
+
+    Exit code 0 only if every requested engine works.
+
+    Examples: `fbbench doctor` · `fbbench doctor 5.0`
+    """
+    from fbbench.engines import EmbeddedEngine, parse_engine
+    from fbbench.engines.catalog import known_versions
+    from fbbench.engines.doctor import check_core, check_engine
+
+    work = _workdir(workdir) / "doctor"
+    work.mkdir(parents=True, exist_ok=True)
+    requested = versions or [".".join(v.split(".")[:2]) for v in known_versions()]
+    reports = []
+    for text in requested:
+        engine = parse_engine(text)
+        if not isinstance(engine, EmbeddedEngine):
+            raise FbbenchError(f"doctor checks embedded engines; '{text}' is a server DSN",
+                               hint="check a server with: fbbench db create DSN")
+        reports.append(check_engine(engine, work))
+    core = check_core()
+    table = Table(title="fbbench doctor")
+    for column in ("engine", "check", "result", "fix"):
+        table.add_column(column, overflow="fold")
+    for report in reports:
+        for check in report.checks:
+            table.add_row(report.engine, check.name, ("[green]ok[/] " if check.ok else "[red]FAILED[/] ") + check.detail,
+                          check.fix)
+    table.add_row("", core.name, ("[green]ok[/] " if core.ok else "[red]FAILED[/] ") + core.detail, core.fix)
+    console.print(table)
+    if not all(report.ok for report in reports) or not core.ok:
+        raise typer.Exit(1)
+
+
+# -------------------------------------------------------------------------------------- database
+
+
+@db_app.command("create")
+def db_create(
+    path: Annotated[str, typer.Argument(help="Database file, or a server DSN host/port:/path.fdb.")],
+    engine: EngineOption = None,
+    page_size: Annotated[int | None, typer.Option(help="4096, 8192, 16384 or 32768 (4.0+).")] = None,
+    forced_writes: Annotated[OnOff | None, typer.Option(help="Synchronous writes on or off.")] = None,
+    page_buffers: Annotated[int | None, typer.Option(help="Page cache size stored in the database.")] = None,
+    sweep_interval: Annotated[int | None, typer.Option(help="Automatic sweep interval (0 = off).")] = None,
+    user: UserOption = None,
+    password_file: PasswordFileOption = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """Create a database that fbbench owns (marked, so fbbench may later fill or drop it).
+
+    Examples: `fbbench db create /tmp/x.fdb --engine 4.0 --page-size 16384` ·
+    `ISC_PASSWORD=... fbbench db create localhost/3050:/data/b.fdb --forced-writes off`
+    """
+    from fbbench.database import manage
+
+    details = manage.create(path, engine, _workdir(workdir), _credentials(user, password_file),
+                            page_size=page_size, forced_writes=_on_off(forced_writes),
+                            page_buffers=page_buffers, sweep_interval=sweep_interval)
+    console.print(f"created {details['location']} ({details['engine']}, Firebird {details['engine_version']}, "
+                  f"page size {details['page_size']})")
+
+
+@db_app.command("info")
+def db_info(
+    path: Annotated[str, typer.Argument(help="Database file, or a server DSN.")],
+    engine: EngineOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    user: UserOption = None,
+    password_file: PasswordFileOption = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """Describe a database: engine, ODS, page size, buffers, forced writes, sweep, size,
+    OIT/OAT/OST/Next, and whether fbbench owns it.
+
+    Example: `fbbench db info /tmp/x.fdb`
+    """
+    from fbbench.database import manage
+
+    details = manage.info(path, engine, _workdir(workdir), _credentials(user, password_file))
+    if as_json:
+        console.print_json(json.dumps(details, default=str))
+        return
+    table = Table(show_header=False, title=details["location"])
+    rows = [
+        ("engine", f"Firebird {details['engine_version']} ({details['server_version']}), {details['engine']}"),
+        ("ODS", details["ods"]), ("page size", details["page_size"]), ("page buffers", details["page_buffers"]),
+        ("forced writes", "on" if details["forced_writes"] else "off"),
+        ("sweep interval", details["sweep_interval"]),
+        ("size", f"{details['size_bytes']:,} bytes ({details['pages']:,} pages)"),
+        ("OIT / OAT / OST / Next", f"{details['oldest_transaction']} / {details['oldest_active']} / "
+                                   f"{details['oldest_snapshot']} / {details['next_transaction']}"),
+        ("owned by fbbench", "yes" if details["owned_by_fbbench"] else "no"),
+    ]
+    for name, value in rows:
+        table.add_row(name, str(value))
+    console.print(table)
+
+
+@db_app.command("drop")
+def db_drop(
+    path: Annotated[str, typer.Argument(help="Database file, or a server DSN.")],
+    engine: EngineOption = None,
+    user: UserOption = None,
+    password_file: PasswordFileOption = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """Drop a database fbbench created. Any other database is refused, untouched.
+
+    Example: `fbbench db drop /tmp/x.fdb`
+    """
+    from fbbench.database import manage
+
+    manage.drop(path, engine, _workdir(workdir), _credentials(user, password_file))
+    console.print(f"dropped {path}")
+
+
+@app.callback(invoke_without_command=True)
+def _version(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    if version:
+        console.print(f"fbbench {__version__}")
+        raise typer.Exit()
+
+
+def main() -> None:
+    try:
+        app()
+    except FbbenchError as error:
+        errors.print(f"[bold red]error:[/] {error.message}", highlight=False, soft_wrap=True)
+        if error.hint:
+            errors.print(f"[yellow]hint:[/] {error.hint}", highlight=False, soft_wrap=True)
+        sys.exit(error.exit_code)

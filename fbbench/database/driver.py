@@ -1,0 +1,104 @@
+"""Connections through firebird-driver, for orchestration inside an engine child process.
+
+Only the child processes of :mod:`fbbench.engines.child` import this module: it loads the
+client library named by ``FBBENCH_CLIENT_LIBRARY`` (the run's runtime root). Credentials come
+from ``ISC_USER`` / ``ISC_PASSWORD`` in the child's environment, so a password never travels
+through files or command lines. Nothing here is on the per-transaction path (that is the Rust
+core); population steps and monitoring are not hot enough to matter.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from fbbench.errors import FbbenchError, FirebirdError
+
+if TYPE_CHECKING:
+    from firebird.driver import Connection, Server
+
+_LOGIN_FAILED = 335544472
+_NETWORK_ERROR = 335544721
+_IO_ERROR = 335544344
+_configured = False
+
+
+def _driver():
+    global _configured
+    import firebird.driver as driver
+
+    if not _configured:
+        library = os.environ.get("FBBENCH_CLIENT_LIBRARY")
+        if not library:
+            raise RuntimeError("fbbench.database.driver is used outside an engine child process")
+        driver.driver_config.fb_client_library.value = library
+        _configured = True
+    return driver
+
+
+def credentials() -> tuple[str, str | None]:
+    return os.environ.get("ISC_USER") or "SYSDBA", os.environ.get("ISC_PASSWORD")
+
+
+def explain(error: Exception, dsn: str) -> FirebirdError:
+    """Turn a driver exception into a one-line error that says what to do."""
+    codes = tuple(getattr(error, "gds_codes", ()) or ())
+    text = " ".join(line.strip().lstrip("-") for line in str(error).strip().splitlines() if line.strip())
+    if _LOGIN_FAILED in codes:
+        return FirebirdError(f"login to {dsn} failed: {text}", codes,
+                             hint="check --user and the password (--password-file FILE or ISC_PASSWORD)")
+    if _NETWORK_ERROR in codes:
+        return FirebirdError(f"cannot reach the server of {dsn}: {text}", codes,
+                             hint="check that the Firebird server runs and listens on that host and port")
+    if _IO_ERROR in codes:
+        return FirebirdError(f"cannot open {dsn}: {text}", codes)
+    return FirebirdError(text, codes)
+
+
+def connect(dsn: str, *, charset: str = "UTF8", no_gc: bool = False) -> Connection:
+    driver = _driver()
+    user, password = credentials()
+    try:
+        return driver.connect(dsn, user=user, password=password, charset=charset, no_gc=no_gc or None)
+    except driver.DatabaseError as error:
+        raise explain(error, dsn) from None
+
+
+def create_database(dsn: str, *, page_size: int | None = None, forced_writes: bool | None = None,
+                    page_buffers: int | None = None, sweep_interval: int | None = None,
+                    charset: str = "UTF8") -> Connection:
+    driver = _driver()
+    user, password = credentials()
+    defaults = driver.driver_config.db_defaults
+    options = {defaults.page_size: page_size, defaults.forced_writes: forced_writes,
+               defaults.db_cache_size: page_buffers, defaults.sweep_interval: sweep_interval,
+               defaults.db_charset: charset}
+    try:
+        for option, value in options.items():
+            option.value = value
+        return driver.create_database(dsn, user=user, password=password, charset=charset)
+    except driver.DatabaseError as error:
+        raise explain(error, dsn) from None
+    finally:
+        for option in options:
+            option.clear()
+
+
+def server(host: str = "") -> Server:
+    """Services API; ``host`` "" means the embedded engine of this process."""
+    driver = _driver()
+    user, password = credentials()
+    try:
+        return driver.connect_server(host, user=user, password=password)
+    except driver.DatabaseError as error:
+        raise explain(error, host or "the embedded engine") from None
+
+
+def version_tuple(connection: Connection) -> tuple[int, int]:
+    major, minor = str(connection.info.engine_version).split(".")[:2]
+    return int(major), int(minor)
+
+
+def require(condition: bool, message: str, hint: str | None = None) -> None:
+    if not condition:
+        raise FbbenchError(message, hint)

@@ -1,0 +1,142 @@
+"""Database commands as the user sees them: which engine opens a file, ownership, cleanup.
+
+This side never loads a client library; the work itself runs in an engine child process
+(:mod:`fbbench.database.lifecycle`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fbbench.database import ownership
+from fbbench.database.header import read_header
+from fbbench.engines import (
+    EmbeddedEngine,
+    Engine,
+    Runtime,
+    ServerEngine,
+    parse_engine,
+    prepare_runtime,
+    run_in_engine,
+)
+from fbbench.engines.catalog import engine_for_ods, looks_like_dsn
+from fbbench.errors import FbbenchError
+
+PAGE_SIZES = (4096, 8192, 16384, 32768)
+DEFAULT_ENGINE = "5.0"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    user: str | None = None
+    password: str | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """A database location and the engine that opens it."""
+
+    location: str  # absolute path, or the DSN as given
+    engine: Engine
+    dsn: str  # what the client attaches to
+
+
+def resolve(location: str, engine: str | None = None, must_exist: bool = False) -> Target:
+    """Pick the engine for ``location``: a DSN names its server; an existing file's ODS names the
+    embedded engine that opens it without upgrading it; otherwise ``--engine`` or 5.0."""
+    if looks_like_dsn(location):
+        server = parse_engine(location)
+        if engine is not None and not isinstance(parse_engine(engine), ServerEngine):
+            raise FbbenchError(f"{location} is on a server; --engine {engine} does not apply to it")
+        return Target(location, server, location)
+    path = Path(location).expanduser().resolve()
+    chosen = parse_engine(engine) if engine else None
+    if isinstance(chosen, ServerEngine):
+        raise FbbenchError(f"--engine {engine} is a server DSN; give the DSN as the database instead")
+    if path.exists():
+        header = read_header(path)
+        fitting = engine_for_ods(header.ods_major, header.ods_minor)
+        if chosen is None:
+            if fitting is None:
+                raise FbbenchError(f"{path} has ODS {header.ods}, which no known engine opens as is")
+            chosen = fitting
+        elif fitting is not None and fitting.major != chosen.major:
+            raise FbbenchError(
+                f"{path} has ODS {header.ods} (Firebird {fitting.major}); opening it with "
+                f"Firebird {chosen.major} would fail or upgrade it",
+                hint=f"use --engine {fitting.major}",
+            )
+    elif must_exist:
+        raise FbbenchError(f"database {path} does not exist")
+    return Target(str(path), chosen or parse_engine(DEFAULT_ENGINE), str(path))
+
+
+@contextmanager
+def engine_runtime(engine: Engine, workdir: Path, credentials: Credentials = Credentials(),
+                   conf: dict[str, str] | None = None) -> Iterator[Runtime]:
+    """A throw-away runtime root for one command."""
+    runtime = prepare_runtime(engine, workdir, conf, user=credentials.user, password=credentials.password)
+    try:
+        yield runtime
+    finally:
+        runtime.remove(workdir)
+
+
+def check_page_size(page_size: int | None, engine: Engine) -> None:
+    if page_size is None:
+        return
+    if page_size not in PAGE_SIZES:
+        raise FbbenchError(f"invalid page size {page_size}",
+                           hint="use one of " + ", ".join(str(size) for size in PAGE_SIZES))
+    if page_size > 16384 and isinstance(engine, EmbeddedEngine) and engine.major == "3.0":
+        raise FbbenchError(f"page size {page_size} needs Firebird 4.0 or later",
+                           hint="Firebird 3.0 supports 4096, 8192 and 16384")
+
+
+def create(location: str, engine: str | None, workdir: Path, credentials: Credentials = Credentials(), *,
+           page_size: int | None = None, forced_writes: bool | None = None, page_buffers: int | None = None,
+           sweep_interval: int | None = None, purpose: str = "fbbench db create") -> dict[str, Any]:
+    target = resolve(location, engine)
+    check_page_size(page_size, target.engine)
+    if not looks_like_dsn(target.location) and Path(target.location).exists():
+        raise FbbenchError(f"{target.location} already exists", hint="fbbench never overwrites a file; choose a new path")
+    if page_buffers is not None and page_buffers < 0:
+        raise FbbenchError("page buffers cannot be negative")
+    settings = {"page_size": page_size, "forced_writes": forced_writes, "page_buffers": page_buffers,
+                "sweep_interval": sweep_interval, "purpose": purpose}
+    token = ownership.new_token()
+    with engine_runtime(target.engine, workdir, credentials) as runtime:
+        info = run_in_engine(runtime, "fbbench.database.lifecycle:create", target.dsn, token, page_size,
+                             forced_writes, page_buffers, sweep_interval, settings)
+    ownership.register(target.location, token, {"engine": info["engine_version"], "purpose": purpose})
+    return _public(info, target, owned=True)
+
+
+def info(location: str, engine: str | None, workdir: Path, credentials: Credentials = Credentials()) -> dict[str, Any]:
+    target = resolve(location, engine, must_exist=True)
+    with engine_runtime(target.engine, workdir, credentials) as runtime:
+        details = run_in_engine(runtime, "fbbench.database.lifecycle:info", target.dsn)
+    entry = ownership.lookup(target.location)
+    owned = entry is not None and details.get("mark_token") == entry["token"]
+    return _public(details, target, owned)
+
+
+def drop(location: str, engine: str | None, workdir: Path, credentials: Credentials = Credentials()) -> None:
+    target = resolve(location, engine)
+    token = ownership.require_owned(target.location, "drop")  # before attaching: never touch others
+    if not looks_like_dsn(target.location) and not Path(target.location).exists():
+        ownership.unregister(target.location)
+        raise FbbenchError(f"database {target.location} does not exist (forgotten by fbbench now)")
+    with engine_runtime(target.engine, workdir, credentials) as runtime:
+        run_in_engine(runtime, "fbbench.database.lifecycle:drop", target.dsn, token)
+    ownership.unregister(target.location)
+
+
+def _public(details: dict[str, Any], target: Target, owned: bool) -> dict[str, Any]:
+    public = {k: v for k, v in details.items() if k != "mark_token"}
+    public.update(location=target.location, engine=target.engine.label, owned_by_fbbench=owned)
+    return public

@@ -1,0 +1,8 @@
+"""Where a Firebird engine comes from: embedded runtimes from PyPI or an external server."""
+
+from fbbench.engines.catalog import EmbeddedEngine, Engine, ServerEngine, parse_engine
+from fbbench.engines.child import current_runtime, run_in_engine
+from fbbench.engines.runtime import Runtime, prepare_runtime
+
+__all__ = ["EmbeddedEngine", "Engine", "Runtime", "ServerEngine", "current_runtime", "parse_engine",
+           "prepare_runtime", "run_in_engine"]

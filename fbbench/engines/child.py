@@ -1,0 +1,137 @@
+"""Run engine work in a child process prepared for one engine.
+
+The dynamic loader reads ``LD_LIBRARY_PATH`` only when a process starts, and the client
+libraries of Firebird 3, 4 and 5 cannot share a process. So the fbbench process never loads a
+client library: every operation that talks to Firebird runs in a child started with the
+runtime's environment (``FIREBIRD``, ``FIREBIRD_LOCK``, ``LD_LIBRARY_PATH``), and one command can
+use several engines one after another.
+
+The child (:func:`child_main` with a REQUEST and a RESULT file) imports ``module:function``,
+calls it with JSON arguments, and writes the JSON return value — or the error — to RESULT. It
+inherits the terminal, so progress displays work. It runs in its own process group: the parent
+forwards Ctrl-C exactly once, and the child stops its workers and keeps what was measured.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any
+
+from fbbench.engines.runtime import Runtime
+from fbbench.errors import FbbenchError, FirebirdError, Interrupted
+
+_FORWARDED = (signal.SIGINT, signal.SIGTERM)
+# Not "-m fbbench.engines.child": that would run a second copy of this module as __main__.
+_CHILD_ENTRY = "import sys; from fbbench.engines.child import child_main; sys.exit(child_main(*sys.argv[1:]))"
+
+
+def run_in_engine(runtime: Runtime, target: str, *args: Any, **kwargs: Any) -> Any:
+    """Call ``target`` ("package.module:function") in a child process using ``runtime``."""
+    with tempfile.TemporaryDirectory(prefix="fbbench-child-") as tmp:
+        request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
+        request.write_text(json.dumps({
+            "target": target, "args": args, "kwargs": kwargs,
+            "runtime": runtime.to_json(), "sys_path": [p for p in sys.path if p],
+        }))
+        command = [sys.executable, "-c", _CHILD_ENTRY, str(request), str(result)]
+        process = subprocess.Popen(command, env=runtime.env(), process_group=0)
+        forwarded = {sig: signal.getsignal(sig) for sig in _FORWARDED}
+
+        def forward(signum: int, _frame: object) -> None:
+            try:
+                process.send_signal(signum)
+            except ProcessLookupError:
+                pass
+
+        for sig in _FORWARDED:
+            signal.signal(sig, forward)
+        try:
+            returncode = process.wait()
+        finally:
+            for sig, handler in forwarded.items():
+                signal.signal(sig, handler)
+        return _read_result(result, returncode, runtime)
+
+
+def _read_result(result: Path, returncode: int, runtime: Runtime) -> Any:
+    if not result.exists():
+        tail = _log_tail(runtime.firebird_log)
+        died = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
+        raise FbbenchError(
+            f"the {runtime.engine.label} process ended without a result ({died})"
+            + (f"; firebird.log ends with:\n{tail}" if tail else ""),
+            hint=f"the engine's log is {runtime.firebird_log}",
+        )
+    outcome = json.loads(result.read_text())
+    if "value" in outcome:
+        return outcome["value"]
+    error = outcome["error"]
+    kind = {"FirebirdError": FirebirdError, "Interrupted": Interrupted}.get(error["type"], FbbenchError)
+    if kind is FirebirdError:
+        raise FirebirdError(error["message"], tuple(error.get("gdscodes", ())), hint=error.get("hint"))
+    if error["type"] in ("FbbenchError", "NotOwnedError", "Interrupted"):
+        raise kind(error["message"], hint=error.get("hint"))
+    raise FbbenchError(f"internal error in the engine process: {error['message']}",
+                       hint=f"details: {error['traceback_file']}")
+
+
+def _log_tail(log: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+_current_runtime: Runtime | None = None
+
+
+def current_runtime() -> Runtime:
+    """The runtime this child process was started for (only valid inside a child)."""
+    if _current_runtime is None:
+        raise RuntimeError("not inside an engine child process")
+    return _current_runtime
+
+
+def child_main(request_file: str, result_file: str) -> int:
+    global _current_runtime
+    request = json.loads(Path(request_file).read_text())
+    for entry in reversed(request["sys_path"]):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    _current_runtime = Runtime.from_json(request["runtime"])
+    outcome: dict[str, Any]
+    code = 0
+    try:
+        module_name, _, function_name = request["target"].partition(":")
+        function = getattr(importlib.import_module(module_name), function_name)
+        outcome = {"value": function(*request["args"], **request["kwargs"])}
+    except KeyboardInterrupt:
+        outcome = {"error": {"type": "Interrupted", "message": "interrupted by the user"}}
+        code = 130
+    except FbbenchError as error:
+        outcome = {"error": {"type": type(error).__name__, "message": error.message, "hint": error.hint,
+                             "gdscodes": list(getattr(error, "gdscodes", ()))}}
+        code = error.exit_code
+    except Exception as error:
+        if type(error).__module__.startswith("firebird.driver"):  # Firebird's own refusal
+            outcome = {"error": {"type": "FirebirdError", "message": str(error).strip(),
+                                 "gdscodes": list(getattr(error, "gds_codes", ()) or ())}}
+            Path(result_file).write_text(json.dumps(outcome, default=str))
+            return 2
+        # A bug in fbbench: reported in one line, the traceback kept in a file for a bug report.
+        trace = Path(tempfile.gettempdir()) / f"fbbench-error-{os.getpid()}.txt"
+        trace.write_text(traceback.format_exc())
+        outcome = {"error": {"type": type(error).__name__, "message": f"{type(error).__name__}: {error}",
+                             "traceback_file": str(trace)}}
+        code = 1
+    Path(result_file).write_text(json.dumps(outcome, default=str))
+    return code
+

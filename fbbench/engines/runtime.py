@@ -1,0 +1,250 @@
+"""A runtime root per run: the wheel's files linked in, plus the run's own firebird.conf.
+
+Firebird reads its configuration, messages, plugins and lock files relative to the directory in
+``$FIREBIRD``. Giving every run its own root means every run has its own firebird.conf (built
+from ``--set Key=Value``), its own firebird.log (so a run can show what the engine logged during
+it) and its own lock directory (so two engine versions never share lock files).
+
+Files are hard-linked rather than symlinked: Firebird 4 refuses to load a plugin whose real path
+differs from the path it asked for ("Actual module name does not match requested").
+"""
+
+from __future__ import annotations
+
+import difflib
+import errno
+import json
+import os
+import re
+import shutil
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fbbench import __version__
+from fbbench.engines import install as installer
+from fbbench.engines.catalog import SERVER_CLIENT_VERSION, EmbeddedEngine, Engine, ServerEngine, parse_engine
+from fbbench.errors import FbbenchError
+from fbbench.paths import assert_inside
+
+_CONF_KEY = re.compile(r"^#?\s*([A-Z][A-Za-z0-9]+)\s*=", re.MULTILINE)
+_SERVER_MODES = {"super", "superserver", "threadeddedicated", "superclassic", "threadedshared",
+                 "classic", "multiprocess"}
+
+# System libraries each runtime needs, and how to get them on Debian / Ubuntu.
+_NATIVE_FIXES = {
+    "libtommath.so.1": "sudo apt-get install -y libtommath1",
+    "libtommath.so.0": "sudo apt-get install -y libtommath1",
+    "libncurses.so.5": "sudo apt-get install -y libncurses5",
+    "libtinfo.so.5": "sudo apt-get install -y libncurses5",
+}
+
+
+@dataclass
+class Runtime:
+    """Everything a child process needs to use one engine."""
+
+    engine: Engine
+    client_version: str  # version of the runtime files (the client, for a server engine)
+    root: Path
+    conf: dict[str, str] = field(default_factory=dict)
+    # Only ever passed to child processes through their environment, never written anywhere.
+    user: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+
+    @property
+    def base(self) -> Path:
+        return self.root.parent
+
+    @property
+    def lock_dir(self) -> Path:
+        return self.base / "lock"
+
+    @property
+    def tmp_dir(self) -> Path:
+        return self.base / "tmp"
+
+    @property
+    def lib_dir(self) -> Path:
+        return self.base / "lib"
+
+    @property
+    def client_library(self) -> Path:
+        return self.root / "libfbclient.so.2"
+
+    @property
+    def firebird_log(self) -> Path:
+        return self.root / "firebird.log"
+
+    @property
+    def conf_file(self) -> Path:
+        return self.root / "firebird.conf"
+
+    @property
+    def embedded(self) -> bool:
+        return isinstance(self.engine, EmbeddedEngine)
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment of a process that uses this engine (read by the loader at start)."""
+        env = dict(os.environ if base is None else base)
+        library_path = [str(self.root), str(self.lib_dir)]
+        if env.get("LD_LIBRARY_PATH"):
+            library_path.append(env["LD_LIBRARY_PATH"])
+        env.update(
+            FIREBIRD=str(self.root),
+            FIREBIRD_LOCK=str(self.lock_dir),
+            FIREBIRD_TMP=str(self.tmp_dir),
+            LD_LIBRARY_PATH=os.pathsep.join(library_path),
+            FBBENCH_CLIENT_LIBRARY=str(self.client_library),
+        )
+        if self.user:
+            env["ISC_USER"] = self.user
+        if self.password is not None:
+            env["ISC_PASSWORD"] = self.password
+        return env
+
+    def to_json(self) -> str:
+        engine = {"embedded": self.engine.version} if isinstance(self.engine, EmbeddedEngine) \
+            else {"dsn": self.engine.dsn}
+        return json.dumps({"engine": engine, "client_version": self.client_version,
+                           "root": str(self.root), "conf": self.conf})
+
+    @classmethod
+    def from_json(cls, text: str) -> Runtime:
+        data = json.loads(text)
+        spec = data["engine"]
+        engine: Engine = EmbeddedEngine(spec["embedded"]) if "embedded" in spec else parse_engine(spec["dsn"])
+        return cls(engine, data["client_version"], Path(data["root"]), data["conf"])
+
+    def remove(self, workdir: Path) -> None:
+        shutil.rmtree(assert_inside(self.base, workdir), ignore_errors=True)
+
+
+def documented_keys(wheel_root: Path) -> dict[str, str]:
+    """firebird.conf keys the engine documents, lower-case → canonical spelling."""
+    text = (wheel_root / "firebird.conf").read_text(errors="replace")
+    return {key.lower(): key for key in _CONF_KEY.findall(text)}
+
+
+def validate_conf(settings: dict[str, str], wheel_root: Path, label: str) -> dict[str, str]:
+    """Check ``--set`` keys against the engine's own firebird.conf; return canonical spellings."""
+    known = documented_keys(wheel_root)
+    checked: dict[str, str] = {}
+    for key, value in settings.items():
+        canonical = known.get(key.strip().lower())
+        if canonical is None:
+            close = difflib.get_close_matches(key.strip(), list(known.values()), n=1, cutoff=0.5)
+            hint = f"did you mean {close[0]}?" if close else "see the keys documented in firebird.conf"
+            raise FbbenchError(f"unknown firebird.conf key '{key}' for {label}", hint=hint)
+        value = str(value).strip()
+        if canonical == "ServerMode" and value.lower() not in _SERVER_MODES:
+            raise FbbenchError(
+                f"invalid ServerMode '{value}'",
+                hint="use Super (SuperServer), SuperClassic or Classic",
+            )
+        checked[canonical] = value
+    return checked
+
+
+def _link_tree(source: Path, target: Path, skip: set[str]) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    for item in source.iterdir():
+        if item.name in skip:
+            continue
+        destination = target / item.name
+        if item.is_dir():
+            _link_tree(item, destination, set())
+            continue
+        try:
+            os.link(item, destination)
+        except OSError as error:  # another filesystem, or links not allowed: copy instead
+            if error.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+                raise
+            shutil.copy2(item, destination)
+
+
+def _system_library(name: str) -> Path | None:
+    """Where the dynamic loader finds a 64-bit ``name`` (from ``ldconfig -p``)."""
+    try:
+        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
+    except OSError:
+        listing = ""
+    for line in listing.splitlines():
+        soname, _, location = line.strip().partition(" => ")
+        if soname.split(" ")[0] == name and "x86-64" in soname:
+            return Path(location)
+    return next(iter(Path("/usr/lib").glob(f"*/{name}")), None)
+
+
+def _prepare_lib_dir(lib_dir: Path) -> None:
+    """Firebird 3 and 4 were linked against libtommath.so.0, which Debian 12 no longer ships;
+    its libtommath.so.1 has the same ABI for everything fbclient uses."""
+    lib_dir.mkdir(parents=True, exist_ok=True)
+    compat = lib_dir / "libtommath.so.0"
+    current = _system_library("libtommath.so.1")
+    if current and not compat.exists():
+        compat.symlink_to(current)
+
+
+def missing_native_libraries(runtime: Runtime) -> dict[str, str]:
+    """Shared libraries the runtime cannot find → the command that installs them."""
+    objects = [runtime.client_library, *sorted((runtime.root / "plugins").glob("libEngine*.so"))]
+    missing: dict[str, str] = {}
+    for obj in objects:
+        result = subprocess.run(["ldd", str(obj)], capture_output=True, text=True, env=runtime.env(),
+                                check=False)
+        for line in result.stdout.splitlines():
+            if "not found" in line:
+                name = line.strip().split(" ")[0]
+                missing[name] = _NATIVE_FIXES.get(name, f"install the package that provides {name}")
+    return missing
+
+
+def prepare_runtime(engine: Engine | str, workdir: Path, conf: dict[str, str] | None = None,
+                    name: str | None = None, install: bool = True, check_libraries: bool = True,
+                    user: str | None = None, password: str | None = None) -> Runtime:
+    """Build a fresh runtime root for one run of ``engine`` under ``workdir/runtimes``."""
+    if isinstance(engine, str):
+        engine = parse_engine(engine)
+    conf = dict(conf or {})
+    if isinstance(engine, ServerEngine):
+        if conf:
+            raise FbbenchError(
+                "firebird.conf settings (--set) apply to embedded engines only",
+                hint="for an external server, set them in the server's own firebird.conf and restart it",
+            )
+        client = EmbeddedEngine(SERVER_CLIENT_VERSION)
+    else:
+        client = engine
+    if not installer.is_installed(client):
+        if not install:
+            raise FbbenchError(f"{client.label} is not installed",
+                               hint=f"run: fbbench engines install {client.major}")
+        installer.install(client)
+    source = installer.wheel_root(client)
+    checked = validate_conf(conf, source, client.label)
+
+    base = workdir / "runtimes" / (name or f"{client.version}-{uuid.uuid4().hex[:12]}")
+    if base.exists():
+        shutil.rmtree(assert_inside(base, workdir))
+    root = base / "root"
+    _link_tree(source, root, skip={"firebird.conf", "firebird.log"})
+    runtime = Runtime(engine, client.version, root, checked, user=user, password=password)
+    lines = [f"# Generated by fbbench {__version__} for {client.label}.",
+             "# Settings not listed here have the engine's defaults.", ""]
+    lines += [f"{key} = {value}" for key, value in checked.items()]
+    runtime.conf_file.write_text("\n".join(lines) + "\n")
+    runtime.firebird_log.touch()
+    runtime.lock_dir.mkdir(parents=True, exist_ok=True)
+    runtime.tmp_dir.mkdir(parents=True, exist_ok=True)
+    _prepare_lib_dir(runtime.lib_dir)
+    if check_libraries:
+        missing = missing_native_libraries(runtime)
+        if missing:
+            fixes = sorted(set(missing.values()))
+            raise FbbenchError(
+                f"{client.label} cannot load: missing {', '.join(sorted(missing))}",
+                hint="run: " + " && ".join(fixes),
+            )
+    return runtime

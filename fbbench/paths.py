@@ -1,0 +1,56 @@
+"""Where fbbench keeps its files.
+
+- the engine cache (downloaded runtimes; safe to delete): ``$FBBENCH_CACHE`` or
+  ``$XDG_CACHE_HOME/fbbench`` (``~/.cache/fbbench``);
+- the home (results store, registry of owned databases, default work directory):
+  ``$FBBENCH_HOME`` or ``$XDG_DATA_HOME/fbbench`` (``~/.local/share/fbbench``).
+
+fbbench deletes files only inside a work directory (runtime roots, run databases, the
+populated-database cache) — see :func:`assert_inside`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fbbench.errors import FbbenchError
+
+
+def _xdg(var: str, default: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value else Path.home() / default
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("FBBENCH_CACHE")
+    return Path(explicit) if explicit else _xdg("XDG_CACHE_HOME", ".cache") / "fbbench"
+
+
+def home_dir() -> Path:
+    explicit = os.environ.get("FBBENCH_HOME")
+    return Path(explicit) if explicit else _xdg("XDG_DATA_HOME", ".local/share") / "fbbench"
+
+
+def engines_dir() -> Path:
+    return cache_dir() / "engines"
+
+
+def default_workdir() -> Path:
+    return home_dir() / "work"
+
+
+def default_results() -> Path:
+    return home_dir() / "results.sqlite"
+
+
+def registry_file() -> Path:
+    return home_dir() / "owned-databases.json"
+
+
+def assert_inside(path: Path, root: Path) -> Path:
+    """Refuse to touch ``path`` unless it lies inside ``root`` (symlinks resolved)."""
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise FbbenchError(f"refusing to delete {path}: it is outside fbbench's work directory {root}")
+    return resolved
