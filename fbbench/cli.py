@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -36,7 +36,7 @@ app.add_typer(engines_app, name="engines")
 app.add_typer(db_app, name="db")
 
 
-class OnOff(str, Enum):
+class OnOff(StrEnum):
     on = "on"
     off = "off"
 

@@ -14,6 +14,7 @@ forwards Ctrl-C exactly once, and the child stops its workers and keeps what was
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -46,10 +47,8 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any, **kwargs: Any) -> A
         forwarded = {sig: signal.getsignal(sig) for sig in _FORWARDED}
 
         def forward(signum: int, _frame: object) -> None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 process.send_signal(signum)
-            except ProcessLookupError:
-                pass
 
         for sig in _FORWARDED:
             signal.signal(sig, forward)
