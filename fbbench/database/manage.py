@@ -100,10 +100,10 @@ def check_page_size(page_size: int | None, engine: Engine) -> None:
 def create(location: str, engine: str | None, workdir: Path, credentials: Credentials = Credentials(), *,
            page_size: int | None = None, forced_writes: bool | None = None, page_buffers: int | None = None,
            sweep_interval: int | None = None, purpose: str = "fbbench db create") -> dict[str, Any]:
+    if not looks_like_dsn(location) and Path(location).expanduser().exists():
+        raise FbbenchError(f"{location} already exists", hint="fbbench never overwrites a file; choose a new path")
     target = resolve(location, engine)
     check_page_size(page_size, target.engine)
-    if not looks_like_dsn(target.location) and Path(target.location).exists():
-        raise FbbenchError(f"{target.location} already exists", hint="fbbench never overwrites a file; choose a new path")
     if page_buffers is not None and page_buffers < 0:
         raise FbbenchError("page buffers cannot be negative")
     settings = {"page_size": page_size, "forced_writes": forced_writes, "page_buffers": page_buffers,

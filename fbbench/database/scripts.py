@@ -173,7 +173,7 @@ def run_text(connection: Connection, text: str, source: str, params: Mapping[str
         if head == "SET" and len(words) > 1 and words[1] in _ISQL_SETTINGS:
             continue
         if head in ("COMMIT", "ROLLBACK") and len(words) <= 2 and (len(words) == 1 or words[1] == "WORK"):
-            connection.commit() if head == "COMMIT" else connection.rollback()
+            _end_transaction(connection, commit=head == "COMMIT")
             continue
         if head == "INPUT":
             included = (base_dir or Path.cwd()) / statement.text.split(None, 1)[1].strip().strip("'\"")
@@ -188,18 +188,24 @@ def run_text(connection: Connection, text: str, source: str, params: Mapping[str
         try:
             if head in _DDL or (head == "SET" and len(words) > 1 and words[1] in ("GENERATOR", "STATISTICS")):
                 connection.execute_immediate(statement.text)
-                connection.commit()
+                _end_transaction(connection, commit=True)
             else:
                 with connection.cursor() as cursor:
                     cursor.execute(statement.text)
                     if cursor.description:
                         cursor.fetchall()
         except driver.DatabaseError as error:
-            connection.rollback()
+            _end_transaction(connection, commit=False)
             raise _located(error, statement) from None
         executed += 1
-    connection.commit()
+    _end_transaction(connection, commit=True)
     return executed
+
+
+def _end_transaction(connection: Connection, commit: bool) -> None:
+    transaction = connection.main_transaction
+    if transaction.is_active():
+        transaction.commit() if commit else transaction.rollback()
 
 
 def _located(error: Exception, statement: Statement) -> FirebirdError:

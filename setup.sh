@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 / Ubuntu machine: installs what is missing (system
+# libraries through apt, a Rust toolchain, the Python environment with the native core built by
+# maturin, the Firebird engines), then runs the quickstart benchmark or the test suite.
+#
+#   ./setup.sh quickstart   # short TPC-C run on embedded Firebird 5.0: summary + HTML report
+#   ./setup.sh test         # lint, Rust tests, and the pytest suite on real engines
+#   ./setup.sh env          # only set up; then use .venv/bin/fbbench
+set -euo pipefail
+cd "$(dirname "$0")"
+mode="${1:-quickstart}"
+case "$mode" in quickstart|test|env) ;; *) echo "usage: $0 quickstart|test|env" >&2; exit 2 ;; esac
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else echo "need root to run: $*" >&2; exit 1; fi
+}
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+available() { [ -n "$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ {print $2}' | grep -v '(none)')" ]; }
+
+# --- system packages -------------------------------------------------------------------------
+# libtommath1: Firebird 4/5 (and 3/4 through a libtommath.so.0 link fbbench makes);
+# libncurses5: Firebird 3's client library; gcc: the linker Rust needs, and the C benchmark client.
+wanted=(libtommath1 libncurses5 gcc python3-venv ca-certificates curl)
+if [ "$mode" = test ]; then
+  # The loopback client/server tests and the HTML report test.
+  wanted+=(firebird3.0-server chromium)
+fi
+missing=()
+for pkg in "${wanted[@]}"; do installed "$pkg" || missing+=("$pkg"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing system packages: ${missing[*]}"
+  as_root apt-get update -qq
+  installable=()
+  for pkg in "${missing[@]}"; do
+    if available "$pkg"; then installable+=("$pkg"); else echo "note: $pkg is not available here; skipped" >&2; fi
+  done
+  if [ ${#installable[@]} -gt 0 ]; then
+    # The server package must not start a system-wide instance: the tests start their own.
+    as_root env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends \
+      "${installable[@]}" >/dev/null
+  fi
+fi
+
+# --- Python ----------------------------------------------------------------------------------
+python=""
+for candidate in python3.13 python3.12 python3.11 python3; do
+  if command -v "$candidate" >/dev/null &&
+     "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    python="$candidate"; break
+  fi
+done
+[ -n "$python" ] || { echo "fbbench needs Python 3.11 or later" >&2; exit 1; }
+
+# --- Rust (for the native load core) ---------------------------------------------------------
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! command -v cargo >/dev/null; then
+  say "installing a Rust toolchain"
+  if curl -fsS --max-time 20 https://sh.rustup.rs -o /tmp/rustup-init.sh 2>/dev/null; then
+    sh /tmp/rustup-init.sh -y --profile minimal >/dev/null
+  else
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo >/dev/null
+  fi
+fi
+
+# --- the fbbench environment -----------------------------------------------------------------
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv with $python"
+  "$python" -m venv .venv
+fi
+say "building fbbench and its native core (maturin, release)"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+
+if [ "$mode" = test ]; then
+  engines=(3.0 4.0 5.0)
+else
+  engines=(5.0)
+fi
+.venv/bin/fbbench engines install "${engines[@]}"
+
+case "$mode" in
+  env)
+    say "ready: .venv/bin/fbbench --help" ;;
+  quickstart)
+    say "quickstart: checking the embedded Firebird 5.0 engine"
+    exec .venv/bin/fbbench doctor 5.0 ;;
+  test)
+    say "lint"
+    .venv/bin/ruff check fbbench tests benchmarks
+    say "native core: cargo fmt, clippy, test"
+    (cd core && cargo fmt --check && cargo clippy --quiet -- -D warnings && cargo test --quiet)
+    say "tests on real engines"
+    exec .venv/bin/python -m pytest -q -ra tests ;;
+esac

@@ -1,0 +1,52 @@
+"""Shared fixtures: every test session gets its own fbbench home (registry, results, work
+directory) while sharing the engine cache, so engines download once per machine."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fbbench_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("fbbench-home")
+    previous = os.environ.get("FBBENCH_HOME")
+    os.environ["FBBENCH_HOME"] = str(home)
+    yield home
+    if previous is None:
+        os.environ.pop("FBBENCH_HOME", None)
+    else:
+        os.environ["FBBENCH_HOME"] = previous
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``fbbench`` as a user would, in a separate process."""
+    return subprocess.run([sys.executable, "-m", "fbbench", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=timeout, cwd=cwd)
+
+
+def assert_clean_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    """A user error: non-zero exit, an 'error:' line naming the problem, no traceback."""
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    assert "error:" in result.stderr, result.stderr
+    for fragment in fragments:
+        assert fragment.lower() in result.stderr.lower(), result.stderr
+
+
+ENGINES = ["3.0", "4.0", "5.0"]
