@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -248,6 +249,171 @@ def db_drop(
 
     manage.drop(path, engine, _workdir(workdir), _credentials(user, password_file))
     console.print(f"dropped {path}")
+
+
+# ------------------------------------------------------------------------------------------- run
+
+results_app = typer.Typer(help="The results store: every run fbbench recorded.", no_args_is_help=True)
+app.add_typer(results_app, name="results")
+
+ResultsOption = Annotated[
+    Path | None,
+    typer.Option("--results", help="Results store (SQLite). Default: $FBBENCH_HOME/results.sqlite."),
+]
+
+
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+def run(
+    workload: Annotated[str | None, typer.Argument(help="Built-in workload (tpcc) or a workload directory.")] = None,
+    spec: Annotated[Path | None, typer.Option("--spec", help="TOML file with these settings; flags override it.")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", "-e", help="5.0 (default), 4.0, 3.0, or a server DSN.")] = None,
+    scale: Annotated[list[str] | None, typer.Option("--scale", help="Workload scale, e.g. warehouses=4.")] = None,
+    connections: Annotated[int | None, typer.Option("--connections", "-c", help="Attachments driving the load.")] = None,
+    warmup: Annotated[str | None, typer.Option("--warmup", help="Warm-up before measuring, e.g. 30s.")] = None,
+    duration: Annotated[str | None, typer.Option("--duration", "-d", help="Measured period, e.g. 5m.")] = None,
+    transactions: Annotated[int | None, typer.Option("--transactions", help="Fixed work: units per attachment "
+                                                     "(instead of a timed run).")] = None,
+    interval: Annotated[str | None, typer.Option("--interval", help="Reporting interval, e.g. 10s.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed: same seed, same units and parameters.")] = None,
+    set_conf: Annotated[list[str] | None, typer.Option("--set", help="firebird.conf Key=Value for this run "
+                                                       "(embedded engines).")] = None,
+    page_size: Annotated[int | None, typer.Option("--page-size", help="Database page size.")] = None,
+    page_buffers: Annotated[int | None, typer.Option("--page-buffers", help="Database page cache size.")] = None,
+    forced_writes: Annotated[OnOff | None, typer.Option("--forced-writes", help="on or off.")] = None,
+    no_sweep: Annotated[bool, typer.Option("--no-sweep", help="Skip the sweep before measuring.")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Rebuild the populated database instead of copying "
+                                        "the cached one.")] = False,
+    load_connections: Annotated[int | None, typer.Option("--load-connections", help="Attachments for "
+                                                         "population (default: CPU count).")] = None,
+    rate: Annotated[float | None, typer.Option("--rate", help="Target units/s in total (open loop; latency "
+                                               "then includes queueing).")] = None,
+    connect_rate: Annotated[float | None, typer.Option("--connect-rate", help="New attachments per second "
+                                                       "during ramp-up (0 = all at once).")] = None,
+    keep_database: Annotated[bool, typer.Option("--keep-database", help="Keep the run's database copy.")] = False,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Free text recorded with the run.")] = None,
+    workdir: WorkdirOption = None,
+    results: ResultsOption = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the run result (JSON) here.")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write the HTML report here (default: next to "
+                                                "the results store, named after the run).")] = None,
+    user: UserOption = None,
+    password_file: PasswordFileOption = None,
+) -> None:
+    """Run a benchmark: runtime, database (populated, cached), sweep, warm-up, measure, checks;
+    recorded in the results store, summarised, with JSON and HTML reports.
+
+    Examples:
+
+    * `fbbench run tpcc --connections 4 --warmup 20s --duration 60s`
+    * `fbbench run tpcc --engine 4.0 --scale warehouses=4 --set ServerMode=SuperClassic --json r.json`
+    * `fbbench run ./my-workload --transactions 1000 -c 1`
+    * `ISC_PASSWORD=... fbbench run tpcc --engine db1/3050:/data/bench.fdb`
+    """
+    from fbbench.runner.settings import RunSettings, parse_duration, parse_pairs, read_spec
+
+    values = read_spec(spec) if spec else {}
+    flags = {
+        "workload": workload, "engine": engine, "connections": connections, "transactions": transactions,
+        "seed": seed, "page_size": page_size, "page_buffers": page_buffers, "forced_writes": _on_off(forced_writes),
+        "load_connections": load_connections, "target_rate": rate, "connect_rate": connect_rate,
+        "workdir": str(workdir) if workdir else None, "results": str(results) if results else None,
+        "json": str(json_file) if json_file else None, "report": str(report) if report else None, "user": user,
+        "warmup": parse_duration(warmup, "--warmup") if warmup is not None else None,
+        "duration": parse_duration(duration, "--duration") if duration is not None else None,
+        "interval": parse_duration(interval, "--interval") if interval is not None else None,
+    }
+    values.update({k: v for k, v in flags.items() if v is not None})
+    if scale:
+        values["scale"] = {**values.get("scale", {}), **parse_pairs(scale, "--scale")}
+    if set_conf:
+        values["conf"] = {**values.get("conf", {}), **parse_pairs(set_conf, "--set")}
+    values["sweep"] = values.get("sweep", True) and not no_sweep
+    values["fresh"] = values.get("fresh", False) or fresh
+    values["keep_database"] = values.get("keep_database", False) or keep_database
+    values["tags"] = [*values.get("tags", []), *(tag or [])]
+    if "workload" not in values:
+        raise FbbenchError("which workload? e.g. fbbench run tpcc", hint="built-in: tpcc; or a workload directory")
+    settings = RunSettings(**values)
+    credentials = _credentials(settings.user, password_file)
+    settings.user = credentials.user
+
+    from fbbench.runner.run import execute
+
+    outcome = execute(settings, credentials.password)
+    _report_run(outcome.run_id, outcome.results, settings.json, settings.report)
+    if outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)
+
+
+def _report_run(run_id: str, results: Path, json_file: str | None, report: str | None) -> None:
+    from fbbench.report import console as summary
+    from fbbench.report import html
+    from fbbench.report.model import result_document
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(results) as store:
+        stored = store.load_run(run_id)
+    document = result_document(stored)
+    summary.print_summary(document, console)
+    if json_file:
+        Path(json_file).expanduser().write_text(json.dumps(document, indent=2, default=str))
+        console.print(f"JSON: {Path(json_file).expanduser().resolve()}")
+    target = Path(report) if report else results.parent / "reports" / f"{run_id}.html"
+    written = html.write(document, target, stored.get("firebird_log") or "")
+    console.print(f"report: {written}")
+    console.print(f"results store: {results} (fbbench results show {run_id})")
+
+
+@results_app.command("list")
+def results_list(
+    results: ResultsOption = None,
+    limit: Annotated[int, typer.Option(help="How many runs, newest first.")] = 30,
+) -> None:
+    """List recorded runs, newest first.
+
+    Example: `fbbench results list`
+    """
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(results or paths.default_results()) as store:
+        runs = store.list_runs(limit)
+    table = Table(title=f"runs in {results or paths.default_results()}")
+    for column in ("run", "started", "status", "workload", "engine", "connections", "score/min", "metrics"):
+        table.add_column(column)
+    for item in runs:
+        summary = item["summary"]
+        metrics = ", ".join(f"{k} {v:,.0f}" for k, v in (summary.get("metrics") or {}).items() if v is not None)
+        score = summary.get("score_per_minute")
+        table.add_row(item["run_id"], time.strftime("%Y-%m-%d %H:%M", time.localtime(item["started_at"])),
+                      item["status"], item["workload"], item["engine_version"] or item["engine_label"] or "?",
+                      str(item["settings"].get("connections", "")), f"{score:,.0f}" if score else "–", metrics)
+    console.print(table)
+
+
+@results_app.command("show")
+def results_show(
+    run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix, or 'last').")],
+    results: ResultsOption = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Also write the run result (JSON) here.")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Also write the HTML report here.")] = None,
+) -> None:
+    """Show one recorded run: the same summary as at the end of the run.
+
+    Example: `fbbench results show last --report last.html`
+    """
+    from fbbench.report import console as summary
+    from fbbench.report import html
+    from fbbench.report.model import result_document
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(results or paths.default_results()) as store:
+        stored = store.load_run(run_id)
+    document = result_document(stored)
+    summary.print_summary(document, console)
+    if json_file:
+        json_file.write_text(json.dumps(document, indent=2, default=str))
+    if report:
+        console.print(f"report: {html.write(document, report, stored.get('firebird_log') or '')}")
 
 
 @app.callback(invoke_without_command=True)

@@ -1,0 +1,70 @@
+"""The console summary at the end of a run (and of ``fbbench results show``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _ms(value: Any) -> str:
+    return "–" if value is None else f"{value:,.2f}"
+
+
+def _num(value: Any, digits: int = 0) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def print_summary(document: dict[str, Any], console: Console) -> None:
+    engine, database = document["engine"], document["database"]
+    status = document["status"]
+    colour = {"completed": "green", "interrupted": "yellow"}.get(status, "red")
+    console.print(f"\n[bold]run {document['run_id']}[/] — [{colour}]{status}[/]"
+                  + (f": {document['failure']}" if document.get("failure") else ""))
+    if document.get("workload_description"):
+        console.print(f"{document['workload']}: {document['workload_description']}")
+    console.print(
+        f"engine {engine.get('version') or '?'} ({engine.get('label') or '?'}, {engine.get('mode') or '?'}); "
+        f"page size {database.get('page_size')}, buffers {database.get('page_buffers')}, "
+        f"forced writes {'on' if database.get('forced_writes') else 'off'}; "
+        f"{document.get('connections')} connection(s), seed {document.get('seed')}"
+    )
+    measured = document.get("measure_seconds")
+    if measured:
+        headline = [f"[bold]score {_num(document.get('score_per_minute'))}/min[/]"]
+        headline += [f"[bold]{name} {_num(value)}[/]" for name, value in document.get("metrics", {}).items()]
+        headline.append(f"TPM {_num(document.get('tpm'))}")
+        console.print(" · ".join(headline) + f"  (measured {measured:.0f} s after {document['warmup_seconds']:.0f} s "
+                      "warm-up)")
+    units = document.get("units", {})
+    if units:
+        table = Table(title="per unit (measured period)", title_justify="left")
+        for column in ("unit", "count", "ok", "rolled back", "conflicts", "errors", "p50 ms", "p95 ms", "p99 ms",
+                       "max ms"):
+            table.add_column(column, justify="left" if column == "unit" else "right")
+        for name, unit in units.items():
+            count = unit["ok"] + unit["rolled_back"] + unit["conflicts"] + unit["errors"]
+            latency = unit.get("latency_ms") or {}
+            table.add_row(name, f"{count:,}", f"{unit['ok']:,}", f"{unit['rolled_back']:,}", f"{unit['conflicts']:,}",
+                          f"{unit['errors']:,}", _ms(latency.get("p50")), _ms(latency.get("p95")),
+                          _ms(latency.get("p99")), _ms(latency.get("max")))
+        console.print(table)
+        for name, unit in units.items():
+            for code, error in unit.get("errors_by_gdscode", {}).items():
+                console.print(f"  [red]{name}: {error['count']} error(s) gdscode {code}[/]: {error['message']}")
+    outcomes = [("check", c) for c in document.get("checks", [])] + [("audit", a) for a in document.get("audits", [])]
+    if outcomes:
+        table = Table(title="checks and audits", title_justify="left")
+        for column in ("kind", "name", "result", "detail"):
+            table.add_column(column)
+        for kind, item in outcomes:
+            result = {True: "[green]pass[/]", False: "[red]FAIL[/]", None: "info"}[item["passed"]]
+            table.add_row(kind, item["name"], result, item["detail"] or "")
+        console.print(table)
+    population = document.get("population") or {}
+    if population.get("mb_per_second"):
+        console.print(f"population: {population['source']}; {_num(population['total_rows'])} rows, "
+                      f"{population['mb_per_second']:.2f} MB/s, {_num(population['rows_per_second'])} rows/s")
+    if document.get("client_cpu_seconds") is not None and measured:
+        console.print(f"client (fbbench core) CPU: {document['client_cpu_seconds']:.2f} s over the run")

@@ -1,0 +1,308 @@
+"""Phase 2 of a run, inside the engine child: the benchmark database, created and populated.
+
+Populated databases are kept in a cache keyed by workload (name, files, scale), page size and
+engine version; a run with the same key starts from a copy of it. A run's own database is
+always a fresh copy, so runs never see each other's leftovers. Servers get a database built in
+place (fbbench cannot copy files on another machine).
+
+Population runs the workload's ``[[load]]`` steps in order; the iterations of a ``for_each``
+step are spread over ``load_connections`` attachments. Load speed is measured as database growth
+(MB/s) and rows per second.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import queue
+import random
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fbbench.database import driver, lifecycle, ownership, scripts
+from fbbench.errors import FbbenchError, Interrupted
+from fbbench.workloads.generators import derived_seed, value
+from fbbench.workloads.spec import LoadStep, Workload
+
+POPULATION_FORMAT = 1  # bump when the way fbbench populates changes, to invalidate caches
+
+Progress = Callable[[str, int, int], None]  # step name, done, total
+
+
+@dataclass(frozen=True)
+class DatabasePlan:
+    location: str  # the run's database: a path (embedded) or a DSN
+    services_host: str  # "" embedded, "host/port" for a server
+    cache_dir: str | None  # embedded only
+    engine_major: str
+    page_size: int | None
+    page_buffers: int | None
+    forced_writes: bool | None
+    sweep_interval: int | None
+    fresh: bool
+    load_connections: int
+
+
+def cache_key(workload: Workload, plan: DatabasePlan) -> str:
+    material = {"format": POPULATION_FORMAT, "workload": workload.name, "files": workload.files,
+                "scale": workload.scale, "page_size": plan.page_size, "engine": plan.engine_major}
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[str, Any]:
+    """Create or copy the run's database; returns the load facts (source, speed)."""
+    if plan.cache_dir is None:
+        if ownership.lookup(plan.location) is not None:  # an earlier run's database on that server
+            lifecycle.drop(plan.location, ownership.require_owned(plan.location, "replace"))
+            ownership.unregister(plan.location)
+        load = build(plan.location, workload, plan, progress)
+        load["source"] = "built in place"
+    else:
+        cache = Path(plan.cache_dir)
+        key = cache_key(workload, plan)
+        cached, meta = cache / f"{workload.name}-{key}.fdb", cache / f"{workload.name}-{key}.json"
+        with _locked(cache / f"{key}.lock"):
+            if plan.fresh or not (cached.exists() and meta.exists()):
+                for stale in (cached, meta):
+                    if stale.exists():
+                        ownership.unregister(str(stale))
+                        stale.unlink()
+                building = cache / f"{workload.name}-{key}.building.fdb"
+                if building.exists():  # left by an interrupted build
+                    ownership.unregister(str(building))
+                    building.unlink()
+                stats = build(str(building), workload, plan, progress)
+                ownership.unregister(str(building))
+                building.rename(cached)
+                ownership.register(str(cached), _mark_token(str(cached)), {"purpose": "populated cache"})
+                meta.write_text(json.dumps({"built_at": time.time(), "key": key, "load": stats}, indent=2))
+                load = {**stats, "source": "built (now cached)"}
+            else:
+                load = {**json.loads(meta.read_text())["load"], "source": "copy of cached population"}
+            started = time.monotonic()
+            shutil.copyfile(cached, plan.location)
+            load["copy_seconds"] = time.monotonic() - started
+        load["cache_file"] = str(cached)
+        _take_ownership(plan.location)
+    _apply_settings(plan)
+    return load
+
+
+def _mark_token(location: str) -> str:
+    with driver.connect(location) as connection:
+        mark = ownership.read_mark(connection)
+    if mark is None:
+        raise FbbenchError(f"{location} lost its fbbench mark")
+    return str(mark["token"])
+
+
+def _take_ownership(location: str) -> None:
+    """A copy is a new database: it gets its own token, so the cache entry stays distinct."""
+    token = ownership.new_token()
+    with driver.connect(location) as connection:
+        with connection.cursor() as cursor:
+            cursor.execute(f"update {ownership.MARK_TABLE} set token = ?", (token,))
+        connection.commit()
+    ownership.register(location, token, {"purpose": "run database"})
+
+
+def _apply_settings(plan: DatabasePlan) -> None:
+    from firebird.driver import DbWriteMode
+
+    database = plan.location if plan.cache_dir is not None else _server_path(plan.location)
+    with driver.server(plan.services_host) as server:
+        if plan.forced_writes is not None:
+            mode = DbWriteMode.SYNC if plan.forced_writes else DbWriteMode.ASYNC
+            server.database.set_write_mode(database=database, mode=mode)
+        if plan.page_buffers is not None:
+            server.database.set_default_cache_size(database=database, size=plan.page_buffers)
+        if plan.sweep_interval is not None:
+            server.database.set_sweep_interval(database=database, interval=plan.sweep_interval)
+
+
+def _server_path(dsn: str) -> str:
+    from fbbench.engines.catalog import parse_engine
+
+    return parse_engine(dsn).path  # type: ignore[union-attr]
+
+
+def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress) -> dict[str, Any]:
+    """Create the database, run the workload's scripts and its load steps."""
+    token = ownership.new_token()
+    started = time.monotonic()
+    # Forced writes off while loading: the run's own setting is applied to the copy afterwards.
+    with driver.create_database(dsn, page_size=plan.page_size, forced_writes=False) as connection:
+        ownership.write_mark(connection, token, {"purpose": "population", "workload": workload.name,
+                                                 "scale": workload.scale})
+        ownership.register(dsn, token, {"purpose": "population"})
+        for script in workload.scripts:
+            progress(f"script {script.name}", 0, 1)
+            scripts.run_file(connection, script, workload.scale)
+            progress(f"script {script.name}", 1, 1)
+        size_before = _size(connection)
+    load_started = time.monotonic()
+    steps = []
+    with _Loaders(dsn, plan.load_connections) as loaders:
+        for step in workload.load:
+            step_started = time.monotonic()
+            iterations = loaders.run(step, workload, progress)
+            steps.append({"name": step.name, "seconds": time.monotonic() - step_started, "iterations": iterations})
+    load_seconds = time.monotonic() - load_started
+    with driver.connect(dsn) as connection:
+        size_after = _size(connection)
+        rows = _row_counts(connection)
+    total_rows = sum(rows.values())
+    grown = max(size_after - size_before, 0)
+    return {
+        "seconds": time.monotonic() - started,
+        "load_seconds": load_seconds,
+        "load_connections": plan.load_connections,
+        "steps": steps,
+        "rows": rows,
+        "total_rows": total_rows,
+        "size_bytes": size_after,
+        "grown_bytes": grown,
+        "mb_per_second": grown / 1e6 / load_seconds if load_seconds > 0 else None,
+        "rows_per_second": total_rows / load_seconds if load_seconds > 0 else None,
+    }
+
+
+def _size(connection: Any) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("select mon$pages * mon$page_size from mon$database")
+        return int(cursor.fetchone()[0])
+
+
+def _row_counts(connection: Any) -> dict[str, int]:
+    with connection.cursor() as cursor:
+        cursor.execute("select trim(rdb$relation_name) from rdb$relations where coalesce(rdb$system_flag, 0) = 0 "
+                       "and rdb$view_blr is null and rdb$relation_type in (0, 1) "
+                       f"and rdb$relation_name <> '{ownership.MARK_TABLE}' order by 1")
+        tables = [row[0] for row in cursor.fetchall()]
+        counts = {}
+        for table in tables:
+            cursor.execute(f'select count(*) from "{table}"')
+            counts[table] = int(cursor.fetchone()[0])
+    return counts
+
+
+class _Loaders:
+    """``n`` attachments on threads; a step's iterations are shared out through a queue.
+
+    firebird-driver calls release the GIL inside the client library, so long-running load
+    procedures really run in parallel. Ctrl-C cancels the running statements
+    (fb_cancel_operation) so the phase ends within seconds.
+    """
+
+    def __init__(self, dsn: str, count: int) -> None:
+        self.dsn = dsn
+        self.count = count
+        self.connections: list[Any] = []
+
+    def __enter__(self) -> _Loaders:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for connection in self.connections:
+            try:
+                connection.close()
+            except Exception:  # noqa: S110 - closing after a cancel may fail; the attachment is gone
+                pass
+
+    def _connection(self, index: int) -> Any:
+        while len(self.connections) <= index:
+            self.connections.append(driver.connect(self.dsn))
+        return self.connections[index]
+
+    def run(self, step: LoadStep, workload: Workload, progress: Progress) -> int:
+        if step.script is not None:
+            progress(step.name, 0, 1)
+            scripts.run_file(self._connection(0), step.script, workload.scale)
+            progress(step.name, 1, 1)
+            return 1
+        iterations = step.iterations()
+        work: queue.Queue[tuple[int, ...]] = queue.Queue()
+        for item in iterations:
+            work.put(item)
+        workers = min(self.count, len(iterations))
+        for index in range(workers):
+            self._connection(index)
+        done, failures = [0], []
+        lock = threading.Lock()
+        stop = threading.Event()
+        progress(step.name, 0, len(iterations))
+
+        def worker(index: int) -> None:
+            connection = self.connections[index]
+            while not stop.is_set():
+                try:
+                    item = work.get_nowait()
+                except queue.Empty:
+                    return
+                rng = random.Random(derived_seed(workload.name, step.index, *item))
+                params = [*item, *(value(g, rng, index + 1, {}) for g in step.params)]
+                try:
+                    with connection.cursor() as cursor:
+                        cursor.execute(step.sql, params)
+                        if cursor.description:
+                            cursor.fetchall()
+                    connection.commit()
+                except Exception as error:  # reported by the main thread with the step's name
+                    failures.append(error)
+                    stop.set()
+                    return
+                with lock:
+                    done[0] += 1
+                    progress(step.name, done[0], len(iterations))
+
+        threads = [threading.Thread(target=worker, args=(i,), name=f"load-{i + 1}", daemon=True)
+                   for i in range(workers)]
+        for thread in threads:
+            thread.start()
+        try:
+            while any(thread.is_alive() for thread in threads):
+                for thread in threads:
+                    thread.join(timeout=0.2)
+        except KeyboardInterrupt:
+            stop.set()
+            for connection in self.connections:
+                try:
+                    connection._att.cancel_operation(3)  # fb_cancel_raise: abort the running statement
+                except Exception:  # noqa: S110 - nothing running on that attachment
+                    pass
+            for thread in threads:
+                thread.join(timeout=5)
+            raise Interrupted("interrupted during population") from None
+        if failures:
+            error = failures[0]
+            if isinstance(error, FbbenchError):
+                raise error
+            raise FbbenchError(f"load step '{step.name}' failed: "
+                               f"{driver.explain(error, self.dsn).message}") from None
+        return len(iterations)
+
+
+def remove_run_database(location: str, workdir: Path) -> None:
+    """Delete a run's database copy (inside the work directory only) and forget it."""
+    from fbbench.paths import assert_inside
+
+    path = assert_inside(Path(location), workdir)
+    ownership.unregister(location)
+    if path.exists():
+        os.unlink(path)

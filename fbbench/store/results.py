@@ -1,0 +1,305 @@
+"""The results store: one SQLite file holding every run, written as the run goes.
+
+A run row is inserted before anything is measured (status ``running``) and filled in phase by
+phase; intervals are inserted as they complete. A process killed mid-run therefore leaves a run
+that still says ``running`` although its process is gone: readers show it as ``incomplete``,
+with the intervals it finished. Reports and comparisons read only this store.
+
+The schema carries a version (``PRAGMA user_version``); :data:`MIGRATIONS` brings an older store
+up to date when it is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from fbbench.errors import FbbenchError
+
+SCHEMA_VERSION = 1
+
+MIGRATIONS: dict[int, str] = {
+    # 0 → 1: the first schema.
+    1: """
+    create table runs (
+        run_id text primary key,
+        started_at real not null,
+        ended_at real,
+        status text not null,              -- running / completed / interrupted / failed
+        failure text,
+        host text, pid integer,
+        workload text not null,
+        engine_label text,
+        engine_version text,               -- as the server reports it
+        architecture text,
+        settings_json text not null,       -- spec + flags + tags, as the run used them
+        engine_json text,                  -- version strings, mode, effective firebird.conf
+        database_json text,                -- path, page size, buffers, forced writes, sizes, headers
+        host_json text,                    -- CPU, memory, OS, kernel, disk, versions, bitness
+        load_json text,                    -- population: source (cache or built), speed
+        summary_json text,                 -- score, metrics, totals: what the run concluded
+        workload_files_json text,          -- the workload.toml and scripts the run used
+        firebird_log text                  -- what the engine logged during the run
+    );
+    create table phases (
+        run_id text not null references runs(run_id),
+        name text not null,
+        started_at real not null,
+        seconds real,
+        detail_json text,
+        primary key (run_id, name)
+    );
+    create table intervals (
+        run_id text not null references runs(run_id),
+        idx integer not null,
+        phase text not null,               -- warmup / measure
+        unit text not null,
+        start_offset real not null,
+        seconds real not null,
+        ok integer not null, rolled_back integer not null, conflicts integer not null, errors integer not null,
+        histogram text,                    -- HDR histogram (base64 V2), null until the run's end
+        primary key (run_id, idx, unit)
+    );
+    create table unit_totals (
+        run_id text not null references runs(run_id),
+        unit text not null,
+        ok integer not null, rolled_back integer not null, conflicts integer not null, errors integer not null,
+        histogram text,
+        latency_json text, errors_json text, conflicts_json text, tally_json text,
+        primary key (run_id, unit)
+    );
+    create table metrics (
+        run_id text not null references runs(run_id),
+        name text not null,
+        start_value real, end_value real, value real, per_minute integer not null, description text,
+        primary key (run_id, name)
+    );
+    create table checks (
+        run_id text not null references runs(run_id),
+        kind text not null,                -- check (consistency, DB side) / audit (client figures)
+        name text not null,
+        passed integer,                    -- 1 pass, 0 fail, null: could not be evaluated
+        value real,
+        detail text,
+        primary key (run_id, kind, name)
+    );
+    """,
+}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def _pid_alive(pid: int | None, host: str | None) -> bool:
+    if pid is None or host != socket.gethostname():
+        return host != socket.gethostname()  # another machine's run: cannot tell, assume alive
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ResultsStore:
+    """One SQLite file; safe to use from the parent and the engine child at once (WAL)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path.expanduser().resolve()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self.db.execute("pragma journal_mode = wal")
+            self.db.execute("pragma foreign_keys = on")
+            self._migrate()
+        except sqlite3.DatabaseError as error:
+            raise FbbenchError(f"cannot open the results store {self.path}: {error}") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _migrate(self) -> None:
+        version = self.db.execute("pragma user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise FbbenchError(f"the results store {self.path} was written by a newer fbbench (schema {version})",
+                               hint="upgrade fbbench, or use another --results file")
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            # One script per step, schema change and version bump committed together.
+            self.db.executescript(f"begin immediate;\n{MIGRATIONS[target]}\npragma user_version = {target};\ncommit;")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("begin immediate")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("rollback")
+            raise
+        self.db.execute("commit")
+
+    # ------------------------------------------------------------------ writing, as a run goes
+
+    def begin_run(self, run_id: str, workload: str, settings: dict[str, Any], host: dict[str, Any]) -> None:
+        with self.transaction():
+            self.db.execute(
+                "insert into runs (run_id, started_at, status, host, pid, workload, settings_json, host_json) "
+                "values (?, ?, 'running', ?, ?, ?, ?, ?)",
+                (run_id, time.time(), socket.gethostname(), os.getpid(), workload, _json(settings), _json(host)),
+            )
+
+    def claim_run(self, run_id: str) -> None:
+        """The process doing the measuring takes over the liveness of the run."""
+        with self.transaction():
+            self.db.execute("update runs set pid = ? where run_id = ?", (os.getpid(), run_id))
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        columns = {"engine": "engine_json", "database": "database_json", "load": "load_json",
+                   "summary": "summary_json", "workload_files": "workload_files_json"}
+        assignments, values = [], []
+        for key, value in fields.items():
+            column = columns.get(key, key)
+            assignments.append(f"{column} = ?")
+            values.append(_json(value) if column.endswith("_json") else value)
+        with self.transaction():
+            self.db.execute(f"update runs set {', '.join(assignments)} where run_id = ?", (*values, run_id))
+
+    def record_phase(self, run_id: str, name: str, started_at: float, seconds: float | None,
+                     detail: dict[str, Any] | None = None) -> None:
+        with self.transaction():
+            self.db.execute("insert or replace into phases values (?, ?, ?, ?, ?)",
+                            (run_id, name, started_at, seconds, _json(detail or {})))
+
+    def record_interval(self, run_id: str, interval: dict[str, Any]) -> None:
+        with self.transaction():
+            for unit, counts in interval["units"].items():
+                self.db.execute(
+                    "insert or replace into intervals values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, interval["index"], interval["phase"], unit, interval["start_offset"],
+                     interval["seconds"], counts["ok"], counts["rolled_back"], counts["conflicts"],
+                     counts["errors"], counts.get("histogram")),
+                )
+
+    def record_unit_totals(self, run_id: str, units: dict[str, dict[str, Any]]) -> None:
+        with self.transaction():
+            for unit, totals in units.items():
+                self.db.execute(
+                    "insert or replace into unit_totals values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, unit, totals["ok"], totals["rolled_back"], totals["conflicts"], totals["errors"],
+                     totals.get("histogram"), _json(totals.get("latency_ms", {})),
+                     _json(totals.get("errors_by_code", [])), _json(totals.get("conflicts_by_code", [])),
+                     _json(totals.get("tally", {}))),
+                )
+
+    def record_metric(self, run_id: str, name: str, start: float | None, end: float | None, value: float | None,
+                      per_minute: bool, description: str = "") -> None:
+        with self.transaction():
+            self.db.execute("insert or replace into metrics values (?, ?, ?, ?, ?, ?, ?)",
+                            (run_id, name, start, end, value, int(per_minute), description))
+
+    def record_check(self, run_id: str, kind: str, name: str, passed: bool | None, value: float | None,
+                     detail: str) -> None:
+        with self.transaction():
+            self.db.execute("insert or replace into checks values (?, ?, ?, ?, ?, ?)",
+                            (run_id, kind, name, None if passed is None else int(passed), value, detail))
+
+    def finish_run(self, run_id: str, status: str, failure: str | None = None) -> None:
+        with self.transaction():
+            self.db.execute("update runs set status = ?, failure = coalesce(?, failure), ended_at = ? "
+                            "where run_id = ?", (status, failure, time.time(), run_id))
+
+    # ------------------------------------------------------------------------------- reading
+
+    def status_of(self, row: sqlite3.Row | Sequence[Any]) -> str:
+        status, pid, host = row[0], row[1], row[2]
+        if status == "running" and not _pid_alive(pid, host):
+            return "incomplete"
+        return str(status)
+
+    def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "select run_id, started_at, ended_at, status, pid, host, workload, engine_label, engine_version, "
+            "summary_json, settings_json, failure from runs order by started_at desc limit ?", (limit,)).fetchall()
+        runs = []
+        for run_id, started, ended, status, pid, host, workload, label, version, summary, settings, failure in rows:
+            runs.append({
+                "run_id": run_id, "started_at": started, "ended_at": ended,
+                "status": self.status_of((status, pid, host)), "workload": workload, "engine_label": label,
+                "engine_version": version, "summary": json.loads(summary) if summary else {},
+                "settings": json.loads(settings), "failure": failure,
+            })
+        return runs
+
+    def resolve_run_id(self, text: str) -> str:
+        if text in ("last", "latest"):
+            row = self.db.execute("select run_id from runs order by started_at desc limit 1").fetchone()
+        else:
+            matches = self.db.execute("select run_id from runs where run_id like ? order by started_at desc",
+                                      (text + "%",)).fetchall()
+            if len(matches) > 1:
+                raise FbbenchError(f"run id '{text}' is ambiguous: {', '.join(m[0] for m in matches[:5])}")
+            row = matches[0] if matches else None
+        if row is None:
+            raise FbbenchError(f"no run '{text}' in {self.path}", hint="fbbench results list shows the runs")
+        return str(row[0])
+
+    def load_run(self, run_id: str) -> dict[str, Any]:
+        """Everything stored about one run, as plain data."""
+        run_id = self.resolve_run_id(run_id)
+        columns = [c[1] for c in self.db.execute("pragma table_info(runs)")]
+        row = dict(zip(columns, self.db.execute("select * from runs where run_id = ?", (run_id,)).fetchone(),
+                       strict=True))
+        run: dict[str, Any] = {}
+        for key, value in row.items():
+            if key.endswith("_json"):
+                run[key[:-5]] = json.loads(value) if value else {}
+            else:
+                run[key] = value
+        run["status"] = self.status_of((row["status"], row["pid"], row["host"]))
+        run["phases"] = [
+            {"name": n, "started_at": s, "seconds": sec, "detail": json.loads(d or "{}")}
+            for n, s, sec, d in self.db.execute(
+                "select name, started_at, seconds, detail_json from phases where run_id = ? order by started_at",
+                (run_id,))
+        ]
+        run["intervals"] = [
+            {"index": i, "phase": p, "unit": u, "start_offset": so, "seconds": s, "ok": ok, "rolled_back": rb,
+             "conflicts": c, "errors": e, "histogram": h}
+            for i, p, u, so, s, ok, rb, c, e, h in self.db.execute(
+                "select idx, phase, unit, start_offset, seconds, ok, rolled_back, conflicts, errors, histogram "
+                "from intervals where run_id = ? order by idx, unit", (run_id,))
+        ]
+        run["units"] = {
+            u: {"ok": ok, "rolled_back": rb, "conflicts": c, "errors": e, "histogram": h,
+                "latency_ms": json.loads(lat), "errors_by_code": json.loads(err),
+                "conflicts_by_code": json.loads(conf), "tally": json.loads(tally)}
+            for u, ok, rb, c, e, h, lat, err, conf, tally in self.db.execute(
+                "select unit, ok, rolled_back, conflicts, errors, histogram, latency_json, errors_json, "
+                "conflicts_json, tally_json from unit_totals where run_id = ? order by unit", (run_id,))
+        }
+        run["metrics"] = {
+            n: {"start": s, "end": e, "value": v, "per_minute": bool(pm), "description": d}
+            for n, s, e, v, pm, d in self.db.execute(
+                "select name, start_value, end_value, value, per_minute, description from metrics "
+                "where run_id = ? order by name", (run_id,))
+        }
+        run["checks"] = [
+            {"kind": k, "name": n, "passed": None if p is None else bool(p), "value": v, "detail": d}
+            for k, n, p, v, d in self.db.execute(
+                "select kind, name, passed, value, detail from checks where run_id = ? order by rowid", (run_id,))
+        ]
+        return run

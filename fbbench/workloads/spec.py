@@ -1,0 +1,505 @@
+"""Read and check a workload directory (``workload.toml`` + SQL), the contract in
+docs/workload-format.md.
+
+Every mistake in a workload file is reported with the file, the line and what was expected:
+users write their own workloads and should never need to read fbbench's code to fix one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+from fbbench.errors import FbbenchError
+from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluate_number
+
+BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
+ISOLATIONS = ("snapshot", "read_committed", "read_consistency", "serializable")
+
+_KEYS: dict[str, set[str]] = {
+    "": {"name", "description", "scripts", "scale", "load", "units", "metrics", "checks", "audits", "nurand"},
+    "load": {"name", "sql", "script", "params", "for_each"},
+    "units": {"name", "description", "weight", "isolation", "lock_timeout", "read_only", "sql", "params",
+              "statements", "rollback_on", "tally", "keying_time", "think_time"},
+    "statements": {"sql", "params", "repeat"},
+    "metrics": {"name", "sql", "per_minute", "description"},
+    "checks": {"name", "sql", "description"},
+    "audits": {"name", "value", "unit", "min", "max", "description"},
+    "nurand": {"constants_sql"},
+}
+_GENERATORS = {"uniform": 2, "nurand": 3, "home": 1, "seed": 0, "const": 1, "string": 1, "attachment": 0}
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_BOOLEAN_WORDS = {"on": 1, "true": 1, "yes": 1, "off": 0, "false": 0, "no": 0}
+
+
+@dataclass(frozen=True)
+class Generator:
+    """A parameter generator as the native core takes it (see docs/core-api.md)."""
+
+    kind: str
+    args: tuple[Any, ...] = ()
+
+    def to_core(self) -> dict[str, Any]:
+        return {"kind": self.kind, "args": list(self.args)}
+
+    def __str__(self) -> str:
+        return f"{self.kind}({', '.join(repr(a) if isinstance(a, str) else str(a) for a in self.args)})"
+
+
+@dataclass(frozen=True)
+class Statement:
+    sql: str
+    params: tuple[Generator, ...] = ()
+    repeat: int = 1
+
+
+@dataclass(frozen=True)
+class Unit:
+    name: str
+    weight: float
+    statements: tuple[Statement, ...]
+    isolation: str = "read_committed"
+    lock_timeout: int | None = None
+    read_only: bool = False
+    rollback_on: tuple[str, ...] = ()
+    tally: tuple[str, ...] = ()
+    keying_time: float = 0.0
+    think_time: float = 0.0
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class LoadStep:
+    index: int
+    name: str
+    sql: str | None = None
+    script: Path | None = None
+    params: tuple[Generator, ...] = ()
+    for_each: tuple[tuple[int, int], ...] = ()  # inclusive ranges; the cartesian product is iterated
+
+    def iterations(self) -> list[tuple[int, ...]]:
+        if not self.for_each:
+            return [()]
+        return list(product(*(range(low, high + 1) for low, high in self.for_each)))
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    sql: str
+    per_minute: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    sql: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Audit:
+    name: str
+    value: str
+    unit: str = ""
+    min: float | None = None
+    max: float | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    description: str
+    directory: Path
+    scale: dict[str, int | float]
+    scale_defaults: dict[str, int | float]
+    scripts: tuple[Path, ...]
+    load: tuple[LoadStep, ...]
+    units: tuple[Unit, ...]
+    metrics: tuple[Metric, ...] = ()
+    checks: tuple[Check, ...] = ()
+    audits: tuple[Audit, ...] = ()
+    nurand_sql: str | None = None
+    builtin: bool = False
+    files: dict[str, str] = field(default_factory=dict)  # relative name → text, for the results store
+
+    @property
+    def source(self) -> Path:
+        return self.directory / "workload.toml"
+
+    def unit(self, name: str) -> Unit:
+        return next(unit for unit in self.units if unit.name == name)
+
+
+class _Locator:
+    """Line numbers of keys in a TOML text, so semantic errors can point at a line."""
+
+    _ARRAY = re.compile(r"^\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]")
+    _TABLE = re.compile(r"^\[\s*([A-Za-z0-9_.-]+)\s*\]")
+    _KEY = re.compile(r"^([A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
+
+    def __init__(self, text: str) -> None:
+        self.lines: dict[tuple[Any, ...], int] = {}
+        section: tuple[Any, ...] = ()
+        counters: dict[str, int] = {}
+        for number, raw in enumerate(text.splitlines(), start=1):
+            line = raw.strip()
+            if match := self._ARRAY.match(line):
+                name = match.group(1)
+                counters[name] = counters.get(name, -1) + 1
+                section = (name, counters[name])
+            elif match := self._TABLE.match(line):
+                section = (match.group(1),)
+            elif match := self._KEY.match(line):
+                self.lines.setdefault((*section, match.group(1).strip('"')), number)
+                continue
+            else:
+                continue
+            self.lines.setdefault(section, number)
+
+    def line(self, *path: Any) -> int | None:
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return None
+
+
+class _Reader:
+    """Walks the parsed TOML with the locator at hand, raising located errors."""
+
+    def __init__(self, source: Path, text: str) -> None:
+        self.source = source
+        self.locator = _Locator(text)
+
+    def fail(self, path: Sequence[Any], message: str, hint: str | None = None) -> FbbenchError:
+        line = self.locator.line(*path)
+        where = f"{self.source}:{line}" if line else str(self.source)
+        return FbbenchError(f"{where}: {message}", hint)
+
+    def check_keys(self, table: Mapping[str, Any], kind: str, path: Sequence[Any]) -> None:
+        allowed = _KEYS[kind]
+        for key in table:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                label = f"[[{kind}]] #{path[-1] + 1}" if kind and isinstance(path[-1], int) else (
+                    f"[{kind}]" if kind else "the top level")
+                raise self.fail(
+                    [*path, key], f"unknown key '{key}' in {label}; expected one of: {', '.join(sorted(allowed))}",
+                    hint=f"did you mean '{close[0]}'?" if close else None,
+                )
+
+    def text(self, table: Mapping[str, Any], key: str, path: Sequence[Any], required: bool = True) -> str | None:
+        value = table.get(key)
+        if value is None:
+            if required:
+                raise self.fail(path, f"missing required key '{key}'")
+            return None
+        if not isinstance(value, str) or (required and not value.strip()):
+            raise self.fail([*path, key], f"'{key}' must be a non-empty string")
+        return value
+
+    def number(self, table: Mapping[str, Any], key: str, path: Sequence[Any], default: float | None,
+               whole: bool = False) -> float | int | None:
+        if key not in table:
+            return default
+        try:
+            return evaluate_int(table[key]) if whole else evaluate_number(table[key])
+        except ExpressionError as error:
+            raise self.fail([*path, key], f"'{key}': {error}") from None
+
+    def flag(self, table: Mapping[str, Any], key: str, path: Sequence[Any]) -> bool:
+        value = table.get(key, False)
+        if not isinstance(value, bool):
+            raise self.fail([*path, key], f"'{key}' must be true or false")
+        return value
+
+    def names(self, table: Mapping[str, Any], key: str, path: Sequence[Any]) -> tuple[str, ...]:
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self.fail([*path, key], f"'{key}' must be a list of strings")
+        return tuple(value)
+
+    def array(self, data: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+            raise self.fail([key], f"'{key}' must be an array of tables ([[{key}]])")
+        return value
+
+    def generators(self, table: Mapping[str, Any], path: Sequence[Any]) -> tuple[Generator, ...]:
+        value = table.get("params", [])
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self.fail([*path, "params"], "'params' must be a list of generator strings such as \"uniform(1, 10)\"")
+        try:
+            return tuple(parse_generator(item) for item in value)
+        except ValueError as error:
+            raise self.fail([*path, "params"], str(error)) from None
+
+
+def parse_generator(text: str) -> Generator:
+    """``uniform(1, 10)`` → Generator("uniform", (1, 10)); arguments may be expressions."""
+    match = re.fullmatch(r"\s*([a-z_]+)\s*\((.*)\)\s*", text, re.DOTALL)
+    if not match or match.group(1) not in _GENERATORS:
+        known = ", ".join(f"{name}(…)" for name in _GENERATORS)
+        raise ValueError(f"unknown parameter generator '{text}'; expected one of: {known}")
+    kind, body = match.group(1), match.group(2).strip()
+    raw_args = _split_arguments(body) if body else []
+    if len(raw_args) != _GENERATORS[kind]:
+        raise ValueError(f"'{text}': {kind} takes {_GENERATORS[kind]} argument(s), got {len(raw_args)}")
+    args: list[Any] = []
+    for raw in raw_args:
+        if kind == "const" and len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+            args.append(raw[1:-1])
+            continue
+        try:
+            args.append(evaluate_number(raw) if kind == "const" else evaluate_int(raw))
+        except ExpressionError as error:
+            raise ValueError(f"'{text}': {error}") from None
+    if kind in ("uniform",) and args[0] > args[1]:
+        raise ValueError(f"'{text}': the lower bound is above the upper bound")
+    if kind == "nurand" and args[1] > args[2]:
+        raise ValueError(f"'{text}': x is above y")
+    if kind in ("home", "string") and args[0] < 1:
+        raise ValueError(f"'{text}': the argument must be at least 1")
+    return Generator(kind, tuple(args))
+
+
+def _split_arguments(body: str) -> list[str]:
+    parts, current, quote = [], "", ""
+    for ch in body:
+        if quote:
+            current += ch
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+            current += ch
+        elif ch == ",":
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    parts.append(current.strip())
+    return parts
+
+
+def parse_scale_value(name: str, value: object) -> int | float:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in _BOOLEAN_WORDS:
+            return _BOOLEAN_WORDS[word]
+        try:
+            number = float(word)
+        except ValueError:
+            raise FbbenchError(f"scale '{name}' must be a number or on/off, got '{value}'") from None
+        return int(number) if number.is_integer() and "." not in word and "e" not in word else number
+    raise FbbenchError(f"scale '{name}' must be a number or on/off, got {value!r}")
+
+
+def parse_scale_overrides(items: Sequence[str]) -> dict[str, str]:
+    overrides: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise FbbenchError(f"--scale '{item}' must look like name=value, e.g. --scale warehouses=4")
+        overrides[name.strip()] = value.strip()
+    return overrides
+
+
+def _substitute(value: Any, scale: Mapping[str, int | float], reader: _Reader, path: list[Any]) -> Any:
+    if isinstance(value, str):
+        def replace(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in scale:
+                raise reader.fail(path, f"unknown scale parameter ${{{name}}}; known: {', '.join(sorted(scale))}")
+            return str(scale[name])
+
+        return _PLACEHOLDER.sub(replace, value)
+    if isinstance(value, list):
+        return [_substitute(item, scale, reader, [*path, index]) for index, item in enumerate(value)]
+    if isinstance(value, dict):
+        return {key: _substitute(item, scale, reader, [*path, key]) for key, item in value.items()}
+    return value
+
+
+def find_workload(name_or_path: str) -> Path:
+    candidate = Path(name_or_path).expanduser()
+    if (candidate / "workload.toml").is_file():
+        return candidate.resolve()
+    if candidate.is_dir():
+        raise FbbenchError(f"{candidate} has no workload.toml", hint="see docs/workload-format.md")
+    builtin = BUILTIN_DIR / name_or_path
+    if "/" not in name_or_path and (builtin / "workload.toml").is_file():
+        return builtin
+    names = sorted(p.name for p in BUILTIN_DIR.iterdir() if (p / "workload.toml").is_file()) if BUILTIN_DIR.is_dir() else []
+    raise FbbenchError(
+        f"unknown workload '{name_or_path}'",
+        hint=f"built-in workloads: {', '.join(names) or 'none'}; or give a directory containing workload.toml",
+    )
+
+
+def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | None = None) -> Workload:
+    directory = find_workload(name_or_path)
+    source = directory / "workload.toml"
+    text = source.read_text()
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        match = re.search(r"line (\d+)", str(error))
+        where = f"{source}:{match.group(1)}" if match else str(source)
+        raise FbbenchError(f"{where}: invalid TOML: {error}") from None
+    reader = _Reader(source, text)
+    reader.check_keys(data, "", [])
+
+    scale_table = data.get("scale", {})
+    if not isinstance(scale_table, dict):
+        raise reader.fail(["scale"], "[scale] must be a table of name = value")
+    defaults = {name: parse_scale_value(name, value) for name, value in scale_table.items()}
+    scale = dict(defaults)
+    for name, value in (scale_overrides or {}).items():
+        if name not in defaults:
+            raise FbbenchError(f"unknown scale parameter '{name}' for workload {data.get('name', directory.name)}",
+                               hint=f"known: {', '.join(sorted(defaults)) or 'none'}")
+        scale[name] = parse_scale_value(name, value)
+        if scale[name] < 0:
+            raise FbbenchError(f"scale '{name}' cannot be negative")
+
+    resolved: dict[str, Any] = {key: _substitute(value, scale, reader, [key]) for key, value in data.items()
+                                if key != "scale"}
+    name = reader.text(resolved, "name", [])
+    scripts = []
+    for script in resolved.get("scripts", []):
+        path = directory / script
+        if not path.is_file():
+            raise reader.fail(["scripts"], f"script '{script}' not found in {directory}")
+        scripts.append(path)
+
+    units = tuple(_read_unit(reader, table, index) for index, table in enumerate(reader.array(resolved, "units")))
+    if not units:
+        raise reader.fail([], "a workload needs at least one [[units]] table")
+    seen: set[str] = set()
+    for index, unit in enumerate(units):
+        if unit.name in seen:
+            raise reader.fail(["units", index, "name"], f"unit name '{unit.name}' is used twice")
+        seen.add(unit.name)
+
+    load = tuple(_read_load(reader, table, index, directory) for index, table in enumerate(reader.array(resolved, "load")))
+    metrics = []
+    for index, table in enumerate(reader.array(resolved, "metrics")):
+        path = ["metrics", index]
+        reader.check_keys(table, "metrics", path)
+        metrics.append(Metric(reader.text(table, "name", path), reader.text(table, "sql", path),
+                              reader.flag(table, "per_minute", path), table.get("description", "")))
+    checks = []
+    for index, table in enumerate(reader.array(resolved, "checks")):
+        path = ["checks", index]
+        reader.check_keys(table, "checks", path)
+        checks.append(Check(reader.text(table, "name", path), reader.text(table, "sql", path),
+                            table.get("description", "")))
+    audits = []
+    for index, table in enumerate(reader.array(resolved, "audits")):
+        path = ["audits", index]
+        reader.check_keys(table, "audits", path)
+        audits.append(Audit(reader.text(table, "name", path), reader.text(table, "value", path),
+                            table.get("unit", ""), reader.number(table, "min", path, None),
+                            reader.number(table, "max", path, None), table.get("description", "")))
+    nurand = resolved.get("nurand")
+    nurand_sql = None
+    if nurand is not None:
+        if not isinstance(nurand, dict):
+            raise reader.fail(["nurand"], "[nurand] must be a table")
+        reader.check_keys(nurand, "nurand", ["nurand"])
+        nurand_sql = reader.text(nurand, "constants_sql", ["nurand"])
+
+    files = {"workload.toml": text}
+    for path in [*scripts, *(step.script for step in load if step.script)]:
+        files[str(path.relative_to(directory))] = path.read_text()
+    return Workload(
+        name=name, description=resolved.get("description", ""), directory=directory, scale=scale,
+        scale_defaults=defaults, scripts=tuple(scripts), load=load, units=units, metrics=tuple(metrics),
+        checks=tuple(checks), audits=tuple(audits), nurand_sql=nurand_sql,
+        builtin=directory.is_relative_to(BUILTIN_DIR), files=files,
+    )
+
+
+def _read_unit(reader: _Reader, table: dict[str, Any], index: int) -> Unit:
+    path: list[Any] = ["units", index]
+    reader.check_keys(table, "units", path)
+    name = reader.text(table, "name", path)
+    if "sql" in table and "statements" in table:
+        raise reader.fail(path, f"unit '{name}' has both 'sql' and 'statements'; use one")
+    if "sql" in table:
+        statements = (Statement(reader.text(table, "sql", path), reader.generators(table, path)),)
+    elif "statements" in table:
+        raw = table["statements"]
+        if not isinstance(raw, list) or not raw or not all(isinstance(item, dict) for item in raw):
+            raise reader.fail([*path, "statements"], "'statements' must be a list of { sql = ..., params = [...] }")
+        statements = ()
+        for item in raw:
+            reader.check_keys(item, "statements", [*path, "statements"])
+            repeat = reader.number(item, "repeat", [*path, "statements"], 1, whole=True)
+            if repeat is None or repeat < 1:
+                raise reader.fail([*path, "statements"], "'repeat' must be at least 1")
+            statements += (Statement(reader.text(item, "sql", [*path, "statements"]),
+                                     reader.generators(item, [*path, "statements"]), int(repeat)),)
+    else:
+        raise reader.fail(path, f"unit '{name}' needs 'sql' (with 'params') or 'statements'")
+    if "params" in table and "statements" in table:
+        raise reader.fail([*path, "params"], "'params' belongs inside each of 'statements'")
+    weight = reader.number(table, "weight", path, None)
+    if weight is None or weight <= 0:
+        raise reader.fail([*path, "weight"], f"unit '{name}' needs a positive 'weight'")
+    isolation = table.get("isolation", "read_committed")
+    if isolation not in ISOLATIONS:
+        raise reader.fail([*path, "isolation"], f"isolation '{isolation}' is not one of: {', '.join(ISOLATIONS)}")
+    lock_timeout = reader.number(table, "lock_timeout", path, None, whole=True)
+    if lock_timeout is not None and lock_timeout < 0:
+        raise reader.fail([*path, "lock_timeout"], "'lock_timeout' cannot be negative (0 = no wait)")
+    keying = reader.number(table, "keying_time", path, 0.0) or 0.0
+    think = reader.number(table, "think_time", path, 0.0) or 0.0
+    if keying < 0 or think < 0:
+        raise reader.fail(path, "keying_time and think_time cannot be negative")
+    return Unit(
+        name=name, weight=float(weight), statements=statements, isolation=isolation,
+        lock_timeout=None if lock_timeout is None else int(lock_timeout), read_only=reader.flag(table, "read_only", path),
+        rollback_on=reader.names(table, "rollback_on", path), tally=reader.names(table, "tally", path),
+        keying_time=float(keying), think_time=float(think), description=table.get("description", ""),
+    )
+
+
+def _read_load(reader: _Reader, table: dict[str, Any], index: int, directory: Path) -> LoadStep:
+    path: list[Any] = ["load", index]
+    reader.check_keys(table, "load", path)
+    if ("sql" in table) == ("script" in table):
+        raise reader.fail(path, "a [[load]] step needs exactly one of 'sql' or 'script'")
+    script = None
+    if "script" in table:
+        script = directory / reader.text(table, "script", path)
+        if not script.is_file():
+            raise reader.fail([*path, "script"], f"script '{table['script']}' not found in {directory}")
+    ranges: list[tuple[int, int]] = []
+    raw = table.get("for_each", [])
+    for item in [raw] if isinstance(raw, str) else raw:
+        match = re.fullmatch(r"\s*(.+?)\s*\.\.\s*(.+?)\s*", str(item))
+        try:
+            if not match:
+                raise ExpressionError(f"'{item}' is not a range like 1..10")
+            low, high = evaluate_int(match.group(1)), evaluate_int(match.group(2))
+        except ExpressionError as error:
+            raise reader.fail([*path, "for_each"], f"for_each: {error}") from None
+        ranges.append((low, high))
+    name = table.get("name") or (f"script {script.name}" if script else str(table["sql"]).split("(")[0].strip())
+    return LoadStep(index, name, table.get("sql"), script, reader.generators(table, path) if "sql" in table else (),
+                    tuple(ranges))
