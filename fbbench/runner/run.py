@@ -104,7 +104,9 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
         "database": {
             "location": location, "services_host": services_host, "cache_dir": cache_dir, "engine_major": major,
             "page_size": settings.page_size, "page_buffers": settings.page_buffers,
-            "forced_writes": settings.forced_writes, "sweep_interval": None, "fresh": settings.fresh,
+            # Population runs with forced writes off; the copy gets the engine's default (on) unless asked.
+            "forced_writes": True if settings.forced_writes is None else settings.forced_writes,
+            "sweep_interval": None, "fresh": settings.fresh,
             "load_connections": settings.load_connections,
         },
     }

@@ -260,7 +260,8 @@ def parse_generator(text: str) -> Generator:
             args.append(raw[1:-1])
             continue
         try:
-            args.append(evaluate_number(raw) if kind == "const" else evaluate_int(raw))
+            number = evaluate_number(raw) if kind == "const" else evaluate_int(raw)
+            args.append(int(number) if isinstance(number, float) and number.is_integer() else number)
         except ExpressionError as error:
             raise ValueError(f"'{text}': {error}") from None
     if kind in ("uniform",) and args[0] > args[1]:
