@@ -1,0 +1,52 @@
+"""The results store: schema versioning, runs written as they go, incomplete runs."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fbbench.errors import FbbenchError
+from fbbench.store import SCHEMA_VERSION, ResultsStore
+
+
+def test_new_store_has_the_current_schema(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    ResultsStore(path).close()
+    assert sqlite3.connect(path).execute("pragma user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_newer_store_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(f"pragma user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(FbbenchError, match="newer fbbench"):
+        ResultsStore(path)
+
+
+def test_run_recorded_as_it_goes(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        store.begin_run("r1", "bank", {"connections": 2}, {"cpu_count": 2})
+        store.record_interval("r1", {"index": 0, "phase": "warmup", "start_offset": 0.0, "seconds": 1.0,
+                                     "units": {"transfer": {"ok": 5, "rolled_back": 1, "conflicts": 0, "errors": 0}}})
+        run = store.load_run("r1")
+        assert run["status"] == "running"  # this process is alive
+        assert run["intervals"][0]["ok"] == 5
+        store.finish_run("r1", "interrupted", "interrupted by the user")
+        assert store.load_run("r")["status"] == "interrupted"  # unique prefix
+
+
+def test_run_of_a_dead_process_is_incomplete(tmp_path: Path) -> None:
+    path = tmp_path / "r.sqlite"
+    code = (f"from fbbench.store import ResultsStore; from pathlib import Path; "
+            f"s = ResultsStore(Path({str(path)!r})); s.begin_run('dead', 'bank', {{}}, {{}})")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    with ResultsStore(path) as store:
+        assert store.load_run("dead")["status"] == "incomplete"
+        assert store.list_runs()[0]["status"] == "incomplete"
+        with pytest.raises(FbbenchError, match="no run 'zzz'"):
+            store.load_run("zzz")

@@ -1,0 +1,114 @@
+"""The workload file format: what is accepted, and errors that name file, line and expectation."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fbbench.errors import FbbenchError
+from fbbench.workloads.expressions import ExpressionError, evaluate
+from fbbench.workloads.generators import choose_c_run, nurand
+from fbbench.workloads.spec import Generator, load_workload, parse_generator, parse_scale_value
+
+BANK = Path(__file__).parent / "workloads" / "bank"
+
+
+@pytest.fixture
+def bank_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "bank"
+    shutil.copytree(BANK, target)
+    return target
+
+
+def test_bank_workload_reads(bank_copy: Path) -> None:
+    workload = load_workload(str(bank_copy), {"accounts": "200"})
+    assert workload.scale == {"accounts": 200, "branches": 2}
+    assert workload.scale_defaults["accounts"] == 1000
+    transfer = workload.unit("transfer")
+    assert transfer.rollback_on == ("BANK_REFUSED",)
+    assert transfer.statements[0].params[0] == Generator("uniform", (1, 200))
+    assert workload.load[0].iterations() == [(1,), (2,)]
+    assert workload.load[0].params == (Generator("const", (100,)),)  # 200 / 2, an integer
+    assert "schema.sql" in workload.files
+
+
+def test_typo_key_names_file_line_and_expected_keys(bank_copy: Path) -> None:
+    toml = bank_copy / "workload.toml"
+    text = toml.read_text().replace("weight = 20", "wieght = 20")
+    toml.write_text(text)
+    line = next(n for n, raw in enumerate(text.splitlines(), 1) if raw.startswith("wieght"))
+    with pytest.raises(FbbenchError) as caught:
+        load_workload(str(bank_copy))
+    message = str(caught.value)
+    assert f"workload.toml:{line}:" in message
+    assert "unknown key 'wieght' in [[units]] #2" in message
+    assert "weight" in message and "isolation" in message  # the expected keys are listed
+    assert "did you mean 'weight'" in message
+
+
+def test_toml_syntax_error_has_a_line(bank_copy: Path) -> None:
+    toml = bank_copy / "workload.toml"
+    toml.write_text(toml.read_text().replace('name = "bank"', 'name = "bank'))
+    with pytest.raises(FbbenchError, match=r"workload\.toml:\d+: invalid TOML"):
+        load_workload(str(bank_copy))
+
+
+@pytest.mark.parametrize(
+    ("replace", "by", "fragment"),
+    [
+        ('isolation = "snapshot"', 'isolation = "dirty_read"', "isolation 'dirty_read' is not one of"),
+        ('"uniform(1, 20)"', '"uniform(20, 1)"', "lower bound is above the upper bound"),
+        ('"seed()"', '"random()"', "unknown parameter generator 'random()'"),
+        ("weight = 80", "weight = 0", "needs a positive 'weight'"),
+        ("${branches}", "${shops}", "unknown scale parameter ${shops}"),
+        ('for_each = "1..${branches}"', 'for_each = "1 to 2"', "not a range like 1..10"),
+    ],
+)
+def test_semantic_errors_are_located(bank_copy: Path, replace: str, by: str, fragment: str) -> None:
+    toml = bank_copy / "workload.toml"
+    text = toml.read_text()
+    assert replace in text
+    toml.write_text(text.replace(replace, by, 1))
+    with pytest.raises(FbbenchError) as caught:
+        load_workload(str(bank_copy))
+    assert fragment in str(caught.value)
+    assert "workload.toml:" in str(caught.value)
+
+
+def test_scale_values() -> None:
+    assert parse_scale_value("think", "on") == 1
+    assert parse_scale_value("think", "off") == 0
+    assert parse_scale_value("warehouses", "4") == 4
+    assert parse_scale_value("ratio", "0.5") == 0.5
+    with pytest.raises(FbbenchError, match="must be a number"):
+        parse_scale_value("warehouses", "many")
+    with pytest.raises(FbbenchError, match="unknown scale parameter 'warehoses'"):
+        load_workload(str(BANK), {"warehoses": "3"})
+
+
+def test_unknown_workload_lists_builtins() -> None:
+    with pytest.raises(FbbenchError, match="unknown workload 'nosuch'"):
+        load_workload("nosuch")
+
+
+def test_generators_and_expressions() -> None:
+    assert parse_generator("nurand(1023, 1, 3000)") == Generator("nurand", (1023, 1, 3000))
+    assert parse_generator("const('abc')") == Generator("const", ("abc",))
+    assert parse_generator("uniform(1, 2 * 5)") == Generator("uniform", (1, 10))
+    assert evaluate("100 * a.b / (a.c + 1)", {"a.b": 3, "a.c": 2}) == 100.0
+    for bad in ("__import__('os')", "a[0]", "1 if 1 else 2"):
+        with pytest.raises(ExpressionError):
+            evaluate(bad, {"a": 1})
+
+
+def test_nurand_c_run_obeys_the_c_delta_rule() -> None:
+    import random
+
+    rng = random.Random(7)
+    for c_load in range(0, 256, 5):
+        delta = abs(choose_c_run(255, c_load, rng) - c_load)
+        assert 65 <= delta <= 119 and delta not in (96, 112)
+    values = [nurand(rng, 1023, 1, 3000, 259) for _ in range(2000)]
+    assert min(values) >= 1 and max(values) <= 3000
