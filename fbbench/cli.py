@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from fbbench import __version__, paths
@@ -429,7 +430,7 @@ def main() -> None:
     try:
         app()
     except FbbenchError as error:
-        errors.print(f"[bold red]error:[/] {error.message}", highlight=False, soft_wrap=True)
+        errors.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False, soft_wrap=True)
         if error.hint:
-            errors.print(f"[yellow]hint:[/] {error.hint}", highlight=False, soft_wrap=True)
+            errors.print(f"[yellow]hint:[/] {escape(error.hint)}", highlight=False, soft_wrap=True)
         sys.exit(error.exit_code)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -21,9 +22,9 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     status = document["status"]
     colour = {"completed": "green", "interrupted": "yellow"}.get(status, "red")
     console.print(f"\n[bold]run {document['run_id']}[/] — [{colour}]{status}[/]"
-                  + (f": {document['failure']}" if document.get("failure") else ""))
+                  + (f": {escape(document['failure'])}" if document.get("failure") else ""))
     if document.get("workload_description"):
-        console.print(f"{document['workload']}: {document['workload_description']}")
+        console.print(escape(f"{document['workload']}: {document['workload_description']}"))
     console.print(
         f"engine {engine.get('version') or '?'} ({engine.get('label') or '?'}, {engine.get('mode') or '?'}); "
         f"page size {database.get('page_size')}, buffers {database.get('page_buffers')}, "
@@ -52,7 +53,7 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         console.print(table)
         for name, unit in units.items():
             for code, error in unit.get("errors_by_gdscode", {}).items():
-                console.print(f"  [red]{name}: {error['count']} error(s) gdscode {code}[/]: {error['message']}")
+                console.print(f"  [red]{name}: {error['count']} error(s) gdscode {code}[/]: {escape(error['message'])}")
     outcomes = [("check", c) for c in document.get("checks", [])] + [("audit", a) for a in document.get("audits", [])]
     if outcomes:
         table = Table(title="checks and audits", title_justify="left")
@@ -60,7 +61,7 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
             table.add_column(column)
         for kind, item in outcomes:
             result = {True: "[green]pass[/]", False: "[red]FAIL[/]", None: "info"}[item["passed"]]
-            table.add_row(kind, item["name"], result, item["detail"] or "")
+            table.add_row(kind, escape(item["name"]), result, escape(item["detail"] or ""))
         console.print(table)
     population = document.get("population") or {}
     if population.get("mb_per_second"):

@@ -123,6 +123,8 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
                    for c in run.get("checks", []) if c["kind"] == "audit"],
         "client_cpu_seconds": summary.get("client_cpu_seconds"),
         "thread_cpu_seconds": summary.get("thread_cpu_seconds"),
+        "process_cpu_seconds": summary.get("process_cpu_seconds"),
+        "python_cpu_seconds": summary.get("python_cpu_seconds"),
         "phases": [{"name": p["name"], "seconds": p["seconds"]} for p in run.get("phases", [])],
         "host": run.get("host") or {},
         "settings": settings,

@@ -9,6 +9,7 @@ and reports from the store afterwards.
 from __future__ import annotations
 
 import ctypes
+import resource
 import signal
 import time
 from collections.abc import Iterator
@@ -176,13 +177,23 @@ def _measure(config: dict[str, Any], workload: Any, store: ResultsStore, run_id:
             stored_intervals[0] = completed
         display.update(live)
 
+    # CPU of the whole process (engine included when embedded) and of this Python thread
+    # (polling, metrics), to show how much of the machine fbbench itself used.
+    process_before, python_before = _process_cpu(), time.thread_time()
     try:
         with LiveDisplay.measurement(console, workload, settings) as display:
             result = native.run_load(config, on_progress=lambda live: on_progress(live, display))
         end = measure.read_metrics(monitor, workload) if readings["start"] is not None else None
     finally:
         monitor.close()
+    result["process_cpu_seconds"] = _process_cpu() - process_before
+    result["python_cpu_seconds"] = time.thread_time() - python_before
     return result, readings["start"], end
+
+
+def _process_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _store_result(store: ResultsStore, run_id: str, result: dict[str, Any]) -> None:
@@ -205,6 +216,8 @@ def _summary(result: dict[str, Any], metrics: dict[str, Any], settings: dict[str
         "metrics": {name: m["value"] for name, m in metrics.items()},
         "client_cpu_seconds": result.get("client_cpu_seconds"),
         "thread_cpu_seconds": result.get("thread_cpu_seconds"),
+        "process_cpu_seconds": result.get("process_cpu_seconds"),
+        "python_cpu_seconds": result.get("python_cpu_seconds"),
         "connections": settings["connections"],
         "failure": result.get("failure"),
         "attachments": result.get("attachments", []),
