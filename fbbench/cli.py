@@ -161,8 +161,8 @@ def doctor(
         table.add_column(column, overflow="fold")
     for report in reports:
         for check in report.checks:
-            table.add_row(report.engine, check.name, ("[green]ok[/] " if check.ok else "[red]FAILED[/] ") + check.detail,
-                          check.fix)
+            status = "[green]ok[/] " if check.ok else "[red]FAILED[/] "
+            table.add_row(report.engine, check.name, status + check.detail, check.fix)
     table.add_row("", core.name, ("[green]ok[/] " if core.ok else "[red]FAILED[/] ") + core.detail, core.fix)
     console.print(table)
     if not all(report.ok for report in reports) or not core.ok:
@@ -266,10 +266,10 @@ ResultsOption = Annotated[
 @app.command(context_settings={"help_option_names": ["-h", "--help"]})
 def run(
     workload: Annotated[str | None, typer.Argument(help="Built-in workload (tpcc) or a workload directory.")] = None,
-    spec: Annotated[Path | None, typer.Option("--spec", help="TOML file with these settings; flags override it.")] = None,
-    engine: Annotated[str | None, typer.Option("--engine", "-e", help="5.0 (default), 4.0, 3.0, or a server DSN.")] = None,
+    spec: Annotated[Path | None, typer.Option("--spec", help="TOML file with run settings; flags override it.")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", "-e", help="5.0 (default), 4.0, 3.0, or a DSN.")] = None,
     scale: Annotated[list[str] | None, typer.Option("--scale", help="Workload scale, e.g. warehouses=4.")] = None,
-    connections: Annotated[int | None, typer.Option("--connections", "-c", help="Attachments driving the load.")] = None,
+    connections: Annotated[int | None, typer.Option("--connections", "-c", help="Attachments doing the work.")] = None,
     warmup: Annotated[str | None, typer.Option("--warmup", help="Warm-up before measuring, e.g. 30s.")] = None,
     duration: Annotated[str | None, typer.Option("--duration", "-d", help="Measured period, e.g. 5m.")] = None,
     transactions: Annotated[int | None, typer.Option("--transactions", help="Fixed work: units per attachment "

@@ -70,13 +70,13 @@ def test_split_errors_name_file_and_line() -> None:
 
 
 @pytest.fixture(scope="module")
-def engine5(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def engine5(tmp_path_factory: pytest.TempPathFactory):
     work = tmp_path_factory.mktemp("scripts-work")
     return prepare_runtime("5.0", work), work
 
 
-def test_procedures_and_triggers_run(engine5, tmp_path: Path) -> None:  # noqa: ANN001
-    runtime, work = engine5
+def test_procedures_and_triggers_run(engine5, tmp_path: Path) -> None:
+    runtime = engine5[0]
     database = str(tmp_path / "bank.fdb")
     run_in_engine(runtime, "tests.foundation_child:create_foreign_database", database)
     script = tmp_path / "bank.sql"
@@ -86,7 +86,7 @@ def test_procedures_and_triggers_run(engine5, tmp_path: Path) -> None:  # noqa: 
     assert [[r[0], float(r[1]), r[2], r[3]] for r in rows] == [[1, 10.0, "it's; not the end", 2], [2, 5.0, "two", 2]]
 
 
-def test_syntax_error_reports_file_and_line(engine5, tmp_path: Path) -> None:  # noqa: ANN001
+def test_syntax_error_reports_file_and_line(engine5, tmp_path: Path) -> None:
     runtime, _ = engine5
     database = str(tmp_path / "broken.fdb")
     run_in_engine(runtime, "tests.foundation_child:create_foreign_database", database)

@@ -1,4 +1,31 @@
+//! fbbench's native load core: drives N Firebird attachments on native threads through the
+//! ISC API of a client library loaded at run time. Python (fbbench.core) starts a run, polls
+//! live counters, may stop it, and reads one JSON result; see docs/core-api.md.
+
+mod config;
+mod conn;
+mod ffi;
+mod outcome;
+mod params;
+mod report;
+mod rng;
+mod run;
+mod sqlda;
+mod stats;
+mod timeline;
+mod tpb;
+mod worker;
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::config::Config;
+use crate::run::{control_main, Shared};
 
 /// Version of the native load core.
 #[pyfunction]
@@ -6,8 +33,148 @@ fn core_version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// One load run. Construct with the config JSON, then start / poll / stop / wait / result.
+#[pyclass(module = "fbbench._core")]
+struct LoadRun {
+    shared: Arc<Shared>,
+    control: Mutex<Option<JoinHandle<()>>>,
+}
+
+#[pymethods]
+impl LoadRun {
+    #[new]
+    fn new(config_json: &str) -> PyResult<Self> {
+        let config = Config::from_json(config_json).map_err(PyValueError::new_err)?;
+        Ok(LoadRun {
+            shared: Arc::new(Shared::new(config)),
+            control: Mutex::new(None),
+        })
+    }
+
+    /// Starts the run in the background; returns at once. Problems (library, attach, prepare)
+    /// end the run as failed and show in poll() and result().
+    fn start(&self) -> PyResult<()> {
+        let mut control = self.control.lock().unwrap_or_else(|e| e.into_inner());
+        if control.is_some() {
+            return Err(PyRuntimeError::new_err("this run was already started"));
+        }
+        let _ = self.shared.signals.set(run::SavedSignals::capture());
+        let shared = Arc::clone(&self.shared);
+        let handle = std::thread::Builder::new()
+            .name("fbbench-control".into())
+            .spawn(move || control_main(shared))
+            .map_err(|e| {
+                PyRuntimeError::new_err(format!("cannot start the control thread: {e}"))
+            })?;
+        *control = Some(handle);
+        Ok(())
+    }
+
+    /// Live counters as JSON; cheap enough to call a few times per second.
+    fn poll(&self) -> String {
+        report::poll_json(&self.shared)
+    }
+
+    /// Sets the stop flag: every attachment ends within 2 seconds.
+    fn stop(&self) {
+        self.shared.request_stop();
+    }
+
+    /// Waits up to `timeout_seconds` (GIL released); True once the run has ended.
+    fn wait(&self, py: Python<'_>, timeout_seconds: f64) -> bool {
+        if self
+            .control
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+        {
+            return false;
+        }
+        let shared = Arc::clone(&self.shared);
+        let timeout = Duration::from_secs_f64(timeout_seconds.clamp(0.0, 1e9));
+        py.detach(move || {
+            let deadline = Instant::now() + timeout;
+            let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            while !state.done {
+                let now = Instant::now();
+                if now >= deadline {
+                    return false;
+                }
+                state = shared
+                    .cond
+                    .wait_timeout(state, deadline - now)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            true
+        })
+    }
+
+    /// The final result as JSON (after wait() returned True).
+    fn result(&self) -> PyResult<String> {
+        let state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.result.clone().ok_or_else(|| {
+            PyRuntimeError::new_err("the run has not ended yet: wait() until it returns True")
+        })
+    }
+}
+
+impl Drop for LoadRun {
+    fn drop(&mut self) {
+        // An abandoned run must not keep hammering the database behind Python's back.
+        self.shared.request_stop();
+    }
+}
+
+/// Merges serialized histograms and summarises them (microseconds).
+#[pyfunction]
+fn histogram_summary<'py>(
+    py: Python<'py>,
+    histograms: Vec<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let merged = stats::merge_serialized(&histograms).map_err(PyValueError::new_err)?;
+    let dict = PyDict::new(py);
+    for (key, value) in stats::summary_us(&merged) {
+        if key == "count" {
+            dict.set_item(key, value as u64)?;
+        } else {
+            dict.set_item(key, value)?;
+        }
+    }
+    Ok(dict)
+}
+
+/// Merges serialized histograms into one, serialized the same way (HDR V2, base64).
+#[pyfunction]
+fn merge_histograms(histograms: Vec<String>) -> PyResult<String> {
+    let merged = stats::merge_serialized(&histograms).map_err(PyValueError::new_err)?;
+    Ok(stats::serialize(&merged))
+}
+
+/// The TPB the core uses for a unit (for comparison clients that must start identical
+/// transactions).
+#[pyfunction]
+#[pyo3(signature = (isolation, read_only=false, lock_timeout=None))]
+fn build_tpb<'py>(
+    py: Python<'py>,
+    isolation: &str,
+    read_only: bool,
+    lock_timeout: Option<u32>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let isolation = tpb::Isolation::parse(isolation)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown isolation {isolation:?}")))?;
+    Ok(PyBytes::new(
+        py,
+        &tpb::build_tpb(isolation, read_only, lock_timeout),
+    ))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
+    m.add_class::<LoadRun>()?;
+    m.add_function(wrap_pyfunction!(histogram_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_histograms, m)?)?;
+    m.add_function(wrap_pyfunction!(build_tpb, m)?)?;
     Ok(())
 }

@@ -10,7 +10,6 @@ import tomllib
 from typing import Any
 
 
-
 def _workload_description(run: dict[str, Any]) -> str:
     text = (run.get("workload_files") or {}).get("workload.toml")
     if not text:

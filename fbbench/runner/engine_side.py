@@ -13,7 +13,7 @@ import resource
 import signal
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,8 @@ _PR_SET_PDEATHSIG = 1
 
 def _die_with_parent() -> None:
     """If fbbench itself is killed (even with SIGKILL), the run must not go on unobserved."""
-    try:
+    with suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
 
 
 class _Phases:
@@ -137,10 +135,8 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
 def _finish(store: ResultsStore, run_id: str, runtime: Any, status: str, failure: str | None) -> None:
     log = ""
     if runtime.embedded:
-        try:
+        with suppress(OSError):
             log = runtime.firebird_log.read_text(errors="replace")[-200_000:]
-        except OSError:
-            pass
     store.update_run(run_id, firebird_log=log)
     store.finish_run(run_id, status, failure)
 

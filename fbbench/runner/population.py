@@ -12,6 +12,7 @@ step are spread over ``load_connections`` attachments. Load speed is measured as
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -22,7 +23,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -220,10 +221,8 @@ class _Loaders:
 
     def __exit__(self, *exc: object) -> None:
         for connection in self.connections:
-            try:
+            with suppress(Exception):
                 connection.close()
-            except Exception:  # noqa: S110 - closing after a cancel may fail; the attachment is gone
-                pass
 
     def _connection(self, index: int) -> Any:
         while len(self.connections) <= index:
@@ -282,10 +281,9 @@ class _Loaders:
         except KeyboardInterrupt:
             stop.set()
             for connection in self.connections:
-                try:
-                    connection._att.cancel_operation(3)  # fb_cancel_raise: abort the running statement
-                except Exception:  # noqa: S110 - nothing running on that attachment
-                    pass
+                # fb_cancel_raise aborts the running statement; an idle attachment refuses, harmlessly.
+                with contextlib.suppress(Exception):
+                    connection._att.cancel_operation(3)
             for thread in threads:
                 thread.join(timeout=5)
             raise Interrupted("interrupted during population") from None

@@ -237,7 +237,8 @@ class _Reader:
     def generators(self, table: Mapping[str, Any], path: Sequence[Any]) -> tuple[Generator, ...]:
         value = table.get("params", [])
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise self.fail([*path, "params"], "'params' must be a list of generator strings such as \"uniform(1, 10)\"")
+            expected = "'params' must be a list of generator strings such as \"uniform(1, 10)\""
+            raise self.fail([*path, "params"], expected)
         try:
             return tuple(parse_generator(item) for item in value)
         except ValueError as error:
@@ -344,7 +345,8 @@ def find_workload(name_or_path: str) -> Path:
     builtin = BUILTIN_DIR / name_or_path
     if "/" not in name_or_path and (builtin / "workload.toml").is_file():
         return builtin
-    names = sorted(p.name for p in BUILTIN_DIR.iterdir() if (p / "workload.toml").is_file()) if BUILTIN_DIR.is_dir() else []
+    candidates = BUILTIN_DIR.iterdir() if BUILTIN_DIR.is_dir() else ()
+    names = sorted(p.name for p in candidates if (p / "workload.toml").is_file())
     raise FbbenchError(
         f"unknown workload '{name_or_path}'",
         hint=f"built-in workloads: {', '.join(names) or 'none'}; or give a directory containing workload.toml",
@@ -396,7 +398,8 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
             raise reader.fail(["units", index, "name"], f"unit name '{unit.name}' is used twice")
         seen.add(unit.name)
 
-    load = tuple(_read_load(reader, table, index, directory) for index, table in enumerate(reader.array(resolved, "load")))
+    load_tables = reader.array(resolved, "load")
+    load = tuple(_read_load(reader, table, index, directory) for index, table in enumerate(load_tables))
     metrics = []
     for index, table in enumerate(reader.array(resolved, "metrics")):
         path = ["metrics", index]
@@ -474,7 +477,8 @@ def _read_unit(reader: _Reader, table: dict[str, Any], index: int) -> Unit:
         raise reader.fail(path, "keying_time and think_time cannot be negative")
     return Unit(
         name=name, weight=float(weight), statements=statements, isolation=isolation,
-        lock_timeout=None if lock_timeout is None else int(lock_timeout), read_only=reader.flag(table, "read_only", path),
+        lock_timeout=None if lock_timeout is None else int(lock_timeout),
+        read_only=reader.flag(table, "read_only", path),
         rollback_on=reader.names(table, "rollback_on", path), tally=reader.names(table, "tally", path),
         keying_time=float(keying), think_time=float(think), description=table.get("description", ""),
     )

@@ -1,0 +1,238 @@
+"""Is fbbench's native load core out of the way? Figures, not a timed test.
+
+On the embedded Firebird 5.0 engine, databases with forced writes off (so that CPU, not fsync,
+is measured), this prints operations per second of:
+
+1. the core, 1 attachment, calling a procedure that runs 30 statements (10 × select + update +
+   insert) with one parameter, committed;
+2. a plain C client loop doing exactly the same API calls (benchmarks/c/fbloop.c, built here
+   with gcc against the same libfbclient, the same TPB bytes, the same prepare-once,
+   fetch-to-end and commit);
+3. the same loop inside the engine (EXECUTE BLOCK calling the procedure in autonomous
+   transactions): the floor no client can beat;
+4. core vs C on a read-only point select (one row by primary key, one transaction each) at 1, 2
+   and 4 attachments / threads;
+
+with the core/C ratios (target ≥ 0.95 everywhere) and the core's own client CPU per operation.
+Core and C runs alternate, each point is repeated, and the median is compared.
+
+    .venv/bin/python benchmarks/core_overhead.py [--repeats 3] [--seconds 5] [--warmup 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from fbbench.core import build_tpb  # noqa: E402
+from fbbench.engines import prepare_runtime, run_in_engine  # noqa: E402
+
+ROWS = 10_000
+SPAN = ROWS - 10  # the procedure touches ids a .. a+9
+PROCEDURE_SQL = "execute procedure bench_proc(?)"
+POINT_SQL = "select qty from stock where id = ?"
+SCHEMA = [
+    "create table stock (id integer not null primary key, qty integer not null)",
+    "create table hist (id bigint not null primary key, stock_id integer, qty integer)",
+    "create sequence hist_seq",
+    """create procedure bench_proc (a integer) as
+       declare i integer = 0;
+       declare v integer;
+       begin
+         while (i < 10) do
+         begin
+           select qty from stock where id = :a + :i into v;
+           update stock set qty = qty + 1 where id = :a + :i;
+           insert into hist (id, stock_id, qty) values (next value for hist_seq, :a + :i, :v);
+           i = i + 1;
+         end
+       end""",
+    f"""execute block as
+       declare i integer = 1;
+       begin
+         while (i <= {ROWS}) do
+         begin
+           insert into stock values (:i, 0);
+           i = i + 1;
+         end
+       end""",
+]
+TARGET = f"{Path(__file__).stem}"
+
+
+# ------------------------------------------------------------- run inside the engine child process
+
+
+def create_database(path: str) -> dict[str, Any]:
+    from fbbench.database import driver
+
+    with driver.create_database(path, page_size=8192, forced_writes=False) as connection:
+        for statement in SCHEMA:
+            connection.execute_immediate(statement)
+            connection.commit()
+        with connection.cursor() as cursor:
+            cursor.execute("select rdb$get_context('SYSTEM', 'ENGINE_VERSION'), mon$forced_writes, mon$page_buffers "
+                           "from mon$database")
+            version, forced_writes, buffers = cursor.fetchone()
+            cursor.execute("select rdb$config_value from rdb$config where rdb$config_name = 'ServerMode'")
+            mode = cursor.fetchone()[0]
+        connection.commit()
+    return {"version": version, "forced_writes": bool(forced_writes), "page_buffers": buffers, "server_mode": mode}
+
+
+def run_core(path: str, client_library: str, sql: str, read_only: bool, connections: int, warmup: float,
+             measure: float) -> dict[str, Any]:
+    from fbbench.core import run_load
+
+    result = run_load({
+        "client_library": client_library, "database": path, "connections": connections,
+        "warmup_seconds": warmup, "measure_seconds": measure, "interval_seconds": measure, "seed": 1,
+        "units": [{"name": "op", "isolation": "read_committed", "read_only": read_only,
+                   "statements": [{"sql": sql, "params": [{"kind": "uniform", "args": [1, SPAN]}]}]}],
+    })
+    op = result.units["op"]
+    if result.status != "completed" or op.counts.total != op.counts.ok:
+        raise RuntimeError(f"core run {result.status}: {result.failure or op}")
+    return {"ops_per_second": op.counts.ok / result.measured_seconds,
+            "client_cpu_us_per_op": result.client_cpu_seconds / result.units_completed * 1e6,
+            "thread_cpu_us_per_op": result.thread_cpu_seconds / result.units_completed * 1e6}
+
+
+def in_engine_loop(path: str, calls: int) -> float:
+    from fbbench.database import driver
+
+    block = f"""execute block as
+        declare i integer = 0;
+        begin
+          while (i < {calls}) do
+          begin
+            in autonomous transaction do
+              execute procedure bench_proc(mod(:i * 7919, {SPAN}) + 1);
+            i = i + 1;
+          end
+        end"""
+    with driver.connect(path) as connection:
+        started = time.perf_counter()
+        connection.execute_immediate(block)
+        connection.commit()
+        return calls / (time.perf_counter() - started)
+
+
+# --------------------------------------------------------------------------------- the comparison
+
+
+def build_c_client(runtime: Any, workdir: Path) -> Path:
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        sys.exit("gcc is needed to build the C comparison client (apt-get install gcc)")
+    binary = workdir / "fbloop"
+    subprocess.run([gcc, "-O2", "-o", str(binary), str(HERE / "c" / "fbloop.c"), str(runtime.client_library),
+                    "-lpthread"], check=True)
+    return binary
+
+
+def run_c(binary: Path, runtime: Any, path: str, sql: str, read_only: bool, threads: int, warmup: float,
+          measure: float) -> float:
+    tpb = build_tpb("read_committed", read_only, None).hex()
+    env = runtime.env()
+    env.setdefault("ISC_USER", "SYSDBA")
+    done = subprocess.run([str(binary), path, sql, tpb, str(SPAN), str(threads), str(warmup), str(measure)],
+                          env=env, capture_output=True, text=True, timeout=warmup + measure + 120)
+    if done.returncode != 0:
+        raise RuntimeError(f"fbloop failed: {done.stderr.strip()}")
+    return float(json.loads(done.stdout)["ops_per_second"])
+
+
+def compare(label: str, runtime: Any, binary: Path, path: str, sql: str, read_only: bool, threads: int,
+            args: argparse.Namespace) -> dict[str, Any]:
+    c_runs: list[float] = []
+    core_runs: list[dict[str, Any]] = []
+    for repeat in range(args.repeats):
+        # Alternate which goes first, so that neither always gets the warmer file cache.
+        order = ("c", "core") if repeat % 2 == 0 else ("core", "c")
+        for who in order:
+            if who == "c":
+                c_runs.append(run_c(binary, runtime, path, sql, read_only, threads, args.warmup, args.seconds))
+            else:
+                core_runs.append(run_in_engine(runtime, f"{TARGET}:run_core", path, str(runtime.client_library), sql,
+                                               read_only, threads, args.warmup, args.seconds))
+    core_ops = [r["ops_per_second"] for r in core_runs]
+    point = {
+        "label": label, "threads": threads,
+        "c": statistics.median(c_runs), "c_runs": c_runs,
+        "core": statistics.median(core_ops), "core_runs": core_ops,
+        "client_cpu_us_per_op": statistics.median(r["client_cpu_us_per_op"] for r in core_runs),
+        "thread_cpu_us_per_op": statistics.median(r["thread_cpu_us_per_op"] for r in core_runs),
+    }
+    point["ratio"] = point["core"] / point["c"]
+    print(f"  {label:<34} C {point['c']:>9,.0f}/s   core {point['core']:>9,.0f}/s   "
+          f"ratio {point['ratio']:.3f}   core client CPU {point['client_cpu_us_per_op']:.2f} µs/op"
+          f"   (C {_spread(c_runs)}; core {_spread(core_ops)})", flush=True)
+    return point
+
+
+def _spread(values: list[float]) -> str:
+    return f"{min(values):,.0f}–{max(values):,.0f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=5.0, help="measured seconds per run")
+    parser.add_argument("--warmup", type=float, default=1.0, help="warm-up seconds per run")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4], help="point-select attachments")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--workdir", type=Path, help="keep runtime, databases and binary here")
+    args = parser.parse_args()
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="fbbench-core-overhead-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    runtime = prepare_runtime("5.0", workdir)
+    binary = build_c_client(runtime, workdir)
+    path = str(workdir / "bench.fdb")
+    if os.path.exists(path):
+        os.remove(path)
+    facts = run_in_engine(runtime, f"{TARGET}:create_database", path)
+    print(f"Firebird {facts['version']} embedded, ServerMode {facts['server_mode']}, forced writes "
+          f"{'ON' if facts['forced_writes'] else 'off'}, page buffers {facts['page_buffers']}, "
+          f"{os.cpu_count()} CPU(s); {args.repeats} repeats × {args.seconds:g} s measured after "
+          f"{args.warmup:g} s warm-up, medians (min–max)", flush=True)
+
+    points = [compare("procedure (30 statements), 1 att.", runtime, binary, path, PROCEDURE_SQL, False, 1, args)]
+    in_engine = []
+    calls = max(1000, int(points[0]["c"] * args.seconds))
+    for _ in range(args.repeats):
+        in_engine.append(run_in_engine(runtime, f"{TARGET}:in_engine_loop", path, calls))
+    floor = statistics.median(in_engine)
+    print(f"  {'procedure inside the engine':<34} {floor:>11,.0f}/s   (EXECUTE BLOCK, autonomous transactions; "
+          f"C reaches {points[0]['c'] / floor:.2f}, core {points[0]['core'] / floor:.2f} of it)", flush=True)
+    for threads in args.threads:
+        points.append(compare(f"point select, {threads} att./thread(s)", runtime, binary, path, POINT_SQL, True,
+                              threads, args))
+
+    worst = min(points, key=lambda p: p["ratio"])
+    met = all(p["ratio"] >= 0.95 for p in points)
+    print(f"target core ≥ 0.95 × C: {'met' if met else 'NOT met'} at every point "
+          f"(lowest ratio {worst['ratio']:.3f}: {worst['label']})" if met else
+          f"target core ≥ 0.95 × C: NOT met (lowest ratio {worst['ratio']:.3f}: {worst['label']})")
+    if args.json:
+        args.json.write_text(json.dumps({"engine": facts, "in_engine_ops_per_second": floor, "points": points,
+                                         "repeats": args.repeats, "seconds": args.seconds}, indent=2))
+    if args.workdir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,330 @@
+//! The run config of docs/core-api.md: parsed from JSON, checked once, compiled for the workers.
+
+use std::collections::HashSet;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::params::Gen;
+use crate::timeline::Timeline;
+use crate::tpb::{build_tpb, Isolation};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    client_library: String,
+    database: String,
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    charset: Option<String>,
+    connections: u32,
+    #[serde(default)]
+    connect_rate: Option<f64>,
+    #[serde(default)]
+    warmup_seconds: Option<f64>,
+    #[serde(default)]
+    measure_seconds: Option<f64>,
+    #[serde(default)]
+    transactions: Option<u64>,
+    #[serde(default)]
+    interval_seconds: Option<f64>,
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    target_rate: Option<f64>,
+    units: Vec<RawUnit>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUnit {
+    name: String,
+    #[serde(default)]
+    weight: Option<f64>,
+    #[serde(default)]
+    isolation: Option<String>,
+    #[serde(default)]
+    read_only: bool,
+    #[serde(default)]
+    lock_timeout: Option<u32>,
+    #[serde(default)]
+    keying_seconds: Option<f64>,
+    #[serde(default)]
+    think_seconds: Option<f64>,
+    #[serde(default)]
+    rollback_on: Vec<i64>,
+    #[serde(default)]
+    tally: Vec<String>,
+    statements: Vec<RawStatement>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStatement {
+    sql: String,
+    #[serde(default)]
+    repeat: Option<u32>,
+    #[serde(default)]
+    params: Vec<RawParam>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawParam {
+    kind: String,
+    #[serde(default)]
+    args: Vec<Value>,
+}
+
+pub struct Config {
+    pub client_library: String,
+    pub database: String,
+    pub user: String,
+    pub password: Option<String>,
+    pub role: Option<String>,
+    pub charset: String,
+    pub connections: u32,
+    pub connect_rate: f64,
+    pub transactions: Option<u64>,
+    pub timeline: Timeline,
+    pub seed: u64,
+    pub target_rate: Option<f64>,
+    pub units: Vec<Unit>,
+    /// Cumulative weights for the unit draw.
+    pub cumulative_weights: Vec<f64>,
+}
+
+pub struct Unit {
+    pub name: String,
+    pub tpb: Vec<u8>,
+    pub keying_seconds: f64,
+    pub think_seconds: f64,
+    pub rollback_on: Vec<i64>,
+    pub tally: Vec<String>,
+    pub statements: Vec<StatementSpec>,
+}
+
+pub struct StatementSpec {
+    pub sql: String,
+    pub repeat: u32,
+    pub params: Vec<Gen>,
+}
+
+fn positive_or(value: Option<f64>, default: f64, what: &str) -> Result<f64, String> {
+    let v = value.unwrap_or(default);
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{what} must be a non-negative number, not {v}"));
+    }
+    Ok(v)
+}
+
+impl Config {
+    pub fn from_json(text: &str) -> Result<Config, String> {
+        let raw: RawConfig =
+            serde_json::from_str(text).map_err(|e| format!("invalid core config: {e}"))?;
+        if raw.connections == 0 {
+            return Err("connections must be at least 1".into());
+        }
+        let interval = positive_or(raw.interval_seconds, 10.0, "interval_seconds")?;
+        if interval <= 0.0 {
+            return Err("interval_seconds must be greater than 0".into());
+        }
+        let warmup = positive_or(raw.warmup_seconds, 0.0, "warmup_seconds")?;
+        let measure = match (raw.transactions, raw.measure_seconds) {
+            (Some(0), _) => return Err("transactions must be at least 1".into()),
+            (Some(_), Some(_)) => {
+                return Err("give either measure_seconds or transactions, not both".into())
+            }
+            (Some(_), None) if warmup > 0.0 => {
+                return Err(
+                    "a fixed-work run (transactions) has no warm-up: set warmup_seconds to 0"
+                        .into(),
+                )
+            }
+            (Some(_), None) => None,
+            (None, Some(m)) if m.is_finite() && m > 0.0 => Some(m),
+            (None, Some(m)) => {
+                return Err(format!("measure_seconds must be greater than 0, not {m}"))
+            }
+            (None, None) => return Err("either measure_seconds or transactions is required".into()),
+        };
+        let connect_rate = positive_or(raw.connect_rate, 0.0, "connect_rate")?;
+        if let Some(rate) = raw.target_rate {
+            if !rate.is_finite() || rate <= 0.0 {
+                return Err(format!(
+                    "target_rate must be greater than 0 (or null), not {rate}"
+                ));
+            }
+        }
+        if raw.units.is_empty() {
+            return Err("at least one unit is required".into());
+        }
+        let mut names = HashSet::new();
+        let mut units = Vec::new();
+        let mut cumulative_weights = Vec::new();
+        let mut total_weight = 0.0;
+        for raw_unit in raw.units {
+            if !names.insert(raw_unit.name.clone()) {
+                return Err(format!("unit name {:?} is used twice", raw_unit.name));
+            }
+            let (unit, weight) = compile_unit(raw_unit)?;
+            total_weight += weight;
+            cumulative_weights.push(total_weight);
+            units.push(unit);
+        }
+        if total_weight <= 0.0 {
+            return Err("at least one unit needs a weight greater than 0".into());
+        }
+        Ok(Config {
+            client_library: raw.client_library,
+            database: raw.database,
+            user: raw.user.unwrap_or_else(|| "SYSDBA".into()),
+            password: raw.password,
+            role: raw.role,
+            charset: raw.charset.unwrap_or_else(|| "UTF8".into()),
+            connections: raw.connections,
+            connect_rate,
+            transactions: raw.transactions,
+            timeline: Timeline {
+                interval,
+                warmup,
+                measure,
+            },
+            seed: raw.seed.unwrap_or(0),
+            target_rate: raw.target_rate,
+            units,
+            cumulative_weights,
+        })
+    }
+
+    /// The attachment's home value for reports: from the first `home(n)` generator, if any.
+    pub fn home_of(&self, attachment: u32) -> Option<i64> {
+        self.units
+            .iter()
+            .flat_map(|u| &u.statements)
+            .flat_map(|s| &s.params)
+            .find_map(|g| match g {
+                Gen::Home(n) => Some((attachment as i64 - 1) % n + 1),
+                _ => None,
+            })
+    }
+}
+
+fn compile_unit(raw: RawUnit) -> Result<(Unit, f64), String> {
+    let name = raw.name;
+    let context = |e: String| format!("unit {name}: {e}");
+    let weight = positive_or(raw.weight, 1.0, "weight").map_err(context)?;
+    let isolation_text = raw.isolation.unwrap_or_else(|| "read_committed".into());
+    let isolation = Isolation::parse(&isolation_text).ok_or_else(|| {
+        context(format!(
+            "isolation {isolation_text:?} is not one of snapshot, read_committed, read_consistency, serializable"
+        ))
+    })?;
+    let keying_seconds = positive_or(raw.keying_seconds, 0.0, "keying_seconds").map_err(context)?;
+    let think_seconds = positive_or(raw.think_seconds, 0.0, "think_seconds").map_err(context)?;
+    if raw.statements.is_empty() {
+        return Err(context("no statements".into()));
+    }
+    let mut statements = Vec::new();
+    for (i, statement) in raw.statements.into_iter().enumerate() {
+        let where_ = |e: String| format!("unit {name}, statement {}: {e}", i + 1);
+        if statement.sql.trim().is_empty() {
+            return Err(where_("empty SQL".into()));
+        }
+        if statement.sql.contains('\0') {
+            return Err(where_("SQL contains a NUL character".into()));
+        }
+        let repeat = statement.repeat.unwrap_or(1);
+        if repeat == 0 {
+            return Err(where_("repeat must be at least 1".into()));
+        }
+        let params = statement
+            .params
+            .iter()
+            .map(|p| Gen::parse(&p.kind, &p.args))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(where_)?;
+        statements.push(StatementSpec {
+            sql: statement.sql,
+            repeat,
+            params,
+        });
+    }
+    let tally: Vec<String> = raw.tally.iter().map(|t| t.trim().to_uppercase()).collect();
+    if tally.iter().any(|t| t.is_empty()) {
+        return Err(context("empty tally column name".into()));
+    }
+    let unit = Unit {
+        tpb: build_tpb(isolation, raw.read_only, raw.lock_timeout),
+        keying_seconds,
+        think_seconds,
+        rollback_on: raw.rollback_on,
+        tally,
+        statements,
+        name,
+    };
+    Ok((unit, weight))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base(extra: &str) -> String {
+        format!(
+            r#"{{"client_library": "/x/libfbclient.so.2", "database": "/x/db.fdb", "connections": 2,
+               "warmup_seconds": 1.0, "measure_seconds": 2.0, "seed": 5 {extra},
+               "units": [{{"name": "a", "weight": 3, "statements": [{{"sql": "select 1 from rdb$database"}}]}},
+                         {{"name": "b", "weight": 1, "isolation": "snapshot", "lock_timeout": 0,
+                           "statements": [{{"sql": "execute procedure p(?)", "repeat": 2,
+                                            "params": [{{"kind": "home", "args": [4]}}]}}]}}]}}"#
+        )
+    }
+
+    #[test]
+    fn valid_config_compiles() {
+        let config = Config::from_json(&base("")).unwrap();
+        assert_eq!(config.cumulative_weights, vec![3.0, 4.0]);
+        assert_eq!(config.units[1].tpb, vec![3, 9, 2, 7]);
+        assert_eq!(config.units[1].statements[0].repeat, 2);
+        assert_eq!(config.timeline.interval, 10.0);
+        assert_eq!(config.home_of(6), Some(2));
+        assert_eq!(config.user, "SYSDBA");
+    }
+
+    #[test]
+    fn clear_errors() {
+        let bad = |extra: &str, fragment: &str| {
+            let error = Config::from_json(&base(extra)).err().expect("should fail");
+            assert!(error.contains(fragment), "{error}");
+        };
+        bad(r#", "transactions": 10"#, "not both");
+        bad(r#", "bogus": 1"#, "unknown field `bogus`");
+        bad(r#", "interval_seconds": 0"#, "interval_seconds");
+        bad(r#", "target_rate": -1"#, "target_rate");
+        let error = Config::from_json(&base("").replace("snapshot", "dirty"))
+            .err()
+            .unwrap();
+        assert!(
+            error.contains("unit b") && error.contains("dirty"),
+            "{error}"
+        );
+        let error =
+            Config::from_json(&base("").replace(r#""home", "args": [4]"#, r#""home", "args": []"#))
+                .err()
+                .unwrap();
+        assert!(
+            error.contains("unit b, statement 1") && error.contains("home"),
+            "{error}"
+        );
+        let error = Config::from_json(&base("").replace(r#""name": "b""#, r#""name": "a""#))
+            .err()
+            .unwrap();
+        assert!(error.contains("used twice"), "{error}");
+    }
+}

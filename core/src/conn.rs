@@ -1,0 +1,462 @@
+//! One attachment and its prepared statements, on the ISC API.
+//!
+//! Every call reuses the attachment's status vector; only error paths allocate (the message
+//! text of a gdscode seen for the first time).
+
+use std::ffi::{c_char, CString};
+use std::ptr;
+
+use crate::config::{Config, StatementSpec, Unit};
+use crate::ffi::*;
+use crate::params::{Bind, Gen};
+use crate::rng::Rng;
+use crate::sqlda::SqlDa;
+
+pub struct Attachment<'a> {
+    pub api: &'a FbApi,
+    pub db: Handle,
+    pub status: StatusVector,
+    scratch: StatusVector,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// SELECT, selectable procedures, DML RETURNING many rows: execute, fetch to the end, close.
+    Cursor,
+    /// EXECUTE PROCEDURE and singleton RETURNING: isc_dsql_execute2 with the output row.
+    Procedure,
+    Plain,
+}
+
+struct Param {
+    gen: Gen,
+    bind: Bind,
+    data: *mut u8,
+}
+
+pub struct Statement {
+    handle: Handle,
+    kind: Kind,
+    inputs: SqlDa,
+    outputs: SqlDa,
+    params: Vec<Param>,
+    /// (value, indicator, tally slot) of output columns summed for the unit's tally.
+    tally: Vec<(*const f64, *const i16, usize)>,
+    has_inputs: bool,
+    has_outputs: bool,
+}
+
+fn dpb(config: &Config) -> Result<Vec<u8>, String> {
+    let mut dpb = vec![DPB_VERSION1];
+    let mut item = |tag: u8, value: &str, what: &str| {
+        if value.len() > 255 {
+            return Err(format!("{what} is longer than 255 bytes"));
+        }
+        dpb.push(tag);
+        dpb.push(value.len() as u8);
+        dpb.extend_from_slice(value.as_bytes());
+        Ok(())
+    };
+    item(DPB_USER_NAME, &config.user, "user")?;
+    if let Some(password) = &config.password {
+        item(DPB_PASSWORD, password, "password")?;
+    }
+    item(DPB_LC_CTYPE, &config.charset, "charset")?;
+    if let Some(role) = &config.role {
+        item(DPB_SQL_ROLE_NAME, role, "role")?;
+    }
+    Ok(dpb)
+}
+
+impl<'a> Attachment<'a> {
+    pub fn attach(api: &'a FbApi, config: &Config) -> Result<Attachment<'a>, String> {
+        let dpb = dpb(config)?;
+        let name =
+            CString::new(config.database.as_str()).map_err(|_| "database name contains NUL")?;
+        let mut att = Attachment {
+            api,
+            db: 0,
+            status: [0; STATUS_LEN],
+            scratch: [0; STATUS_LEN],
+        };
+        // SAFETY: arguments are valid for the duration of the call; lengths match the buffers.
+        let rc = unsafe {
+            (api.attach_database)(
+                att.status.as_mut_ptr(),
+                0,
+                name.as_ptr(),
+                &mut att.db,
+                dpb.len() as i16,
+                dpb.as_ptr() as *const c_char,
+            )
+        };
+        if rc != 0 {
+            return Err(format!(
+                "cannot attach to {}: {}",
+                config.database,
+                att.error_text()
+            ));
+        }
+        Ok(att)
+    }
+
+    pub fn error_text(&self) -> String {
+        self.api.interpret(&self.status)
+    }
+
+    #[inline]
+    pub fn start(&mut self, tpb: &[u8]) -> Result<Handle, ()> {
+        let mut tr: Handle = 0;
+        let teb = Teb {
+            db: &self.db,
+            tpb_len: tpb.len() as i32,
+            tpb: tpb.as_ptr(),
+        };
+        // SAFETY: the TEB points at our handle and TPB, both alive across the call.
+        let rc = unsafe {
+            (self.api.start_multiple)(
+                self.status.as_mut_ptr(),
+                &mut tr,
+                1,
+                &teb as *const Teb as *const _,
+            )
+        };
+        if rc == 0 {
+            Ok(tr)
+        } else {
+            Err(())
+        }
+    }
+
+    #[inline]
+    pub fn commit(&mut self, tr: &mut Handle) -> Result<(), ()> {
+        // SAFETY: tr is a live transaction handle of this attachment.
+        let rc = unsafe { (self.api.commit_transaction)(self.status.as_mut_ptr(), tr) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(())
+        }
+    }
+
+    /// Best effort, with its own status vector: the caller still classifies the original error.
+    pub fn rollback(&mut self, tr: &mut Handle) {
+        if *tr != 0 {
+            // SAFETY: as for commit.
+            unsafe { (self.api.rollback_transaction)(self.scratch.as_mut_ptr(), tr) };
+            *tr = 0;
+        }
+    }
+
+    pub fn detach(&mut self) {
+        if self.db != 0 {
+            // SAFETY: db is our attachment handle; the library zeroes it on success.
+            unsafe { (self.api.detach_database)(self.scratch.as_mut_ptr(), &mut self.db) };
+            self.db = 0;
+        }
+    }
+
+    /// Prepares every statement of every unit in one short transaction.
+    pub fn prepare_units(&mut self, units: &[Unit]) -> Result<Vec<Vec<Statement>>, String> {
+        let mut tr = self
+            .start(&[3, 8, 15, 17, 6])
+            .map_err(|_| self.error_text())?;
+        let mut prepared = Vec::with_capacity(units.len());
+        for unit in units {
+            let mut statements = Vec::with_capacity(unit.statements.len());
+            let mut found = vec![false; unit.tally.len()];
+            for (i, spec) in unit.statements.iter().enumerate() {
+                let statement = self
+                    .prepare(&mut tr, spec, &unit.tally, &mut found)
+                    .map_err(|e| {
+                        format!(
+                            "unit {}, statement {} ({}): {e}",
+                            unit.name,
+                            i + 1,
+                            first_line(&spec.sql)
+                        )
+                    });
+                match statement {
+                    Ok(s) => statements.push(s),
+                    Err(e) => {
+                        self.rollback(&mut tr);
+                        return Err(e);
+                    }
+                }
+            }
+            if let Some(missing) = unit.tally.iter().zip(&found).find(|(_, f)| !**f) {
+                self.rollback(&mut tr);
+                return Err(format!(
+                    "unit {}: tally column {} is not an output column of any of its statements",
+                    unit.name, missing.0
+                ));
+            }
+            prepared.push(statements);
+        }
+        self.commit(&mut tr).map_err(|_| self.error_text())?;
+        Ok(prepared)
+    }
+
+    fn prepare(
+        &mut self,
+        tr: &mut Handle,
+        spec: &StatementSpec,
+        tally_names: &[String],
+        found: &mut [bool],
+    ) -> Result<Statement, String> {
+        let api = self.api;
+        let sql = CString::new(spec.sql.as_str()).map_err(|_| "SQL contains NUL")?;
+        let mut handle: Handle = 0;
+        let st = self.status.as_mut_ptr();
+        // SAFETY (this block): the handles and buffers passed are ours and outlive each call.
+        unsafe {
+            if (api.dsql_allocate_statement)(st, &mut self.db, &mut handle) != 0 {
+                return Err(self.error_text());
+            }
+            if (api.dsql_prepare)(
+                st,
+                tr,
+                &mut handle,
+                0,
+                sql.as_ptr(),
+                SQL_DIALECT_V6,
+                ptr::null_mut(),
+            ) != 0
+            {
+                let text = self.error_text();
+                (api.dsql_free_statement)(self.scratch.as_mut_ptr(), &mut handle, DSQL_DROP);
+                return Err(text);
+            }
+        }
+        let statement_type = self.statement_type(&mut handle)?;
+        let kind = match statement_type {
+            STMT_SELECT | STMT_SELECT_FOR_UPD => Kind::Cursor,
+            STMT_EXEC_PROCEDURE => Kind::Procedure,
+            STMT_START_TRANS | STMT_COMMIT | STMT_ROLLBACK | STMT_SAVEPOINT => {
+                return Err(
+                    "transaction control is not allowed: each unit is one transaction".into(),
+                )
+            }
+            _ => Kind::Plain,
+        };
+
+        let mut inputs = SqlDa::new(spec.params.len().max(1));
+        let mut outputs = SqlDa::new(16);
+        // SAFETY: descriptors hold as many XSQLVARs as their sqln says.
+        unsafe {
+            if (api.dsql_describe_bind)(st, &mut handle, SQLDA_VERSION1, inputs.as_mut_ptr()) != 0 {
+                return Err(self.error_text());
+            }
+            if inputs.count() > inputs.capacity() {
+                inputs = SqlDa::new(inputs.count());
+                (api.dsql_describe_bind)(st, &mut handle, SQLDA_VERSION1, inputs.as_mut_ptr());
+            }
+            if (api.dsql_describe)(st, &mut handle, SQLDA_VERSION1, outputs.as_mut_ptr()) != 0 {
+                return Err(self.error_text());
+            }
+            if outputs.count() > outputs.capacity() {
+                outputs = SqlDa::new(outputs.count());
+                if (api.dsql_describe)(st, &mut handle, SQLDA_VERSION1, outputs.as_mut_ptr()) != 0 {
+                    return Err(self.error_text());
+                }
+            }
+        }
+        if inputs.count() != spec.params.len() {
+            return Err(format!(
+                "the statement has {} parameter(s) but {} generator(s) are given",
+                inputs.count(),
+                spec.params.len()
+            ));
+        }
+        let binds: Vec<Bind> = spec.params.iter().map(Gen::bind).collect();
+        inputs.prepare_inputs(&binds);
+        let mut tally_columns = Vec::new();
+        for column in 0..outputs.count() {
+            let alias = outputs.alias(column);
+            if let Some(slot) = tally_names.iter().position(|t| *t == alias) {
+                tally_columns.push((column, slot));
+                found[slot] = true;
+            }
+        }
+        let as_double: Vec<usize> = tally_columns.iter().map(|(c, _)| *c).collect();
+        outputs.prepare_outputs(&as_double);
+
+        let mut params = Vec::with_capacity(spec.params.len());
+        for (i, gen) in spec.params.iter().enumerate() {
+            let data = inputs.data_ptr(i);
+            if let Gen::ConstFloat(v) = gen {
+                // SAFETY: the slot is 8 aligned bytes for a DOUBLE.
+                unsafe { (data as *mut f64).write(*v) };
+            }
+            params.push(Param {
+                gen: gen.clone(),
+                bind: binds[i],
+                data,
+            });
+        }
+        let tally = tally_columns
+            .iter()
+            .map(|&(column, slot)| {
+                let var = outputs.var(column);
+                (var.sqldata as *const f64, var.sqlind as *const i16, slot)
+            })
+            .collect();
+        Ok(Statement {
+            handle,
+            kind,
+            has_inputs: inputs.count() > 0,
+            has_outputs: outputs.count() > 0,
+            inputs,
+            outputs,
+            params,
+            tally,
+        })
+    }
+
+    fn statement_type(&mut self, handle: &mut Handle) -> Result<i32, String> {
+        let items = [INFO_SQL_STMT_TYPE as c_char];
+        let mut buffer = [0 as c_char; 16];
+        // SAFETY: item and result buffers with their true lengths.
+        let rc = unsafe {
+            (self.api.dsql_sql_info)(
+                self.status.as_mut_ptr(),
+                handle,
+                items.len() as i16,
+                items.as_ptr(),
+                buffer.len() as i16,
+                buffer.as_mut_ptr(),
+            )
+        };
+        if rc != 0 {
+            return Err(self.error_text());
+        }
+        let bytes: Vec<u8> = buffer.iter().map(|&b| b as u8).collect();
+        if bytes[0] != INFO_SQL_STMT_TYPE {
+            return Err("the engine did not report the statement type".into());
+        }
+        let len = u16::from_le_bytes([bytes[1], bytes[2]]) as usize;
+        let mut value: i32 = 0;
+        for (shift, byte) in bytes[3..3 + len.min(4)].iter().enumerate() {
+            value |= (*byte as i32) << (8 * shift);
+        }
+        Ok(value)
+    }
+
+    /// Executes one prepared statement once: parameters were bound by `Statement::bind`.
+    /// Tally columns of every returned row are added to `tally`.
+    #[inline]
+    pub fn execute(
+        &mut self,
+        tr: &mut Handle,
+        s: &mut Statement,
+        tally: &mut [f64],
+    ) -> Result<(), ()> {
+        let api = self.api;
+        let st = self.status.as_mut_ptr();
+        let input: *const Xsqlda = if s.has_inputs {
+            s.inputs.as_mut_ptr()
+        } else {
+            ptr::null()
+        };
+        // SAFETY: handles are live; descriptors and their buffers belong to `s` and stay put.
+        unsafe {
+            match s.kind {
+                Kind::Cursor => {
+                    if (api.dsql_execute)(st, tr, &mut s.handle, SQL_DIALECT_V6, input) != 0 {
+                        return Err(());
+                    }
+                    let output = s.outputs.as_mut_ptr();
+                    loop {
+                        let rc = (api.dsql_fetch)(st, &mut s.handle, SQLDA_VERSION1, output);
+                        if rc == FETCH_END {
+                            break;
+                        }
+                        if rc != 0 {
+                            (api.dsql_free_statement)(
+                                self.scratch.as_mut_ptr(),
+                                &mut s.handle,
+                                DSQL_CLOSE,
+                            );
+                            return Err(());
+                        }
+                        s.add_tally(tally);
+                    }
+                    if (api.dsql_free_statement)(st, &mut s.handle, DSQL_CLOSE) != 0 {
+                        return Err(());
+                    }
+                }
+                Kind::Procedure => {
+                    let output: *const Xsqlda = if s.has_outputs {
+                        s.outputs.as_mut_ptr()
+                    } else {
+                        ptr::null()
+                    };
+                    if (api.dsql_execute2)(st, tr, &mut s.handle, SQL_DIALECT_V6, input, output)
+                        != 0
+                    {
+                        return Err(());
+                    }
+                    s.add_tally(tally);
+                }
+                Kind::Plain => {
+                    if (api.dsql_execute)(st, tr, &mut s.handle, SQL_DIALECT_V6, input) != 0 {
+                        return Err(());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn drop_statement(&mut self, s: &mut Statement) {
+        if s.handle != 0 {
+            // SAFETY: the handle was allocated on this attachment.
+            unsafe {
+                (self.api.dsql_free_statement)(self.scratch.as_mut_ptr(), &mut s.handle, DSQL_DROP)
+            };
+            s.handle = 0;
+        }
+    }
+}
+
+impl Statement {
+    /// Draws this execution's parameters into the input buffers.
+    #[inline]
+    pub fn bind(&mut self, rng: &mut Rng, attachment: u32) {
+        for p in &mut self.params {
+            // SAFETY: `data` points at this parameter's buffer, sized for its bind type.
+            unsafe {
+                match p.bind {
+                    Bind::Int => (p.data as *mut i64).write(p.gen.int(rng, attachment)),
+                    Bind::Text { max_len } => {
+                        let text = std::slice::from_raw_parts_mut(p.data.add(2), max_len);
+                        let len = p.gen.text(rng, text) as u16;
+                        (p.data as *mut [u8; 2]).write(len.to_ne_bytes());
+                    }
+                    Bind::Float | Bind::Null => {}
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn add_tally(&self, tally: &mut [f64]) {
+        for &(value, indicator, slot) in &self.tally {
+            // SAFETY: pointers into this statement's output buffers.
+            unsafe {
+                if *indicator >= 0 {
+                    tally[slot] += *value;
+                }
+            }
+        }
+    }
+}
+
+fn first_line(sql: &str) -> String {
+    let line = sql.trim().lines().next().unwrap_or("");
+    if line.chars().count() > 60 {
+        format!("{}…", line.chars().take(60).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}

@@ -1,0 +1,131 @@
+//! What a failed unit means: a by-design rollback, a conflict, a lost connection or an error.
+
+use crate::ffi::{contains_code, exception_number, first_gdscode, StatusVector};
+
+pub const ISC_EXCEPT: i64 = 335544517;
+/// Lock conflict, deadlock, concurrent transaction, update conflict, lock time-out.
+pub const CONFLICT_CODES: [i64; 5] = [335544345, 335544336, 335544878, 335544451, 335544510];
+/// The attachment is gone: network errors, shutdown, a dead handle. Counting these as errors
+/// would produce millions of them in a second; the run fails instead.
+pub const CONNECTION_LOST_CODES: [i64; 9] = [
+    335544721, // network_error
+    335544722, // net_connect_err
+    335544726, // net_read_err
+    335544727, // net_write_err
+    335544741, // lost_db_connection
+    335544648, // conn_lost
+    335544528, // shutdown
+    335544856, // att_shutdown
+    335544324, // bad_db_handle
+];
+/// fb_cancel_operation's effect, seen when the core itself breaks a wait at the end.
+pub const CANCELLED: i64 = 335544794;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    RolledBack,
+    Conflict,
+    Error,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 4] = [
+        Outcome::Ok,
+        Outcome::RolledBack,
+        Outcome::Conflict,
+        Outcome::Error,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::RolledBack => "rolled_back",
+            Outcome::Conflict => "conflicts",
+            Outcome::Error => "errors",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Counted in this class, keyed by the first gdscode of the vector.
+    Counted(Outcome, i64),
+    ConnectionLost(i64),
+    Cancelled,
+}
+
+pub fn classify(status: &StatusVector, rollback_on: &[i64]) -> Failure {
+    let code = first_gdscode(status);
+    if contains_code(status, &CONNECTION_LOST_CODES) {
+        return Failure::ConnectionLost(code);
+    }
+    if contains_code(status, &[CANCELLED]) {
+        return Failure::Cancelled;
+    }
+    if let Some(number) = exception_number(status) {
+        if rollback_on.contains(&number) {
+            return Failure::Counted(Outcome::RolledBack, code);
+        }
+    }
+    if contains_code(status, &CONFLICT_CODES) {
+        return Failure::Counted(Outcome::Conflict, code);
+    }
+    Failure::Counted(Outcome::Error, code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::{IscStatus, STATUS_LEN};
+
+    fn vector(words: &[IscStatus]) -> StatusVector {
+        let mut status = [0; STATUS_LEN];
+        status[..words.len()].copy_from_slice(words);
+        status
+    }
+
+    #[test]
+    fn classes() {
+        // exception 3 raised by a procedure: by design only when listed.
+        let except = vector(&[1, 335544517, 4, 3, 1, 335544382, 2, 0, 0]);
+        assert_eq!(
+            classify(&except, &[3]),
+            Failure::Counted(Outcome::RolledBack, ISC_EXCEPT)
+        );
+        assert_eq!(
+            classify(&except, &[4]),
+            Failure::Counted(Outcome::Error, ISC_EXCEPT)
+        );
+        // update conflict as the engine reports it: deadlock, update_conflict, concurrent tx.
+        let conflict = vector(&[1, 335544336, 1, 335544451, 1, 335544878, 4, 99, 0]);
+        assert_eq!(
+            classify(&conflict, &[]),
+            Failure::Counted(Outcome::Conflict, 335544336)
+        );
+        let nowait = vector(&[1, 335544345, 0]);
+        assert_eq!(
+            classify(&nowait, &[]),
+            Failure::Counted(Outcome::Conflict, 335544345)
+        );
+        let arith = vector(&[1, 335544321, 1, 335544778, 0]);
+        assert_eq!(
+            classify(&arith, &[]),
+            Failure::Counted(Outcome::Error, 335544321)
+        );
+        let lost = vector(&[1, 335544721, 2, 0, 1, 335544726, 0]);
+        assert_eq!(classify(&lost, &[]), Failure::ConnectionLost(335544721));
+        let cancelled = vector(&[1, 335544794, 0]);
+        assert_eq!(classify(&cancelled, &[]), Failure::Cancelled);
+        // A conflict code after a warning marker is not part of the error.
+        let warned = vector(&[1, 335544321, 18, 335544345, 0]);
+        assert_eq!(
+            classify(&warned, &[]),
+            Failure::Counted(Outcome::Error, 335544321)
+        );
+    }
+}

@@ -1,0 +1,262 @@
+//! Counts, latency histograms and per-code tallies of units, per interval, mergeable exactly.
+
+use std::collections::HashMap;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use serde_json::{json, Map, Value};
+
+use crate::outcome::Outcome;
+
+/// 1 µs .. 1 h at 3 significant digits, as the contract fixes it.
+pub const LOWEST_US: u64 = 1;
+pub const HIGHEST_US: u64 = 3_600_000_000;
+pub const SIGFIG: u8 = 3;
+/// Attachment-local histograms start covering 100 ms and grow on demand: most units stay far
+/// below that, and the memory of (attachments × units × 3) histograms stays small.
+const LOCAL_INITIAL_HIGHEST_US: u64 = 100_000;
+
+pub fn full_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(LOWEST_US, HIGHEST_US, SIGFIG).expect("valid histogram bounds")
+}
+
+pub fn local_histogram() -> Histogram<u64> {
+    let mut h = Histogram::new_with_bounds(LOWEST_US, LOCAL_INITIAL_HIGHEST_US, SIGFIG)
+        .expect("valid histogram bounds");
+    h.auto(true);
+    h
+}
+
+/// Values outside 1 µs .. 1 h are clamped; a local histogram grows to hold the value
+/// (`saturating_record` would clamp to its current top instead of growing).
+#[inline]
+pub fn record_latency(h: &mut Histogram<u64>, micros: u64) {
+    let _ = h.record(micros.clamp(LOWEST_US, HIGHEST_US));
+}
+
+pub fn serialize(h: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    V2Serializer::new()
+        .serialize(h, &mut bytes)
+        .expect("serializing into memory cannot fail");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+pub fn deserialize(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("histogram is not base64: {e}"))?;
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("histogram is not an HDR V2 histogram: {e:?}"))
+}
+
+pub fn merge_serialized<S: AsRef<str>>(items: &[S]) -> Result<Histogram<u64>, String> {
+    let mut merged = full_histogram();
+    for item in items {
+        let h = deserialize(item.as_ref())?;
+        merged
+            .add(&h)
+            .map_err(|e| format!("cannot merge histogram: {e:?}"))?;
+    }
+    Ok(merged)
+}
+
+/// Percentiles in microseconds, as `_core.histogram_summary` returns them.
+pub fn summary_us(h: &Histogram<u64>) -> Vec<(&'static str, f64)> {
+    let empty = h.is_empty();
+    let q = |quantile: f64| {
+        if empty {
+            0.0
+        } else {
+            h.value_at_quantile(quantile) as f64
+        }
+    };
+    vec![
+        ("count", h.len() as f64),
+        ("min_us", if empty { 0.0 } else { h.min() as f64 }),
+        ("max_us", if empty { 0.0 } else { h.max() as f64 }),
+        ("mean_us", if empty { 0.0 } else { h.mean() }),
+        ("p50_us", q(0.50)),
+        ("p90_us", q(0.90)),
+        ("p95_us", q(0.95)),
+        ("p99_us", q(0.99)),
+        ("p999_us", q(0.999)),
+    ]
+}
+
+/// The contract's `latency_ms` object of a unit.
+pub fn latency_ms(h: &Histogram<u64>) -> Value {
+    let s: HashMap<&str, f64> = summary_us(h).into_iter().collect();
+    let ms = |key: &str| s[key].round() / 1000.0;
+    json!({"p50": ms("p50_us"), "p90": ms("p90_us"), "p95": ms("p95_us"), "p99": ms("p99_us"),
+           "max": ms("max_us"), "mean": ms("mean_us")})
+}
+
+/// One unit's outcomes within one interval (or a total).
+pub struct UnitStats {
+    pub counts: [u64; 4],
+    pub latency: Histogram<u64>,
+    pub errors_by_code: HashMap<i64, u64>,
+    pub conflicts_by_code: HashMap<i64, u64>,
+    pub tally: Vec<f64>,
+}
+
+impl UnitStats {
+    pub fn new(histogram: Histogram<u64>, tally_columns: usize) -> UnitStats {
+        UnitStats {
+            counts: [0; 4],
+            latency: histogram,
+            errors_by_code: HashMap::new(),
+            conflicts_by_code: HashMap::new(),
+            tally: vec![0.0; tally_columns],
+        }
+    }
+
+    #[inline]
+    pub fn record(&mut self, outcome: Outcome, micros: u64, code: i64, tally: &[f64]) {
+        self.counts[outcome.index()] += 1;
+        record_latency(&mut self.latency, micros);
+        match outcome {
+            Outcome::Ok => {
+                for (sum, value) in self.tally.iter_mut().zip(tally) {
+                    *sum += value;
+                }
+            }
+            Outcome::Error => *self.errors_by_code.entry(code).or_insert(0) += 1,
+            Outcome::Conflict => *self.conflicts_by_code.entry(code).or_insert(0) += 1,
+            Outcome::RolledBack => {}
+        }
+    }
+
+    pub fn add(&mut self, other: &UnitStats) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+            *a += b;
+        }
+        self.latency
+            .add(&other.latency)
+            .expect("histograms of 1 µs .. 1 h always merge");
+        for (code, n) in &other.errors_by_code {
+            *self.errors_by_code.entry(*code).or_insert(0) += n;
+        }
+        for (code, n) in &other.conflicts_by_code {
+            *self.conflicts_by_code.entry(*code).or_insert(0) += n;
+        }
+        for (a, b) in self.tally.iter_mut().zip(&other.tally) {
+            *a += b;
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.counts = [0; 4];
+        self.latency.reset();
+        self.errors_by_code.clear();
+        self.conflicts_by_code.clear();
+        self.tally.iter_mut().for_each(|t| *t = 0.0);
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.counts.iter().all(|&c| c == 0)
+    }
+
+    pub fn counts_json(&self) -> Map<String, Value> {
+        let mut map = Map::new();
+        for outcome in Outcome::ALL {
+            map.insert(outcome.key().into(), json!(self.counts[outcome.index()]));
+        }
+        map
+    }
+}
+
+/// Per-code counts with the first message seen for each code, as the result lists them.
+pub fn by_code_json(counts: &HashMap<i64, u64>, messages: &HashMap<i64, String>) -> Value {
+    let mut codes: Vec<(&i64, &u64)> = counts.iter().collect();
+    codes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    Value::Array(
+        codes
+            .into_iter()
+            .map(|(code, count)| {
+                json!({"gdscode": code, "count": count,
+                       "message": messages.get(code).cloned().unwrap_or_default()})
+            })
+            .collect(),
+    )
+}
+
+/// A tally sum as JSON: integral sums stay integers.
+pub fn number(value: f64) -> Value {
+    if value.fract() == 0.0 && value.abs() < 9.0e15 {
+        json!(value as i64)
+    } else {
+        json!(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_is_exact_across_attachments_and_serialization() {
+        let mut a = UnitStats::new(local_histogram(), 1);
+        let mut b = UnitStats::new(local_histogram(), 1);
+        for v in 1..=1000u64 {
+            a.record(Outcome::Ok, v, 0, &[1.0]);
+        }
+        // Beyond the local histogram's initial range: it grows instead of failing.
+        b.record(Outcome::Ok, 2_500_000, 0, &[2.5]);
+        b.record(Outcome::Conflict, 50, 335544345, &[9.0]);
+        b.record(Outcome::Error, 70, 335544321, &[]);
+        b.record(Outcome::Error, 0, 335544321, &[]);
+        let mut total = UnitStats::new(full_histogram(), 1);
+        total.add(&a);
+        total.add(&b);
+        assert_eq!(total.counts, [1001, 0, 1, 2]);
+        assert_eq!(total.latency.len(), 1004);
+        assert_eq!(total.tally, vec![1002.5]);
+        assert_eq!(total.errors_by_code[&335544321], 2);
+        assert_eq!(total.conflicts_by_code[&335544345], 1);
+        assert!(total.latency.equivalent(total.latency.max(), 2_500_000));
+        assert_eq!(total.latency.min(), 1);
+
+        let parts = [serialize(&a.latency), serialize(&b.latency)];
+        let merged = merge_serialized(&parts).unwrap();
+        assert_eq!(merged, total.latency);
+        let roundtrip = deserialize(&serialize(&merged)).unwrap();
+        assert_eq!(roundtrip, merged);
+        assert!(deserialize("not base64!").is_err());
+    }
+
+    #[test]
+    fn summaries() {
+        let mut h = full_histogram();
+        for v in 1..=100u64 {
+            record_latency(&mut h, v * 1000);
+        }
+        record_latency(&mut h, u64::MAX);
+        let s: HashMap<&str, f64> = summary_us(&h).into_iter().collect();
+        assert_eq!(s["count"], 101.0);
+        assert!((s["p50_us"] - 51_000.0).abs() < 60.0, "{}", s["p50_us"]);
+        assert!(h.equivalent(s["max_us"] as u64, HIGHEST_US));
+        let ms = latency_ms(&h);
+        assert!((ms["p90"].as_f64().unwrap() - 91.0).abs() < 0.1);
+        let empty: HashMap<&str, f64> = summary_us(&full_histogram()).into_iter().collect();
+        assert_eq!(empty["p99_us"], 0.0);
+    }
+
+    #[test]
+    fn reset_keeps_nothing() {
+        let mut a = UnitStats::new(local_histogram(), 2);
+        a.record(Outcome::Ok, 10, 0, &[1.0, 2.0]);
+        a.record(Outcome::Error, 10, 1, &[]);
+        a.reset();
+        assert!(a.is_empty());
+        assert!(a.latency.is_empty());
+        assert!(a.errors_by_code.is_empty());
+        assert_eq!(a.tally, vec![0.0, 0.0]);
+        assert_eq!(number(3.0), json!(3));
+        assert_eq!(number(2.5), json!(2.5));
+    }
+}

@@ -1,0 +1,328 @@
+"""Typed Python face of the native load core (``fbbench._core``, docs/core-api.md).
+
+The runner builds a :class:`CoreConfig` (or passes the same JSON-shaped dict), calls
+:func:`run_load`, and gets a :class:`LoadResult`. Python never runs per transaction: it starts
+the run, polls live counters for the progress display, and turns Ctrl-C into the core's stop
+flag, so an interrupted run still returns what it measured (status ``"stopped"``).
+
+Results and live counters have typed attributes, and also read as the plain JSON mapping the
+core produced (``result["units"]``, ``live.get("last_interval")``): the results store takes
+those nested dicts as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from fbbench import _core
+
+Isolation = Literal["snapshot", "read_committed", "read_consistency", "serializable"]
+OUTCOMES = ("ok", "rolled_back", "conflicts", "errors")
+
+
+# --------------------------------------------------------------------------------------- config
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter generator: uniform, nurand (with C appended), home, seed, const, string, attachment."""
+
+    kind: str
+    args: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class StatementSpec:
+    sql: str
+    params: tuple[ParamSpec, ...] = ()
+    repeat: int = 1
+
+
+@dataclass(frozen=True)
+class UnitSpec:
+    name: str
+    statements: tuple[StatementSpec, ...]
+    weight: float = 1.0
+    isolation: Isolation = "read_committed"
+    read_only: bool = False
+    lock_timeout: int | None = None  # None = wait, 0 = no wait, n = seconds
+    keying_seconds: float = 0.0
+    think_seconds: float = 0.0
+    rollback_on: tuple[int, ...] = ()  # RDB$EXCEPTION_NUMBERs
+    tally: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CoreConfig:
+    client_library: str
+    database: str
+    units: tuple[UnitSpec, ...]
+    connections: int = 1
+    user: str = "SYSDBA"
+    password: str | None = field(default=None, repr=False)
+    role: str | None = None
+    charset: str = "UTF8"
+    connect_rate: float = 0.0
+    warmup_seconds: float = 0.0
+    measure_seconds: float | None = None
+    transactions: int | None = None
+    interval_seconds: float = 10.0
+    seed: int = 0
+    target_rate: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CoreConfig:
+        units = tuple(
+            UnitSpec(**{**unit, "statements": tuple(
+                StatementSpec(**{**st, "params": tuple(ParamSpec(p["kind"], tuple(p.get("args", ())))
+                                                       for p in st.get("params", ()))})
+                for st in unit["statements"]),
+                "rollback_on": tuple(unit.get("rollback_on", ())), "tally": tuple(unit.get("tally", ()))})
+            for unit in data["units"]
+        )
+        return cls(**{**data, "units": units})
+
+
+# --------------------------------------------------------------------------------------- results
+
+
+class _Document(Mapping[str, Any]):
+    """Read access to the JSON document an object was built from."""
+
+    raw: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.raw[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.raw
+
+
+@dataclass(frozen=True)
+class OutcomeCounts:
+    ok: int = 0
+    rolled_back: int = 0
+    conflicts: int = 0
+    errors: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.ok + self.rolled_back + self.conflicts + self.errors
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> OutcomeCounts:
+        return cls(*(int(data.get(key, 0)) for key in OUTCOMES))
+
+
+@dataclass(frozen=True)
+class UnitInterval:
+    counts: OutcomeCounts
+    histogram: str | None
+
+
+@dataclass(frozen=True, eq=False)
+class IntervalStats(_Document):
+    index: int
+    phase: str  # warmup | measure
+    start_offset: float
+    seconds: float
+    units: dict[str, UnitInterval]
+    raw: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> IntervalStats:
+        units = {
+            name: UnitInterval(OutcomeCounts.from_json(u), u.get("histogram")) for name, u in data["units"].items()
+        }
+        return cls(data["index"], data["phase"], data["start_offset"], data["seconds"], units, data)
+
+
+@dataclass(frozen=True, eq=False)
+class LiveCounters(_Document):
+    elapsed_seconds: float
+    phase: str  # connecting | warmup | measure | stopping | done
+    connected: int
+    intervals_completed: int
+    units: dict[str, OutcomeCounts]
+    measure_units: dict[str, OutcomeCounts]
+    last_interval: IntervalStats | None
+    failure: str | None
+    raw: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> LiveCounters:
+        data = json.loads(text)
+        last = data.get("last_interval")
+        return cls(
+            data["elapsed_seconds"], data["phase"], data["connected"], data["intervals_completed"],
+            {name: OutcomeCounts.from_json(c) for name, c in data["units"].items()},
+            {name: OutcomeCounts.from_json(c) for name, c in data["measure_units"].items()},
+            IntervalStats.from_json(last) if last else None, data.get("failure"), data,
+        )
+
+
+@dataclass(frozen=True)
+class CodeCount:
+    gdscode: int
+    count: int
+    message: str
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    counts: OutcomeCounts
+    histogram: str
+    latency_ms: dict[str, float]
+    errors_by_code: tuple[CodeCount, ...]
+    conflicts_by_code: tuple[CodeCount, ...]
+    tally: dict[str, float]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> UnitResult:
+        return cls(OutcomeCounts.from_json(data), data["histogram"], dict(data["latency_ms"]),
+                   tuple(CodeCount(**c) for c in data["errors_by_code"]),
+                   tuple(CodeCount(**c) for c in data["conflicts_by_code"]), dict(data["tally"]))
+
+
+@dataclass(frozen=True)
+class AttachmentResult:
+    index: int
+    home: int | None
+    units: int
+    error: str | None
+
+
+@dataclass(frozen=True, eq=False)
+class LoadResult(_Document):
+    status: str  # completed | stopped | failed
+    failure: str | None
+    started_at: float
+    measure_started_at: float | None
+    ended_at: float
+    measured_seconds: float
+    client_cpu_seconds: float
+    thread_cpu_seconds: float
+    attachments: tuple[AttachmentResult, ...]
+    intervals: tuple[IntervalStats, ...]
+    units: dict[str, UnitResult]
+    raw: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> LoadResult:
+        data = json.loads(text)
+        return cls(
+            data["status"], data["failure"], data["started_at"], data["measure_started_at"], data["ended_at"],
+            data["measured_seconds"], data["client_cpu_seconds"], data["thread_cpu_seconds"],
+            tuple(AttachmentResult(**a) for a in data["attachments"]),
+            tuple(IntervalStats.from_json(i) for i in data["intervals"]),
+            {name: UnitResult.from_json(u) for name, u in data["units"].items()}, data,
+        )
+
+    @property
+    def units_completed(self) -> int:
+        """Units of every attachment, warm-up and uncounted ones included."""
+        return sum(a.units for a in self.attachments)
+
+
+# ------------------------------------------------------------------------------------------ run
+
+ProgressCallback = Callable[[LiveCounters], None]
+
+
+def _config_json(config: CoreConfig | Mapping[str, Any]) -> str:
+    return config.to_json() if isinstance(config, CoreConfig) else json.dumps(dict(config))
+
+
+def run_load(config: CoreConfig | Mapping[str, Any], on_progress: ProgressCallback | None = None,
+             poll_seconds: float = 0.5) -> LoadResult:
+    """Run the load to its end and return what was measured.
+
+    Ctrl-C (KeyboardInterrupt), raised while waiting or inside ``on_progress``, sets the stop
+    flag; the run then ends within about two seconds and its result has status ``"stopped"``.
+    Any other exception from ``on_progress`` also stops the run, and is re-raised afterwards.
+    ``ValueError`` means the config was refused before anything started.
+    """
+    run = _core.LoadRun(_config_json(config))
+    with _signals_stop_the_run():
+        run.start()
+        try:
+            while not run.wait(poll_seconds):
+                if on_progress is not None:
+                    on_progress(LiveCounters.from_json(run.poll()))
+        except KeyboardInterrupt:
+            _stop_and_wait(run)
+        except BaseException:
+            _stop_and_wait(run)
+            raise
+    if on_progress is not None:
+        on_progress(LiveCounters.from_json(run.poll()))
+    return LoadResult.from_json(run.result())
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def _signals_stop_the_run() -> Iterator[None]:
+    """Ctrl-C and SIGTERM become the stop flag, not a Firebird shutdown.
+
+    libfbclient hooks SIGINT and SIGTERM on its first attach and answers them by shutting down
+    every attachment in the process. Re-installing Python's handlers displaces that hook (the
+    core does the same right after its own attaches, in case they were the first), so the
+    signal reaches Python as KeyboardInterrupt and the run stops with its measurements.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous_int = signal.getsignal(signal.SIGINT)
+    previous_term = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGINT, previous_int if callable(previous_int) else signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous_int if previous_int is not None else signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, previous_term if previous_term is not None else signal.SIG_DFL)
+
+
+def _stop_and_wait(run: Any) -> None:
+    run.stop()
+    while True:
+        try:
+            if run.wait(0.5):
+                return
+        except KeyboardInterrupt:
+            continue  # a second Ctrl-C while stopping changes nothing: the stop is under way
+
+
+def histogram_summary(histograms: list[str]) -> dict[str, float]:
+    """Merge serialized histograms; count, min_us, max_us, mean_us, p50_us … p999_us."""
+    return dict(_core.histogram_summary(list(histograms)))
+
+
+def merge_histograms(histograms: list[str]) -> str:
+    return str(_core.merge_histograms(list(histograms)))
+
+
+def build_tpb(isolation: Isolation, read_only: bool = False, lock_timeout: int | None = None) -> bytes:
+    """The exact TPB the core starts a unit's transaction with."""
+    return bytes(_core.build_tpb(isolation, read_only, lock_timeout))

@@ -1,0 +1,87 @@
+"""Functions tests/test_core.py runs inside an engine child process (fbbench.engines.run_in_engine).
+
+Each returns plain JSON-able values. The load core gets the child's own client library, so the
+same functions serve embedded 3.0/4.0/5.0 and the loopback server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from fbbench.core import run_load
+from fbbench.database import driver, scripts
+from fbbench.engines import current_runtime
+
+HERE = Path(__file__).resolve().parent
+
+
+def create(dsn: str) -> dict[str, Any]:
+    """A fresh database with tests/workloads_core/schema.sql; forced writes off, as benchmarks use."""
+    with driver.create_database(dsn, page_size=8192, forced_writes=False) as connection:
+        scripts.run_file(connection, HERE / "schema.sql")
+        with connection.cursor() as cursor:
+            cursor.execute("select trim(rdb$exception_name), rdb$exception_number from rdb$exceptions")
+            exceptions = {name: number for name, number in cursor.fetchall()}
+            cursor.execute("select rdb$get_context('SYSTEM', 'ENGINE_VERSION') from rdb$database")
+            version = cursor.fetchone()[0]
+        connection.commit()
+    return {"exceptions": exceptions, "engine_version": version}
+
+
+def core_config(dsn: str, **settings: Any) -> dict[str, Any]:
+    user, password = driver.credentials()
+    return {"client_library": str(current_runtime().client_library), "database": dsn, "user": user,
+            "password": password, **settings}
+
+
+def run(dsn: str, settings: dict[str, Any], interrupt_after: float | None = None) -> dict[str, Any]:
+    """One load run; with ``interrupt_after``, Ctrl-C arrives (SIGINT to this process) after that many seconds."""
+    signalled: list[float] = []
+
+    def interrupt() -> None:
+        signalled.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(interrupt_after, interrupt) if interrupt_after is not None else None
+    polls: list[str] = []
+    started = time.monotonic()
+    if timer:
+        timer.start()
+    try:
+        result = run_load(core_config(dsn, **settings), on_progress=lambda live: polls.append(live.phase),
+                          poll_seconds=0.2)
+    finally:
+        if timer:
+            timer.cancel()
+    returned = time.monotonic()
+    document = dict(result.to_dict())
+    document["_test"] = {
+        "seconds": returned - started,
+        "after_interrupt": returned - signalled[0] if signalled else None,
+        "phases_seen": sorted(set(polls)),
+    }
+    return document
+
+
+def run_while_row_locked(dsn: str, lock_sql: str, settings: dict[str, Any], interrupt_after: float) -> dict[str, Any]:
+    """Runs the load while another transaction holds a row lock (some units then wait for ever)."""
+    with driver.connect(dsn) as blocker:
+        with blocker.cursor() as cursor:
+            cursor.execute(lock_sql)
+        try:
+            return run(dsn, settings, interrupt_after)
+        finally:
+            blocker.rollback()
+
+
+def query(dsn: str, sql: str) -> list[list[Any]]:
+    with driver.connect(dsn) as connection, connection.cursor() as cursor:
+        cursor.execute(sql)
+        rows = [list(row) for row in cursor.fetchall()]
+        connection.commit()
+        return rows
