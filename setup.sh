@@ -84,13 +84,13 @@ case "$mode" in
   env)
     say "ready: .venv/bin/fbbench --help" ;;
   quickstart)
-    say "quickstart: checking the embedded Firebird 5.0 engine"
-    exec .venv/bin/fbbench doctor 5.0 ;;
+    say "quickstart: TPC-C, 1 warehouse, 4 connections, 20 s warm-up + 60 s measured, embedded Firebird 5.0"
+    exec .venv/bin/fbbench run tpcc --engine 5.0 --scale warehouses=1 --connections 4 --warmup 20s --duration 60s ;;
   test)
     say "lint"
     .venv/bin/ruff check fbbench tests benchmarks
     say "native core: cargo fmt, clippy, test"
-    (cd core && cargo fmt --check && cargo clippy --quiet -- -D warnings && cargo test --quiet)
+    (cd core && cargo fmt --check && cargo clippy --quiet --all-targets -- -D warnings && cargo test --quiet)
     say "tests on real engines"
     exec .venv/bin/python -m pytest -q -ra tests ;;
 esac

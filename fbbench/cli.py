@@ -18,8 +18,9 @@ from rich.table import Table
 from fbbench import __version__, paths
 from fbbench.errors import FbbenchError
 
-console = Console()
-errors = Console(stderr=True)
+# Piped output gets 120 columns instead of rich's 80, so tables and the live line stay readable in logs.
+console = Console(width=None if sys.stdout.isatty() else 120)
+errors = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
 app = typer.Typer(
     name="fbbench",

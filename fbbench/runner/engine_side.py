@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import resource
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -61,7 +62,7 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
     settings = plan["settings"]
     store = ResultsStore(Path(plan["results"]))
     store.claim_run(run_id)
-    console = Console(highlight=False)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
     runtime = current_runtime()
     phases = _Phases(store, run_id, console)
     db_plan = population.DatabasePlan(**plan["database"])
@@ -178,7 +179,7 @@ def _measure(config: dict[str, Any], workload: Any, store: ResultsStore, run_id:
     process_before, python_before = _process_cpu(), time.thread_time()
     try:
         with LiveDisplay.measurement(console, workload, settings) as display:
-            result = native.run_load(config, on_progress=lambda live: on_progress(live, display))
+            result = native.run_load(config, on_progress=lambda live: on_progress(live, display)).to_dict()
         end = measure.read_metrics(monitor, workload) if readings["start"] is not None else None
     finally:
         monitor.close()

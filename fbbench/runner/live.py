@@ -76,7 +76,7 @@ class LiveDisplay:
         completed = snapshot.get("intervals_completed", 0)
         if completed > self.printed_intervals and snapshot.get("last_interval"):
             self.printed_intervals = completed
-            self.console.print("  " + self._line(snapshot))
+            self.console.print("  " + self._line(snapshot), soft_wrap=True)
 
     def _rates(self, snapshot: dict[str, Any]) -> tuple[float | None, float | None]:
         last = snapshot.get("last_interval") or {}
