@@ -55,14 +55,24 @@ done
 [ -n "$python" ] || { echo "fbbench needs Python 3.11 or later" >&2; exit 1; }
 
 # --- Rust (for the native load core) ---------------------------------------------------------
+# PyO3 0.27 needs Rust >= 1.74; Debian 12's own cargo (1.63) is too old, so rustup is the way.
 export PATH="$HOME/.cargo/bin:$PATH"
 if ! command -v cargo >/dev/null; then
-  say "installing a Rust toolchain"
+  say "installing a Rust toolchain (rustup)"
   if curl -fsS --max-time 20 https://sh.rustup.rs -o /tmp/rustup-init.sh 2>/dev/null; then
     sh /tmp/rustup-init.sh -y --profile minimal >/dev/null
   else
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo >/dev/null
+    echo "cannot reach https://sh.rustup.rs: install Rust >= 1.74 (https://rustup.rs) and run $0 again" >&2
+    exit 1
   fi
+fi
+rust_minor="$(rustc --version | sed -E 's/^rustc 1\.([0-9]+).*/\1/')"
+if [ "${rust_minor:-0}" -lt 74 ]; then
+  echo "$(rustc --version) is too old for the native core: install Rust >= 1.74 (https://rustup.rs)" >&2
+  exit 1
+fi
+if [ "$mode" = test ] && command -v rustup >/dev/null; then
+  rustup component add rustfmt clippy >/dev/null 2>&1 || true
 fi
 
 # --- the fbbench environment -----------------------------------------------------------------
