@@ -85,9 +85,16 @@ def create_database(dsn: str, *, page_size: int | None = None, forced_writes: bo
 
 
 def server(host: str = "") -> Server:
-    """Services API; ``host`` "" means the embedded engine of this process."""
+    """Services API; ``host`` "" means the embedded engine of this process, else "host[/port]"."""
     driver = _driver()
     user, password = credentials()
+    if host and driver.driver_config.get_server(host) is None:
+        # connect_server() only knows registered server names: any other name silently means the
+        # local (embedded) service manager. Register the host under its own name first.
+        config = driver.driver_config.register_server(host)
+        name, _, port = host.partition("/")
+        config.host.value = name
+        config.port.value = port or None
     try:
         return driver.connect_server(host, user=user, password=password)
     except driver.DatabaseError as error:

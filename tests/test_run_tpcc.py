@@ -1,0 +1,391 @@
+"""``fbbench run tpcc`` end to end, as a user runs it: real embedded engines 3.0 / 4.0 / 5.0, the
+loopback Firebird 3 server, the JSON run result (DESIGN.md "Run result contract") and the HTML
+report rendered by headless Chromium.
+
+Every run is tiny (1,000 items, 100 customers and 100 orders per district) with short phases; the
+populated database is cached per engine, so the runs after the first one start from a copy. Each
+run is module-scoped and checked by several tests.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ENGINES, run_cli
+from tests.fb3server import Fb3Server, fb3_server_unavailable
+
+SCALE = ("--scale", "items=1000", "--scale", "customers=100", "--scale", "orders=100")
+TIMED = ("--connections", "2", "--warmup", "1s", "--duration", "4s", "--interval", "1s")
+UNITS = {"new_order", "payment", "order_status", "delivery", "stock_level"}
+CHECK_NUMBERS = [f"3.3.2.{n}" for n in range(1, 13)]
+AUDITS = {"New-Order rolled back", "Order lines per New-Order", "Remote order lines", "Remote Payments",
+          "Payments by last name", "Order-Status by last name", "Delivery districts skipped",
+          "UPDATEs run again after missing their row"}
+# User text that must neither end the report's <script> early nor become markup.
+TAG = "e2e </script><b>bold</b>"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@dataclass
+class TpccRun:
+    cli: subprocess.CompletedProcess[str]
+    doc: dict[str, Any]
+    json_path: Path
+    report_path: Path
+
+    @property
+    def output(self) -> str:
+        return self.cli.stdout + self.cli.stderr
+
+
+def run_tpcc(out: Path, *args: str, env: dict[str, str] | None = None) -> TpccRun:
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, report_path = out / "run.json", out / "report.html"
+    cli = run_cli("run", "tpcc", *SCALE, *args, "--json", str(json_path), "--report", str(report_path),
+                  env=env, timeout=300)
+    assert cli.returncode == 0, cli.stdout[-4000:] + cli.stderr[-4000:]
+    assert "Traceback" not in cli.stdout + cli.stderr, cli.stderr
+    assert json_path.is_file() and report_path.is_file(), cli.stdout[-2000:]
+    return TpccRun(cli, json.loads(json_path.read_text()), json_path, report_path)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# ------------------------------------------------------------------ assertions shared by all runs
+
+
+def assert_contract(doc: dict[str, Any]) -> None:
+    """The keys DESIGN.md's run result contract promises, with values of the right kind."""
+    assert re.fullmatch(r"[\w-]+", doc["run_id"]), doc["run_id"]
+    assert doc["status"] == "completed", doc.get("failure")
+    assert doc["workload"] == "tpcc"
+
+    engine = doc["engine"]
+    assert isinstance(engine["version"], str) and engine["version"]
+    assert isinstance(engine["mode"], str) and engine["mode"]
+    assert "firebird_conf" in engine
+
+    database = doc["database"]
+    assert isinstance(database["path"], str) and database["path"].endswith(".fdb")
+    assert database["page_size"] in (4096, 8192, 16384, 32768)
+    assert isinstance(database["page_buffers"], int) and database["page_buffers"] > 0
+    assert isinstance(database["forced_writes"], bool)
+    assert isinstance(database["size_bytes"], int) and database["size_bytes"] > 1_000_000  # populated
+
+    assert isinstance(doc["connections"], int) and doc["connections"] >= 1
+    assert is_number(doc["warmup_seconds"]) and doc["warmup_seconds"] >= 0
+    assert is_number(doc["measure_seconds"]) and doc["measure_seconds"] > 0
+    assert is_number(doc["score_per_minute"]) and doc["score_per_minute"] > 0
+    assert is_number(doc["client_cpu_seconds"]) and doc["client_cpu_seconds"] >= 0
+
+    assert set(doc["units"]) == UNITS
+    for name, unit in doc["units"].items():
+        for key in ("ok", "rolled_back", "conflicts", "errors"):
+            assert isinstance(unit[key], int) and unit[key] >= 0, (name, key, unit[key])
+        assert unit["errors"] == 0, (name, unit.get("errors_by_gdscode"))
+        assert unit["ok"] > 0, name
+        latency = unit["latency_ms"]
+        quantiles = [latency[q] for q in ("p50", "p90", "p95", "p99", "max")]
+        assert all(is_number(q) for q in quantiles), (name, latency)
+        assert quantiles[0] > 0 and quantiles == sorted(quantiles), (name, latency)
+
+    # score_per_minute: successful business actions per minute of the measured period.
+    ok = sum(unit["ok"] for unit in doc["units"].values())
+    assert doc["score_per_minute"] == pytest.approx(ok * 60 / doc["measure_seconds"], rel=1e-6)
+
+    # intervals: one row per interval per unit; the measured rows add up to the unit totals.
+    intervals = doc["intervals"]
+    assert intervals
+    for row in intervals:
+        assert {"index", "phase", "unit", "start_offset", "seconds", "ok", "rolled_back", "conflicts",
+                "errors"} <= set(row), row
+        assert row["unit"] in UNITS and row["phase"] in ("warmup", "measure")
+    per_index = Counter(row["index"] for row in intervals)
+    assert set(per_index.values()) == {len(UNITS)}, per_index
+    measured = [row for row in intervals if row["phase"] == "measure"]
+    for name, unit in doc["units"].items():
+        assert sum(row["ok"] for row in measured if row["unit"] == name) == unit["ok"], name
+        assert sum(row["rolled_back"] for row in measured if row["unit"] == name) == unit["rolled_back"], name
+    seconds = {row["index"]: row["seconds"] for row in measured}
+    assert sum(seconds.values()) == pytest.approx(doc["measure_seconds"], abs=0.05)
+
+
+def assert_checks_and_audits(doc: dict[str, Any]) -> None:
+    checks = doc["checks"]
+    numbers = [check["name"].split(" ", 1)[0] for check in checks]
+    assert numbers == CHECK_NUMBERS, numbers
+    for check in checks:
+        assert {"name", "passed", "detail"} <= set(check), check
+        assert check["passed"] is True, check
+        assert "0 violation" in check["detail"], check
+
+    audits = {audit["name"]: audit for audit in doc["audits"]}
+    assert set(audits) == AUDITS
+    for audit in audits.values():
+        # Short runs may miss the specification's bounds by chance: only the figure is asserted.
+        assert is_number(audit["value"]), audit
+        assert audit["passed"] in (True, False, None), audit
+    new_order = doc["units"]["new_order"]
+    expected = 100 * new_order["rolled_back"] / (new_order["ok"] + new_order["rolled_back"])
+    assert audits["New-Order rolled back"]["value"] == pytest.approx(expected)
+    lines = new_order["tally"]["OL_CNT"] / new_order["ok"]
+    assert audits["Order lines per New-Order"]["value"] == pytest.approx(lines)
+    assert 5 <= lines <= 15  # New-Order has 5 to 15 lines
+    # One warehouse: nothing remote (clause 2.4.1.5 / 2.5.1.2 need a second warehouse).
+    assert audits["Remote order lines"]["value"] == 0 and audits["Remote Payments"]["value"] == 0
+
+
+def assert_nopm(doc: dict[str, Any]) -> None:
+    """NOPM is counted by the database (D_NEXT_O_ID); it must agree with the client's count,
+    loosely: the two windows differ by the time the metric reads take."""
+    nopm = doc["metrics"]["NOPM"]
+    assert is_number(nopm) and nopm > 0
+    client_rate = doc["units"]["new_order"]["ok"] * 60 / doc["measure_seconds"]
+    assert 0.5 * client_rate < nopm < 2 * client_rate, (nopm, client_rate)
+
+
+# ------------------------------------------------------------------ embedded engines
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def embedded_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> TpccRun:
+    out = tmp_path_factory.mktemp(f"tpcc-{request.param}")
+    return run_tpcc(out, "--engine", request.param, *TIMED, "--tag", TAG)
+
+
+def test_embedded_run_completes_with_the_contract(embedded_run: TpccRun) -> None:
+    doc = embedded_run.doc
+    assert_contract(doc)
+    assert doc["connections"] == 2
+    assert doc["warmup_seconds"] == 1 and doc["measure_seconds"] == 4
+    assert doc["tags"] == [TAG]
+    assert doc["scale"] == {"items": "1000", "customers": "100", "orders": "100"}
+    assert doc["engine"]["label"].endswith("embedded")
+    # The run's own copy of the cached population, removed after the run (no --keep-database).
+    assert not Path(doc["database"]["path"]).exists()
+    assert doc["population"]["rows"]["ITEM"] == 1000
+    assert doc["population"]["rows"]["CUSTOMER"] == 1000  # 100 per district
+    # A warm-up interval, then four measured ones.
+    phases = Counter(row["phase"] for row in doc["intervals"])
+    assert phases["warmup"] >= len(UNITS) and phases["measure"] >= 3 * len(UNITS), phases
+    assert f"run {doc['run_id']} — completed" in embedded_run.cli.stdout
+
+
+def test_embedded_engine_is_the_requested_one(embedded_run: TpccRun, request: pytest.FixtureRequest) -> None:
+    major = request.node.callspec.params["embedded_run"]
+    engine = embedded_run.doc["engine"]
+    assert engine["engine_version"].split(".")[:2] == major.split("."), engine["engine_version"]
+    assert f"V{major}." in engine["version"] and f"Firebird {major}" in engine["version"], engine["version"]
+    assert embedded_run.doc["settings"]["engine"] == major
+    assert embedded_run.doc["database"]["ods"].startswith({"3.0": "12.", "4.0": "13.0", "5.0": "13.1"}[major])
+    if major != "3.0":  # RDB$CONFIG (4.0+): the effective configuration, as the engine reports it
+        conf = engine["firebird_conf"]
+        assert isinstance(conf, dict) and conf.get("ServerMode") == engine["mode"], engine["mode"]
+
+
+def test_embedded_checks_audits_and_nopm(embedded_run: TpccRun) -> None:
+    assert_checks_and_audits(embedded_run.doc)
+    assert_nopm(embedded_run.doc)
+
+
+# ------------------------------------------------------------------ fixed work: the by-design rollback
+
+
+def test_rolled_back_new_order_is_not_an_error(tmp_path: Path) -> None:
+    # One attachment, a fixed seed and fixed work: the same units every time, and with seed 1 the
+    # 600 units include three New-Orders that hit the unused item number (clause 2.4.1.4).
+    run = run_tpcc(tmp_path, "--engine", "5.0", "--connections", "1", "--transactions", "600", "--seed", "1",
+                   "--interval", "1s")
+    doc = run.doc
+    assert doc["status"] == "completed", doc.get("failure")
+    assert doc["seed"] == 1 and doc["transactions_per_attachment"] == 600
+    units = doc["units"]
+    assert sum(unit["ok"] + unit["rolled_back"] for unit in units.values()) == 600
+    new_order = units["new_order"]
+    assert new_order["rolled_back"] > 0, new_order
+    for name, unit in units.items():
+        assert unit["errors"] == 0 and unit["conflicts"] == 0, (name, unit)
+        assert unit["errors_by_gdscode"] in ({}, None), (name, unit)
+        if name != "new_order":
+            assert unit["rolled_back"] == 0, (name, unit)
+    audit = next(audit for audit in doc["audits"] if audit["name"] == "New-Order rolled back")
+    expected = 100 * new_order["rolled_back"] / (new_order["ok"] + new_order["rolled_back"])
+    assert audit["value"] == pytest.approx(expected), audit
+    # A rolled-back New-Order leaves no trace: the consistency checks still hold.
+    assert all(check["passed"] for check in doc["checks"]) and len(doc["checks"]) == 12
+    assert re.search(r"│ new_order\s*│[^│]*│[^│]*│\s*" + str(new_order["rolled_back"]) + r"\s*│\s*0\s*│\s*0\s*│",
+                     run.cli.stdout), run.cli.stdout[-3000:]
+
+
+# ------------------------------------------------------------------ the loopback Firebird 3 server
+
+
+@pytest.fixture(scope="module")
+def fb3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fb3Server]:
+    reason = fb3_server_unavailable()
+    if reason:
+        pytest.skip(reason)
+    with Fb3Server.start(tmp_path_factory.mktemp("fb3-tpcc")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server_run(fb3: Fb3Server, tmp_path_factory: pytest.TempPathFactory) -> TpccRun:
+    out = tmp_path_factory.mktemp("tpcc-server")
+    data = out / "data"
+    data.mkdir()
+    password = out / "password"
+    password.write_text(fb3.password + "\n")
+    password.chmod(0o600)
+    return run_tpcc(out, "--engine", fb3.dsn(data / "tpcc.fdb"), "--user", fb3.user, "--password-file",
+                    str(password), *TIMED)
+
+
+@pytest.mark.server
+def test_server_run_completes_with_the_contract(server_run: TpccRun, fb3: Fb3Server) -> None:
+    doc = server_run.doc
+    assert_contract(doc)
+    assert_checks_and_audits(doc)
+    assert_nopm(doc)
+    assert doc["engine"]["engine_version"].startswith("3.0"), doc["engine"]
+    assert doc["engine"]["version"].startswith("LI-V3.0"), doc["engine"]["version"]
+    assert doc["database"]["path"] == fb3.dsn(Path(doc["database"]["path"].split(":", 1)[1]))
+    assert doc["database"]["ods"].startswith("12."), doc["database"]  # written by the 3.0 server
+    assert doc["population"]["source"] == "built in place"
+
+
+@pytest.mark.server
+def test_server_password_is_never_stored(server_run: TpccRun, fb3: Fb3Server, fbbench_home: Path) -> None:
+    assert fb3.password not in server_run.json_path.read_text()
+    assert fb3.password not in server_run.report_path.read_text()
+    assert fb3.password not in server_run.output
+    results = fbbench_home / "results.sqlite"
+    assert results.is_file()
+    assert fb3.password.encode() not in results.read_bytes()
+
+
+# ------------------------------------------------------------------ the HTML report
+
+
+class _Dom(HTMLParser):
+    """Elements of a DOM dump: tag, attributes, the ids of the elements around it, and text by id."""
+
+    VOID = frozenset({"meta", "link", "br", "hr", "img", "input", "source", "wbr", "col", "area", "base", "embed"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str], tuple[str, ...]]] = []
+        self.text: dict[str, str] = {}
+        self._stack: list[tuple[str, str | None]] = []
+
+    def _ids(self) -> tuple[str, ...]:
+        return tuple(element_id for _, element_id in self._stack if element_id)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = {key: value or "" for key, value in attrs}
+        self.elements.append((tag, attributes, self._ids()))
+        if tag not in self.VOID:
+            self._stack.append((tag, attributes.get("id")))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, {key: value or "" for key, value in attrs}, self._ids()))
+
+    def handle_endtag(self, tag: str) -> None:
+        for depth in range(len(self._stack) - 1, -1, -1):
+            if self._stack[depth][0] == tag:
+                del self._stack[depth:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        for element_id in self._ids():
+            self.text[element_id] = self.text.get(element_id, "") + data
+
+    def inside(self, element_id: str, tag: str, cls: str | None = None) -> list[dict[str, str]]:
+        return [attrs for name, attrs, ids in self.elements
+                if name == tag and element_id in ids and (cls is None or cls in attrs.get("class", "").split())]
+
+    def by_id(self, element_id: str) -> dict[str, str]:
+        return next(attrs for _, attrs, _ in self.elements if attrs.get("id") == element_id)
+
+
+def render_in_chromium(report: Path, profile: Path) -> _Dom:
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (as root: apt-get install -y chromium); the report is not rendered")
+    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           f"--user-data-dir={profile}", "--virtual-time-budget=3000", "--dump-dom",
+                           report.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "</html>" in done.stdout, done.stderr[-2000:]
+    dom = _Dom()
+    dom.feed(done.stdout)
+    dom.close()
+    return dom
+
+
+def test_report_renders_its_charts(embedded_run: TpccRun, tmp_path: Path) -> None:
+    doc = embedded_run.doc
+    dom = render_in_chromium(embedded_run.report_path, tmp_path / "chromium-profile")
+    # The inline script ran to its last line (it marks <body> when done) without an exception.
+    assert dom.text.get("status") == "completed", dom.text.get("status")
+    body = next(attrs for tag, attrs, _ in dom.elements if tag == "body")
+    assert body.get("data-rendered") == "true", "the report's script did not finish"
+
+    intervals = len({row["index"] for row in doc["intervals"]})  # warm-up and measured, all 1 s long
+    for chart, lines in (("throughput", 1 + len(UNITS)), ("latency-time", len(UNITS))):
+        assert dom.by_id(chart).get("data-rendered") == "true", chart
+        assert len(dom.inside(chart, "svg")) == 1, chart
+        series = dom.inside(chart, "path", "series")
+        assert len(series) == lines, (chart, series)
+        for path in series:
+            # One point per interval, all of them real coordinates.
+            assert "NaN" not in path["d"] and "Infinity" not in path["d"], path
+            points = re.findall(r"[ML](-?[\d.]+),(-?[\d.]+)", path["d"])
+            assert len(points) == intervals, (chart, path["d"])
+        assert len(dom.inside(chart, "circle", "point")) == lines * intervals, chart
+    assert dom.inside("throughput", "rect", "warmup"), "the warm-up is not shaded"
+    assert {p["data-series"] for p in dom.inside("throughput", "path", "series")} == {"all units", *UNITS}
+
+    assert dom.by_id("latency-units").get("data-rendered") == "true"
+    bars = dom.inside("latency-units", "rect", "bar")
+    assert len(bars) == 3 * len(UNITS), bars  # p50, p95, p99 per unit
+    assert all(float(bar["width"]) >= 1 and "NaN" not in bar["width"] for bar in bars), bars
+
+    # Tables filled from the embedded run document: units, the 12 checks, conditions.
+    assert all(name in dom.text["units-table"] for name in UNITS)
+    assert len(dom.inside("checks", "span", "pass")) >= 12
+    assert dom.text["checks"].count("3.3.2.") == 12
+    assert "NOPM" in dom.text["headline"]
+    assert doc["engine"]["version"].splitlines()[0] in dom.text["conditions"]
+    # The tag is shown as text: it neither ended the data <script> early nor became markup.
+    assert TAG in dom.text["conditions"]
+    assert not any(tag == "b" and "conditions" in ids for tag, _, ids in dom.elements)
+
+
+def test_report_opens_offline(embedded_run: TpccRun) -> None:
+    html = embedded_run.report_path.read_text()
+    assert html.lstrip().lower().startswith("<!doctype html>")
+    external = re.findall(r"""(?:src|href|action|poster)\s*=\s*["']?\s*(?:https?:)?//""", html, re.IGNORECASE)
+    assert not external, external
+    assert not re.search(r"""url\(\s*["']?\s*(?:https?:)?//|@import""", html, re.IGNORECASE)
+    assert not re.search(r"<(?:link|iframe|img|object|embed)\b", html, re.IGNORECASE)
+    assert not re.search(r"<script[^>]*\bsrc\s*=", html, re.IGNORECASE)
+    assert not re.search(r"""fetch\(|XMLHttpRequest|import\(""", html)
+    # The run document is embedded whole.
+    data = re.search(r'<script type="application/json" id="run-data">(.*?)</script>', html, re.DOTALL)
+    assert data is not None
+    embedded = json.loads(data.group(1))
+    assert embedded["run_id"] == embedded_run.doc["run_id"]
+    assert embedded["tags"] == [TAG]
