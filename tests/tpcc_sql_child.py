@@ -1,8 +1,8 @@
-"""Functions the TPC-C SQL tests run inside an engine child process.
+"""Functions the TPC-C SQL tests (tests/test_tpcc_sql.py) run inside an engine child process.
 
 They drive the built-in ``tpcc`` workload the way its workload.toml describes it — scripts, load
-steps (with their ``for_each`` values and seeds), units with their parameter generators, checks —
-but through firebird-driver, so the SQL can be tested without the native load core.
+steps (with their ``for_each`` values and seeds, as fbbench's population derives them), units,
+checks — but through firebird-driver, so the SQL is tested without the native load core.
 """
 
 from __future__ import annotations
@@ -14,26 +14,18 @@ import time
 from collections import Counter
 from datetime import date, datetime
 from datetime import time as dtime
-from pathlib import Path
 from typing import Any
 
 from fbbench.database import driver, scripts
 from fbbench.workloads import generators
-from fbbench.workloads.spec import Unit, Workload, load_workload
+from fbbench.workloads.spec import LoadStep, Unit, Workload, load_workload
 
 _CONFLICTS = {335544345, 335544336, 335544878, 335544451, 335544510}
 _TABLES = ("warehouse", "district", "customer", "history", "new_order", "orders", "order_line", "item", "stock")
 _MODULUS = 2147483647
 
 
-# --- the PSQL generator, mirrored in Python (random.sql) -------------------------------------
-
-def rand_init(seed: int, stream: int = 0) -> int:
-    x = (abs(_fb_mod(seed, _MODULUS - 1)) + abs(_fb_mod(stream, _MODULUS - 1))) % (_MODULUS - 1) + 1
-    for _ in range(4):
-        x = x * 48271 % _MODULUS
-    return x
-
+# --- the PSQL generator of random.sql, mirrored in Python (runs in the test process too) ------
 
 def _fb_mod(a: int, b: int) -> int:
     """Firebird's MOD: the sign of the dividend (Python's % takes the divisor's)."""
@@ -41,7 +33,22 @@ def _fb_mod(a: int, b: int) -> int:
     return -r if a < 0 else r
 
 
+def rand_init(seed: int, stream: int = 0) -> int:
+    """tpcc_rand_init."""
+    x = (abs(_fb_mod(seed, _MODULUS - 1)) + abs(_fb_mod(stream, _MODULUS - 1))) % (_MODULUS - 1) + 1
+    for _ in range(4):
+        x = x * 48271 % _MODULUS
+    return x
+
+
+def new_order_line_count(seed: int) -> int:
+    """OL_CNT that tpcc_new_order draws from its seed (5 .. 15)."""
+    x = rand_init(seed) * 48271 % _MODULUS
+    return 5 + (x - 1) * 11 // (_MODULUS - 1)
+
+
 def new_order_rolls_back(seed: int) -> bool:
+    """Whether tpcc_new_order draws its 1 % by-design rollback from this seed."""
     x = rand_init(seed) * 48271 % _MODULUS  # OL_CNT
     x = x * 48271 % _MODULUS  # the rollback draw
     return (x - 1) * 100 // (_MODULUS - 1) == 0
@@ -53,12 +60,7 @@ def _workload(scale: dict[str, Any]) -> Workload:
     return load_workload("tpcc", {k: str(v) for k, v in scale.items()})
 
 
-def _step_values(workload: Workload, step_index: int, iteration: tuple[int, ...], generators_: tuple) -> list:
-    rng = random.Random(generators.derived_seed(workload.name, step_index, *iteration))
-    return [*iteration, *(generators.value(g, rng, 1, {}) for g in generators_)]
-
-
-def build(path: str, scale: dict[str, Any], connections: int = 1) -> dict[str, float]:
+def build(path: str, scale: dict[str, Any], connections: int = 2) -> dict[str, float]:
     """Create the database, run the scripts and every load step; seconds per step."""
     workload = _workload(scale)
     timings: dict[str, float] = {}
@@ -84,7 +86,7 @@ def build(path: str, scale: dict[str, Any], connections: int = 1) -> dict[str, f
     return {name: round(seconds, 3) for name, seconds in timings.items()}
 
 
-def _run_parallel(pool: list, workload: Workload, step) -> None:
+def _run_parallel(pool: list, workload: Workload, step: LoadStep) -> None:
     """The step's iterations spread over the connections, one transaction per call."""
     pending = list(step.iterations())
     lock = threading.Lock()
@@ -98,7 +100,8 @@ def _run_parallel(pool: list, workload: Workload, step) -> None:
                         if not pending or failures:
                             return
                         iteration = pending.pop(0)
-                    cursor.execute(step.sql, _step_values(workload, step.index, iteration, step.params))
+                    rng = random.Random(generators.derived_seed(workload.name, step.index, *iteration))
+                    cursor.execute(step.sql, [*iteration, *(generators.value(g, rng, 1, {}) for g in step.params)])
                     connection.commit()
         except BaseException as error:
             failures.append(error)
@@ -112,21 +115,26 @@ def _run_parallel(pool: list, workload: Workload, step) -> None:
         raise failures[0]
 
 
-def run_checks(path: str, scale: dict[str, Any]) -> dict[str, list]:
-    """Each check: [violations, seconds]."""
+def run_checks(path: str, scale: dict[str, Any]) -> dict[str, int]:
+    """Each check of workload.toml: its number of violations."""
     workload = _workload(scale)
-    results: dict[str, list] = {}
+    results: dict[str, int] = {}
     with driver.connect(path) as connection, connection.cursor() as cursor:
         for check in workload.checks:
-            mark = time.perf_counter()
             cursor.execute(check.sql)
-            results[check.name] = [cursor.fetchone()[0], round(time.perf_counter() - mark, 3)]
+            results[check.name] = cursor.fetchone()[0]
         connection.commit()
     return results
 
 
-def copy_database(source: str, target: str) -> None:
-    shutil.copyfile(source, target)
+def row_counts(path: str) -> dict[str, int]:
+    with driver.connect(path) as connection, connection.cursor() as cursor:
+        counts = {}
+        for table in _TABLES:
+            cursor.execute(f"select count(*) from {table}")
+            counts[table] = cursor.fetchone()[0]
+        connection.commit()
+    return counts
 
 
 # --- running units ---------------------------------------------------------------------------
@@ -145,24 +153,8 @@ def _tpb(unit: Unit) -> bytes:
     return fdb.tpb(isolation, lock_timeout=timeout, access_mode=access)
 
 
-def _nurand_constants(path: str, workload: Workload, rng: random.Random) -> dict[int, int]:
-    with driver.connect(path) as connection, connection.cursor() as cursor:
-        cursor.execute(workload.nurand_sql)
-        loaded = dict(cursor.fetchall())
-        connection.commit()
-    return {a: generators.choose_c_run(a, loaded.get(a), rng) for a in (255, 1023, 8191)}
-
-
-def call_unit(path: str, scale: dict[str, Any], name: str, values: list) -> dict[str, Any]:
-    """One unit with explicit parameter values, committed; its outcome and outputs."""
-    workload = _workload(scale)
-    unit = workload.unit(name)
-    with driver.connect(path) as connection:
-        outcome = _execute(connection, unit, values)
-    return outcome
-
-
 def _execute(connection, unit: Unit, values: list) -> dict[str, Any]:
+    """One unit, one transaction: ok (with its output row) / rolled_back / conflict / error."""
     import firebird.driver as fdb
 
     manager = connection.transaction_manager(default_tpb=_tpb(unit))
@@ -192,14 +184,24 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, int | float | str | type(None)) else str(value)
 
 
-def run_mix(path: str, scale: dict[str, Any], transactions: int, seed: int, connections: int = 1,
-            only: list[str] | None = None) -> dict[str, Any]:
-    """The weighted mix (or only some of its units): ``transactions`` units per connection, each committed."""
+def call_unit(path: str, scale: dict[str, Any], name: str, values: list) -> dict[str, Any]:
+    """One unit with explicit parameter values: its outcome and outputs."""
+    unit = _workload(scale).unit(name)
+    with driver.connect(path) as connection:
+        return _execute(connection, unit, values)
+
+
+def run_mix(path: str, scale: dict[str, Any], transactions: int, seed: int, connections: int) -> dict[str, Any]:
+    """The weighted mix, ``transactions`` units per connection on threads; outcomes and tallies."""
     workload = _workload(scale)
-    constants = _nurand_constants(path, workload, random.Random(seed))
-    units = [unit for unit in workload.units if only is None or unit.name in only]
-    names = [unit.name for unit in units]
-    weights = [unit.weight for unit in units]
+    with driver.connect(path) as connection, connection.cursor() as cursor:
+        cursor.execute(workload.nurand_sql)
+        loaded = dict(cursor.fetchall())
+        connection.commit()
+    rng = random.Random(seed)
+    constants = {a: generators.choose_c_run(a, loaded.get(a), rng) for a in (255, 1023, 8191)}
+    names = [unit.name for unit in workload.units]
+    weights = [unit.weight for unit in workload.units]
     outcomes: Counter[str] = Counter()
     tallies: Counter[str] = Counter()
     errors: list[str] = []
@@ -254,39 +256,24 @@ def changed_rows(before: dict[str, list], after: dict[str, list]) -> dict[str, i
     return result
 
 
-def same_seed_same_effects(path: str, scale: dict[str, Any], calls: list[list]) -> dict[str, Any]:
-    """Run the same calls on two copies of ``path``: the two results must be identical."""
-    copies = [f"{path}.a", f"{path}.b"]
+def same_calls_on_two_copies(path: str, scale: dict[str, Any], calls: list[list]) -> dict[str, Any]:
+    """Run the same unit calls ([name, values]) on two copies of ``path``; ``path`` stays as it is."""
     original = dump(path)
-    outputs = []
-    for copy in copies:
+    outputs, dumps = [], []
+    for suffix in ("a", "b"):
+        copy = f"{path}.{suffix}"
         shutil.copyfile(path, copy)
         outputs.append([call_unit(copy, scale, name, values) for name, values in calls])
-    dumps = [dump(copy) for copy in copies]
+        dumps.append(dump(copy))
     return {
-        "outputs_equal": outputs[0] == outputs[1],
-        "outputs": outputs[0],
+        "outputs": outputs,
         "contents_equal": dumps[0] == dumps[1],
-        "changed": changed_rows(original, dumps[0]),
+        "changed": [changed_rows(original, contents) for contents in dumps],
     }
 
 
-def rollback_changes_nothing(path: str, scale: dict[str, Any], values: list) -> dict[str, Any]:
+def call_and_compare(path: str, scale: dict[str, Any], name: str, values: list) -> dict[str, Any]:
+    """One unit call on ``path``: its result and the rows it changed."""
     before = dump(path)
-    result = call_unit(path, scale, "new_order", values)
+    result = call_unit(path, scale, name, values)
     return {"result": result, "changed": changed_rows(before, dump(path))}
-
-
-# --- full scale ------------------------------------------------------------------------------
-
-def full_scale_timing(path: str, connections: int = 2) -> dict[str, Any]:
-    """Population of one warehouse at the specification's scale, checks, and a short mix."""
-    timings = build(path, {}, connections)
-    size_mb = round(Path(path).stat().st_size / 1e6, 1)
-    checks = run_checks(path, {})
-    mark = time.perf_counter()
-    mix = run_mix(path, {}, 500, seed=1, connections=1)
-    mix_seconds = round(time.perf_counter() - mark, 2)
-    checks_after = run_checks(path, {})
-    return {"timings": timings, "size_mb": size_mb, "checks": checks, "mix": mix, "mix_seconds": mix_seconds,
-            "checks_after": checks_after}

@@ -1,0 +1,112 @@
+"""The built-in TPC-C workload's SQL on real engines, driven through firebird-driver in an engine
+child process (tests/tpcc_sql_child.py), without the native load core: the population at a tiny
+(non-standard) scale passes the 12 consistency checks; the procedures' random choices come from
+the seed the client passes (same seed, same rows changed); a by-design New-Order rollback raises
+TPCC_ROLLBACK and changes nothing; a short concurrent mix leaves the checks passing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fbbench.engines import prepare_runtime, run_in_engine
+from fbbench.engines.runtime import Runtime
+from tests.conftest import ENGINES
+from tests.tpcc_sql_child import new_order_line_count, new_order_rolls_back
+
+CHILD = "tests.tpcc_sql_child"
+# Two warehouses, so that remote order lines and remote payments are exercised.
+SCALE = {"warehouses": 2, "items": 500, "customers": 30, "orders": 30}
+CHECKS = 12
+
+
+@dataclass
+class Tpcc:
+    runtime: Runtime
+    path: Path
+    build: dict[str, float]
+
+    def call(self, function: str, *args: Any) -> Any:
+        return run_in_engine(self.runtime, f"{CHILD}:{function}", *args)
+
+    def copy(self, name: str) -> str:
+        target = self.path.with_name(name)
+        shutil.copyfile(self.path, target)
+        return str(target)
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def tpcc(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tpcc]:
+    workdir = tmp_path_factory.mktemp(f"tpcc-sql-{request.param}")
+    runtime = prepare_runtime(request.param, workdir)
+    path = workdir / "tpcc.fdb"
+    build = run_in_engine(runtime, f"{CHILD}:build", str(path), SCALE, 2)
+    yield Tpcc(runtime, path, build)
+
+
+def seeds(predicate: Any, count: int, start: int = 1) -> list[int]:
+    found, seed = [], start
+    while len(found) < count:
+        if predicate(seed):
+            found.append(seed)
+        seed += 1
+    return found
+
+
+def test_population_builds_and_passes_the_checks(tpcc: Tpcc) -> None:
+    assert {"items", "stock", "customers and history", "keys and indices", "transaction procedures"} <= set(tpcc.build)
+    counts = tpcc.call("row_counts", str(tpcc.path))
+    w, c, o = SCALE["warehouses"], SCALE["customers"], SCALE["orders"]
+    expected = {"warehouse": w, "district": 10 * w, "customer": 10 * w * c, "history": 10 * w * c,
+                "orders": 10 * w * o, "new_order": 10 * w * (o * 3 // 10), "item": SCALE["items"],
+                "stock": w * SCALE["items"]}
+    assert {table: counts[table] for table in expected} == expected
+    assert 5 * counts["orders"] <= counts["order_line"] <= 15 * counts["orders"]
+    checks = tpcc.call("run_checks", str(tpcc.path), SCALE)
+    assert len(checks) == CHECKS
+    assert checks == dict.fromkeys(checks, 0)
+
+
+def test_same_seed_same_rows_changed(tpcc: Tpcc) -> None:
+    # Two New-Orders whose seeds give different line counts, and a Payment; none rolls back.
+    seed_a, seed_b = (seeds(lambda s, n=n: not new_order_rolls_back(s) and new_order_line_count(s) == n, 1)[0]
+                      for n in (6, 13))
+    calls = [
+        ["new_order", [1, 3, 17, *range(11, 26), seed_a]],
+        ["new_order", [1, 5, 23, *range(201, 216), seed_b]],
+        ["payment", [2, 4, 9, 17, 987654321]],
+    ]
+    result = tpcc.call("same_calls_on_two_copies", str(tpcc.path), SCALE, calls)
+    first, second = result["outputs"]
+    assert first == second
+    assert [call["outcome"] for call in first] == ["ok", "ok", "ok"], first
+    assert [first[0]["row"]["OL_CNT"], first[1]["row"]["OL_CNT"]] == [6, 13]  # the Python mirror agrees
+    assert result["contents_equal"]
+    assert result["changed"][0] == result["changed"][1]
+    # A changed row counts twice (old row gone, new row there); the stock rows are all different.
+    assert result["changed"][0] == {"stock": 2 * 19, "district": 2 * 3, "orders": 2, "new_order": 2,
+                                    "order_line": 19, "customer": 2, "warehouse": 2, "history": 1}
+
+
+def test_new_order_rollback_by_design_changes_nothing(tpcc: Tpcc) -> None:
+    seed = seeds(new_order_rolls_back, 1)[0]
+    result = tpcc.call("call_and_compare", tpcc.copy("rollback.fdb"), SCALE, "new_order",
+                       [1, 2, 3, *range(101, 116), seed])
+    assert result["result"]["outcome"] == "rolled_back", result
+    assert "TPCC_ROLLBACK" in result["result"]["message"]
+    assert result["changed"] == {}
+
+
+def test_checks_pass_after_a_concurrent_mix(tpcc: Tpcc) -> None:
+    path = tpcc.copy("mix.fdb")
+    mix = tpcc.call("run_mix", path, SCALE, 80, 7, 2)
+    assert mix["errors"] == []
+    assert mix["outcomes"].get("new_order.ok", 0) > 0 and mix["outcomes"].get("delivery.ok", 0) > 0, mix
+    checks = tpcc.call("run_checks", path, SCALE)
+    assert checks == dict.fromkeys(checks, 0)
