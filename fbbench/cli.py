@@ -343,6 +343,8 @@ def run(
 
     outcome = execute(settings, credentials.password)
     _report_run(outcome.run_id, outcome.results, settings.json, settings.report)
+    if outcome.status == "failed":  # the summary shows what was kept; stderr says what went wrong
+        _print_error(f"the run failed: {outcome.failure or 'no reason recorded'}", outcome.hint)
     if outcome.exit_code:
         raise typer.Exit(outcome.exit_code)
 
@@ -427,11 +429,15 @@ def _version(
         raise typer.Exit()
 
 
+def _print_error(message: str, hint: str | None = None) -> None:
+    errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    if hint:
+        errors.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
+
+
 def main() -> None:
     try:
         app()
     except FbbenchError as error:
-        errors.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False, soft_wrap=True)
-        if error.hint:
-            errors.print(f"[yellow]hint:[/] {escape(error.hint)}", highlight=False, soft_wrap=True)
+        _print_error(error.message, error.hint)
         sys.exit(error.exit_code)

@@ -31,7 +31,15 @@ from fbbench.errors import FbbenchError, FirebirdError, Interrupted
 
 _FORWARDED = (signal.SIGINT, signal.SIGTERM)
 # Not "-m fbbench.engines.child": that would run a second copy of this module as __main__.
-_CHILD_ENTRY = "import sys; from fbbench.engines.child import child_main; sys.exit(child_main(*sys.argv[1:]))"
+# A Ctrl-C forwarded while the child is still starting ends it quietly with 130, not a traceback.
+_CHILD_ENTRY = (
+    "import sys\n"
+    "try:\n"
+    "    from fbbench.engines.child import child_main\n"
+    "    sys.exit(child_main(*sys.argv[1:]))\n"
+    "except KeyboardInterrupt:\n"
+    "    sys.exit(130)\n"
+)
 
 
 def run_in_engine(runtime: Runtime, target: str, *args: Any, **kwargs: Any) -> Any:
@@ -62,6 +70,8 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any, **kwargs: Any) -> A
 
 def _read_result(result: Path, returncode: int, runtime: Runtime) -> Any:
     if not result.exists():
+        if returncode in (Interrupted.exit_code, -signal.SIGINT):
+            raise Interrupted("interrupted by the user")
         tail = _log_tail(runtime.firebird_log)
         died = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
         raise FbbenchError(

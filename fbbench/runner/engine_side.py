@@ -9,6 +9,7 @@ and reports from the store afterwards.
 from __future__ import annotations
 
 import ctypes
+import os
 import resource
 import signal
 import sys
@@ -31,10 +32,63 @@ from fbbench.workloads.spec import load_workload
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent_pid: int | None) -> None:
     """If fbbench itself is killed (even with SIGKILL), the run must not go on unobserved."""
     with suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    # A parent killed while this process was still starting up sent no death signal: we are
+    # an orphan already, and must not start a run nobody watches.
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)
+
+
+_signalled: list[int] = []
+
+
+def _on_signal(signum: int, _frame: object) -> None:
+    _signalled.append(signum)
+    raise KeyboardInterrupt
+
+
+def _catch_interruptions() -> None:
+    """Ctrl-C (forwarded by the parent) and SIGTERM become KeyboardInterrupt, and are remembered.
+
+    Whatever fails after such a signal was interrupted by the user, not a failure of the run:
+    e.g. a Firebird error ("connection shutdown") if libfbclient's own handler saw the signal
+    (see :func:`_keep_our_signal_handlers`), or a loader thread's error raised before the
+    KeyboardInterrupt reached the main thread.
+    """
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_signal)
+
+
+_SIGACTION_BYTES = 512  # more than struct sigaction takes on any Linux ABI; kept as opaque bytes
+
+
+def _keep_our_signal_handlers() -> None:
+    """Put this process's SIGINT / SIGTERM handlers back after every attach.
+
+    libfbclient installs its own handlers on the first attach and answers Ctrl-C by shutting
+    down every attachment of the process: a population would break with "connection shutdown"
+    errors (and noisy tracebacks from the driver's finalizers) instead of unwinding. The native
+    core does the same for its own attaches. Restored at the C level, so loader threads can too.
+    """
+    from firebird.driver import Connection, Server
+    from firebird.driver.hooks import ConnectionHook, ServerHook, add_hook
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    saved = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        action = ctypes.create_string_buffer(_SIGACTION_BYTES)
+        if libc.sigaction(sig, None, action) == 0:
+            saved[sig] = action
+
+    def restore(_attachment: object) -> None:
+        for sig, action in saved.items():
+            libc.sigaction(sig, action, None)
+
+    add_hook(ConnectionHook.ATTACHED, Connection, restore)
+    add_hook(ServerHook.ATTACHED, Server, restore)
 
 
 class _Phases:
@@ -56,8 +110,10 @@ class _Phases:
 
 
 def execute(plan: dict[str, Any]) -> dict[str, Any]:
-    """Run every phase; returns {"status", "failure"} (the numbers are in the store)."""
-    _die_with_parent()
+    """Run every phase; returns {"status", "failure", "hint"} (the numbers are in the store)."""
+    _die_with_parent(plan.get("parent_pid"))
+    _catch_interruptions()
+    _keep_our_signal_handlers()
     run_id = plan["run_id"]
     settings = plan["settings"]
     store = ResultsStore(Path(plan["results"]))
@@ -67,7 +123,7 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
     phases = _Phases(store, run_id, console)
     db_plan = population.DatabasePlan(**plan["database"])
     dsn = db_plan.location
-    status, failure = "completed", None
+    status, failure, hint = "completed", None, None
     created_database = False
     try:
         workload = load_workload(plan["workload_dir"], settings["scale"])
@@ -121,16 +177,21 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
     except (KeyboardInterrupt, Interrupted):
         status, failure = "interrupted", "interrupted by the user"
     except FbbenchError as error:
-        status, failure = "failed", error.message
+        if _signalled:
+            status, failure = "interrupted", "interrupted by the user"
+        else:
+            status, failure, hint = "failed", error.message, error.hint
     except Exception as error:
-        status, failure = "failed", f"{type(error).__name__}: {error}"
-        raise
+        if not _signalled:
+            status, failure = "failed", f"{type(error).__name__}: {error}"
+            raise
+        status, failure = "interrupted", "interrupted by the user"
     finally:
         _finish(store, run_id, runtime, status, failure)
         if created_database and db_plan.cache_dir is not None and not settings["keep_database"]:
             population.remove_run_database(dsn, Path(plan["workdir"]))
         store.close()
-    return {"status": status, "failure": failure}
+    return {"status": status, "failure": failure, "hint": hint}
 
 
 def _finish(store: ResultsStore, run_id: str, runtime: Any, status: str, failure: str | None) -> None:

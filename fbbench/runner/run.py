@@ -8,6 +8,7 @@ Reports are built from the store afterwards, so they show exactly what was recor
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ class RunOutcome:
     status: str
     failure: str | None
     results: Path
+    hint: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -75,10 +77,13 @@ def execute(settings: RunSettings, password: str | None = None) -> RunOutcome:
         plan = _plan(run_id, settings, workload.directory, engine, workdir, results)
         try:
             outcome: dict[str, Any] = run_in_engine(runtime, "fbbench.runner.engine_side:execute", plan)
+        except Interrupted as error:  # Ctrl-C before the child's phases took over, or while it finished
+            store.finish_run(run_id, "interrupted", error.message)
+            outcome = {"status": "interrupted", "failure": error.message}
         except FbbenchError as error:  # the child died (crashed engine) or could not start
             store.finish_run(run_id, "failed", error.message)
-            outcome = {"status": "failed", "failure": error.message}
-        return RunOutcome(run_id, outcome["status"], outcome["failure"], results)
+            outcome = {"status": "failed", "failure": error.message, "hint": error.hint}
+        return RunOutcome(run_id, outcome["status"], outcome["failure"], results, outcome.get("hint"))
     finally:
         store.close()
         runtime.remove(workdir)
@@ -97,6 +102,7 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
         cache_dir, major = None, "server"
     return {
         "run_id": run_id,
+        "parent_pid": os.getpid(),  # the child must not run on if this process is already gone
         "settings": {**settings.recorded(), "warmup": settings.warmup, "duration": settings.duration},
         "workload_dir": str(workload_dir),
         "workdir": str(workdir),

@@ -107,7 +107,13 @@ def _pid_alive(pid: int | None, host: str | None) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # A killed process stays a zombie until its parent reaps it, and an orphan's new parent may
+    # never do so (a container whose PID 1 is not an init): it is dead all the same.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: trust kill(0)
+    return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
 
 
 class ResultsStore:

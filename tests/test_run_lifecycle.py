@@ -1,0 +1,518 @@
+"""The life of ``fbbench run`` as a user lives it: Ctrl-C, kill -9, the same seed twice, bad input,
+and an external server — always the real CLI in its own process, on real engines.
+
+- Ctrl-C (SIGINT to the process group, as a terminal sends it, or to fbbench alone): the run ends
+  within seconds with exit code 130, and the store keeps it as ``interrupted`` with what it measured.
+- kill -9: the store shows the run as ``incomplete`` with the intervals it finished, and no engine
+  child is left running the load unobserved.
+- A fixed seed and fixed work give the same units, outcomes, tallies and DB-side figures.
+- Bad input ends with one ``error:`` line and no traceback (extends tests/test_run_errors.py).
+- Against the private loopback Firebird 3 server: db create/info with --user/--password-file, a
+  wrong password and an unreachable server explained, and the password nowhere on disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, assert_clean_error, run_cli
+from tests.fb3server import Fb3Server, fb3_server_unavailable
+
+BANK = Path(__file__).parent / "workloads" / "bank"
+TPCC_TINY = ["--scale", "items=2000", "--scale", "customers=300", "--scale", "orders=300"]
+EXIT_WITHIN = 10.0  # seconds from the signal to the end of the whole process tree
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+@pytest.fixture(scope="module")
+def shared_work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One work directory for the module: populated databases are built once, then copied."""
+    return tmp_path_factory.mktemp("lifecycle-work")
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        with contextlib.suppress(OSError):
+            found += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    return found
+
+
+def _descendants(pid: int) -> set[int]:
+    seen: set[int] = set()
+    todo = _children(pid)
+    while todo:
+        child = todo.pop()
+        if child not in seen:
+            seen.add(child)
+            todo += _children(child)
+    return seen
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its parent to reap it counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _wait_until(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+def _query(store: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    """Read the results store as another process would, while the run writes it."""
+    if not store.exists():
+        return []
+    try:
+        db = sqlite3.connect(store, timeout=10)
+        try:
+            return db.execute(sql, args).fetchall()
+        finally:
+            db.close()
+    except sqlite3.OperationalError:  # the schema is not there yet
+        return []
+
+
+def _measured_intervals(store: Path) -> int:
+    rows = _query(store, "select count(distinct idx) from intervals where phase = 'measure'")
+    return int(rows[0][0]) if rows else 0
+
+
+class RunningCli:
+    """``fbbench run`` started in the background, in its own session (like a job in a terminal)."""
+
+    def __init__(self, tmp_path: Path, work: Path, *args: str) -> None:
+        self.store = tmp_path / "results.sqlite"
+        self.stdout_path, self.stderr_path = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
+        self.seen: set[int] = set()
+        with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "fbbench", "run", *args, "--results", str(self.store), "--workdir", str(work)],
+                stdout=out, stderr=err, cwd=REPO, start_new_session=True,
+                env={**os.environ, "COLUMNS": "200"},
+            )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def output(self) -> str:
+        return self.stdout_path.read_text(errors="replace") + self.stderr_path.read_text(errors="replace")
+
+    def watch(self) -> set[int]:
+        """Every process below fbbench seen so far (checked for leftovers at the end)."""
+        self.seen |= _descendants(self.pid)
+        return self.seen
+
+    def engine_child(self) -> int | None:
+        return next((pid for pid in sorted(self.watch()) if "child_main" in _cmdline(pid)), None)
+
+    def wait_measuring(self, intervals: int = 2, timeout: float = 120) -> None:
+        def measuring() -> bool:
+            self.watch()
+            if self.process.poll() is not None:
+                raise AssertionError(f"fbbench ended early ({self.process.returncode}):\n{self.output()}")
+            return _measured_intervals(self.store) >= intervals
+
+        _wait_until(measuring, timeout, f"{intervals} measured intervals", interval=0.2)
+
+    def wait_exit(self, timeout: float) -> int:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"fbbench still running {timeout:.0f} s after the signal:\n{self.output()}") from None
+
+    def leftovers(self) -> list[str]:
+        return [f"{pid}: {_cmdline(pid)}" for pid in sorted(self.seen) if _alive(pid)]
+
+    def cleanup(self) -> None:
+        for pid in [self.pid, *self.seen]:
+            if _alive(pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+        self.process.wait(10)
+
+
+@pytest.fixture
+def background() -> Iterator[Callable[..., RunningCli]]:
+    started: list[RunningCli] = []
+
+    def start(tmp_path: Path, work: Path, *args: str) -> RunningCli:
+        started.append(RunningCli(tmp_path, work, *args))
+        return started[-1]
+
+    yield start
+    for run in started:  # never leave a load running behind a failed test
+        run.cleanup()
+
+
+def _run_row(store: Path) -> tuple[str, str, int | None, str | None]:
+    rows = _query(store, "select run_id, status, pid, failure from runs")
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def _show_json(store: Path, run_id: str, tmp_path: Path) -> dict[str, Any]:
+    target = tmp_path / f"show-{run_id}.json"
+    shown = run_cli("results", "show", run_id, "--results", str(store), "--json", str(target))
+    assert shown.returncode == 0, shown.stderr
+    assert "Traceback" not in shown.stdout + shown.stderr
+    return json.loads(target.read_text())
+
+
+LONG_BANK_RUN = (str(BANK), "--connections", "2", "--warmup", "1s", "--duration", "60s", "--interval", "1s")
+
+
+# ------------------------------------------------------------------------------------- Ctrl-C
+
+
+@pytest.mark.parametrize("target", ["process group", "fbbench alone"])
+def test_ctrl_c_during_measure_keeps_what_was_measured(target: str, tmp_path: Path, shared_work: Path,
+                                                       background: Callable[..., RunningCli]) -> None:
+    run = background(tmp_path, shared_work, *LONG_BANK_RUN)
+    run.wait_measuring(2)
+    child = run.engine_child()
+    assert child is not None, run.watch()
+
+    signalled = time.time()
+    if target == "process group":  # what a terminal does on Ctrl-C
+        os.killpg(run.pid, signal.SIGINT)
+    else:
+        os.kill(run.pid, signal.SIGINT)
+    code = run.wait_exit(EXIT_WITHIN)
+    assert time.time() - signalled < EXIT_WITHIN
+    assert code == 130, run.output()
+    assert "Traceback" not in run.output()
+    _wait_until(lambda: not run.leftovers(), 5, "the engine child to end")
+
+    run_id, status, pid, _failure = _run_row(run.store)
+    assert status == "interrupted"
+    assert pid == child  # the engine child had claimed the run
+    assert f"run {run_id} — interrupted" in run.output()
+
+    stored = _show_json(run.store, run_id, tmp_path)
+    assert stored["status"] == "interrupted"
+    measured = {i["index"] for i in stored["intervals"] if i["phase"] == "measure"}
+    assert len(measured) >= 2
+    assert set(stored["units"]) == {"transfer", "balance"}
+    assert stored["units"]["transfer"]["ok"] > 0 and stored["units"]["balance"]["ok"] > 0
+    # Unit totals cover the measured period: at least what the stored measure intervals counted.
+    for unit, totals in stored["units"].items():
+        counted = sum(i["ok"] for i in stored["intervals"] if i["phase"] == "measure" and i["unit"] == unit)
+        assert totals["ok"] >= counted > 0, (unit, totals, counted)
+    assert 1.5 <= stored["measure_seconds"] < 60
+
+    # The workers stopped promptly: the measure phase (core stopped, end metrics read) ended within
+    # a few seconds of the signal (the core's own bound is 2 s; the rest is slack for a busy machine).
+    phase = _query(run.store, "select started_at, seconds from phases where name = 'measure'")
+    assert phase and phase[0][1] is not None
+    assert phase[0][0] + phase[0][1] - signalled < 4.0, phase
+    # An interrupted run skips the after phase: no checks ran on a half-done load.
+    assert not _query(run.store, "select * from phases where name = 'after'")
+
+
+def test_ctrl_c_while_populating_is_an_interruption_not_a_failure(tmp_path: Path,
+                                                                  background: Callable[..., RunningCli]) -> None:
+    # libfbclient answers SIGINT by shutting down every attachment: the population then fails with
+    # "connection shutdown", which must still be recorded as the user's interruption.
+    run = background(tmp_path, tmp_path / "work", str(BANK), "--scale", "accounts=400000", "--scale", "branches=4",
+                     "--load-connections", "2", "--fresh", "--connections", "1", "--duration", "60s")
+
+    def populating() -> bool:
+        run.watch()
+        assert run.process.poll() is None, run.output()
+        return bool(_query(run.store, "select 1 from phases where name = 'database' and seconds is null"))
+
+    _wait_until(populating, 120, "the database phase")
+    time.sleep(0.5)  # inside the load steps
+    os.killpg(run.pid, signal.SIGINT)
+    code = run.wait_exit(EXIT_WITHIN)
+    assert code == 130, run.output()
+    assert "Traceback" not in run.output()
+    _run_id, status, _pid, failure = _run_row(run.store)
+    assert (status, failure) == ("interrupted", "interrupted by the user")
+    assert not _query(run.store, "select 1 from phases where name = 'measure'")
+    _wait_until(lambda: not run.leftovers(), 5, "the engine child to end")
+
+
+# ------------------------------------------------------------------------------------ kill -9
+
+
+@pytest.mark.parametrize("victims", ["parent and engine child", "parent only"])
+def test_kill_9_during_measure_leaves_an_incomplete_run(victims: str, tmp_path: Path, shared_work: Path,
+                                                        background: Callable[..., RunningCli]) -> None:
+    run = background(tmp_path, shared_work, *LONG_BANK_RUN)
+    run.wait_measuring(2)
+    child = run.engine_child()
+    assert child is not None, run.watch()
+
+    os.killpg(run.pid, signal.SIGKILL)  # fbbench's group; the engine child runs in a group of its own
+    if victims == "parent and engine child":
+        os.killpg(child, signal.SIGKILL)
+    # "parent only": the child notices its parent's death (PR_SET_PDEATHSIG) and dies too.
+    assert run.wait_exit(EXIT_WITHIN) == -signal.SIGKILL
+    _wait_until(lambda: not run.leftovers(), EXIT_WITHIN, f"no process left of {sorted(run.seen)}")
+
+    stored_intervals = _measured_intervals(run.store)
+    assert stored_intervals >= 2
+    run_id, raw_status, pid, _failure = _run_row(run.store)
+    assert raw_status == "running" and pid == child  # as the killed process left it
+
+    listed = run_cli("results", "list", "--results", str(run.store))
+    assert listed.returncode == 0, listed.stderr
+    assert "incomplete" in listed.stdout and "running" not in listed.stdout, listed.stdout
+
+    shown = run_cli("results", "show", run_id, "--results", str(run.store))
+    assert shown.returncode == 0, shown.stderr
+    assert f"run {run_id} — incomplete" in shown.stdout
+    stored = _show_json(run.store, run_id, tmp_path)
+    assert stored["status"] == "incomplete"
+    assert len({i["index"] for i in stored["intervals"] if i["phase"] == "measure"}) == stored_intervals
+    assert all(i["ok"] + i["rolled_back"] > 0 for i in stored["intervals"] if i["unit"] == "transfer")
+
+
+def test_kill_9_while_the_engine_child_starts_leaves_no_orphan(tmp_path: Path, shared_work: Path,
+                                                               background: Callable[..., RunningCli]) -> None:
+    # Killed before the child could ask for a death signal: the child must not run the load unobserved.
+    run = background(tmp_path, shared_work, *LONG_BANK_RUN)
+    child = _wait_until(run.engine_child, 60, "the engine child", interval=0.005)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait_exit(EXIT_WITHIN)
+    _wait_until(lambda: not _alive(child), EXIT_WITHIN, f"the orphaned engine child {child} to end")
+    assert _measured_intervals(run.store) == 0
+    rows = _query(run.store, "select run_id from runs")
+    if rows:  # the run row exists once the runtime was prepared; nobody finished it
+        listed = run_cli("results", "list", "--results", str(run.store))
+        assert "incomplete" in listed.stdout, listed.stdout
+
+
+# --------------------------------------------------------------------------- fixed seed, fixed work
+
+
+def _figures(document: dict[str, Any], store: Path) -> dict[str, Any]:
+    units = {name: {key: unit[key] for key in ("ok", "rolled_back", "conflicts", "errors")}
+             for name, unit in document["units"].items()}
+    tallies = {name: unit.get("tally") or {} for name, unit in document["units"].items()}
+    rows = _query(store, "select start_value, end_value from metrics where run_id = ? and name = 'NOPM'",
+                  document["run_id"])
+    assert rows and None not in rows[0], rows
+    return {"units": units, "tallies": tallies, "NOPM delta": rows[0][1] - rows[0][0]}
+
+
+def test_same_seed_same_work_same_figures(tmp_path: Path, shared_work: Path) -> None:
+    store = tmp_path / "results.sqlite"
+    figures = []
+    for number, seed in enumerate(("7", "7", "8")):
+        target = tmp_path / f"run{number}.json"
+        result = run_cli("run", "tpcc", "--engine", "5.0", *TPCC_TINY, "--connections", "1", "--transactions", "120",
+                         "--seed", seed, "--no-sweep", "--json", str(target), "--results", str(store),
+                         "--workdir", str(shared_work))
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+        document = json.loads(target.read_text())
+        assert document["status"] == "completed" and document["seed"] == int(seed)
+        figures.append(_figures(document, store))
+
+    first, again, other = figures
+    units = first["units"]
+    assert sum(u["ok"] + u["rolled_back"] for u in units.values()) == 120
+    assert units["new_order"]["ok"] > 0 and units["payment"]["ok"] > 0
+    assert first["tallies"]["new_order"]["OL_CNT"] >= 5 * units["new_order"]["ok"]  # 5..15 lines per order
+    assert "BY_NAME" in first["tallies"]["payment"]
+    # Committed new orders, counted by the database: sum(d_next_o_id) grew by exactly that much.
+    assert first["NOPM delta"] == units["new_order"]["ok"]
+
+    assert again == first
+    assert other != first
+
+
+# ---------------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["./no-such-workload-dir"], ["unknown workload './no-such-workload-dir'", "workload.toml"]),
+        (["tpcc", "--scale", "warehouses=abc"], ["scale 'warehouses' must be a number", "'abc'"]),
+        (["tpcc", "--scale", "nosuchknob=1"], ["unknown scale parameter 'nosuchknob' for workload tpcc",
+                                               "known: customers, items, orders"]),
+        (["tpcc", "--scale", "warehouses"], ["--scale 'warehouses' must look like key=value"]),
+        (["tpcc", "--connections", "-3"], ["--connections must be at least 1"]),
+        (["tpcc", "--transactions", "0"], ["--transactions must be at least 1"]),
+        (["tpcc", "--duration", "0"], ["--duration must be longer than 0"]),
+        (["tpcc", "--warmup", "-5s"], ["--warmup cannot be negative"]),
+        (["tpcc", "--interval", "1ms"], ["--interval must be a duration"]),
+        (["tpcc", "--load-connections", "0"], ["--load-connections must be at least 1"]),
+        (["tpcc", "--seed", "-1"], ["--seed must be between 0 and 2^63 - 1"]),
+        (["tpcc", "--spec", "/nonexistent/run.toml"], ["cannot read the spec file /nonexistent/run.toml"]),
+    ],
+)
+def test_bad_run_input_more(args: list[str], fragments: list[str], tmp_path: Path) -> None:
+    store = tmp_path / "results.sqlite"
+    result = run_cli("run", *args, "--results", str(store), "--workdir", str(tmp_path / "work"))
+    assert_clean_error(result, *fragments)
+    assert result.stderr.strip().splitlines()[0].startswith("error:")
+    assert len([line for line in result.stderr.splitlines() if line.startswith("error:")]) == 1
+    assert not _query(store, "select run_id from runs")  # nothing was recorded as a run
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "section", "expected"),
+    [
+        ("scripts = ", "scriptz = ", "the top level", ["scripts", "units", "metrics"]),
+        ("rollback_on = ", "rolback_on = ", "[[units]] #1", ["rollback_on", "isolation", "weight"]),
+        ('isolation = "snapshot"', 'isolaton = "snapshot"', "[[units]] #2", ["isolation", "read_only"]),
+        ("for_each = ", "foreach = ", "[[load]] #1", ["for_each", "params", "script", "sql"]),
+    ],
+)
+def test_typo_in_workload_file_names_file_line_and_expected_keys(old: str, new: str, section: str,
+                                                                  expected: list[str], tmp_path: Path) -> None:
+    workload = tmp_path / "bank"
+    shutil.copytree(BANK, workload)
+    toml = workload / "workload.toml"
+    text = toml.read_text()
+    assert text.count(old) == 1
+    line = text[: text.index(old)].count("\n") + 1
+    toml.write_text(text.replace(old, new))
+    typo = new.split(" =")[0]
+    result = run_cli("run", str(workload), "--results", str(tmp_path / "r.sqlite"), "--workdir", str(tmp_path / "w"))
+    assert_clean_error(result, f"{toml}:{line}: unknown key '{typo}' in {section}", "expected one of:", *expected)
+    assert f"did you mean '{old.split(' =')[0]}'" in result.stderr
+
+
+# ------------------------------------------------------------------------------- client/server
+
+
+@pytest.fixture(scope="module")
+def fb3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fb3Server]:
+    reason = fb3_server_unavailable()
+    if reason:
+        pytest.skip(reason)
+    with Fb3Server.start(tmp_path_factory.mktemp("fb3-lifecycle")) as server:
+        yield server
+
+
+def _files_containing(root: Path, secret: bytes) -> list[str]:
+    found = []
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            try:
+                if secret in path.read_bytes():
+                    found.append(str(path))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.mark.server
+def test_db_commands_against_a_server(fb3: Fb3Server, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    data.chmod(0o777)  # the server process writes the database file
+    password_file = tmp_path / "password"
+    password_file.write_text(fb3.password + "\n")
+    wrong_file = tmp_path / "wrong"
+    wrong_file.write_text("not-" + fb3.password)
+    dsn = fb3.dsn(data / "db.fdb")
+    common = ["--user", fb3.user, "--workdir", str(tmp_path / "work")]
+
+    created = run_cli("db", "create", dsn, "--password-file", str(password_file), "--page-size", "16384", *common)
+    assert created.returncode == 0, created.stderr
+    assert "Firebird 3.0" in created.stdout and "page size 16384" in created.stdout
+    info = run_cli("db", "info", dsn, "--password-file", str(password_file), "--json", *common)
+    assert info.returncode == 0, info.stderr
+    details = json.loads(info.stdout)
+    assert details["page_size"] == 16384 and details["owned_by_fbbench"] is True
+    assert details["engine_version"].startswith("3.0")
+
+    for command in (["db", "info", dsn], ["db", "create", fb3.dsn(data / "other.fdb")]):
+        refused = run_cli(*command, "--password-file", str(wrong_file), *common)
+        assert_clean_error(refused, f"login to {command[2]} failed", "hint:", "--password-file")
+        assert refused.stderr.count("error:") == 1
+    assert not (data / "other.fdb").exists()
+
+    # Nothing listens on loopback port 9 (discard); db create is covered in test_database.py.
+    nowhere = run_cli("db", "info", "127.0.0.1/9:/tmp/nowhere.fdb", "--password-file", str(password_file), *common)
+    assert_clean_error(nowhere, "cannot reach the server of 127.0.0.1/9:/tmp/nowhere.fdb", "hint:", "listens")
+
+
+@pytest.mark.server
+def test_run_against_a_server_keeps_the_password_off_disk(fb3: Fb3Server, tmp_path: Path) -> None:
+    home, work, store = tmp_path / "home", tmp_path / "work", tmp_path / "results" / "results.sqlite"
+    data = tmp_path / "data"
+    data.mkdir()
+    data.chmod(0o777)
+    secrets_dir = tmp_path / "secrets"  # outside everything searched below
+    secrets_dir.mkdir()
+    password_file = secrets_dir / "password"
+    password_file.write_text(fb3.password + "\n")
+    wrong = "wrong-" + secrets.token_hex(6)
+    wrong_file = secrets_dir / "wrong"
+    wrong_file.write_text(wrong + "\n")
+    env = {"FBBENCH_HOME": str(home)}
+    common = ["--user", fb3.user, "--results", str(store), "--workdir", str(work), "--no-sweep",
+              "--connections", "2", "--interval", "1s"]
+
+    refused = run_cli("run", str(BANK), "--engine", fb3.dsn(data / "refused.fdb"), "--password-file", str(wrong_file),
+                      "--duration", "2s", *common, env=env)
+    assert_clean_error(refused, "the run failed: login to", "hint:", "--password-file")
+    assert refused.returncode == 1
+
+    nowhere = run_cli("run", str(BANK), "--engine", "127.0.0.1/9:/tmp/nowhere.fdb", "--password-file",
+                      str(password_file), "--duration", "2s", *common, env=env)
+    assert_clean_error(nowhere, "the run failed: cannot reach the server of 127.0.0.1/9", "hint:")
+
+    target = tmp_path / "results" / "run.json"
+    done = run_cli("run", str(BANK), "--engine", fb3.dsn(data / "bench.fdb"), "--password-file", str(password_file),
+                   "--warmup", "1s", "--duration", "2s", "--json", str(target), *common, env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    document = json.loads(target.read_text())
+    assert document["status"] == "completed"
+    assert document["engine"]["version"].startswith("LI-V3.0")
+    assert document["units"]["transfer"]["ok"] > 0
+    assert all(check["passed"] for check in document["checks"]), document["checks"]
+
+    statuses = [row[0] for row in _query(store, "select status from runs order by started_at")]
+    assert statuses == ["failed", "failed", "completed"]
+    for secret in (fb3.password, wrong):
+        for output in (refused, nowhere, done):
+            assert secret not in output.stdout + output.stderr
+        # The store (with its WAL), reports, JSON, fbbench's home (registry) and work directory.
+        for root in (home, work, store.parent, data):
+            assert _files_containing(root, secret.encode()) == [], root
