@@ -37,9 +37,13 @@ def describe(connection: Any) -> dict[str, Any]:
     (page_size, ods_major, ods_minor, oit, oat, ost, next_tx, buffers, dialect, sweep, read_only,
      forced_writes, pages, created) = row
     mark = ownership.read_mark(connection)
+    # Over TCP the answer has one line per hop (server engine, its listener, this client): the
+    # first line is the engine that runs the database.
+    version_lines = [line for line in str(connection.info.firebird_version).splitlines() if line.strip()]
     return {
         "engine_version": engine_version,
-        "server_version": connection.info.firebird_version,
+        "server_version": version_lines[0] if version_lines else "",
+        "version_lines": version_lines,
         "architecture": connection.info.db_class.name.replace("_", " ").title(),
         "ods": f"{ods_major}.{ods_minor}",
         "page_size": page_size,

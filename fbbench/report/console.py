@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -68,4 +69,21 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         console.print(f"population: {population['source']}; {_num(population['total_rows'])} rows, "
                       f"{population['mb_per_second']:.2f} MB/s, {_num(population['rows_per_second'])} rows/s")
     if document.get("client_cpu_seconds") is not None and measured:
-        console.print(f"client (fbbench core) CPU: {document['client_cpu_seconds']:.2f} s over the run")
+        console.print(_client_share(document))
+
+
+def _client_share(document: Mapping[str, Any]) -> str:
+    """How much of the machine fbbench itself took: the check that the client is not the bottleneck.
+
+    The core's figure is wall time spent in its own code between client-library calls (an upper
+    bound of its CPU); the Python figure is the CPU of the orchestrating thread.
+    """
+    core = document["client_cpu_seconds"] or 0.0
+    python = document.get("python_cpu_seconds") or 0.0
+    process = document.get("process_cpu_seconds")
+    line = f"fbbench itself: core {core:.2f} s in its own code + Python {python:.2f} s"
+    if process:
+        embedded = "embedded" in str((document.get("engine") or {}).get("label", ""))
+        scope = "engine + client" if embedded else "client"
+        line += f" = {100 * (core + python) / process:.2f} % of this process's {process:.1f} s CPU ({scope})"
+    return line

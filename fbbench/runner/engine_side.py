@@ -142,7 +142,7 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
                 database = dsn if db_plan.cache_dir is not None else population._server_path(dsn)
                 detail["sweep_seconds"] = measure.sweep(db_plan.services_host, database)
             conf_text = runtime.conf_file.read_text() if runtime.embedded else ""
-            engine = measure.engine_facts(dsn, conf_text)
+            engine = measure.engine_facts(dsn, conf_text, runtime.embedded)
             before = measure.snapshot(dsn)
             store.update_run(run_id, engine=engine, engine_version=engine["server_version"],
                              architecture=engine.get("server_mode") or engine["architecture"],
