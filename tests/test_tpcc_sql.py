@@ -2,7 +2,8 @@
 child process (tests/tpcc_sql_child.py), without the native load core: the population at a tiny
 (non-standard) scale passes the 12 consistency checks; the procedures' random choices come from
 the seed the client passes (same seed, same rows changed); a by-design New-Order rollback raises
-TPCC_ROLLBACK and changes nothing; a short concurrent mix leaves the checks passing.
+TPCC_ROLLBACK and changes nothing; Delivery never delivers an order a concurrent Delivery
+claimed; a short concurrent mix leaves the checks passing.
 """
 
 from __future__ import annotations
@@ -110,3 +111,25 @@ def test_checks_pass_after_a_concurrent_mix(tpcc: Tpcc) -> None:
     assert mix["outcomes"].get("new_order.ok", 0) > 0 and mix["outcomes"].get("delivery.ok", 0) > 0, mix
     checks = tpcc.call("run_checks", path, SCALE)
     assert checks == dict.fromkeys(checks, 0)
+
+
+def test_delivery_never_delivers_an_order_a_concurrent_delivery_claimed(tpcc: Tpcc) -> None:
+    # Firebird 3 can let a second Delivery's UPDATE of ORDERS through after the first committed;
+    # delivering that order again would credit its customer twice (checks 10 and 12).
+    result = tpcc.call("delivery_after_a_concurrent_claim", tpcc.copy("claimed.fdb"), SCALE)
+    assert result["result"]["outcome"] == "ok", result
+    row = result["result"]["row"]
+    assert row["DELIVERED"] == 10 and row["SKIPPED"] == 0, row
+    before, after = result["before"], result["after"]
+    assert result["taken_still_new"] == 0  # the "other" Delivery's delete stays
+    # This Delivery left the claimed order as it found it: no carrier, no dates, no credit.
+    assert after["taken"]["carrier"] is None and after["taken"]["lines_delivered"] == 0, result
+    if after["taken"]["customer"] != after["next"]["customer"]:
+        assert after["taken"]["balance"] == before["taken"]["balance"], result
+        assert after["taken"]["deliveries"] == before["taken"]["deliveries"], result
+    # It delivered the next oldest order of the district instead.
+    assert after["next"]["carrier"] is not None and after["next"]["lines_delivered"] > 0, result
+    assert after["next"]["deliveries"] == before["next"]["deliveries"] + 1, result
+    # Firebird 3 reaches the NEW_ORDER check and picks again; Firebird 4+ restarts the statement
+    # on the update conflict with the committed delete (read consistency) before it gets there.
+    assert row["REPICKED"] == (1 if tpcc.runtime.engine.major == "3.0" else 0), row

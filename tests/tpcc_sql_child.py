@@ -277,3 +277,45 @@ def call_and_compare(path: str, scale: dict[str, Any], name: str, values: list) 
     before = dump(path)
     result = call_unit(path, scale, name, values)
     return {"result": result, "changed": changed_rows(before, dump(path))}
+
+
+def delivery_after_a_concurrent_claim(path: str, scale: dict[str, Any]) -> dict[str, Any]:
+    """Delivery of warehouse 1 while "another Delivery" claims district 1's oldest order.
+
+    A test-only trigger on ORDERS plays the other Delivery: when this Delivery updates that order,
+    an autonomous transaction deletes the order's NEW_ORDER row and commits, as a concurrent
+    Delivery that got there first would. Returns Delivery's outcome and what became of the order.
+    """
+    def order_state(cursor: Any, o_id: int) -> dict[str, Any]:
+        cursor.execute("select o_carrier_id, o_c_id from orders where o_w_id = 1 and o_d_id = 1 and o_id = ?",
+                       [o_id])
+        carrier, c_id = cursor.fetchone()
+        cursor.execute("select count(*) from order_line where ol_w_id = 1 and ol_d_id = 1 and ol_o_id = ?"
+                       " and ol_delivery_d is not null", [o_id])
+        lines_delivered = cursor.fetchone()[0]
+        cursor.execute("select c_balance, c_delivery_cnt from customer where c_w_id = 1 and c_d_id = 1"
+                       " and c_id = ?", [c_id])
+        balance, deliveries = cursor.fetchone()
+        return {"carrier": carrier, "customer": c_id, "lines_delivered": lines_delivered,
+                "balance": str(balance), "deliveries": deliveries}
+
+    with driver.connect(path) as connection, connection.cursor() as cursor:
+        cursor.execute("select first 2 no_o_id from new_order where no_w_id = 1 and no_d_id = 1 order by no_o_id")
+        taken, next_one = (row[0] for row in cursor.fetchall())
+        before = {"taken": order_state(cursor, taken), "next": order_state(cursor, next_one)}
+        cursor.execute(f"""
+            create trigger test_concurrent_claim for orders after update as
+            begin
+              if (old.o_w_id = 1 and old.o_d_id = 1 and old.o_id = {taken}) then
+                in autonomous transaction do
+                  delete from new_order where no_w_id = 1 and no_d_id = 1 and no_o_id = {taken};
+            end""")
+        connection.commit()
+    result = call_unit(path, scale, "delivery", [1, 12345])
+    with driver.connect(path) as connection, connection.cursor() as cursor:
+        after = {"taken": order_state(cursor, taken), "next": order_state(cursor, next_one)}
+        cursor.execute("select count(*) from new_order where no_w_id = 1 and no_d_id = 1 and no_o_id = ?",
+                       [taken])
+        taken_still_new = cursor.fetchone()[0]
+        connection.commit()
+    return {"result": result, "before": before, "after": after, "taken_still_new": taken_still_new}
