@@ -1,3 +1,3 @@
-from fbbench.cli import main
+from fbbench.entry import main
 
 main()

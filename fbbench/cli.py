@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from fbbench import __version__, paths
+from fbbench.entry import commands_take_over_ctrl_c
 from fbbench.errors import FbbenchError
 
 # Piped output gets 120 columns instead of rich's 80, so tables and the live line stay readable in logs.
@@ -424,6 +425,7 @@ def results_show(
 def _version(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
 ) -> None:
+    commands_take_over_ctrl_c()
     if version:
         console.print(f"fbbench {__version__}")
         raise typer.Exit()

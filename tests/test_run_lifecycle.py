@@ -373,6 +373,7 @@ def test_same_seed_same_work_same_figures(tmp_path: Path, shared_work: Path) -> 
         (["tpcc", "--scale", "nosuchknob=1"], ["unknown scale parameter 'nosuchknob' for workload tpcc",
                                                "known: customers, items, orders"]),
         (["tpcc", "--scale", "warehouses"], ["--scale 'warehouses' must look like key=value"]),
+        (["tpcc", "--scale", "warehouses=0"], ["scale 'warehouses' must be more than 0", "default is 1"]),
         (["tpcc", "--connections", "-3"], ["--connections must be at least 1"]),
         (["tpcc", "--transactions", "0"], ["--transactions must be at least 1"]),
         (["tpcc", "--duration", "0"], ["--duration must be longer than 0"]),
@@ -516,3 +517,15 @@ def test_run_against_a_server_keeps_the_password_off_disk(fb3: Fb3Server, tmp_pa
         # The store (with its WAL), reports, JSON, fbbench's home (registry) and work directory.
         for root in (home, work, store.parent, data):
             assert _files_containing(root, secret.encode()) == [], root
+
+
+@pytest.mark.parametrize("delay", [0.1, 0.2])
+def test_ctrl_c_while_the_cli_loads_is_quiet(delay: float) -> None:
+    # Loading typer, rich and the runner takes a few tenths of a second on these machines.
+    process = subprocess.Popen([sys.executable, "-m", "fbbench", "--help"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert "Traceback" not in stderr, stderr
+    assert process.returncode != 0 or stderr == "", (process.returncode, stderr)
