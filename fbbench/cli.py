@@ -342,7 +342,11 @@ def run(
 
     from fbbench.runner.run import execute
 
-    outcome = execute(settings, credentials.password)
+    def leftovers(removed: list[str]) -> None:
+        console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False,
+                      soft_wrap=True)
+
+    outcome = execute(settings, credentials.password, on_leftovers=leftovers)
     _report_run(outcome.run_id, outcome.results, settings.json, settings.report)
     if outcome.status == "failed":  # the summary shows what was kept; stderr says what went wrong
         _print_error(f"the run failed: {outcome.failure or 'no reason recorded'}", outcome.hint)

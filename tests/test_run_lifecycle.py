@@ -307,6 +307,16 @@ def test_kill_9_during_measure_leaves_an_incomplete_run(victims: str, tmp_path: 
     assert len({i["index"] for i in stored["intervals"] if i["phase"] == "measure"}) == stored_intervals
     assert all(i["ok"] + i["rolled_back"] > 0 for i in stored["intervals"] if i["unit"] == "transfer")
 
+    # The killed run could not clean up; the next run with the same store and work directory does.
+    leftovers = [shared_work / "databases" / f"{run_id}.fdb", shared_work / "runtimes" / run_id]
+    assert all(path.exists() for path in leftovers), leftovers
+    next_run = run_cli("run", str(BANK), "--connections", "1", "--transactions", "5", "--results", str(run.store),
+                       "--workdir", str(shared_work))
+    assert next_run.returncode == 0, next_run.stdout[-2000:] + next_run.stderr
+    assert "removed what killed runs left behind" in next_run.stdout and run_id in next_run.stdout, next_run.stdout
+    assert not any(path.exists() for path in leftovers), leftovers
+    assert _show_json(run.store, run_id, tmp_path)["status"] == "incomplete"  # what it measured stays
+
 
 def test_kill_9_while_the_engine_child_starts_leaves_no_orphan(tmp_path: Path, shared_work: Path,
                                                                background: Callable[..., RunningCli]) -> None:

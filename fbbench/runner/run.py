@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +43,36 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
-def execute(settings: RunSettings, password: str | None = None) -> RunOutcome:
+def remove_leftovers(results: Path, workdir: Path) -> list[str]:
+    """Delete what runs killed before their clean-up left in ``workdir``: run database, runtime root.
+
+    Only runs the results store knows, whose process is gone (status incomplete), and only the
+    paths fbbench itself names after the run id inside its work directory. A database the run was
+    asked to keep stays.
+    """
+    if not results.exists():
+        return []
+    removed = []
+    store = ResultsStore(results)
+    try:
+        abandoned = store.abandoned_runs()
+    finally:
+        store.close()
+    for run_id, kept in abandoned:
+        leftovers = [workdir / "runtimes" / run_id] + ([] if kept else [workdir / "databases" / f"{run_id}.fdb"])
+        for path in leftovers:
+            if path.is_dir():
+                shutil.rmtree(paths.assert_inside(path, workdir), ignore_errors=True)
+            elif path.exists():
+                paths.assert_inside(path, workdir).unlink()
+            else:
+                continue
+            removed.append(str(path))
+    return removed
+
+
+def execute(settings: RunSettings, password: str | None = None,
+            on_leftovers: Callable[[list[str]], None] | None = None) -> RunOutcome:
     settings.validate()
     workload = load_workload(settings.workload, settings.scale)  # a broken workload fails before anything runs
     engine = parse_engine(settings.engine)
@@ -62,6 +93,9 @@ def execute(settings: RunSettings, password: str | None = None) -> RunOutcome:
     workdir = Path(settings.workdir or paths.default_workdir()).expanduser().resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     results = Path(settings.results or paths.default_results()).expanduser().resolve()
+    removed = remove_leftovers(results, workdir)
+    if removed and on_leftovers is not None:
+        on_leftovers(removed)
     run_id = new_run_id()
 
     started, clock = time.time(), time.monotonic()

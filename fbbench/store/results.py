@@ -236,6 +236,13 @@ class ResultsStore:
             return "incomplete"
         return str(status)
 
+    def abandoned_runs(self) -> list[tuple[str, bool]]:
+        """(run_id, kept its database) of runs whose process died unfinished (kill -9, a crash)."""
+        rows = self.db.execute("select status, pid, host, run_id, settings_json from runs "
+                               "where status = 'running'").fetchall()
+        return [(row[3], bool(json.loads(row[4] or "{}").get("keep_database")))
+                for row in rows if self.status_of(row) == "incomplete"]
+
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "select run_id, started_at, ended_at, status, pid, host, workload, engine_label, engine_version, "
