@@ -41,38 +41,24 @@ quantity throughout, so it is a fair estimate for the measured period too.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-from fbbench.store import ResultsStore  # noqa: E402
+from fbbench_run import run_tpcc
 
 
 def run(home: Path, args: argparse.Namespace) -> dict[str, Any]:
-    result_file = home / "run.json"
-    command = [sys.executable, "-m", "fbbench", "run", "tpcc", "--engine", args.engine,
-               "--scale", "warehouses=1", "--connections", str(args.connections),
-               "--warmup", f"{args.warmup}s", "--duration", f"{args.duration}s",
-               "--json", str(result_file), "--report", str(home / "run.html")]
-    completed = subprocess.run(command, capture_output=True, text=True, cwd=HERE.parent,
-                               env={**os.environ, "FBBENCH_HOME": str(home), "COLUMNS": "120"})
-    if completed.returncode != 0 or not result_file.exists():
-        sys.exit(f"fbbench run failed (exit {completed.returncode}):\n{completed.stdout[-3000:]}"
-                 f"\n{completed.stderr[-3000:]}")
-    document = json.loads(result_file.read_text())
+    document, stored = run_tpcc(home, "run", "--engine", args.engine, "--scale", "warehouses=1",
+                                "--connections", str(args.connections), "--warmup", f"{args.warmup}s",
+                                "--duration", f"{args.duration}s")
     if document["status"] != "completed":
         sys.exit(f"the run did not complete: {document['status']} {document.get('failure')}")
     # Units per attachment over the whole core call (warm-up included), the span the CPU figures cover.
-    with ResultsStore(home / "results.sqlite") as store:
-        attachments = store.load_run(document["run_id"])["summary"].get("attachments", [])
+    attachments = stored["summary"].get("attachments", [])
     document["units_whole_run"] = sum(a.get("units", 0) for a in attachments)
     return document
 

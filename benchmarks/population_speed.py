@@ -26,39 +26,25 @@ touched. The engines themselves come from the usual engine cache.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-from fbbench.store import ResultsStore  # noqa: E402
+from fbbench_run import run_tpcc
 
 
 def populate(home: Path, engine: str, warehouses: int, load_connections: int | None) -> dict[str, Any]:
     """One fresh population through the fbbench CLI; the run's JSON plus its load steps."""
-    result_file = home / f"w{warehouses}.json"
-    command = [sys.executable, "-m", "fbbench", "run", "tpcc", "--engine", engine, "--fresh",
-               "--scale", f"warehouses={warehouses}", "--connections", "1", "--transactions", "1", "--no-sweep",
-               "--json", str(result_file), "--report", str(home / f"w{warehouses}.html")]
-    if load_connections:
-        command += ["--load-connections", str(load_connections)]
-    completed = subprocess.run(command, capture_output=True, text=True, cwd=HERE.parent,
-                               env={**os.environ, "FBBENCH_HOME": str(home), "COLUMNS": "120"})
-    if completed.returncode != 0 or not result_file.exists():
-        sys.exit(f"fbbench run failed (exit {completed.returncode}):\n{completed.stdout[-3000:]}"
-                 f"\n{completed.stderr[-3000:]}")
-    run = json.loads(result_file.read_text())
+    extra = ["--load-connections", str(load_connections)] if load_connections else []
+    run, stored = run_tpcc(home, f"w{warehouses}", "--engine", engine, "--fresh", "--scale",
+                           f"warehouses={warehouses}", "--connections", "1", "--transactions", "1", "--no-sweep",
+                           *extra)
     if run["population"].get("source") != "built (now cached)":
         sys.exit(f"expected a fresh population, got: {run['population'].get('source')}")
-    with ResultsStore(home / "results.sqlite") as store:
-        run["load_steps"] = store.load_run(run["run_id"])["load"].get("steps", [])
+    run["load_steps"] = stored["load"].get("steps", [])
     return run
 
 

@@ -7,9 +7,12 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.fb3server import Fb3Server, fb3_server_unavailable
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -50,3 +53,14 @@ def assert_clean_error(result: subprocess.CompletedProcess[str], *fragments: str
 
 
 ENGINES = ["3.0", "4.0", "5.0"]
+
+
+@contextmanager
+def fb3_server_or_skip(workdir: Path) -> Iterator[Fb3Server]:
+    """A private loopback Firebird 3 server under ``workdir``; the test is skipped, saying how to
+    fix it, where none can run."""
+    reason = fb3_server_unavailable()
+    if reason:
+        pytest.skip(reason)
+    with Fb3Server.start(workdir) as server:
+        yield server

@@ -17,8 +17,8 @@ import pytest
 from fbbench import core
 from fbbench.engines import prepare_runtime, run_in_engine
 from fbbench.engines.runtime import Runtime
-from tests.conftest import ENGINES
-from tests.fb3server import Fb3Server, fb3_server_unavailable
+from tests.conftest import ENGINES, fb3_server_or_skip
+from tests.fb3server import Fb3Server
 
 CHILD = "tests.workloads_core.child"
 CONFLICT_CODES = {335544345, 335544336, 335544878, 335544451, 335544510}
@@ -237,10 +237,7 @@ def test_bad_config_is_refused_up_front() -> None:
 
 @pytest.fixture
 def fb3(tmp_path: Path) -> Any:
-    reason = fb3_server_unavailable()
-    if reason:
-        pytest.skip(reason)
-    with Fb3Server.start(tmp_path / "server") as server:
+    with fb3_server_or_skip(tmp_path / "server") as server:
         yield server
 
 

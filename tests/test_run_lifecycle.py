@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, assert_clean_error, run_cli
-from tests.fb3server import Fb3Server, fb3_server_unavailable
+from tests.conftest import REPO, assert_clean_error, fb3_server_or_skip, run_cli
+from tests.fb3server import Fb3Server
 
 BANK = Path(__file__).parent / "workloads" / "bank"
 TPCC_TINY = ["--scale", "items=2000", "--scale", "customers=300", "--scale", "orders=300"]
@@ -432,10 +432,7 @@ def test_typo_in_workload_file_names_file_line_and_expected_keys(old: str, new: 
 
 @pytest.fixture(scope="module")
 def fb3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fb3Server]:
-    reason = fb3_server_unavailable()
-    if reason:
-        pytest.skip(reason)
-    with Fb3Server.start(tmp_path_factory.mktemp("fb3-lifecycle")) as server:
+    with fb3_server_or_skip(tmp_path_factory.mktemp("fb3-lifecycle")) as server:
         yield server
 
 

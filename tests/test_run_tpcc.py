@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ENGINES, run_cli
-from tests.fb3server import Fb3Server, fb3_server_unavailable
+from tests.conftest import ENGINES, fb3_server_or_skip, run_cli
+from tests.fb3server import Fb3Server
 
 SCALE = ("--scale", "items=1000", "--scale", "customers=100", "--scale", "orders=100")
 TIMED = ("--connections", "2", "--warmup", "1s", "--duration", "4s", "--interval", "1s")
@@ -236,10 +236,7 @@ def test_rolled_back_new_order_is_not_an_error(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def fb3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fb3Server]:
-    reason = fb3_server_unavailable()
-    if reason:
-        pytest.skip(reason)
-    with Fb3Server.start(tmp_path_factory.mktemp("fb3-tpcc")) as server:
+    with fb3_server_or_skip(tmp_path_factory.mktemp("fb3-tpcc")) as server:
         yield server
 
 

@@ -66,6 +66,14 @@ def unregister(location: str) -> None:
         data.pop(location_key(location), None)
 
 
+def remove_run_copy(location: str, workdir: Path) -> None:
+    """Delete a run's database copy (inside the work directory only) and forget it."""
+    path = paths.assert_inside(Path(location), workdir)
+    unregister(location)
+    if path.exists():
+        os.unlink(path)
+
+
 def lookup(location: str) -> dict[str, Any] | None:
     with _registry() as data:
         return data.get(location_key(location))

@@ -201,6 +201,11 @@ def missing_native_libraries(runtime: Runtime) -> dict[str, str]:
     return missing
 
 
+def runtime_base(workdir: Path, name: str) -> Path:
+    """The directory of the runtime named ``name`` (a run's id) in fbbench's work directory."""
+    return workdir / "runtimes" / name
+
+
 def prepare_runtime(engine: Engine | str, workdir: Path, conf: dict[str, str] | None = None,
                     name: str | None = None, install: bool = True, check_libraries: bool = True,
                     user: str | None = None, password: str | None = None) -> Runtime:
@@ -225,7 +230,7 @@ def prepare_runtime(engine: Engine | str, workdir: Path, conf: dict[str, str] | 
     source = installer.wheel_root(client)
     checked = validate_conf(conf, source, client.label)
 
-    base = workdir / "runtimes" / (name or f"{client.version}-{uuid.uuid4().hex[:12]}")
+    base = runtime_base(workdir, name or f"{client.version}-{uuid.uuid4().hex[:12]}")
     if base.exists():
         shutil.rmtree(assert_inside(base, workdir))
     root = base / "root"

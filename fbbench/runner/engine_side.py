@@ -21,7 +21,7 @@ from typing import Any
 
 from rich.console import Console
 
-from fbbench.database import driver
+from fbbench.database import driver, ownership
 from fbbench.engines import current_runtime
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import measure, population
@@ -141,8 +141,7 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
             if settings["sweep"]:
                 database = dsn if db_plan.cache_dir is not None else population._server_path(dsn)
                 detail["sweep_seconds"] = measure.sweep(db_plan.services_host, database)
-            conf_text = runtime.conf_file.read_text() if runtime.embedded else ""
-            engine = measure.engine_facts(dsn, conf_text, runtime.embedded)
+            engine = measure.engine_facts(dsn, runtime)
             before = measure.snapshot(dsn)
             store.update_run(run_id, engine=engine, engine_version=engine["server_version"],
                              architecture=engine.get("server_mode") or engine["architecture"],
@@ -189,7 +188,7 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
     finally:
         _finish(store, run_id, runtime, status, failure)
         if created_database and db_plan.cache_dir is not None and not settings["keep_database"]:
-            population.remove_run_database(dsn, Path(plan["workdir"]))
+            ownership.remove_run_copy(dsn, Path(plan["workdir"]))
         store.close()
     return {"status": status, "failure": failure, "hint": hint}
 

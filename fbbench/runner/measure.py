@@ -11,13 +11,16 @@ import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fbbench.database import driver, lifecycle
 from fbbench.errors import FbbenchError
 from fbbench.workloads.expressions import ExpressionError, evaluate
 from fbbench.workloads.generators import choose_c_run
 from fbbench.workloads.spec import Workload
+
+if TYPE_CHECKING:
+    from fbbench.engines.runtime import Runtime
 
 
 @dataclass
@@ -34,14 +37,14 @@ def snapshot(dsn: str) -> dict[str, Any]:
     return {key: info[key] for key in keys} | {"taken_at": time.time()}
 
 
-def engine_facts(dsn: str, runtime_conf_text: str, embedded: bool) -> dict[str, Any]:
+def engine_facts(dsn: str, runtime: Runtime) -> dict[str, Any]:
     """Version strings, architecture, and the effective firebird.conf (RDB$CONFIG on 4.0+)."""
     info = lifecycle.info(dsn)
     rows = lifecycle.effective_config(dsn)
     facts: dict[str, Any] = {
         "engine_version": info["engine_version"],
         "server_version": info["server_version"],
-        "version_lines": info.get("version_lines", []),
+        "version_lines": info["version_lines"],
         "architecture": info["architecture"],
         "ods": info["ods"],
     }
@@ -51,26 +54,17 @@ def engine_facts(dsn: str, runtime_conf_text: str, embedded: bool) -> dict[str, 
         mode = next((row["value"] for row in rows if row["name"] == "ServerMode"), None)
         if mode:
             facts["server_mode"] = mode
-    elif embedded:
+    elif runtime.embedded:
         # Firebird 3 has no RDB$CONFIG: the generated file is what the embedded engine read.
         facts["firebird_conf_source"] = "generated firebird.conf (engine defaults for everything else)"
-        facts["firebird_conf_text"] = runtime_conf_text
-        facts["server_mode"] = _conf_value(runtime_conf_text, "ServerMode") or "Super"
+        facts["firebird_conf_text"] = runtime.conf_file.read_text()
+        facts["server_mode"] = runtime.conf.get("ServerMode", "Super")
     else:
         # A Firebird 3 server shows neither its firebird.conf nor its ServerMode to a client.
         facts["firebird_conf_source"] = "not visible: a Firebird 3 server has no RDB$CONFIG"
         facts["firebird_conf_text"] = ""
         facts["server_mode"] = "unknown (not visible from a Firebird 3 client)"
     return facts
-
-
-def _conf_value(conf_text: str, key: str) -> str | None:
-    value = None
-    for line in conf_text.splitlines():
-        name, sep, rest = line.partition("=")
-        if sep and name.strip().lower() == key.lower() and not name.lstrip().startswith("#"):
-            value = rest.strip()
-    return value
 
 
 def sweep(services_host: str, database: str) -> float:

@@ -16,7 +16,6 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import os
 import queue
 import random
 import shutil
@@ -294,13 +293,3 @@ class _Loaders:
             raise FbbenchError(f"load step '{step.name}' failed: "
                                f"{driver.explain(error, self.dsn).message}") from None
         return len(iterations)
-
-
-def remove_run_database(location: str, workdir: Path) -> None:
-    """Delete a run's database copy (inside the work directory only) and forget it."""
-    from fbbench.paths import assert_inside
-
-    path = assert_inside(Path(location), workdir)
-    ownership.unregister(location)
-    if path.exists():
-        os.unlink(path)

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from fbbench import paths
+from fbbench.database import ownership
 from fbbench.engines import EmbeddedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
+from fbbench.engines.runtime import runtime_base
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner.host import host_facts
 from fbbench.runner.settings import RunSettings
@@ -43,31 +45,27 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
-def remove_leftovers(results: Path, workdir: Path) -> list[str]:
+def _run_database(workdir: Path, run_id: str) -> Path:
+    """Where an embedded run's database copy lives."""
+    return workdir / "databases" / f"{run_id}.fdb"
+
+
+def remove_leftovers(store: ResultsStore, workdir: Path) -> list[str]:
     """Delete what runs killed before their clean-up left in ``workdir``: run database, runtime root.
 
     Only runs the results store knows, whose process is gone (status incomplete), and only the
     paths fbbench itself names after the run id inside its work directory. A database the run was
     asked to keep stays.
     """
-    if not results.exists():
-        return []
     removed = []
-    store = ResultsStore(results)
-    try:
-        abandoned = store.abandoned_runs()
-    finally:
-        store.close()
-    for run_id, kept in abandoned:
-        leftovers = [workdir / "runtimes" / run_id] + ([] if kept else [workdir / "databases" / f"{run_id}.fdb"])
-        for path in leftovers:
-            if path.is_dir():
-                shutil.rmtree(paths.assert_inside(path, workdir), ignore_errors=True)
-            elif path.exists():
-                paths.assert_inside(path, workdir).unlink()
-            else:
-                continue
-            removed.append(str(path))
+    for run_id, kept in store.abandoned_runs():
+        database, runtime_dir = _run_database(workdir, run_id), runtime_base(workdir, run_id)
+        if not kept and database.exists():
+            ownership.remove_run_copy(str(database), workdir)
+            removed.append(str(database))
+        if runtime_dir.exists():
+            shutil.rmtree(paths.assert_inside(runtime_dir, workdir), ignore_errors=True)
+            removed.append(str(runtime_dir))
     return removed
 
 
@@ -93,9 +91,6 @@ def execute(settings: RunSettings, password: str | None = None,
     workdir = Path(settings.workdir or paths.default_workdir()).expanduser().resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     results = Path(settings.results or paths.default_results()).expanduser().resolve()
-    removed = remove_leftovers(results, workdir)
-    if removed and on_leftovers is not None:
-        on_leftovers(removed)
     run_id = new_run_id()
 
     started, clock = time.time(), time.monotonic()
@@ -104,6 +99,9 @@ def execute(settings: RunSettings, password: str | None = None,
 
     store = ResultsStore(results)
     try:
+        removed = remove_leftovers(store, workdir)
+        if removed and on_leftovers is not None:
+            on_leftovers(removed)
         store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir, runtime.client_library))
         store.update_run(run_id, engine_label=engine.label)
         store.record_phase(run_id, "runtime", started, runtime_seconds,
@@ -126,9 +124,9 @@ def execute(settings: RunSettings, password: str | None = None,
 def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, workdir: Path,
           results: Path) -> dict[str, Any]:
     if isinstance(engine, EmbeddedEngine):
-        databases = workdir / "databases"
-        databases.mkdir(parents=True, exist_ok=True)
-        location, services_host, cache_dir = str(databases / f"{run_id}.fdb"), "", str(workdir / "dbcache")
+        database = _run_database(workdir, run_id)
+        database.parent.mkdir(parents=True, exist_ok=True)
+        location, services_host, cache_dir = str(database), "", str(workdir / "dbcache")
         major = engine.major
     else:
         location = engine.dsn

@@ -1,0 +1,33 @@
+"""Shared by the benchmark scripts: one ``fbbench run tpcc`` through the CLI in a private home."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from fbbench.store import ResultsStore  # noqa: E402
+
+
+def run_tpcc(home: Path, name: str, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``fbbench run tpcc ARGS`` with FBBENCH_HOME=``home``: the run's JSON and its results-store record.
+
+    Exits the script with fbbench's output when the run fails.
+    """
+    result_file = home / f"{name}.json"
+    command = [sys.executable, "-m", "fbbench", "run", "tpcc", *args,
+               "--json", str(result_file), "--report", str(home / f"{name}.html")]
+    completed = subprocess.run(command, capture_output=True, text=True, cwd=HERE.parent,
+                               env={**os.environ, "FBBENCH_HOME": str(home), "COLUMNS": "120"})
+    if completed.returncode != 0 or not result_file.exists():
+        sys.exit(f"fbbench run failed (exit {completed.returncode}):\n{completed.stdout[-3000:]}"
+                 f"\n{completed.stderr[-3000:]}")
+    document = json.loads(result_file.read_text())
+    with ResultsStore(home / "results.sqlite") as store:
+        return document, store.load_run(document["run_id"])
