@@ -14,15 +14,20 @@ is measured), this prints operations per second of:
    and 4 attachments / threads;
 
 with the core/C ratios (target ≥ 0.95 everywhere) and the core's own client CPU per operation.
-Core and C runs alternate, each starts from a fresh copy of the same database, and each repeat
-runs the two back to back: the ratio printed is the median of those paired ratios, with a
-bootstrap 95 % interval, because this 2-core VM drifts by ±20 % between consecutive runs of the
-same program (a fixed C spin loop alone varies by ±14 % from one second to the next). The core's
-own CPU per operation, against what an operation costs, bounds its overhead independently of
-that noise; and, when valgrind is installed, callgrind counts the instructions per operation of
-both clients at 1 attachment (engine included): a count, repeatable whatever the machine does.
 
-    .venv/bin/python benchmarks/core_overhead.py [--repeats 7] [--seconds 5] [--warmup 1]
+The two clients share the machine's time, not run after one another: in each repeat both start
+(each on its own fresh copy of the same database, same threads and attachments) and then take
+turns of 0.1 s, the one whose turn it is running alone while the other is stopped (SIGSTOP /
+SIGCONT), until each has had its warm-up and its measured seconds. Each client's operations/s
+is what it completed over the time it ran. A 2-core VM's speed drifts by ±20 % from one run to
+the next and by ±14 % from one second to the next (a fixed C spin loop alone); runs taken one
+after the other see different machines, turns of 0.1 s see the same one. The ratio printed is
+the median over the repeats, with a bootstrap 95 % interval. The core's own CPU per operation,
+against what an operation costs, bounds its overhead independently of any timing; and, when
+valgrind is installed, callgrind counts the instructions per operation of both clients at 1
+attachment (engine included): a count, repeatable whatever the machine does.
+
+    .venv/bin/python benchmarks/core_overhead.py [--repeats 9] [--seconds 3] [--warmup 1] [--turn 0.1]
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ import os
 import random
 import re
 import shutil
+import signal
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -78,6 +85,8 @@ SCHEMA = [
        end""",
 ]
 TARGET = f"{Path(__file__).stem}"
+PUBLISH_SECONDS = 0.02  # how often a time-shared core run writes its count for the parent
+DAY = 86_400.0  # a time-shared run's own measured period: it ends when the parent stops it
 
 
 # ------------------------------------------------------------- run inside the engine child process
@@ -100,22 +109,29 @@ def create_database(path: str) -> dict[str, Any]:
     return {"version": version, "forced_writes": bool(forced_writes), "page_buffers": buffers, "server_mode": mode}
 
 
-def run_core(path: str, client_library: str, sql: str, read_only: bool, connections: int, warmup: float,
-             measure: float) -> dict[str, Any]:
-    from fbbench.core import run_load
-
-    result = run_load({
+def load_config(path: str, client_library: str, sql: str, read_only: bool, connections: int, warmup: float,
+                measure: float) -> dict[str, Any]:
+    return {
         "client_library": client_library, "database": path, "connections": connections,
         "warmup_seconds": warmup, "measure_seconds": measure, "interval_seconds": measure, "seed": 1,
         "units": [{"name": "op", "isolation": "read_committed", "read_only": read_only,
                    "statements": [{"sql": sql, "params": [{"kind": "uniform", "args": [1, SPAN]}]}]}],
-    })
-    op = result.units["op"]
-    if result.status != "completed" or op.counts.total != op.counts.ok:
-        raise RuntimeError(f"core run {result.status}: {result.failure or op}")
-    return {"ops_per_second": op.counts.ok / result.measured_seconds,
-            "client_cpu_us_per_op": result.client_cpu_seconds / result.units_completed * 1e6,
-            "thread_cpu_us_per_op": result.thread_cpu_seconds / result.units_completed * 1e6}
+    }
+
+
+def core_cpu_per_op(path: str, client_library: str, sql: str, read_only: bool, connections: int,
+                    seconds: float) -> float:
+    """µs of the core's own code per operation, from a run of the core alone.
+
+    Not from the time-shared runs: the core times its own code by the clock, and a stop that
+    lands while it is in that code would count the other client's whole turn.
+    """
+    from fbbench.core import run_load
+
+    result = run_load(load_config(path, client_library, sql, read_only, connections, 0.5, seconds))
+    if result.status != "completed" or not result.units_completed:
+        raise RuntimeError(f"core run {result.status}: {result.failure}")
+    return result.client_cpu_seconds / result.units_completed * 1e6
 
 
 def in_engine_loop(path: str, calls: int) -> float:
@@ -141,6 +157,76 @@ def in_engine_loop(path: str, calls: int) -> float:
 # --------------------------------------------------------------------------------- the comparison
 
 
+def time_shared_core_child() -> None:
+    """Entry of a time-shared core run: ``path library sql read_only connections counter_file``.
+
+    Runs until SIGINT, writing its count of completed operations (little-endian int64 at offset
+    0 of the counter file) every PUBLISH_SECONDS: the parent reads it while this process is
+    stopped. Prints the run's status and counts at the end.
+    """
+    from fbbench.core import run_load
+
+    path, library, sql, read_only, connections, counter = sys.argv[1:7]
+    fd = os.open(counter, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.ftruncate(fd, 64)
+
+    def publish(live: Any) -> None:
+        os.pwrite(fd, struct.pack("<q", live.units["op"].ok), 0)
+
+    result = run_load(load_config(path, library, sql, read_only == "1", int(connections), 0, DAY), publish,
+                      poll_seconds=PUBLISH_SECONDS)
+    op = result.units["op"]
+    print(json.dumps({"status": result.status, "failure": result.failure, "ok": op.counts.ok,
+                      "not_ok": op.counts.total - op.counts.ok}))
+
+
+class TimeSharedClient:
+    """A client process that runs only during its turns (stopped and continued from here)."""
+
+    def __init__(self, name: str, command: list[str], env: dict[str, str], counter: Path) -> None:
+        self.name, self.counter, self.running_seconds = name, counter, 0.0
+        self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        process_group=0)
+
+    def count(self) -> int:
+        """Operations completed since the client started: the sum of its 64-byte counter slots."""
+        try:
+            data = self.counter.read_bytes()
+        except FileNotFoundError:
+            return 0
+        return sum(struct.unpack_from("<q", data, offset)[0] for offset in range(0, len(data) - 7, 64))
+
+    def wait_until_counting(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.count() == 0:
+            if self.process.poll() is not None:
+                problem = self.process.stderr.read().strip()
+                raise RuntimeError(f"{self.name} ended before its first operation: {problem}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} did not complete an operation within {timeout:g} s")
+            time.sleep(0.005)
+        self.process.send_signal(signal.SIGSTOP)
+
+    def take_turn(self, seconds: float) -> None:
+        self.process.send_signal(signal.SIGCONT)
+        started = time.perf_counter()
+        time.sleep(seconds)
+        self.process.send_signal(signal.SIGSTOP)
+        self.running_seconds += time.perf_counter() - started
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+def share_time(clients: tuple[TimeSharedClient, ...], seconds: float, turn: float) -> None:
+    """Each client runs ``seconds`` in turns of ``turn``, the others stopped meanwhile."""
+    for _ in range(max(1, round(seconds / turn))):
+        for client in clients:
+            client.take_turn(turn)
+
+
 def build_c_client(runtime: Any, workdir: Path) -> Path:
     gcc = shutil.which("gcc")
     if gcc is None:
@@ -151,26 +237,48 @@ def build_c_client(runtime: Any, workdir: Path) -> Path:
     return binary
 
 
-def run_c(binary: Path, runtime: Any, path: str, sql: str, read_only: bool, threads: int, warmup: float,
-          measure: float) -> float:
-    tpb = build_tpb("read_committed", read_only, None).hex()
+def client_env(runtime: Any) -> dict[str, str]:
     env = runtime.env()
     env.setdefault("ISC_USER", "SYSDBA")
-    done = subprocess.run([str(binary), path, sql, tpb, str(SPAN), str(threads), str(warmup), str(measure)],
-                          env=env, capture_output=True, text=True, timeout=warmup + measure + 120)
-    if done.returncode != 0:
-        raise RuntimeError(f"fbloop failed: {done.stderr.strip()}")
-    return float(json.loads(done.stdout)["ops_per_second"])
+    return env
 
 
-def fresh_copy(pristine: str) -> str:
+def start_clients(runtime: Any, binary: Path, pristine: str, sql: str, read_only: bool,
+                  threads: int) -> tuple[TimeSharedClient, TimeSharedClient]:
+    """C and core, each on its own fresh copy, started and stopped at their first operation."""
+    workdir = Path(pristine).parent
+    tpb = build_tpb("read_committed", read_only, None).hex()
+    env = client_env(runtime)
+    c = TimeSharedClient("C", [str(binary), fresh_copy(pristine, "c"), sql, tpb, str(SPAN), str(threads), "0",
+                               str(DAY), str(workdir / "count-c")], env, workdir / "count-c")
+    core = TimeSharedClient("core", [sys.executable, "-c", f"import sys; sys.path[:0] = [{str(HERE)!r}]; "
+                                     f"import {TARGET}; {TARGET}.time_shared_core_child()",
+                                     fresh_copy(pristine, "core"), str(runtime.client_library), sql,
+                                     "1" if read_only else "0", str(threads), str(workdir / "count-core")],
+                            env, workdir / "count-core")
+    return c, core
+
+
+def end_core(core: TimeSharedClient) -> None:
+    """Continue the core run and stop it as Ctrl-C would; it must have counted only successes."""
+    core.process.send_signal(signal.SIGCONT)
+    core.process.send_signal(signal.SIGINT)
+    out, err = core.process.communicate(timeout=60)
+    if core.process.returncode != 0 or not out.strip():
+        raise RuntimeError(f"core run ended with exit code {core.process.returncode}: {err.strip()[-600:]}")
+    closing = json.loads(out.strip().splitlines()[-1])
+    if closing["status"] not in ("stopped", "completed") or closing["not_ok"]:
+        raise RuntimeError(f"core run {closing['status']}: {closing['failure'] or closing}")
+
+
+def fresh_copy(pristine: str, who: str = "run") -> str:
     """Every measured run starts from the same database state.
 
     The procedure updates and inserts: without a fresh copy, each run would inherit the back
     versions and garbage of the runs before it, and whoever ran later would be measured on a
     heavier database.
     """
-    copy = pristine.replace(".fdb", "-run.fdb")
+    copy = pristine.replace(".fdb", f"-{who}.fdb")
     shutil.copyfile(pristine, copy)
     return copy
 
@@ -178,41 +286,50 @@ def fresh_copy(pristine: str) -> str:
 def compare(label: str, runtime: Any, binary: Path, pristine: str, sql: str, read_only: bool, threads: int,
             args: argparse.Namespace) -> dict[str, Any]:
     c_runs: list[float] = []
-    core_runs: list[dict[str, Any]] = []
+    core_runs: list[float] = []
     for repeat in range(args.repeats):
-        # Alternate which goes first, so that neither always gets the warmer file cache.
-        order = ("c", "core") if repeat % 2 == 0 else ("core", "c")
-        for who in order:
-            path = fresh_copy(pristine)
-            if who == "c":
-                c_runs.append(run_c(binary, runtime, path, sql, read_only, threads, args.warmup, args.seconds))
-            else:
-                core_runs.append(run_in_engine(runtime, f"{TARGET}:run_core", path, str(runtime.client_library), sql,
-                                               read_only, threads, args.warmup, args.seconds))
-    core_ops = [r["ops_per_second"] for r in core_runs]
+        c, core = start_clients(runtime, binary, pristine, sql, read_only, threads)
+        try:
+            c.wait_until_counting()
+            core.wait_until_counting()
+            # Alternate who takes the first turn, so that neither always follows the other.
+            order = (c, core) if repeat % 2 == 0 else (core, c)
+            share_time(order, args.warmup, args.turn)
+            counted = [client.count() for client in order]
+            for client in order:
+                client.running_seconds = 0.0
+            share_time(order, args.seconds, args.turn)
+            rates = {client.name: (client.count() - before) / client.running_seconds
+                     for client, before in zip(order, counted, strict=True)}
+            c.kill()
+            end_core(core)
+        finally:
+            c.kill()
+            core.kill()
+        c_runs.append(rates["C"])
+        core_runs.append(rates["core"])
     point = {
         "label": label, "threads": threads,
         "c": statistics.median(c_runs), "c_runs": c_runs,
-        "core": statistics.median(core_ops), "core_runs": core_ops,
-        "client_cpu_us_per_op": statistics.median(r["client_cpu_us_per_op"] for r in core_runs),
-        "thread_cpu_us_per_op": statistics.median(r["thread_cpu_us_per_op"] for r in core_runs),
+        "core": statistics.median(core_runs), "core_runs": core_runs,
+        "client_cpu_us_per_op": run_in_engine(runtime, f"{TARGET}:core_cpu_per_op", fresh_copy(pristine),
+                                              str(runtime.client_library), sql, read_only, threads, args.seconds),
     }
-    # This 2-core VM drifts by ±20 % from one 5-second run to the next, for either client. Each
-    # repeat runs C and core back to back, so the ratio of a pair shares the machine's mood; the
-    # median of the paired ratios is the comparison, the medians of throughput are for scale.
-    point["pair_ratios"] = [core["ops_per_second"] / c for c, core in zip(c_runs, core_runs, strict=True)]
+    # Both rates of a repeat come from the same seconds of the same machine, interleaved in turns
+    # of --turn: their ratio is the comparison; the medians of throughput are for scale.
+    point["pair_ratios"] = [core / c for c, core in zip(c_runs, core_runs, strict=True)]
     point["ratio"] = statistics.median(point["pair_ratios"])
     point["ratio_ci95"] = median_ci95(point["pair_ratios"])
     # The core's own code against the CPU one operation costs (C's figure, all busy CPUs): a bound
     # on how much the core can cost that the machine's noise cannot blur.
-    cpu_us_per_op = min(threads, os.cpu_count() or 1) / point["c"] * 1e6
-    point["core_share_of_op_cpu"] = point["client_cpu_us_per_op"] / cpu_us_per_op
+    op_cpu_us = min(threads, os.cpu_count() or 1) / point["c"] * 1e6
+    point["core_share_of_op_cpu"] = point["client_cpu_us_per_op"] / op_cpu_us
     low, high = point["ratio_ci95"]
     print(f"  {label:<34} C {point['c']:>9,.0f}/s   core {point['core']:>9,.0f}/s   "
-          f"paired ratio {point['ratio']:.3f} (95 % CI {low:.3f}–{high:.3f})   "
+          f"ratio {point['ratio']:.3f} (95 % CI {low:.3f}–{high:.3f})   "
           f"core client CPU {point['client_cpu_us_per_op']:.2f} µs/op = "
           f"{100 * point['core_share_of_op_cpu']:.1f} % of an operation's CPU"
-          f"   (C {_spread(c_runs)}; core {_spread(core_ops)})", flush=True)
+          f"   (C {_spread(c_runs)}; core {_spread(core_runs)})", flush=True)
     return point
 
 
@@ -221,12 +338,7 @@ def core_child() -> None:
     from fbbench.core import run_load
 
     path, library, sql, read_only, seconds = sys.argv[1:6]
-    result = run_load({
-        "client_library": library, "database": path, "connections": 1, "warmup_seconds": 0,
-        "measure_seconds": float(seconds), "interval_seconds": float(seconds), "seed": 1,
-        "units": [{"name": "op", "isolation": "read_committed", "read_only": read_only == "1",
-                   "statements": [{"sql": sql, "params": [{"kind": "uniform", "args": [1, SPAN]}]}]}],
-    })
+    result = run_load(load_config(path, library, sql, read_only == "1", 1, 0, float(seconds)))
     print(json.dumps({"ops": result.units_completed, "status": result.status}))
 
 
@@ -247,8 +359,7 @@ def instructions_per_op(runtime: Any, binary: Path, pristine: str, sql: str, rea
     6 s under callgrind); the difference divides out start-up (process, Python, attach, prepare).
     The engine's own instructions are in both counts: they are the same work.
     """
-    env = runtime.env() | {"PYTHONHASHSEED": "0"}
-    env.setdefault("ISC_USER", "SYSDBA")
+    env = client_env(runtime) | {"PYTHONHASHSEED": "0"}
     tpb = build_tpb("read_committed", read_only, None).hex()
     workdir = Path(pristine).parent
     result = {}
@@ -279,8 +390,14 @@ def median_ci95(values: list[float], resamples: int = 4000) -> tuple[float, floa
 def verdict(points: list[dict[str, Any]], target: float = 0.95) -> str:
     worst = min(points, key=lambda p: p["ratio"])
     if all(p["ratio"] >= target for p in points):
-        return (f"target core ≥ {target} × C: met at every point "
-                f"(lowest median ratio {worst['ratio']:.3f}: {worst['label']})")
+        wide = [p for p in points if p["ratio_ci95"][0] < target]
+        if not wide:
+            return (f"target core ≥ {target} × C: met at every point, each 95 % interval above {target} "
+                    f"(lowest median ratio {worst['ratio']:.3f}: {worst['label']})")
+        names = ", ".join(f"{p['label']} (CI {p['ratio_ci95'][0]:.3f}–{p['ratio_ci95'][1]:.3f})" for p in wide)
+        return (f"target core ≥ {target} × C: met at every point by the median ratios (lowest {worst['ratio']:.3f}: "
+                f"{worst['label']}), but the 95 % interval reaches below {target} at {names}; more --repeats "
+                f"narrow it")
     missed = [p for p in points if p["ratio_ci95"][1] < target]
     if missed:
         names = ", ".join(f"{p['label']} {p['ratio']:.3f}" for p in missed)
@@ -298,9 +415,10 @@ def _spread(values: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--seconds", type=float, default=5.0, help="measured seconds per run")
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--seconds", type=float, default=3.0, help="measured seconds of each client per repeat")
     parser.add_argument("--warmup", type=float, default=1.0, help="warm-up seconds per run")
+    parser.add_argument("--turn", type=float, default=0.1, help="seconds a client runs before the other's turn")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4], help="point-select attachments")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--workdir", type=Path, help="keep runtime, databases and binary here")
@@ -321,8 +439,9 @@ def main() -> None:
     print(f"database in {workdir}")
     print(f"Firebird {facts['version']} embedded, ServerMode {facts['server_mode']}, forced writes "
           f"{'ON' if facts['forced_writes'] else 'off'}, page buffers {facts['page_buffers']}, "
-          f"{os.cpu_count()} CPU(s); {args.repeats} repeats × {args.seconds:g} s measured after "
-          f"{args.warmup:g} s warm-up, medians (min–max)", flush=True)
+          f"{os.cpu_count()} CPU(s); {args.repeats} repeats; in each, C and core take turns of "
+          f"{args.turn:g} s until each ran {args.warmup:g} s of warm-up and {args.seconds:g} s measured; medians "
+          f"(min–max)", flush=True)
 
     points = [compare("procedure (30 statements), 1 att.", runtime, binary, path, PROCEDURE_SQL, False, 1, args)]
     in_engine = []
@@ -351,8 +470,8 @@ def main() -> None:
         print("instructions per operation: skipped (valgrind not installed: apt-get install valgrind)")
     if args.json:
         args.json.write_text(json.dumps({"engine": facts, "in_engine_ops_per_second": floor, "points": points,
-                                         "instructions_per_op": instructions,
-                                         "repeats": args.repeats, "seconds": args.seconds}, indent=2))
+                                         "instructions_per_op": instructions, "repeats": args.repeats,
+                                         "seconds": args.seconds, "turn": args.turn}, indent=2))
     if args.workdir is None:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -16,16 +16,24 @@
  *
  * No ibase.h is needed: the few declarations below follow the published C API (LP64).
  *
- * usage: fbloop DATABASE SQL TPB_HEX MAX THREADS WARMUP_SECONDS MEASURE_SECONDS
+ * usage: fbloop DATABASE SQL TPB_HEX MAX THREADS WARMUP_SECONDS MEASURE_SECONDS [COUNTER_FILE]
  * prints: {"threads": N, "ops": K, "seconds": S, "ops_per_second": R}
+ *
+ * With COUNTER_FILE, each thread also keeps its count of committed transactions since it started
+ * (warm-up included) as a little-endian int64 at offset 64 × thread index of that file, so that a
+ * parent that stops and continues this process (SIGSTOP / SIGCONT) can read how much it did
+ * while it was running.
  */
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef intptr_t ISC_STATUS;
 typedef unsigned int FB_HANDLE;
@@ -95,6 +103,7 @@ static struct timespec zero;
 typedef struct {
     int index;
     long long ops;
+    volatile int64_t *live; /* this thread's slot of COUNTER_FILE, or a private dummy */
 } Worker;
 
 static void die(const char *what, const ISC_STATUS *status) {
@@ -196,6 +205,7 @@ static void *run(void *arg) {
             if (isc_dsql_execute(st, &tr, &stmt, 3, in)) die("execute", st);
         }
         if (isc_commit_transaction(st, &tr)) die("commit", st);
+        *w->live += 1;
         double t = since_zero();
         if (t >= end) break;
         if (t >= warmup) w->ops++;
@@ -206,8 +216,9 @@ static void *run(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 8) {
-        fprintf(stderr, "usage: fbloop DATABASE SQL TPB_HEX MAX THREADS WARMUP_SECONDS MEASURE_SECONDS\n");
+    if (argc != 8 && argc != 9) {
+        fprintf(stderr, "usage: fbloop DATABASE SQL TPB_HEX MAX THREADS WARMUP_SECONDS MEASURE_SECONDS "
+                        "[COUNTER_FILE]\n");
         return 2;
     }
     database = argv[1];
@@ -227,11 +238,21 @@ int main(int argc, char **argv) {
     pthread_barrier_init(&go, NULL, (unsigned)threads + 1);
     pthread_t *ids = calloc(threads, sizeof *ids);
     Worker *workers = calloc(threads, sizeof *workers);
+    int64_t *slots = calloc((size_t)threads * 8, sizeof(int64_t));
+    if (argc == 9) {
+        size_t size = (size_t)threads * 64;
+        int fd = open(argv[8], O_RDWR | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || ftruncate(fd, (off_t)size) != 0) { perror("fbloop: counter file"); return 2; }
+        slots = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (slots == MAP_FAILED) { perror("fbloop: counter file"); return 2; }
+        close(fd);
+    }
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 8u << 20); /* the embedded engine runs on this thread */
     for (int i = 0; i < threads; i++) {
         workers[i].index = i;
+        workers[i].live = &slots[i * 8];
         pthread_create(&ids[i], &attr, run, &workers[i]);
     }
     pthread_barrier_wait(&ready);
