@@ -25,9 +25,11 @@ after the other see different machines, turns of 0.1 s see the same one. The rat
 the median over the repeats, with a bootstrap 95 % interval. The core's own CPU per operation,
 against what an operation costs, bounds its overhead independently of any timing; and, when
 valgrind is installed, callgrind counts the instructions per operation of both clients at 1
-attachment (engine included): a count, repeatable whatever the machine does.
+attachment (engine included): a count, repeatable whatever the machine does. With --control,
+each point also compares C with C the same way: how far apart two identical clients land on
+this machine, the floor under any core/C difference it can show.
 
-    .venv/bin/python benchmarks/core_overhead.py [--repeats 9] [--seconds 3] [--warmup 1] [--turn 0.1]
+    .venv/bin/python benchmarks/core_overhead.py [--repeats 9] [--seconds 3] [--warmup 1] [--turn 0.1] [--control]
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -243,23 +246,54 @@ def client_env(runtime: Any) -> dict[str, str]:
     return env
 
 
-def start_clients(runtime: Any, binary: Path, pristine: str, sql: str, read_only: bool,
-                  threads: int) -> tuple[TimeSharedClient, TimeSharedClient]:
-    """C and core, each on its own fresh copy, started and stopped at their first operation."""
-    workdir = Path(pristine).parent
+def c_client(name: str, runtime: Any, binary: Path, pristine: str, sql: str, read_only: bool,
+             threads: int) -> TimeSharedClient:
+    counter = Path(pristine).parent / f"count-{name}"
+    # A count left by the previous repeat would pass for this one's first operation.
+    counter.unlink(missing_ok=True)
     tpb = build_tpb("read_committed", read_only, None).hex()
-    env = client_env(runtime)
-    for counter in ("count-c", "count-core"):
-        # A count left by the previous repeat would pass for this one's first operation.
-        (workdir / counter).unlink(missing_ok=True)
-    c = TimeSharedClient("C", [str(binary), fresh_copy(pristine, "c"), sql, tpb, str(SPAN), str(threads), "0",
-                               str(DAY), str(workdir / "count-c")], env, workdir / "count-c")
-    core = TimeSharedClient("core", [sys.executable, "-c", f"import sys; sys.path[:0] = [{str(HERE)!r}]; "
+    return TimeSharedClient(name, [str(binary), fresh_copy(pristine, name), sql, tpb, str(SPAN), str(threads), "0",
+                                   str(DAY), str(counter)], client_env(runtime), counter)
+
+
+def core_client(runtime: Any, pristine: str, sql: str, read_only: bool, threads: int) -> TimeSharedClient:
+    counter = Path(pristine).parent / "count-core"
+    counter.unlink(missing_ok=True)
+    return TimeSharedClient("core", [sys.executable, "-c", f"import sys; sys.path[:0] = [{str(HERE)!r}]; "
                                      f"import {TARGET}; {TARGET}.time_shared_core_child()",
                                      fresh_copy(pristine, "core"), str(runtime.client_library), sql,
-                                     "1" if read_only else "0", str(threads), str(workdir / "count-core")],
-                            env, workdir / "count-core")
-    return c, core
+                                     "1" if read_only else "0", str(threads), str(counter)],
+                            client_env(runtime), counter)
+
+
+def time_shared_rates(start: Callable[[], tuple[TimeSharedClient, TimeSharedClient]],
+                      args: argparse.Namespace) -> tuple[list[float], list[float]]:
+    """Operations/s of the two clients ``start`` makes, one pair per repeat, in shared time."""
+    first_rates: list[float] = []
+    second_rates: list[float] = []
+    for repeat in range(args.repeats):
+        pair = start()
+        try:
+            for client in pair:
+                client.wait_until_counting()
+            # Alternate who takes the first turn, so that neither always follows the other.
+            order = pair if repeat % 2 == 0 else pair[::-1]
+            share_time(order, args.warmup, args.turn)
+            counted = [client.count() for client in pair]
+            for client in pair:
+                client.running_seconds = 0.0
+            share_time(order, args.seconds, args.turn)
+            first, second = ((client.count() - before) / client.running_seconds
+                             for client, before in zip(pair, counted, strict=True))
+            for client in pair:
+                if client.name == "core":
+                    end_core(client)
+        finally:
+            for client in pair:
+                client.kill()
+        first_rates.append(first)
+        second_rates.append(second)
+    return first_rates, second_rates
 
 
 def end_core(core: TimeSharedClient) -> None:
@@ -288,29 +322,8 @@ def fresh_copy(pristine: str, who: str = "run") -> str:
 
 def compare(label: str, runtime: Any, binary: Path, pristine: str, sql: str, read_only: bool, threads: int,
             args: argparse.Namespace) -> dict[str, Any]:
-    c_runs: list[float] = []
-    core_runs: list[float] = []
-    for repeat in range(args.repeats):
-        c, core = start_clients(runtime, binary, pristine, sql, read_only, threads)
-        try:
-            c.wait_until_counting()
-            core.wait_until_counting()
-            # Alternate who takes the first turn, so that neither always follows the other.
-            order = (c, core) if repeat % 2 == 0 else (core, c)
-            share_time(order, args.warmup, args.turn)
-            counted = [client.count() for client in order]
-            for client in order:
-                client.running_seconds = 0.0
-            share_time(order, args.seconds, args.turn)
-            rates = {client.name: (client.count() - before) / client.running_seconds
-                     for client, before in zip(order, counted, strict=True)}
-            c.kill()
-            end_core(core)
-        finally:
-            c.kill()
-            core.kill()
-        c_runs.append(rates["C"])
-        core_runs.append(rates["core"])
+    c_runs, core_runs = time_shared_rates(lambda: (c_client("C", runtime, binary, pristine, sql, read_only, threads),
+                                                   core_client(runtime, pristine, sql, read_only, threads)), args)
     point = {
         "label": label, "threads": threads,
         "c": statistics.median(c_runs), "c_runs": c_runs,
@@ -327,12 +340,25 @@ def compare(label: str, runtime: Any, binary: Path, pristine: str, sql: str, rea
     # on how much the core can cost that the machine's noise cannot blur.
     op_cpu_us = min(threads, os.cpu_count() or 1) / point["c"] * 1e6
     point["core_share_of_op_cpu"] = point["client_cpu_us_per_op"] / op_cpu_us
+    if args.control:
+        # The same comparison with C on both sides: how far apart identical clients land here.
+        a_runs, b_runs = time_shared_rates(lambda: (c_client("C", runtime, binary, pristine, sql, read_only, threads),
+                                                    c_client("C2", runtime, binary, pristine, sql, read_only,
+                                                             threads)), args)
+        control = [b / a for a, b in zip(a_runs, b_runs, strict=True)]
+        point["control_ratios"] = control
+        point["control_ratio"] = statistics.median(control)
+        point["control_ratio_ci95"] = median_ci95(control)
     low, high = point["ratio_ci95"]
     print(f"  {label:<34} C {point['c']:>9,.0f}/s   core {point['core']:>9,.0f}/s   "
           f"ratio {point['ratio']:.3f} (95 % CI {low:.3f}–{high:.3f})   "
           f"core client CPU {point['client_cpu_us_per_op']:.2f} µs/op = "
           f"{100 * point['core_share_of_op_cpu']:.1f} % of an operation's CPU"
           f"   (C {_spread(c_runs)}; core {_spread(core_runs)})", flush=True)
+    if args.control:
+        low, high = point["control_ratio_ci95"]
+        print(f"  {'':<34} control, C against C: ratio {point['control_ratio']:.3f} (95 % CI {low:.3f}–{high:.3f}; "
+              f"repeats {min(point['control_ratios']):.3f}–{max(point['control_ratios']):.3f})", flush=True)
     return point
 
 
@@ -422,6 +448,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="measured seconds of each client per repeat")
     parser.add_argument("--warmup", type=float, default=1.0, help="warm-up seconds per run")
     parser.add_argument("--turn", type=float, default=0.1, help="seconds a client runs before the other's turn")
+    parser.add_argument("--control", action="store_true",
+                        help="also compare C with C at each point: the method's own spread on this machine")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4], help="point-select attachments")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--workdir", type=Path, help="keep runtime, databases and binary here")
