@@ -98,6 +98,8 @@ def test_generators_and_expressions() -> None:
     assert parse_generator("const('abc')") == Generator("const", ("abc",))
     assert parse_generator("uniform(1, 2 * 5)") == Generator("uniform", (1, 10))
     assert evaluate("100 * a.b / (a.c + 1)", {"a.b": 3, "a.c": 2}) == 100.0
+    with pytest.raises(ExpressionError, match=r"division by zero in '100 \* a\.b / a\.c': a\.c is 0"):
+        evaluate("100 * a.b / a.c", {"a.b": 3, "a.c": 0})
     for bad in ("__import__('os')", "a[0]", "1 if 1 else 2"):
         with pytest.raises(ExpressionError):
             evaluate(bad, {"a": 1})

@@ -48,7 +48,10 @@ def evaluate(text: str, names: Mapping[str, float] | None = None) -> float | int
             try:
                 return _BINARY[type(node.op)](left, right)
             except ZeroDivisionError:
-                raise ExpressionError(f"division by zero in '{text}'") from None
+                # Audits divide by a unit's count: name the divisor, so that the unit that never
+                # completed is in the message.
+                divisor = "" if isinstance(node.right, ast.Constant) else f": {ast.unparse(node.right)} is 0"
+                raise ExpressionError(f"division by zero in '{text}'{divisor}") from None
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
             return _UNARY[type(node.op)](walk(node.operand))
         name = _dotted(node)
