@@ -184,10 +184,18 @@ def time_shared_core_child() -> None:
 
 
 class TimeSharedClient:
-    """A client process that runs only during its turns (stopped and continued from here)."""
+    """A client process that runs only during its turns (stopped and continued from here).
 
-    def __init__(self, name: str, command: list[str], env: dict[str, str], counter: Path) -> None:
+    ``command`` writes its count of operations into ``counter``; a client that ``ends_on_sigint``
+    (the core) is stopped as Ctrl-C would and must report only successes, the others are killed.
+    """
+
+    def __init__(self, name: str, command: list[str], env: dict[str, str], counter: Path,
+                 ends_on_sigint: bool = False) -> None:
         self.name, self.counter, self.running_seconds = name, counter, 0.0
+        self.ends_on_sigint = ends_on_sigint
+        # A count left by the previous repeat would pass for this client's first operation.
+        counter.unlink(missing_ok=True)
         self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                         process_group=0)
 
@@ -216,6 +224,19 @@ class TimeSharedClient:
         time.sleep(seconds)
         self.process.send_signal(signal.SIGSTOP)
         self.running_seconds += time.perf_counter() - started
+
+    def end(self) -> None:
+        if not self.ends_on_sigint:
+            self.kill()
+            return
+        self.process.send_signal(signal.SIGCONT)
+        self.process.send_signal(signal.SIGINT)
+        out, err = self.process.communicate(timeout=60)
+        if self.process.returncode != 0 or not out.strip():
+            raise RuntimeError(f"{self.name} ended with exit code {self.process.returncode}: {err.strip()[-600:]}")
+        closing = json.loads(out.strip().splitlines()[-1])
+        if closing["status"] not in ("stopped", "completed") or closing["not_ok"]:
+            raise RuntimeError(f"{self.name} run {closing['status']}: {closing['failure'] or closing}")
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -249,8 +270,6 @@ def client_env(runtime: Any) -> dict[str, str]:
 def c_client(name: str, runtime: Any, binary: Path, pristine: str, sql: str, read_only: bool,
              threads: int) -> TimeSharedClient:
     counter = Path(pristine).parent / f"count-{name}"
-    # A count left by the previous repeat would pass for this one's first operation.
-    counter.unlink(missing_ok=True)
     tpb = build_tpb("read_committed", read_only, None).hex()
     return TimeSharedClient(name, [str(binary), fresh_copy(pristine, name), sql, tpb, str(SPAN), str(threads), "0",
                                    str(DAY), str(counter)], client_env(runtime), counter)
@@ -258,12 +277,11 @@ def c_client(name: str, runtime: Any, binary: Path, pristine: str, sql: str, rea
 
 def core_client(runtime: Any, pristine: str, sql: str, read_only: bool, threads: int) -> TimeSharedClient:
     counter = Path(pristine).parent / "count-core"
-    counter.unlink(missing_ok=True)
     return TimeSharedClient("core", [sys.executable, "-c", f"import sys; sys.path[:0] = [{str(HERE)!r}]; "
                                      f"import {TARGET}; {TARGET}.time_shared_core_child()",
                                      fresh_copy(pristine, "core"), str(runtime.client_library), sql,
                                      "1" if read_only else "0", str(threads), str(counter)],
-                            client_env(runtime), counter)
+                            client_env(runtime), counter, ends_on_sigint=True)
 
 
 def time_shared_rates(start: Callable[[], tuple[TimeSharedClient, TimeSharedClient]],
@@ -286,26 +304,13 @@ def time_shared_rates(start: Callable[[], tuple[TimeSharedClient, TimeSharedClie
             first, second = ((client.count() - before) / client.running_seconds
                              for client, before in zip(pair, counted, strict=True))
             for client in pair:
-                if client.name == "core":
-                    end_core(client)
+                client.end()
         finally:
             for client in pair:
                 client.kill()
         first_rates.append(first)
         second_rates.append(second)
     return first_rates, second_rates
-
-
-def end_core(core: TimeSharedClient) -> None:
-    """Continue the core run and stop it as Ctrl-C would; it must have counted only successes."""
-    core.process.send_signal(signal.SIGCONT)
-    core.process.send_signal(signal.SIGINT)
-    out, err = core.process.communicate(timeout=60)
-    if core.process.returncode != 0 or not out.strip():
-        raise RuntimeError(f"core run ended with exit code {core.process.returncode}: {err.strip()[-600:]}")
-    closing = json.loads(out.strip().splitlines()[-1])
-    if closing["status"] not in ("stopped", "completed") or closing["not_ok"]:
-        raise RuntimeError(f"core run {closing['status']}: {closing['failure'] or closing}")
 
 
 def fresh_copy(pristine: str, who: str = "run") -> str:

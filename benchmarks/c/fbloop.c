@@ -238,7 +238,7 @@ int main(int argc, char **argv) {
     pthread_barrier_init(&go, NULL, (unsigned)threads + 1);
     pthread_t *ids = calloc(threads, sizeof *ids);
     Worker *workers = calloc(threads, sizeof *workers);
-    int64_t *slots = calloc((size_t)threads * 8, sizeof(int64_t));
+    int64_t *slots;
     if (argc == 9) {
         size_t size = (size_t)threads * 64;
         int fd = open(argv[8], O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -246,6 +246,8 @@ int main(int argc, char **argv) {
         slots = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (slots == MAP_FAILED) { perror("fbloop: counter file"); return 2; }
         close(fd);
+    } else {
+        slots = calloc((size_t)threads * 8, sizeof(int64_t));
     }
     pthread_attr_t attr;
     pthread_attr_init(&attr);
