@@ -129,8 +129,15 @@ impl<'s> Worker<'s> {
             .map(|rate| config.connections as f64 / rate);
         let mut scheduled = Instant::now().max(zero);
         let busy = &shared.slot(self.index).busy;
+        // End of the last library call, while the core's own time since then is still uncounted:
+        // the next loop top closes that span, so a closed loop reads the clock three times per unit.
+        let mut core_since: Option<Instant> = None;
 
         loop {
+            let top = Instant::now();
+            if let Some(since) = core_since.take() {
+                self.core_ns += top.saturating_duration_since(since).as_nanos() as u64;
+            }
             if shared.stopping() {
                 return Ok(());
             }
@@ -141,7 +148,7 @@ impl<'s> Worker<'s> {
             }
             let picked = choose_unit(&mut work, &config.cumulative_weights);
             let unit = &config.units[picked];
-            let started = match arrival_mean {
+            let (started, core_started) = match arrival_mean {
                 Some(mean) => {
                     // Open loop: arrivals follow their own schedule; a late start is queueing
                     // and stays in the latency.
@@ -149,24 +156,25 @@ impl<'s> Worker<'s> {
                     if end.is_some_and(|e| scheduled >= e) || !shared.sleep_until(scheduled) {
                         return Ok(());
                     }
-                    scheduled
+                    (scheduled, Instant::now())
                 }
                 None => {
-                    if unit.keying_seconds > 0.0
-                        && !shared.sleep_until(
+                    let now = if unit.keying_seconds > 0.0 {
+                        if !shared.sleep_until(
                             Instant::now() + Duration::from_secs_f64(unit.keying_seconds),
-                        )
-                    {
-                        return Ok(());
-                    }
-                    let now = Instant::now();
+                        ) {
+                            return Ok(());
+                        }
+                        Instant::now()
+                    } else {
+                        top
+                    };
                     if end.is_some_and(|e| now >= e) {
                         return Ok(());
                     }
-                    now
+                    (now, now)
                 }
             };
-            let core_started = Instant::now();
             let unit_statements = &mut statements[picked];
             unit_statements[0].bind(&mut work, self.index);
             tally.iter_mut().for_each(|t| *t = 0.0);
@@ -181,14 +189,18 @@ impl<'s> Worker<'s> {
                 shared.record(self.index, picked, outcome, micros, offset, code, &tally);
             }
             self.units_done += 1;
-            let recorded = Instant::now();
-            self.core_ns += (library_started - core_started).as_nanos() as u64
-                + (recorded - finished).as_nanos() as u64;
+            self.core_ns += library_started
+                .saturating_duration_since(core_started)
+                .as_nanos() as u64;
             if arrival_mean.is_none() && unit.think_seconds > 0.0 {
                 let think = timing.exponential(unit.think_seconds, THINK_CAP);
-                if !shared.sleep_until(Instant::now() + Duration::from_secs_f64(think)) {
+                let thinking = Instant::now();
+                self.core_ns += thinking.saturating_duration_since(finished).as_nanos() as u64;
+                if !shared.sleep_until(thinking + Duration::from_secs_f64(think)) {
                     return Ok(());
                 }
+            } else {
+                core_since = Some(finished);
             }
         }
     }
