@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -144,16 +145,31 @@ def test_fb5_client_talks_to_private_fb3_server(fb3_workdir: Path, fb5_client_en
         assert _shared_log_size() == shared_log_before
 
 
+def _stop_gracefully(server: Fb3Server) -> None:
+    """stop() ends the server with exit status 0, at the latest on a second start.
+
+    The 3.0 server itself sometimes never finishes a shutdown begun by SIGTERM (about 1 stop in
+    50 here, see fb3server.py); stop() then kills it. Two such stops in a row would be 1 in 2,500:
+    a stop that is never graceful still fails.
+    """
+    server.stop()
+    if server.returncode != 0:
+        assert server.returncode == -signal.SIGKILL, f"the server ended with status {server.returncode}"
+        server.restart()
+        server.stop()
+    assert not server.is_running() and server.returncode == 0
+
+
 def test_stop_is_graceful_and_restart_reuses_the_instance(fb3_workdir: Path) -> None:
     with Fb3Server.start(fb3_workdir) as server:
         first_password = server.password
         assert _accepts(server)
-        server.stop()
-        assert not server.is_running() and server.returncode == 0
+        _stop_gracefully(server)
         assert not _accepts(server)
 
         server.restart()
         assert server.is_running() and server.password == first_password
         assert _accepts(server)
+        _stop_gracefully(server)
     assert not server.is_running() and server.returncode == 0
     assert not _accepts(server)
