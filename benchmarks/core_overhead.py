@@ -27,9 +27,12 @@ against what an operation costs, bounds its overhead independently of any timing
 valgrind is installed, callgrind counts the instructions per operation of both clients at 1
 attachment (engine included): a count, repeatable whatever the machine does. With --control,
 each point also compares C with C the same way: how far apart two identical clients land on
-this machine, the floor under any core/C difference it can show.
+this machine, the floor under any core/C difference it can show. --pool gives one verdict over
+the repeats of several runs saved with --json.
 
     .venv/bin/python benchmarks/core_overhead.py [--repeats 9] [--seconds 3] [--warmup 1] [--turn 0.1] [--control]
+                                                 [--json FILE]
+    .venv/bin/python benchmarks/core_overhead.py --pool FILE [FILE ...]
 """
 
 from __future__ import annotations
@@ -443,6 +446,37 @@ def verdict(points: list[dict[str, Any]], target: float = 0.95) -> str:
             f"the 95 % interval reaches above it; repeat with more --repeats, on a quieter machine")
 
 
+def pool_runs(paths: list[Path]) -> list[dict[str, Any]]:
+    """The points of several --json runs with their repeats pooled, for one verdict over all of them.
+
+    A 1-attachment point spreads by ±10 % per repeat on a 2-core VM: one run's interval is wide,
+    the repeats of several runs on the same machine and engine narrow it.
+    """
+    pooled: dict[str, list[float]] = {}
+    engines = set()
+    for path in paths:
+        try:
+            document = json.loads(path.read_text())
+            engines.add(document["engine"]["version"])
+            runs = [(point["label"], point["pair_ratios"]) for point in document["points"]]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            sys.exit(f"{path}: not a figures file written by this benchmark's --json ({e})")
+        print(f"{path}: Firebird {document['engine']['version']}, {document['repeats']} repeats × "
+              f"{document['seconds']:g} s, turns of {document['turn']:g} s")
+        for label, ratios in runs:
+            pooled.setdefault(label, []).extend(ratios)
+    if len(engines) > 1:
+        sys.exit(f"the files come from different engines ({', '.join(sorted(engines))}): pool runs of one engine")
+    points = []
+    for label, ratios in pooled.items():
+        point = {"label": label, "ratio": statistics.median(ratios), "ratio_ci95": median_ci95(ratios)}
+        low, high = point["ratio_ci95"]
+        print(f"  {label:<34} {len(ratios):>3} repeats   ratio {point['ratio']:.3f} (95 % CI {low:.3f}–{high:.3f})   "
+              f"repeats {min(ratios):.3f}–{max(ratios):.3f}")
+        points.append(point)
+    return points
+
+
 def _spread(values: list[float]) -> str:
     return f"{min(values):,.0f}–{max(values):,.0f}"
 
@@ -458,7 +492,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4], help="point-select attachments")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--workdir", type=Path, help="keep runtime, databases and binary here")
+    parser.add_argument("--pool", type=Path, nargs="+", metavar="JSON",
+                        help="run nothing: pool the repeats of earlier --json runs into one verdict")
     args = parser.parse_args()
+    if args.pool:
+        print(verdict(pool_runs(args.pool)))
+        return
 
     # On tmpfs when there is one: the procedure writes, and the VM's disk write-back otherwise adds
     # ±20 % noise to runs that are meant to measure CPU.
