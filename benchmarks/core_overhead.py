@@ -342,8 +342,7 @@ def compare(label: str, runtime: Any, binary: Path, pristine: str, sql: str, rea
     # Both rates of a repeat come from the same seconds of the same machine, interleaved in turns
     # of --turn: their ratio is the comparison; the medians of throughput are for scale.
     point["pair_ratios"] = [core / c for c, core in zip(c_runs, core_runs, strict=True)]
-    point["ratio"] = statistics.median(point["pair_ratios"])
-    point["ratio_ci95"] = median_ci95(point["pair_ratios"])
+    point["ratio"], point["ratio_ci95"] = ratio_figures(point["pair_ratios"])
     # The core's own code against the CPU one operation costs (C's figure, all busy CPUs): a bound
     # on how much the core can cost that the machine's noise cannot blur.
     op_cpu_us = min(threads, os.cpu_count() or 1) / point["c"] * 1e6
@@ -355,18 +354,15 @@ def compare(label: str, runtime: Any, binary: Path, pristine: str, sql: str, rea
                                                              threads)), args)
         control = [b / a for a, b in zip(a_runs, b_runs, strict=True)]
         point["control_ratios"] = control
-        point["control_ratio"] = statistics.median(control)
-        point["control_ratio_ci95"] = median_ci95(control)
-    low, high = point["ratio_ci95"]
+        point["control_ratio"], point["control_ratio_ci95"] = ratio_figures(control)
     print(f"  {label:<34} C {point['c']:>9,.0f}/s   core {point['core']:>9,.0f}/s   "
-          f"ratio {point['ratio']:.3f} (95 % CI {low:.3f}–{high:.3f})   "
+          f"{_ratio_text(point['ratio'], point['ratio_ci95'])}   "
           f"core client CPU {point['client_cpu_us_per_op']:.2f} µs/op = "
           f"{100 * point['core_share_of_op_cpu']:.1f} % of an operation's CPU"
           f"   (C {_spread(c_runs)}; core {_spread(core_runs)})", flush=True)
     if args.control:
-        low, high = point["control_ratio_ci95"]
-        print(f"  {'':<34} control, C against C: ratio {point['control_ratio']:.3f} (95 % CI {low:.3f}–{high:.3f}; "
-              f"repeats {min(point['control_ratios']):.3f}–{max(point['control_ratios']):.3f})", flush=True)
+        print(f"  {'':<34} control, C against C: {_ratio_text(point['control_ratio'], point['control_ratio_ci95'])}"
+              f"   repeats {min(point['control_ratios']):.3f}–{max(point['control_ratios']):.3f}", flush=True)
     return point
 
 
@@ -424,6 +420,15 @@ def median_ci95(values: list[float], resamples: int = 4000) -> tuple[float, floa
     return medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
 
 
+def ratio_figures(ratios: list[float]) -> tuple[float, tuple[float, float]]:
+    """The median of per-repeat ratios and its 95 % interval."""
+    return statistics.median(ratios), median_ci95(ratios)
+
+
+def _ratio_text(ratio: float, ci95: tuple[float, float]) -> str:
+    return f"ratio {ratio:.3f} (95 % CI {ci95[0]:.3f}–{ci95[1]:.3f})"
+
+
 def verdict(points: list[dict[str, Any]], target: float = 0.95) -> str:
     worst = min(points, key=lambda p: p["ratio"])
     if all(p["ratio"] >= target for p in points):
@@ -459,19 +464,20 @@ def pool_runs(paths: list[Path]) -> list[dict[str, Any]]:
             document = json.loads(path.read_text())
             engines.add(document["engine"]["version"])
             runs = [(point["label"], point["pair_ratios"]) for point in document["points"]]
+            conditions = (f"Firebird {document['engine']['version']}, {document['repeats']} repeats × "
+                          f"{document['seconds']:g} s, turns of {document['turn']:g} s")
         except (OSError, ValueError, KeyError, TypeError) as e:
             sys.exit(f"{path}: not a figures file written by this benchmark's --json ({e})")
-        print(f"{path}: Firebird {document['engine']['version']}, {document['repeats']} repeats × "
-              f"{document['seconds']:g} s, turns of {document['turn']:g} s")
+        print(f"{path}: {conditions}")
         for label, ratios in runs:
             pooled.setdefault(label, []).extend(ratios)
     if len(engines) > 1:
         sys.exit(f"the files come from different engines ({', '.join(sorted(engines))}): pool runs of one engine")
     points = []
     for label, ratios in pooled.items():
-        point = {"label": label, "ratio": statistics.median(ratios), "ratio_ci95": median_ci95(ratios)}
-        low, high = point["ratio_ci95"]
-        print(f"  {label:<34} {len(ratios):>3} repeats   ratio {point['ratio']:.3f} (95 % CI {low:.3f}–{high:.3f})   "
+        ratio, ci95 = ratio_figures(ratios)
+        point = {"label": label, "ratio": ratio, "ratio_ci95": ci95}
+        print(f"  {label:<34} {len(ratios):>3} repeats   {_ratio_text(ratio, ci95)}   "
               f"repeats {min(ratios):.3f}–{max(ratios):.3f}")
         points.append(point)
     return points
