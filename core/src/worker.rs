@@ -136,7 +136,7 @@ impl<'s> Worker<'s> {
         loop {
             let top = Instant::now();
             if let Some(since) = core_since.take() {
-                self.core_ns += top.saturating_duration_since(since).as_nanos() as u64;
+                self.count_core(since, top);
             }
             if shared.stopping() {
                 return Ok(());
@@ -189,13 +189,11 @@ impl<'s> Worker<'s> {
                 shared.record(self.index, picked, outcome, micros, offset, code, &tally);
             }
             self.units_done += 1;
-            self.core_ns += library_started
-                .saturating_duration_since(core_started)
-                .as_nanos() as u64;
+            self.count_core(core_started, library_started);
             if arrival_mean.is_none() && unit.think_seconds > 0.0 {
                 let think = timing.exponential(unit.think_seconds, THINK_CAP);
                 let thinking = Instant::now();
-                self.core_ns += thinking.saturating_duration_since(finished).as_nanos() as u64;
+                self.count_core(finished, thinking);
                 if !shared.sleep_until(thinking + Duration::from_secs_f64(think)) {
                     return Ok(());
                 }
@@ -203,6 +201,11 @@ impl<'s> Worker<'s> {
                 core_since = Some(finished);
             }
         }
+    }
+
+    /// Time spent in the core's own code between two clock reads (client_cpu_seconds).
+    fn count_core(&mut self, from: Instant, to: Instant) {
+        self.core_ns += to.saturating_duration_since(from).as_nanos() as u64;
     }
 
     /// One transaction. Err only for what ends the attachment (connection lost, bad TPB).
@@ -236,9 +239,9 @@ impl<'s> Worker<'s> {
         'statements: for (si, statement) in statements.iter_mut().enumerate() {
             for r in 0..unit.statements[si].repeat {
                 if si > 0 || r > 0 {
-                    let t = Instant::now();
+                    let binding = Instant::now();
                     statement.bind(work, self.index);
-                    self.core_ns += t.elapsed().as_nanos() as u64;
+                    self.count_core(binding, Instant::now());
                 }
                 if att.execute(&mut tr, statement, tally).is_err() {
                     failed = true;
