@@ -8,15 +8,14 @@ import sys
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from fbbench import __version__, paths
-from fbbench.entry import commands_take_over_ctrl_c
+from fbbench import __version__, paths, signals
 from fbbench.errors import FbbenchError
 
 # Piped output gets 120 columns instead of rich's 80, so tables and the live line stay readable in logs.
@@ -293,6 +292,13 @@ def run(
     connect_rate: Annotated[float | None, typer.Option("--connect-rate", help="New attachments per second "
                                                        "during ramp-up (0 = all at once).")] = None,
     keep_database: Annotated[bool, typer.Option("--keep-database", help="Keep the run's database copy.")] = False,
+    allow_many_connections: Annotated[bool, typer.Option(
+        "--allow-many-connections", help="Allow more than 1,000 attachments (memory and process limits are "
+        "still checked).")] = False,
+    fail_on_checks: Annotated[bool, typer.Option("--fail-on-checks", help="Exit with code 3 when a consistency "
+                                                 "check fails (for CI).")] = False,
+    fail_on_audits: Annotated[bool, typer.Option("--fail-on-audits", help="Exit with code 3 when an audit is "
+                                                 "outside its bounds.")] = False,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Free text recorded with the run.")] = None,
     workdir: WorkdirOption = None,
     results: ResultsOption = None,
@@ -312,31 +318,21 @@ def run(
     * `fbbench run ./my-workload --transactions 1000 -c 1`
     * `ISC_PASSWORD=... fbbench run tpcc --engine db1/3050:/data/bench.fdb`
     """
-    from fbbench.runner.settings import RunSettings, parse_duration, parse_pairs, read_spec
+    from fbbench.settings import from_sources
 
-    values = read_spec(spec) if spec else {}
     flags = {
         "workload": workload, "engine": engine, "connections": connections, "transactions": transactions,
         "seed": seed, "page_size": page_size, "page_buffers": page_buffers, "forced_writes": _on_off(forced_writes),
         "load_connections": load_connections, "target_rate": rate, "connect_rate": connect_rate,
         "workdir": str(workdir) if workdir else None, "results": str(results) if results else None,
         "json": str(json_file) if json_file else None, "report": str(report) if report else None, "user": user,
-        "warmup": parse_duration(warmup, "--warmup") if warmup is not None else None,
-        "duration": parse_duration(duration, "--duration") if duration is not None else None,
-        "interval": parse_duration(interval, "--interval") if interval is not None else None,
+        "warmup": warmup, "duration": duration, "interval": interval, "tags": tag,
+        # Switches only ever turn their setting on (or, --no-sweep, off): absent means "as the spec says".
+        "sweep": False if no_sweep else None, "fresh": fresh or None, "keep_database": keep_database or None,
+        "allow_many_connections": allow_many_connections or None, "fail_on_checks": fail_on_checks or None,
+        "fail_on_audits": fail_on_audits or None,
     }
-    values.update({k: v for k, v in flags.items() if v is not None})
-    if scale:
-        values["scale"] = {**values.get("scale", {}), **parse_pairs(scale, "--scale")}
-    if set_conf:
-        values["conf"] = {**values.get("conf", {}), **parse_pairs(set_conf, "--set")}
-    values["sweep"] = values.get("sweep", True) and not no_sweep
-    values["fresh"] = values.get("fresh", False) or fresh
-    values["keep_database"] = values.get("keep_database", False) or keep_database
-    values["tags"] = [*values.get("tags", []), *(tag or [])]
-    if "workload" not in values:
-        raise FbbenchError("which workload? e.g. fbbench run tpcc", hint="built-in: tpcc; or a workload directory")
-    settings = RunSettings(**values)
+    settings = from_sources(spec, flags, scale, set_conf)
     credentials = _credentials(settings.user, password_file)
     settings.user = credentials.user
 
@@ -347,30 +343,54 @@ def run(
                       soft_wrap=True)
 
     outcome = execute(settings, credentials.password, on_leftovers=leftovers)
-    _report_run(outcome.run_id, outcome.results, settings.json, settings.report)
+    document, problems = _report_run(outcome.run_id, outcome.results, settings.json, settings.report)
+    code = outcome.exit_code
     if outcome.status == "failed":  # the summary shows what was kept; stderr says what went wrong
         _print_error(f"the run failed: {outcome.failure or 'no reason recorded'}", outcome.hint)
-    if outcome.exit_code:
-        raise typer.Exit(outcome.exit_code)
+    elif code == 0:
+        failed = [c["name"] for c in document.get("checks", []) if c["passed"] is False]
+        if settings.fail_on_audits:
+            failed += [a["name"] for a in document.get("audits", []) if a["passed"] is False]
+        if failed and (settings.fail_on_checks or settings.fail_on_audits):
+            _print_error(f"{len(failed)} check(s) failed: {'; '.join(failed)}")
+            code = CHECKS_FAILED
+    for problem in problems:
+        _print_error(problem, f"the run is recorded: fbbench results show {outcome.run_id} --results {outcome.results}")
+    if problems and not code:
+        code = FbbenchError.exit_code
+    if code:
+        raise typer.Exit(code)
 
 
-def _report_run(run_id: str, results: Path, json_file: str | None, report: str | None) -> None:
+CHECKS_FAILED = 3  # --fail-on-checks / --fail-on-audits: the run completed, its checks did not pass
+
+
+def _report_run(run_id: str, results: Path, json_file: str | None,
+                report: str | None) -> tuple[dict[str, Any], list[str]]:
+    """Summary on the console, then JSON and HTML; returns the document and what could not be written."""
     from fbbench.report import console as summary
-    from fbbench.report import html
     from fbbench.report.model import result_document
+    from fbbench.report.outputs import write_outputs
     from fbbench.store import ResultsStore
 
-    with ResultsStore(results) as store:
+    with ResultsStore(results, create=False) as store:
         stored = store.load_run(run_id)
     document = result_document(stored)
     summary.print_summary(document, console)
-    if json_file:
-        Path(json_file).expanduser().write_text(json.dumps(document, indent=2, default=str))
-        console.print(f"JSON: {Path(json_file).expanduser().resolve()}")
     target = Path(report) if report else results.parent / "reports" / f"{run_id}.html"
-    written = html.write(document, target, stored.get("firebird_log") or "")
-    console.print(f"report: {written}")
-    console.print(f"results store: {results} (fbbench results show {run_id})")
+    written, problems = write_outputs(document, Path(json_file) if json_file else None, target,
+                                      stored.get("firebird_log") or "")
+    for line in written:
+        console.print(line, highlight=False, soft_wrap=True)
+    console.print(f"results store: {results} (fbbench results show {run_id})", highlight=False, soft_wrap=True)
+    return document, problems
+
+
+def headline_text(summary: dict[str, Any]) -> str:
+    """``score 12,345/min ↑``: the workload's headline figure and which way is better; – if none."""
+    from fbbench.report.console import headline_text as text
+
+    return text(summary.get("headline"), summary.get("measured_seconds"))
 
 
 @results_app.command("list")
@@ -384,18 +404,19 @@ def results_list(
     """
     from fbbench.store import ResultsStore
 
-    with ResultsStore(results or paths.default_results()) as store:
+    with ResultsStore(results or paths.default_results(), create=False) as store:
         runs = store.list_runs(limit)
     table = Table(title=f"runs in {results or paths.default_results()}")
-    for column in ("run", "started", "status", "workload", "engine", "connections", "score/min", "metrics"):
-        table.add_column(column)
+    # Run ids are what the user copies into the next command: that column never folds.
+    table.add_column("run", no_wrap=True, min_width=max((len(item["run_id"]) for item in runs), default=3))
+    for column in ("started", "status", "workload", "engine", "conn.", "headline", "metrics"):
+        table.add_column(column, overflow="fold")
     for item in runs:
         summary = item["summary"]
-        metrics = ", ".join(f"{k} {v:,.0f}" for k, v in (summary.get("metrics") or {}).items() if v is not None)
-        score = summary.get("score_per_minute")
         table.add_row(item["run_id"], time.strftime("%Y-%m-%d %H:%M", time.localtime(item["started_at"])),
                       item["status"], item["workload"], item["engine_version"] or item["engine_label"] or "?",
-                      str(item["settings"].get("connections", "")), f"{score:,.0f}" if score else "–", metrics)
+                      str(item["settings"].get("connections", "")), headline_text(summary),
+                      ", ".join(f"{k} {v:,.0f}" for k, v in (summary.get("metrics") or {}).items() if v is not None))
     console.print(table)
 
 
@@ -411,25 +432,26 @@ def results_show(
     Example: `fbbench results show last --report last.html`
     """
     from fbbench.report import console as summary
-    from fbbench.report import html
     from fbbench.report.model import result_document
+    from fbbench.report.outputs import write_outputs
     from fbbench.store import ResultsStore
 
-    with ResultsStore(results or paths.default_results()) as store:
+    with ResultsStore(results or paths.default_results(), create=False) as store:
         stored = store.load_run(run_id)
     document = result_document(stored)
     summary.print_summary(document, console)
-    if json_file:
-        json_file.write_text(json.dumps(document, indent=2, default=str))
-    if report:
-        console.print(f"report: {html.write(document, report, stored.get('firebird_log') or '')}")
+    written, problems = write_outputs(document, json_file, report, stored.get("firebird_log") or "")
+    for line in written:
+        console.print(line, highlight=False, soft_wrap=True)
+    if problems:
+        raise FbbenchError("; ".join(problems))
 
 
 @app.callback(invoke_without_command=True)
 def _version(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
 ) -> None:
-    commands_take_over_ctrl_c()
+    signals.commands_take_over()
     if version:
         console.print(f"fbbench {__version__}")
         raise typer.Exit()

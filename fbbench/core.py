@@ -1,6 +1,6 @@
 """Typed Python face of the native load core (``fbbench._core``, docs/core-api.md).
 
-The runner builds a :class:`CoreConfig` (or passes the same JSON-shaped dict), calls
+The runner builds the config (the JSON-shaped dict of docs/core-api.md), calls
 :func:`run_load`, and gets a :class:`LoadResult`. Python never runs per transaction: it starts
 the run, polls live counters for the progress display, and turns Ctrl-C into the core's stop
 flag, so an interrupted run still returns what it measured (status ``"stopped"``).
@@ -13,86 +13,13 @@ those nested dicts as they are.
 from __future__ import annotations
 
 import json
-import signal
-import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
-from fbbench import _core
+from fbbench import _core, signals
 
-Isolation = Literal["snapshot", "read_committed", "read_consistency", "serializable"]
 OUTCOMES = ("ok", "rolled_back", "conflicts", "errors")
-
-
-# --------------------------------------------------------------------------------------- config
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One parameter generator: uniform, nurand (with C appended), home, seed, const, string, attachment."""
-
-    kind: str
-    args: tuple[Any, ...] = ()
-
-
-@dataclass(frozen=True)
-class StatementSpec:
-    sql: str
-    params: tuple[ParamSpec, ...] = ()
-    repeat: int = 1
-
-
-@dataclass(frozen=True)
-class UnitSpec:
-    name: str
-    statements: tuple[StatementSpec, ...]
-    weight: float = 1.0
-    isolation: Isolation = "read_committed"
-    read_only: bool = False
-    lock_timeout: int | None = None  # None = wait, 0 = no wait, n = seconds
-    keying_seconds: float = 0.0
-    think_seconds: float = 0.0
-    rollback_on: tuple[int, ...] = ()  # RDB$EXCEPTION_NUMBERs
-    tally: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class CoreConfig:
-    client_library: str
-    database: str
-    units: tuple[UnitSpec, ...]
-    connections: int = 1
-    user: str = "SYSDBA"
-    password: str | None = field(default=None, repr=False)
-    role: str | None = None
-    charset: str = "UTF8"
-    connect_rate: float = 0.0
-    warmup_seconds: float = 0.0
-    measure_seconds: float | None = None
-    transactions: int | None = None
-    interval_seconds: float = 10.0
-    seed: int = 0
-    target_rate: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict())
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CoreConfig:
-        units = tuple(
-            UnitSpec(**{**unit, "statements": tuple(
-                StatementSpec(**{**st, "params": tuple(ParamSpec(p["kind"], tuple(p.get("args", ())))
-                                                       for p in st.get("params", ()))})
-                for st in unit["statements"]),
-                "rollback_on": tuple(unit.get("rollback_on", ())), "tally": tuple(unit.get("tally", ()))})
-            for unit in data["units"]
-        )
-        return cls(**{**data, "units": units})
 
 
 # --------------------------------------------------------------------------------------- results
@@ -247,11 +174,7 @@ class LoadResult(_Document):
 ProgressCallback = Callable[[LiveCounters], None]
 
 
-def _config_json(config: CoreConfig | Mapping[str, Any]) -> str:
-    return config.to_json() if isinstance(config, CoreConfig) else json.dumps(dict(config))
-
-
-def run_load(config: CoreConfig | Mapping[str, Any], on_progress: ProgressCallback | None = None,
+def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = None,
              poll_seconds: float = 0.5) -> LoadResult:
     """Run the load to its end and return what was measured.
 
@@ -260,8 +183,9 @@ def run_load(config: CoreConfig | Mapping[str, Any], on_progress: ProgressCallba
     Any other exception from ``on_progress`` also stops the run, and is re-raised afterwards.
     ``ValueError`` means the config was refused before anything started.
     """
-    run = _core.LoadRun(_config_json(config))
-    with _signals_stop_the_run():
+    run = _core.LoadRun(json.dumps(dict(config)))
+    # Ctrl-C and SIGTERM become the stop flag, not libfbclient's shutdown of every attachment.
+    with signals.stop_signals_interrupt():
         run.start()
         try:
             while not run.wait(poll_seconds):
@@ -275,33 +199,6 @@ def run_load(config: CoreConfig | Mapping[str, Any], on_progress: ProgressCallba
     if on_progress is not None:
         on_progress(LiveCounters.from_json(run.poll()))
     return LoadResult.from_json(run.result())
-
-
-def _interrupt(_signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def _signals_stop_the_run() -> Iterator[None]:
-    """Ctrl-C and SIGTERM become the stop flag, not a Firebird shutdown.
-
-    libfbclient hooks SIGINT and SIGTERM on its first attach and answers them by shutting down
-    every attachment in the process. Re-installing Python's handlers displaces that hook (the
-    core does the same right after its own attaches, in case they were the first), so the
-    signal reaches Python as KeyboardInterrupt and the run stops with its measurements.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous_int = signal.getsignal(signal.SIGINT)
-    previous_term = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGINT, previous_int if callable(previous_int) else signal.default_int_handler)
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous_int if previous_int is not None else signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, previous_term if previous_term is not None else signal.SIG_DFL)
 
 
 def _stop_and_wait(run: Any) -> None:
@@ -323,6 +220,6 @@ def merge_histograms(histograms: list[str]) -> str:
     return str(_core.merge_histograms(list(histograms)))
 
 
-def build_tpb(isolation: Isolation, read_only: bool = False, lock_timeout: int | None = None) -> bytes:
-    """The exact TPB the core starts a unit's transaction with."""
+def build_tpb(isolation: str, read_only: bool = False, lock_timeout: int | None = None) -> bytes:
+    """The exact TPB the core starts a unit's transaction with (isolation: one of spec.ISOLATIONS)."""
     return bytes(_core.build_tpb(isolation, read_only, lock_timeout))

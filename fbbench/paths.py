@@ -54,3 +54,26 @@ def assert_inside(path: Path, root: Path) -> Path:
     if not resolved.is_relative_to(root.resolve()):
         raise FbbenchError(f"refusing to delete {path}: it is outside fbbench's work directory {root}")
     return resolved
+
+
+def writable_file(path: Path, what: str) -> Path:
+    """Check, before anything runs, that ``path`` can be written (its directory may be created).
+
+    Refuses a directory, a read-only file, and a path under a file or an unwritable directory,
+    so that a run never ends by losing its output.
+    """
+    target = path.expanduser().absolute()
+    if target.is_dir():
+        raise FbbenchError(f"{what} {path} is a directory", hint="give a file name")
+    if target.exists():
+        if not os.access(target, os.W_OK):
+            raise FbbenchError(f"{what} {path} is not writable")
+        return target
+    ancestor = target.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise FbbenchError(f"{what} {path} cannot be created: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise FbbenchError(f"{what} {path} cannot be created: {ancestor} is not writable")
+    return target

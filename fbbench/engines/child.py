@@ -9,12 +9,13 @@ use several engines one after another.
 The child (:func:`child_main` with a REQUEST and a RESULT file) imports ``module:function``,
 calls it with JSON arguments, and writes the JSON return value — or the error — to RESULT. It
 inherits the terminal, so progress displays work. It runs in its own process group: the parent
-forwards Ctrl-C exactly once, and the child stops its workers and keeps what was measured.
+forwards Ctrl-C exactly once (:func:`fbbench.signals.forwarding_to`), and the child stops its
+workers and keeps what was measured. The REQUEST/RESULT directory lives in the runtime's own
+directory, so whatever ends the parent, the next run's clean-up removes it with the runtime.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import os
@@ -26,10 +27,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from fbbench import signals
 from fbbench.engines.runtime import Runtime
 from fbbench.errors import FbbenchError, FirebirdError, Interrupted
 
-_FORWARDED = (signal.SIGINT, signal.SIGTERM)
 # Not "-m fbbench.engines.child": that would run a second copy of this module as __main__.
 # A Ctrl-C forwarded while the child is still starting ends it quietly with 130, not a traceback.
 _CHILD_ENTRY = (
@@ -44,7 +45,8 @@ _CHILD_ENTRY = (
 
 def run_in_engine(runtime: Runtime, target: str, *args: Any, **kwargs: Any) -> Any:
     """Call ``target`` ("package.module:function") in a child process using ``runtime``."""
-    with tempfile.TemporaryDirectory(prefix="fbbench-child-") as tmp:
+    runtime.base.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="child-", dir=runtime.base) as tmp:
         request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
         request.write_text(json.dumps({
             "target": target, "args": args, "kwargs": kwargs,
@@ -52,19 +54,8 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any, **kwargs: Any) -> A
         }))
         command = [sys.executable, "-c", _CHILD_ENTRY, str(request), str(result)]
         process = subprocess.Popen(command, env=runtime.env(), process_group=0)
-        forwarded = {sig: signal.getsignal(sig) for sig in _FORWARDED}
-
-        def forward(signum: int, _frame: object) -> None:
-            with contextlib.suppress(ProcessLookupError):
-                process.send_signal(signum)
-
-        for sig in _FORWARDED:
-            signal.signal(sig, forward)
-        try:
+        with signals.forwarding_to(process):
             returncode = process.wait()
-        finally:
-            for sig, handler in forwarded.items():
-                signal.signal(sig, handler)
         return _read_result(result, returncode, runtime)
 
 
@@ -100,6 +91,17 @@ def _log_tail(log: Path, lines: int = 20) -> str:
 
 
 _current_runtime: Runtime | None = None
+_exit_at_once = False
+
+
+def exit_at_once() -> None:
+    """Ask the child to end with os._exit once its result is written.
+
+    Needed when the native core had to abandon an attachment thread stuck inside the engine:
+    the interpreter's normal shutdown (and the client library's exit handlers) could wait for it.
+    """
+    global _exit_at_once
+    _exit_at_once = True
 
 
 def current_runtime() -> Runtime:
@@ -142,5 +144,9 @@ def child_main(request_file: str, result_file: str) -> int:
                              "traceback_file": str(trace)}}
         code = 1
     Path(result_file).write_text(json.dumps(outcome, default=str))
+    if _exit_at_once:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return code
 

@@ -29,8 +29,6 @@ from fbbench.errors import FbbenchError
 from fbbench.paths import assert_inside
 
 _CONF_KEY = re.compile(r"^#?\s*([A-Z][A-Za-z0-9]+)\s*=", re.MULTILINE)
-_SERVER_MODES = {"super", "superserver", "threadeddedicated", "superclassic", "threadedshared",
-                 "classic", "multiprocess"}
 
 # System libraries each runtime needs, and how to get them on Debian / Ubuntu.
 _NATIVE_FIXES = {
@@ -121,30 +119,97 @@ class Runtime:
         shutil.rmtree(assert_inside(self.base, workdir), ignore_errors=True)
 
 
-def documented_keys(wheel_root: Path) -> dict[str, str]:
-    """firebird.conf keys the engine documents, lower-case → canonical spelling."""
-    text = (wheel_root / "firebird.conf").read_text(errors="replace")
-    return {key.lower(): key for key in _CONF_KEY.findall(text)}
+@dataclass(frozen=True)
+class ConfKey:
+    """A firebird.conf key as the engine's own firebird.conf documents it."""
+
+    name: str
+    kind: str  # integer | boolean | string | … (the "Type:" line, first word)
+    negative_allowed: bool  # its documentation mentions -1 (e.g. MaxUnflushedWrites)
+
+
+# Keys with a fixed set of words (firebird.conf documents them in prose).
+_CHOICES = {
+    "ServerMode": {"super", "superserver", "threadeddedicated", "superclassic", "threadedshared", "classic",
+                   "multiprocess"},
+    "GCPolicy": {"cooperative", "background", "combined"},
+    "WireCrypt": {"required", "enabled", "disabled"},
+}
+_CHOICE_HINTS = {"ServerMode": "use Super (SuperServer), SuperClassic or Classic"}
+# What Firebird's own parser reads as a boolean; any other word silently means false there.
+_BOOLEANS = {"true", "false", "yes", "no", "y", "n", "1", "0"}
+_INTEGER = re.compile(r"^-?\d+[kmg]?$", re.IGNORECASE)
+
+
+def documented_keys(wheel_root: Path) -> dict[str, ConfKey]:
+    """firebird.conf keys the engine documents, lower-case name → key with its documented type."""
+    keys: dict[str, ConfKey] = {}
+    kind, block = "", []
+    for line in (wheel_root / "firebird.conf").read_text(errors="replace").splitlines():
+        if line.startswith("# ---"):
+            kind, block = "", []
+            continue
+        block.append(line)
+        if match := re.match(r"#\s*Type:\s*([a-z]+)", line):
+            kind = match.group(1)
+            continue
+        if match := _CONF_KEY.match(line):
+            name = match.group(1)
+            known = keys.get(name.lower())
+            if known is None or (kind and not known.kind):
+                keys[name.lower()] = ConfKey(name, kind, any("-1" in text for text in block))
+    return keys
+
+
+def check_value(key: ConfKey, value: str) -> str:
+    """The value as firebird.conf takes it, or a clear refusal (type, sign, allowed words)."""
+    value = value.strip()
+    if "\n" in value or "\r" in value or "#" in value:
+        raise FbbenchError(f"firebird.conf value for {key.name} must be a single line without '#': {value!r}")
+    if not value:
+        raise FbbenchError(f"firebird.conf value for {key.name} is empty")
+    if key.name in _CHOICES:
+        if value.lower() not in _CHOICES[key.name]:
+            raise FbbenchError(f"invalid {key.name} '{value}'", hint=_CHOICE_HINTS.get(
+                key.name, "use one of " + ", ".join(sorted(_CHOICES[key.name]))))
+    elif key.kind == "integer":
+        if not _INTEGER.match(value):
+            raise FbbenchError(f"{key.name} must be a whole number (optionally with K, M or G), got '{value}'")
+        if value.startswith("-") and not (key.negative_allowed and value == "-1"):
+            raise FbbenchError(f"{key.name} cannot be negative, got '{value}'")
+    elif key.kind == "boolean" and value.lower() not in _BOOLEANS:
+        raise FbbenchError(f"{key.name} must be true or false, got '{value}'",
+                           hint="Firebird reads true/false, yes/no or 1/0; any other word would mean false")
+    return value
 
 
 def validate_conf(settings: dict[str, str], wheel_root: Path, label: str) -> dict[str, str]:
-    """Check ``--set`` keys against the engine's own firebird.conf; return canonical spellings."""
+    """Check ``--set`` keys and values against the engine's own firebird.conf; canonical spellings."""
     known = documented_keys(wheel_root)
     checked: dict[str, str] = {}
     for key, value in settings.items():
-        canonical = known.get(key.strip().lower())
-        if canonical is None:
-            close = difflib.get_close_matches(key.strip(), list(known.values()), n=1, cutoff=0.5)
+        documented = known.get(key.strip().lower())
+        if documented is None:
+            names = [k.name for k in known.values()]
+            close = difflib.get_close_matches(key.strip(), names, n=1, cutoff=0.5)
             hint = f"did you mean {close[0]}?" if close else "see the keys documented in firebird.conf"
             raise FbbenchError(f"unknown firebird.conf key '{key}' for {label}", hint=hint)
-        value = str(value).strip()
-        if canonical == "ServerMode" and value.lower() not in _SERVER_MODES:
-            raise FbbenchError(
-                f"invalid ServerMode '{value}'",
-                hint="use Super (SuperServer), SuperClassic or Classic",
-            )
-        checked[canonical] = value
+        checked[documented.name] = check_value(documented, str(value))
     return checked
+
+
+def check_conf(engine: Engine, conf: dict[str, str]) -> dict[str, str]:
+    """``--set`` checked before anything runs (installing the engine if needed to read its docs)."""
+    if isinstance(engine, ServerEngine):
+        if conf:
+            raise FbbenchError(
+                "firebird.conf settings (--set) apply to embedded engines only",
+                hint="for an external server, set them in the server's own firebird.conf and restart it",
+            )
+        return {}
+    if not installer.is_installed(engine):
+        installer.install(engine)
+    return validate_conf(conf, installer.wheel_root(engine), engine.label)
 
 
 def _link_tree(source: Path, target: Path, skip: set[str]) -> None:
@@ -212,23 +277,14 @@ def prepare_runtime(engine: Engine | str, workdir: Path, conf: dict[str, str] | 
     """Build a fresh runtime root for one run of ``engine`` under ``workdir/runtimes``."""
     if isinstance(engine, str):
         engine = parse_engine(engine)
-    conf = dict(conf or {})
-    if isinstance(engine, ServerEngine):
-        if conf:
-            raise FbbenchError(
-                "firebird.conf settings (--set) apply to embedded engines only",
-                hint="for an external server, set them in the server's own firebird.conf and restart it",
-            )
-        client = EmbeddedEngine(SERVER_CLIENT_VERSION)
-    else:
-        client = engine
+    client = EmbeddedEngine(SERVER_CLIENT_VERSION) if isinstance(engine, ServerEngine) else engine
     if not installer.is_installed(client):
         if not install:
             raise FbbenchError(f"{client.label} is not installed",
                                hint=f"run: fbbench engines install {client.major}")
         installer.install(client)
     source = installer.wheel_root(client)
-    checked = validate_conf(conf, source, client.label)
+    checked = check_conf(engine, dict(conf or {}))
 
     base = runtime_base(workdir, name or f"{client.version}-{uuid.uuid4().hex[:12]}")
     if base.exists():

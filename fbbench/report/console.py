@@ -18,6 +18,20 @@ def _num(value: Any, digits: int = 0) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
+def headline_text(headline: Mapping[str, Any] | None, measured_seconds: float | None) -> str:
+    """``score 12,345/min (higher is better)``; "–" when nothing was measured."""
+    if not headline or headline.get("result") is None or not measured_seconds:
+        return "–"
+    value = headline["result"]
+    digits = 0 if abs(value) >= 100 else 2
+    arrow = "↑" if headline.get("better", "higher") == "higher" else "↓"
+    return f"{headline['name']} {value:,.{digits}f}{headline.get('unit', '')} {arrow}"
+
+
+def _on_off(value: Any) -> str:
+    return "?" if value is None else ("on" if value else "off")
+
+
 def print_summary(document: dict[str, Any], console: Console) -> None:
     engine, database = document["engine"], document["database"]
     status = document["status"]
@@ -29,13 +43,19 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     console.print(
         f"engine {engine.get('version') or '?'} ({engine.get('label') or '?'}, {engine.get('mode') or '?'}); "
         f"page size {database.get('page_size')}, buffers {database.get('page_buffers')}, "
-        f"forced writes {'on' if database.get('forced_writes') else 'off'}; "
+        f"forced writes {_on_off(database.get('forced_writes'))}; "
         f"{document.get('connections')} connection(s), seed {document.get('seed')}"
     )
     measured = document.get("measure_seconds")
     if measured:
-        headline = [f"[bold]score {_num(document.get('score_per_minute'))}/min[/]"]
-        headline += [f"[bold]{name} {_num(value)}[/]" for name, value in document.get("metrics", {}).items()]
+        stored = document.get("headline") or {}
+        headline = [f"[bold]{escape(headline_text({**stored, 'result': stored.get('value')}, measured))}[/]"]
+        if stored.get("definition") != "ok" or stored.get("per") != "minute":
+            headline.append(f"score {_num(document.get('score_per_minute'))}/min")
+        windows = document.get("metric_windows") or {}
+        for name, value in document.get("metrics", {}).items():
+            window = f" over {windows[name]:.1f} s" if windows.get(name) else ""
+            headline.append(f"[bold]{escape(name)} {_num(value)}[/]{window}")
         headline.append(f"TPM {_num(document.get('tpm'))}")
         console.print(" · ".join(headline) + f"  (measured {measured:.0f} s after {document['warmup_seconds']:.0f} s "
                       "warm-up)")

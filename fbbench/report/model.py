@@ -36,6 +36,16 @@ def _latency_of_intervals(intervals: list[dict[str, Any]]) -> dict[tuple[int, st
     return summaries
 
 
+def _headline(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The workload's headline as the run stored it: its value and what it means."""
+    stored = summary.get("headline")
+    if not stored:
+        return None
+    return {"name": stored["name"], "value": stored.get("result"), "unit": stored.get("unit", ""),
+            "better": stored.get("better", "higher"), "per": stored.get("per"),
+            "definition": stored.get("value"), "description": stored.get("description", "")}
+
+
 def result_document(run: dict[str, Any]) -> dict[str, Any]:
     settings = run.get("settings") or {}
     summary = run.get("summary") or {}
@@ -112,9 +122,11 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         "warmup_seconds": settings.get("warmup") if settings.get("transactions") is None else 0,
         "measure_seconds": summary.get("measured_seconds"),
         "transactions_per_attachment": settings.get("transactions"),
+        "headline": _headline(summary),
         "score_per_minute": summary.get("score_per_minute"),
         "tpm": summary.get("tpm"),
         "metrics": metrics,
+        "metric_windows": summary.get("metric_windows") or {},
         "units": units,
         "checks": [{"name": c["name"], "passed": c["passed"], "detail": c["detail"], "value": c["value"]}
                    for c in run.get("checks", []) if c["kind"] == "check"],

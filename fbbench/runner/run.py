@@ -1,16 +1,17 @@
-"""``fbbench run``: plan a run in the fbbench process, execute it in an engine child, report it.
+"""``fbbench run``: plan a run in the fbbench process, execute it in an engine child, clean up.
 
-The parent validates everything it can before touching an engine (settings, workload file,
-firebird.conf keys), prepares the run's runtime root, records the run in the results store,
-then hands over to :mod:`fbbench.runner.engine_side` in a child process prepared for the engine.
-Reports are built from the store afterwards, so they show exactly what was recorded.
+The parent validates everything it can before touching an engine (settings, workload files,
+firebird.conf keys and values, output paths, whether the attachments fit in memory), opens the
+results store and records the run, prepares the run's runtime root, then hands over to
+:mod:`fbbench.runner.engine.phases` in a child process prepared for the engine. Whatever way the
+child ends, the run's files are removed here (:func:`fbbench.runner.cleanup.clean_run`). Reports
+are built from the store afterwards, so they show exactly what was recorded.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from fbbench import paths
-from fbbench.database import ownership
 from fbbench.engines import EmbeddedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
-from fbbench.engines.runtime import runtime_base
+from fbbench.engines.runtime import check_conf
 from fbbench.errors import FbbenchError, Interrupted
+from fbbench.runner import cleanup, limits
 from fbbench.runner.host import host_facts
-from fbbench.runner.settings import RunSettings
+from fbbench.settings import RunSettings
 from fbbench.store import ResultsStore
 from fbbench.workloads.spec import load_workload
 
@@ -45,28 +46,15 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
-def _run_database(workdir: Path, run_id: str) -> Path:
-    """Where an embedded run's database copy lives."""
-    return workdir / "databases" / f"{run_id}.fdb"
-
-
-def remove_leftovers(store: ResultsStore, workdir: Path) -> list[str]:
-    """Delete what runs killed before their clean-up left in ``workdir``: run database, runtime root.
-
-    Only runs the results store knows, whose process is gone (status incomplete), and only the
-    paths fbbench itself names after the run id inside its work directory. A database the run was
-    asked to keep stays.
-    """
-    removed = []
-    for run_id, kept in store.abandoned_runs():
-        database, runtime_dir = _run_database(workdir, run_id), runtime_base(workdir, run_id)
-        if not kept and database.exists():
-            ownership.remove_run_copy(str(database), workdir)
-            removed.append(str(database))
-        if runtime_dir.exists():
-            shutil.rmtree(paths.assert_inside(runtime_dir, workdir), ignore_errors=True)
-            removed.append(str(runtime_dir))
-    return removed
+def check_outputs(settings: RunSettings, results: Path) -> None:
+    """Every file the run will write must be writable before it starts, or its output would be lost."""
+    paths.writable_file(results, "the results store (--results)")
+    if settings.json:
+        paths.writable_file(Path(settings.json), "--json")
+    if settings.report:
+        paths.writable_file(Path(settings.report), "--report")
+    else:
+        paths.writable_file(results.parent / "reports" / "report.html", "the report directory")
 
 
 def execute(settings: RunSettings, password: str | None = None,
@@ -87,44 +75,49 @@ def execute(settings: RunSettings, password: str | None = None,
     if unsupported and isinstance(engine, EmbeddedEngine) and engine.major == "3.0":
         raise FbbenchError("isolation read_consistency needs Firebird 4.0 or later",
                            hint=f"workload {workload.name} cannot run on Firebird 3.0 as written")
+    conf = check_conf(engine, settings.conf)
+    limits.check(settings.connections, engine.label, engine.major if isinstance(engine, EmbeddedEngine) else None,
+                 conf, settings.page_size, settings.page_buffers)
 
     workdir = Path(settings.workdir or paths.default_workdir()).expanduser().resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
     results = Path(settings.results or paths.default_results()).expanduser().resolve()
+    check_outputs(settings, results)
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise FbbenchError(f"cannot create the work directory {workdir}: {error.strerror}") from None
     run_id = new_run_id()
 
-    started, clock = time.time(), time.monotonic()
-    runtime = prepare_runtime(engine, workdir, settings.conf, name=run_id, user=settings.user, password=password)
-    runtime_seconds = time.monotonic() - clock
-
-    store = ResultsStore(results)
-    try:
-        removed = remove_leftovers(store, workdir)
+    with ResultsStore(results) as store:
+        removed = cleanup.remove_leftovers(store, workdir)
         if removed and on_leftovers is not None:
             on_leftovers(removed)
-        store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir, runtime.client_library))
+        started, clock = time.time(), time.monotonic()
+        store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir))
         store.update_run(run_id, engine_label=engine.label)
-        store.record_phase(run_id, "runtime", started, runtime_seconds,
-                           {"root": str(runtime.root), "conf": runtime.conf, "client": runtime.client_version})
-        plan = _plan(run_id, settings, workload.directory, engine, workdir, results)
         try:
-            outcome: dict[str, Any] = run_in_engine(runtime, "fbbench.runner.engine_side:execute", plan)
-        except Interrupted as error:  # Ctrl-C before the child's phases took over, or while it finished
-            store.finish_run(run_id, "interrupted", error.message)
-            outcome = {"status": "interrupted", "failure": error.message}
-        except FbbenchError as error:  # the child died (crashed engine) or could not start
+            runtime = prepare_runtime(engine, workdir, conf, name=run_id, user=settings.user, password=password)
+            store.update_run(run_id, host=host_facts(workdir, runtime.client_library))
+            store.record_phase(run_id, "runtime", started, time.monotonic() - clock,
+                               {"root": str(runtime.root), "conf": runtime.conf, "client": runtime.client_version})
+            plan = _plan(run_id, settings, workload.directory, engine, workdir, results)
+            outcome: dict[str, Any] = run_in_engine(runtime, "fbbench.runner.engine.phases:execute", plan)
+        except (KeyboardInterrupt, Interrupted) as error:  # before the child's phases took over, or as it ended
+            message = getattr(error, "message", "interrupted by the user")
+            store.finish_run(run_id, "interrupted", message)
+            outcome = {"status": "interrupted", "failure": message}
+        except FbbenchError as error:  # the runtime could not be prepared, the child died (crashed engine)
             store.finish_run(run_id, "failed", error.message)
             outcome = {"status": "failed", "failure": error.message, "hint": error.hint}
-        return RunOutcome(run_id, outcome["status"], outcome["failure"], results, outcome.get("hint"))
-    finally:
-        store.close()
-        runtime.remove(workdir)
+        finally:
+            cleanup.clean_run(workdir, run_id, settings.keep_database)
+    return RunOutcome(run_id, outcome["status"], outcome["failure"], results, outcome.get("hint"))
 
 
 def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, workdir: Path,
           results: Path) -> dict[str, Any]:
     if isinstance(engine, EmbeddedEngine):
-        database = _run_database(workdir, run_id)
+        database = cleanup.run_files(workdir, run_id).database
         database.parent.mkdir(parents=True, exist_ok=True)
         location, services_host, cache_dir = str(database), "", str(workdir / "dbcache")
         major = engine.major

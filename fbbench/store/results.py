@@ -17,7 +17,7 @@ import socket
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -116,19 +116,42 @@ def _pid_alive(pid: int | None, host: str | None) -> bool:
     return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
 
 
-class ResultsStore:
-    """One SQLite file; safe to use from the parent and the engine child at once (WAL)."""
+class StoreError(FbbenchError):
+    """The results store cannot be read or written (disk full, read-only, not a store)."""
 
-    def __init__(self, path: Path) -> None:
+
+def _store_error(path: Path, error: Exception, action: str) -> StoreError:
+    text = str(error)
+    hint = None
+    if "full" in text:
+        hint = "free space on that file system, or give --results FILE on another one"
+    elif "readonly" in text or "read-only" in text or "unable to open" in text:
+        hint = "give --results FILE in a directory you can write"
+    return StoreError(f"cannot {action} the results store {path}: {text}", hint=hint)
+
+
+class ResultsStore:
+    """One SQLite file; safe to use from the parent and the engine child at once (WAL).
+
+    ``create=False`` is for read-only commands: a missing store is an error, never created empty.
+    """
+
+    def __init__(self, path: Path, create: bool = True) -> None:
         self.path = path.expanduser().resolve()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not create and not self.path.exists():
+            raise FbbenchError(f"no results store at {self.path}: no run has been recorded there",
+                               hint="run one first (fbbench run tpcc), or give --results FILE")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise _store_error(self.path, error, "create") from None
         try:
             self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self.db.execute("pragma journal_mode = wal")
             self.db.execute("pragma foreign_keys = on")
             self._migrate()
         except sqlite3.DatabaseError as error:
-            raise FbbenchError(f"cannot open the results store {self.path}: {error}") from None
+            raise _store_error(self.path, error, "open") from None
 
     def close(self) -> None:
         self.db.close()
@@ -150,13 +173,26 @@ class ResultsStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        self.db.execute("begin immediate")
+        try:
+            self.db.execute("begin immediate")
+        except sqlite3.DatabaseError as error:
+            raise _store_error(self.path, error, "write") from None
         try:
             yield self.db
+        except sqlite3.DatabaseError as error:
+            with suppress(sqlite3.DatabaseError):
+                self.db.execute("rollback")
+            raise _store_error(self.path, error, "write") from None
         except BaseException:
-            self.db.execute("rollback")
+            with suppress(sqlite3.DatabaseError):
+                self.db.execute("rollback")
             raise
-        self.db.execute("commit")
+        try:
+            self.db.execute("commit")
+        except sqlite3.DatabaseError as error:
+            with suppress(sqlite3.DatabaseError):
+                self.db.execute("rollback")
+            raise _store_error(self.path, error, "write") from None
 
     # ------------------------------------------------------------------ writing, as a run goes
 
@@ -175,7 +211,7 @@ class ResultsStore:
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         columns = {"engine": "engine_json", "database": "database_json", "load": "load_json",
-                   "summary": "summary_json", "workload_files": "workload_files_json"}
+                   "summary": "summary_json", "workload_files": "workload_files_json", "host": "host_json"}
         assignments, values = [], []
         for key, value in fields.items():
             column = columns.get(key, key)

@@ -85,3 +85,19 @@ def evaluate_int(value: object) -> int:
             raise ExpressionError(f"expected a whole number, got {number}")
         number = int(number)
     return number
+
+
+def names_in(text: str) -> set[str]:
+    """The dotted names an expression uses (empty if it is not an expression)."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute | ast.Name):
+            name = _dotted(node)
+            if name is not None:
+                found.add(name)
+    # "a.b.c" also yields "a.b" and "a" while walking: keep only the longest chains.
+    return {name for name in found if not any(other.startswith(name + ".") for other in found)}

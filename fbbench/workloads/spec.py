@@ -16,14 +16,16 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
+from fbbench.analysis.figures import PER_SECONDS, SCORE, Figure
 from fbbench.errors import FbbenchError
-from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluate_number
+from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluate_number, names_in
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 ISOLATIONS = ("snapshot", "read_committed", "read_consistency", "serializable")
 
 _KEYS: dict[str, set[str]] = {
-    "": {"name", "description", "scripts", "scale", "load", "units", "metrics", "checks", "audits", "nurand"},
+    "": {"name", "description", "scripts", "scale", "load", "units", "metrics", "checks", "audits", "nurand",
+         "headline"},
     "load": {"name", "sql", "script", "params", "for_each"},
     "units": {"name", "description", "weight", "isolation", "lock_timeout", "read_only", "sql", "params",
               "statements", "rollback_on", "tally", "keying_time", "think_time"},
@@ -32,6 +34,7 @@ _KEYS: dict[str, set[str]] = {
     "checks": {"name", "sql", "description"},
     "audits": {"name", "value", "unit", "min", "max", "description"},
     "nurand": {"constants_sql"},
+    "headline": {"name", "value", "per", "better", "unit", "description"},
 }
 _GENERATORS = {"uniform": 2, "nurand": 3, "home": 1, "seed": 0, "const": 1, "string": 1, "attachment": 0}
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -95,6 +98,7 @@ class Metric:
     sql: str
     per_minute: bool = False
     description: str = ""
+    where: str = ""  # workload.toml:line, for errors found later (the SQL does not prepare)
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,7 @@ class Check:
     name: str
     sql: str
     description: str = ""
+    where: str = ""
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,7 @@ class Workload:
     checks: tuple[Check, ...] = ()
     audits: tuple[Audit, ...] = ()
     nurand_sql: str | None = None
+    headline: Figure = SCORE
     builtin: bool = False
     files: dict[str, str] = field(default_factory=dict)  # relative name → text, for the results store
 
@@ -180,10 +186,12 @@ class _Reader:
         self.source = source
         self.locator = _Locator(text)
 
-    def fail(self, path: Sequence[Any], message: str, hint: str | None = None) -> FbbenchError:
+    def where(self, path: Sequence[Any]) -> str:
         line = self.locator.line(*path)
-        where = f"{self.source}:{line}" if line else str(self.source)
-        return FbbenchError(f"{where}: {message}", hint)
+        return f"{self.source}:{line}" if line else str(self.source)
+
+    def fail(self, path: Sequence[Any], message: str, hint: str | None = None) -> FbbenchError:
+        return FbbenchError(f"{self.where(path)}: {message}", hint)
 
     def check_keys(self, table: Mapping[str, Any], kind: str, path: Sequence[Any]) -> None:
         allowed = _KEYS[kind]
@@ -386,11 +394,11 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
                                 if key != "scale"}
     name = reader.text(resolved, "name", [])
     scripts = []
-    for script in resolved.get("scripts", []):
-        path = directory / script
-        if not path.is_file():
-            raise reader.fail(["scripts"], f"script '{script}' not found in {directory}")
-        scripts.append(path)
+    raw_scripts = resolved.get("scripts", [])
+    if not isinstance(raw_scripts, list) or not all(isinstance(item, str) for item in raw_scripts):
+        raise reader.fail(["scripts"], "'scripts' must be a list of file names")
+    for script in raw_scripts:
+        scripts.append(_script_path(reader, ["scripts"], directory, script))
 
     units = tuple(_read_unit(reader, table, index) for index, table in enumerate(reader.array(resolved, "units")))
     if not units:
@@ -408,17 +416,21 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
         path = ["metrics", index]
         reader.check_keys(table, "metrics", path)
         metrics.append(Metric(reader.text(table, "name", path), reader.text(table, "sql", path),
-                              reader.flag(table, "per_minute", path), table.get("description", "")))
+                              reader.flag(table, "per_minute", path), table.get("description", ""),
+                              reader.where(path)))
     checks = []
     for index, table in enumerate(reader.array(resolved, "checks")):
         path = ["checks", index]
         reader.check_keys(table, "checks", path)
         checks.append(Check(reader.text(table, "name", path), reader.text(table, "sql", path),
-                            table.get("description", "")))
+                            table.get("description", ""), reader.where(path)))
+    known = _known_names(units, metrics)
     audits = []
     for index, table in enumerate(reader.array(resolved, "audits")):
         path = ["audits", index]
         reader.check_keys(table, "audits", path)
+        _check_names(reader, [*path, "value"], reader.text(table, "value", path) or "", known,
+                     f"audit '{table.get('name', index + 1)}'")
         audits.append(Audit(reader.text(table, "name", path), reader.text(table, "value", path),
                             table.get("unit", ""), reader.number(table, "min", path, None),
                             reader.number(table, "max", path, None), table.get("description", "")))
@@ -430,13 +442,18 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
         reader.check_keys(nurand, "nurand", ["nurand"])
         nurand_sql = reader.text(nurand, "constants_sql", ["nurand"])
 
+    headline = SCORE
+    if "headline" in resolved:
+        headline = _read_headline(reader, resolved["headline"])
+        _check_names(reader, ["headline", "value"], headline.value, known, "[headline] value")
+
     files = {"workload.toml": text}
     for path in [*scripts, *(step.script for step in load if step.script)]:
         files[str(path.relative_to(directory))] = path.read_text()
     return Workload(
         name=name, description=resolved.get("description", ""), directory=directory, scale=scale,
         scale_defaults=defaults, scripts=tuple(scripts), load=load, units=units, metrics=tuple(metrics),
-        checks=tuple(checks), audits=tuple(audits), nurand_sql=nurand_sql,
+        checks=tuple(checks), audits=tuple(audits), nurand_sql=nurand_sql, headline=headline,
         builtin=directory.is_relative_to(BUILTIN_DIR), files=files,
     )
 
@@ -487,6 +504,63 @@ def _read_unit(reader: _Reader, table: dict[str, Any], index: int) -> Unit:
     )
 
 
+def _script_path(reader: _Reader, path: list[Any], directory: Path, name: str) -> Path:
+    """A script of the workload: a file inside its directory (never ../ or an absolute path)."""
+    script = (directory / name).resolve()
+    if not script.is_relative_to(directory.resolve()):
+        raise reader.fail(path, f"script '{name}' is outside the workload directory {directory}",
+                          hint="a workload's scripts live in its own directory")
+    if not script.is_file():
+        raise reader.fail(path, f"script '{name}' not found in {directory}")
+    return script
+
+
+def _read_headline(reader: _Reader, table: Any) -> Figure:
+    path = ["headline"]
+    if not isinstance(table, dict):
+        raise reader.fail(path, "[headline] must be a table with name, value, per and better")
+    reader.check_keys(table, "headline", path)
+    name = reader.text(table, "name", path) or ""
+    expression = reader.text(table, "value", path) or ""
+    per = table.get("per", "minute")
+    if per not in PER_SECONDS:
+        raise reader.fail([*path, "per"], f"'per' must be one of: {', '.join(PER_SECONDS)}; got {per!r}")
+    better = table.get("better", "higher")
+    if better not in ("higher", "lower"):
+        raise reader.fail([*path, "better"], f"'better' must be \"higher\" or \"lower\"; got {better!r}")
+    unit = table.get("unit", {"minute": "/min", "second": "/s", "run": ""}[per])
+    if not isinstance(unit, str):
+        raise reader.fail([*path, "unit"], "'unit' must be a string")
+    return Figure(name, expression, per, better, unit, str(table.get("description", "")))
+
+
+def _check_names(reader: _Reader, path: list[Any], expression: str, known: set[str], what: str) -> None:
+    """Every name in an audit or headline must be one the run will have (spelled as the core reports it)."""
+    used = names_in(expression)
+    if not used:  # a constant, or not an expression at all: evaluating it says which
+        try:
+            evaluate_number(expression)
+        except ExpressionError as error:
+            raise reader.fail(path, f"{what}: {error}") from None
+    for name in sorted(used):
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            raise reader.fail(path, f"{what} uses unknown name '{name}'",
+                              hint=f"did you mean '{close[0]}'?" if close else
+                              "names are <unit>.ok / .rolled_back / .conflicts / .errors / .total, "
+                              "<unit>.tally.<COLUMN>, metrics.<name>, ok, total, seconds")
+
+
+def _known_names(units: Sequence[Unit], metrics: Sequence[Metric]) -> set[str]:
+    known = {"ok", "rolled_back", "conflicts", "errors", "total", "seconds"}
+    for unit in units:
+        known |= {f"{unit.name}.{key}" for key in ("ok", "rolled_back", "conflicts", "errors", "total")}
+        # The core reports tally columns in upper case, as Firebird names unquoted columns.
+        known |= {f"{unit.name}.tally.{column.strip().upper()}" for column in unit.tally}
+    known |= {f"metrics.{metric.name}" for metric in metrics}
+    return known
+
+
 def _read_load(reader: _Reader, table: dict[str, Any], index: int, directory: Path) -> LoadStep:
     path: list[Any] = ["load", index]
     reader.check_keys(table, "load", path)
@@ -494,9 +568,7 @@ def _read_load(reader: _Reader, table: dict[str, Any], index: int, directory: Pa
         raise reader.fail(path, "a [[load]] step needs exactly one of 'sql' or 'script'")
     script = None
     if "script" in table:
-        script = directory / reader.text(table, "script", path)
-        if not script.is_file():
-            raise reader.fail([*path, "script"], f"script '{table['script']}' not found in {directory}")
+        script = _script_path(reader, [*path, "script"], directory, reader.text(table, "script", path) or "")
     ranges: list[tuple[int, int]] = []
     raw = table.get("for_each", [])
     for item in [raw] if isinstance(raw, str) else raw:

@@ -16,6 +16,8 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from fbbench.analysis import figures
+
 _COUNTS = ("ok", "rolled_back", "conflicts", "errors")
 
 
@@ -80,15 +82,19 @@ class LiveDisplay:
 
     def _rates(self, snapshot: dict[str, Any]) -> tuple[float | None, float | None]:
         last = snapshot.get("last_interval") or {}
-        current = None
-        if last.get("seconds"):
-            current = sum(u["ok"] for u in last["units"].values()) * 60 / last["seconds"]
-        measured = snapshot.get("measure_units") or {}
+        current = figures.score_per_minute(last.get("units") or {}, last.get("seconds"))
         measure_seconds = snapshot.get("elapsed_seconds", 0) - self.settings["warmup"]
         average = None
-        if measured and measure_seconds > 0 and self.settings.get("transactions") is None:
-            average = sum(u["ok"] for u in measured.values()) * 60 / measure_seconds
+        if self.settings.get("transactions") is None and measure_seconds > 0:
+            average = figures.score_per_minute(snapshot.get("measure_units") or {}, measure_seconds)
         return current, average
+
+    @staticmethod
+    def _counts(snapshot: dict[str, Any], phase: str) -> tuple[str, dict[str, Any]]:
+        """The counts to show: the measured period's once it has begun, the warm-up's before."""
+        if phase in ("measure", "stopping", "done") and snapshot.get("measure_units"):
+            return "measured", snapshot["measure_units"]
+        return "warm-up", snapshot.get("units", {})
 
     def _line(self, snapshot: dict[str, Any]) -> str:
         current, average = self._rates(snapshot)
@@ -97,7 +103,7 @@ class LiveDisplay:
         parts.append(f"score/min {current:,.0f}" if current is not None else "score/min –")
         if average is not None:
             parts.append(f"avg {average:,.0f}")
-        totals = snapshot.get("units", {})
+        _label, totals = self._counts(snapshot, last["phase"])
         for unit in self.units:
             counts = totals.get(unit, {})
             parts.append(f"{unit} {counts.get('ok', 0)}/{counts.get('conflicts', 0)}c/{counts.get('errors', 0)}e")
@@ -111,10 +117,10 @@ class LiveDisplay:
                  f"{'–' if current is None else f'{current:,.0f}'}  ·  measured average "
                  f"{'–' if average is None else f'{average:,.0f}'}")
         table = Table(title=title, title_justify="left", expand=False)
-        table.add_column("unit")
+        label, totals = self._counts(snapshot, phase)
+        table.add_column(f"unit ({label})")
         for column in _COUNTS:
             table.add_column(column.replace("_", " "), justify="right")
-        totals = snapshot.get("units", {})
         for unit in self.units:
             counts = totals.get(unit, {})
             table.add_row(unit, *(f"{counts.get(c, 0):,}" for c in _COUNTS))

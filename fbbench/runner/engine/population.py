@@ -29,6 +29,7 @@ from typing import Any
 
 from fbbench.database import driver, lifecycle, ownership, scripts
 from fbbench.errors import FbbenchError, Interrupted
+from fbbench.runner.cleanup import BUILDING_SUFFIX
 from fbbench.workloads.generators import derived_seed, value
 from fbbench.workloads.spec import LoadStep, Workload
 
@@ -83,11 +84,16 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
                     if stale.exists():
                         ownership.unregister(str(stale))
                         stale.unlink()
-                building = cache / f"{workload.name}-{key}.building.fdb"
-                if building.exists():  # left by an interrupted build
+                building = cache / f"{workload.name}-{key}{BUILDING_SUFFIX}"
+                if building.exists():  # left by a build that was killed
                     ownership.unregister(str(building))
                     building.unlink()
-                stats = build(str(building), workload, plan, progress)
+                try:
+                    stats = build(str(building), workload, plan, progress)
+                except BaseException:  # interrupted or failed: a half-built cache is never kept
+                    ownership.unregister(str(building))
+                    building.unlink(missing_ok=True)
+                    raise
                 ownership.unregister(str(building))
                 building.rename(cached)
                 ownership.register(str(cached), _mark_token(str(cached)), {"purpose": "populated cache"})

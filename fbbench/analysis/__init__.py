@@ -1,0 +1,1 @@
+"""What fbbench concludes from what it measured: figures, audits, statistics — one definition each."""

@@ -1,0 +1,91 @@
+"""The figures a run reports, each defined once: the workload's headline, the score, TPM.
+
+Every place that shows one of them — the summary stored with the run, the live line, the
+per-interval chart, ``results list``, comparisons — computes it here, from the same inputs the
+store keeps (unit counts, tallies, metric values, measured seconds).
+
+Names a figure's expression can use (also the names audits use):
+
+- ``ok``, ``rolled_back``, ``conflicts``, ``errors``, ``total``: summed over all units;
+- ``<unit>.ok`` … ``<unit>.total``, ``<unit>.tally.<COLUMN>``;
+- ``metrics.<name>``: a DB-side metric's reported value (per minute when the metric says so);
+- ``seconds``: the measured seconds (elapsed time, for fixed work).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from fbbench.workloads.expressions import ExpressionError, evaluate
+
+OUTCOMES = ("ok", "rolled_back", "conflicts", "errors")
+PER_SECONDS = {"minute": 60.0, "second": 1.0, "run": None}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure defined by a workload: ``value`` is an expression over the names above."""
+
+    name: str = "score"
+    value: str = "ok"
+    per: str = "minute"  # minute | second | run
+    better: str = "higher"  # higher | lower
+    unit: str = "/min"
+    description: str = "successful units per minute of the measured period"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Figure:
+        return cls(**data) if data else cls()
+
+
+SCORE = Figure()
+
+
+def names(units: Mapping[str, Mapping[str, Any]], metrics: Mapping[str, float | None] | None = None,
+          seconds: float | None = None) -> dict[str, float]:
+    """The names a figure or an audit may use, from unit totals (with tallies) and metric values."""
+    found: dict[str, float] = dict.fromkeys((*OUTCOMES, "total"), 0.0)
+    for unit, totals in units.items():
+        for key in OUTCOMES:
+            count = float(totals.get(key, 0) or 0)
+            found[f"{unit}.{key}"] = count
+            found[key] += count
+        found[f"{unit}.total"] = sum(found[f"{unit}.{key}"] for key in OUTCOMES)
+        for column, total in (totals.get("tally") or {}).items():
+            found[f"{unit}.tally.{column}"] = float(total)
+    found["total"] = sum(found[key] for key in OUTCOMES)
+    for name, value in (metrics or {}).items():
+        if value is not None:
+            found[f"metrics.{name}"] = float(value)
+    if seconds is not None:
+        found["seconds"] = float(seconds)
+    return found
+
+
+def value(figure: Figure, available: Mapping[str, float], seconds: float | None) -> float | None:
+    """The figure's value; None when it cannot be computed (no measured time, a name missing, 0/0)."""
+    try:
+        raw = float(evaluate(figure.value, available))
+    except ExpressionError:
+        return None
+    per = PER_SECONDS[figure.per]
+    if per is None:
+        return raw
+    if not seconds or seconds <= 0:
+        return None
+    return raw * per / seconds
+
+
+def score_per_minute(units: Mapping[str, Mapping[str, Any]], seconds: float | None) -> float | None:
+    """Successful units per minute: the default headline, and the live line's figure."""
+    return value(SCORE, names(units), seconds)
+
+
+def tpm(units: Mapping[str, Mapping[str, Any]], seconds: float | None) -> float | None:
+    """Transactions (committed or rolled back by design) per minute."""
+    return value(Figure("TPM", "ok + rolled_back"), names(units), seconds)

@@ -1,0 +1,34 @@
+"""Where a run's (or a comparison's) document goes: the JSON file and the HTML report.
+
+One routine for every command that writes them. Writing never loses the rest: a JSON file that
+cannot be written does not stop the HTML report, and the caller learns what failed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fbbench.report import html
+
+
+def write_outputs(document: dict[str, Any], json_file: Path | None, report: Path | None,
+                  firebird_log: str = "") -> tuple[list[str], list[str]]:
+    """Write what was asked; returns (lines saying what was written, errors)."""
+    written: list[str] = []
+    errors: list[str] = []
+    if json_file is not None:
+        target = json_file.expanduser()
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(document, indent=2, default=str))
+            written.append(f"JSON: {target.resolve()}")
+        except OSError as error:
+            errors.append(f"cannot write the JSON file {target}: {error.strerror or error}")
+    if report is not None:
+        try:
+            written.append(f"report: {html.write(document, report, firebird_log)}")
+        except OSError as error:
+            errors.append(f"cannot write the HTML report {report}: {error.strerror or error}")
+    return written, errors

@@ -1,0 +1,1 @@
+"""The phases of a run inside the engine child process: database, before, measure, after."""

@@ -1,0 +1,57 @@
+"""What the engine and the database are, read inside the engine child: version strings,
+architecture, effective firebird.conf, header counters; and the sweep before measuring."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from fbbench.database import driver, lifecycle
+
+if TYPE_CHECKING:
+    from fbbench.engines.runtime import Runtime
+
+
+def snapshot(dsn: str) -> dict[str, Any]:
+    """Header and size: what an expert compares before and after a run."""
+    info = lifecycle.info(dsn)
+    keys = ("oldest_transaction", "oldest_active", "oldest_snapshot", "next_transaction", "pages", "size_bytes",
+            "page_size", "page_buffers", "forced_writes", "sweep_interval", "ods")
+    return {key: info[key] for key in keys} | {"taken_at": time.time()}
+
+
+def engine_facts(dsn: str, runtime: Runtime) -> dict[str, Any]:
+    """Version strings, architecture, and the effective firebird.conf (RDB$CONFIG on 4.0+)."""
+    info = lifecycle.info(dsn)
+    rows = lifecycle.effective_config(dsn)
+    facts: dict[str, Any] = {
+        "engine_version": info["engine_version"],
+        "server_version": info["server_version"],
+        "version_lines": info["version_lines"],
+        "architecture": info["architecture"],
+        "ods": info["ods"],
+    }
+    if rows:
+        facts["firebird_conf_source"] = "RDB$CONFIG"
+        facts["firebird_conf"] = rows
+        mode = next((row["value"] for row in rows if row["name"] == "ServerMode"), None)
+        if mode:
+            facts["server_mode"] = mode
+    elif runtime.embedded:
+        # Firebird 3 has no RDB$CONFIG: the generated file is what the embedded engine read.
+        facts["firebird_conf_source"] = "generated firebird.conf (engine defaults for everything else)"
+        facts["firebird_conf_text"] = runtime.conf_file.read_text()
+        facts["server_mode"] = runtime.conf.get("ServerMode", "Super")
+    else:
+        # A Firebird 3 server shows neither its firebird.conf nor its ServerMode to a client.
+        facts["firebird_conf_source"] = "not visible: a Firebird 3 server has no RDB$CONFIG"
+        facts["firebird_conf_text"] = ""
+        facts["server_mode"] = "unknown (not visible from a Firebird 3 client)"
+    return facts
+
+
+def sweep(services_host: str, database: str) -> float:
+    started = time.monotonic()
+    with driver.server(services_host) as server:
+        server.database.sweep(database=database)
+    return time.monotonic() - started

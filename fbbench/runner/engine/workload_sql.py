@@ -1,0 +1,110 @@
+"""The SQL a workload defines besides its units, run inside the engine child: DB-side metrics,
+exception numbers, run constants, consistency checks — and preparing all of it before measuring,
+so that a mistake in a check or a metric stops the run before it starts, not after."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from fbbench.database import driver
+from fbbench.errors import FbbenchError
+from fbbench.workloads.generators import choose_c_run
+from fbbench.workloads.spec import Workload
+
+
+@dataclass
+class MetricReading:
+    values: dict[str, float | None]
+    at: float  # time.time() of the reading
+
+
+def prepare_all(dsn: str, workload: Workload) -> None:
+    """Prepare every check and metric against the populated schema; refuse the run on the first error."""
+    statements = [(f"check '{c.name}'", c.sql, c.where) for c in workload.checks]
+    statements += [(f"metric '{m.name}'", m.sql, m.where) for m in workload.metrics]
+    if workload.nurand_sql:
+        statements.append(("[nurand] constants_sql", workload.nurand_sql, str(workload.source)))
+    if not statements:
+        return
+    with driver.connect(dsn) as connection:
+        for what, sql, where in statements:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.prepare(sql)
+            except Exception as error:
+                reason = driver.explain(error, dsn).message
+                raise FbbenchError(f"{where}: the SQL of {what} does not prepare: {reason}",
+                                   hint="fix the workload file; nothing was measured") from None
+
+
+def read_metrics(connection: Any, workload: Workload) -> MetricReading:
+    values: dict[str, float | None] = {}
+    if workload.metrics:
+        with connection.cursor() as cursor:
+            for metric in workload.metrics:
+                cursor.execute(metric.sql)
+                row = cursor.fetchone()
+                values[metric.name] = None if row is None or row[0] is None else float(row[0])
+        connection.commit()
+    return MetricReading(values, time.time())
+
+
+def metric_results(workload: Workload, start: MetricReading, end: MetricReading) -> dict[str, dict[str, Any]]:
+    minutes = (end.at - start.at) / 60
+    results = {}
+    for metric in workload.metrics:
+        first, last = start.values.get(metric.name), end.values.get(metric.name)
+        delta = None if first is None or last is None else last - first
+        if metric.per_minute and delta is not None:
+            delta = delta / minutes if minutes > 0 else None
+        results[metric.name] = {"start": first, "end": last, "value": delta, "per_minute": metric.per_minute,
+                                "description": metric.description, "window_seconds": end.at - start.at}
+    return results
+
+
+def exception_numbers(dsn: str, workload: Workload) -> dict[str, int]:
+    names = sorted({name.upper() for unit in workload.units for name in unit.rollback_on})
+    if not names:
+        return {}
+    with driver.connect(dsn) as connection, connection.cursor() as cursor:
+        cursor.execute("select trim(rdb$exception_name), rdb$exception_number from rdb$exceptions")
+        known = {name: number for name, number in cursor.fetchall()}
+    missing = [name for name in names if name not in known]
+    if missing:
+        raise FbbenchError(f"workload {workload.name}: rollback_on names unknown exception(s) {', '.join(missing)}",
+                           hint=f"define them in the workload's scripts; see {workload.source}")
+    return {name: known[name] for name in names}
+
+
+def nurand_constants(dsn: str, workload: Workload, seed: int) -> dict[int, dict[str, int | None]]:
+    """C-Run per A (TPC-C 2.1.6), from the population's C-Load when the workload stores it."""
+    wanted = sorted({int(g.args[0]) for unit in workload.units for statement in unit.statements
+                     for g in statement.params if g.kind == "nurand"})
+    loads: dict[int, int] = {}
+    if workload.nurand_sql:
+        with driver.connect(dsn) as connection, connection.cursor() as cursor:
+            cursor.execute(workload.nurand_sql)
+            loads = {int(a): int(c) for a, c in cursor.fetchall()}
+    rng = random.Random(seed ^ 0x5EED_C0DE)
+    return {a: {"c_load": loads.get(a), "c_run": choose_c_run(a, loads.get(a), rng)} for a in wanted}
+
+
+def run_checks(dsn: str, workload: Workload) -> list[dict[str, Any]]:
+    results = []
+    with driver.connect(dsn) as connection, connection.cursor() as cursor:
+        for check in workload.checks:
+            try:
+                cursor.execute(check.sql)
+                row = cursor.fetchone()
+                violations = int(row[0] or 0) if row else 0
+                extra = [str(v) for v in (row[1:] if row else ())]
+                detail = f"{violations} violation(s)" + (f"; {', '.join(extra)}" if extra else "")
+                results.append({"name": check.name, "passed": violations == 0, "value": violations,
+                                "detail": detail})
+            except Exception as error:
+                results.append({"name": check.name, "passed": False, "value": None,
+                                "detail": f"could not run: {driver.explain(error, dsn).message}"})
+    return results

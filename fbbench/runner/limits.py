@@ -1,0 +1,138 @@
+"""Will a run fit on this machine? Checked before anything starts.
+
+A Firebird attachment costs memory in the engine (its own pools, metadata, statement cache) and,
+under SuperClassic and Classic, its own page cache; embedded, every attachment is also a thread
+of the fbbench engine process. ``--connections 100000`` once grew the engine to 24 GB until the
+kernel killed it; this module refuses such a run up front, saying what would fit.
+
+The per-attachment figures are measured, not guessed: ``benchmarks/attachment_memory.py`` runs
+TPC-C at two attachment counts per engine and architecture and prints the slope of the engine
+process's peak RSS. The estimate adds a margin on top, because a workload with more statements
+per attachment, or a bigger statement cache, costs more than TPC-C.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import dataclass
+from pathlib import Path
+
+from fbbench.errors import FbbenchError
+
+MB = 1 << 20
+# Peak RSS of the engine process per TPC-C attachment, measured by benchmarks/attachment_memory.py
+# (embedded, 1 warehouse, 8K pages); the page cache comes on top (see page_cache_bytes).
+PER_ATTACHMENT_BYTES = {"3.0": 3.0 * MB, "4.0": 3.5 * MB, "5.0": 4.0 * MB}
+BASE_BYTES = 200 * MB  # the fbbench process, Python, the engine's own start-up
+MARGIN = 1.25  # workloads heavier than TPC-C per attachment
+DEFAULT_PAGE_SIZE = 8192
+# firebird.conf's DefaultDbCachePages default per architecture (Firebird 3.0+).
+DEFAULT_BUFFERS = {"super": 2048, "superclassic": 256, "classic": 256}
+THREADS_PER_ATTACHMENT = 1  # embedded: the core's attachment thread runs the engine's work
+
+
+@dataclass(frozen=True)
+class Need:
+    connections: int
+    per_attachment: float
+    cache_per_attachment: float
+    shared_cache: float
+
+    @property
+    def total(self) -> float:
+        return BASE_BYTES + self.shared_cache + self.connections * (self.per_attachment + self.cache_per_attachment)
+
+    def fitting(self, available: float) -> int:
+        each = self.per_attachment + self.cache_per_attachment
+        return max(int((available - BASE_BYTES - self.shared_cache) // each), 0)
+
+
+def architecture_of(conf: dict[str, str]) -> str:
+    mode = conf.get("ServerMode", "Super").strip().lower()
+    if mode in ("superclassic", "threadedshared"):
+        return "superclassic"
+    if mode in ("classic", "multiprocess"):
+        return "classic"
+    return "super"
+
+
+def estimate(connections: int, engine_major: str, conf: dict[str, str], page_size: int | None,
+             page_buffers: int | None) -> Need:
+    architecture = architecture_of(conf)
+    buffers = page_buffers or _int(conf.get("DefaultDbCachePages")) or DEFAULT_BUFFERS[architecture]
+    cache = buffers * (page_size or DEFAULT_PAGE_SIZE)
+    per = PER_ATTACHMENT_BYTES.get(engine_major, max(PER_ATTACHMENT_BYTES.values())) * MARGIN
+    if architecture == "super":
+        return Need(connections, per, 0.0, float(cache))
+    return Need(connections, per, float(cache), 0.0)
+
+
+def _int(text: str | None) -> int | None:
+    if not text:
+        return None
+    text = text.strip().lower()
+    scale = {"k": 1024, "m": MB, "g": 1 << 30}.get(text[-1:], 1)
+    try:
+        return int(text.rstrip("kmg")) * scale
+    except ValueError:
+        return None
+
+
+def available_memory() -> tuple[float, str]:
+    """Memory this process may still use, and what limits it."""
+    candidates: list[tuple[float, str]] = []
+    for line in _read("/proc/meminfo").splitlines():
+        if line.startswith("MemAvailable:"):
+            candidates.append((int(line.split()[1]) * 1024, "available memory (MemAvailable)"))
+    limit, usage = _read("/sys/fs/cgroup/memory.max").strip(), _read("/sys/fs/cgroup/memory.current").strip()
+    if limit.isdigit():
+        candidates.append((int(limit) - int(usage or 0), "the container's memory limit (cgroup memory.max)"))
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        candidates.append((soft, "the address-space limit (ulimit -v)"))
+    return min(candidates) if candidates else (float("inf"), "nothing")
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def thread_limit() -> tuple[float, str]:
+    """How many more threads (or processes) this user may start, and what limits it."""
+    candidates: list[tuple[float, str]] = []
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft != resource.RLIM_INFINITY and os.geteuid() != 0:
+        candidates.append((soft, "the process/thread limit (ulimit -u)"))
+    threads_max = _read("/proc/sys/kernel/threads-max").strip()
+    if threads_max.isdigit():
+        candidates.append((int(threads_max), "the kernel's threads-max"))
+    pid_max = _read("/sys/fs/cgroup/pids.max").strip()
+    if pid_max.isdigit():
+        candidates.append((int(pid_max), "the container's task limit (cgroup pids.max)"))
+    return min(candidates) if candidates else (float("inf"), "nothing")
+
+
+def check(connections: int, engine_label: str, engine_major: str | None, conf: dict[str, str],
+          page_size: int | None, page_buffers: int | None) -> None:
+    """Refuse a run whose attachments would not fit, naming what would; None: an external server."""
+    threads, what_limits = thread_limit()
+    if connections * THREADS_PER_ATTACHMENT + 32 > threads:
+        raise FbbenchError(
+            f"--connections {connections:,} needs as many threads, more than {what_limits} allows ({threads:,.0f})",
+            hint=f"at most about {max(int(threads) - 32, 1):,} attachments can run here")
+    if engine_major is None:  # an external server's memory is not this machine's
+        return
+    need = estimate(connections, engine_major, conf, page_size, page_buffers)
+    available, what_limits = available_memory()
+    if need.total > available:
+        each = need.per_attachment + need.cache_per_attachment
+        cache = (f" + {need.shared_cache / MB:,.0f} MB shared page cache" if need.shared_cache
+                 else f" including its own {need.cache_per_attachment / MB:,.0f} MB page cache")
+        raise FbbenchError(
+            f"--connections {connections:,} needs about {need.total / (1 << 30):,.1f} GB for {engine_label} "
+            f"({each / MB:,.1f} MB per attachment{cache}); {what_limits} is {available / (1 << 30):,.1f} GB",
+            hint=f"at most about {need.fitting(available):,} attachments fit here")

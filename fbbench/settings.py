@@ -1,0 +1,286 @@
+"""The settings of one run: the one place where flags and a TOML spec file become settings.
+
+``fbbench run --spec run.toml`` reads the same settings as the flags (flags win). Every value
+is checked here, by type and by range, and an error names where the value came from: the spec
+file and line (``run.toml:3: connections must be a whole number, got "two"``) or the flag
+(``--connections must be at least 1, got 0``). Everything here is recorded with the run, so every
+number can be traced back to the conditions that produced it. Passwords are never settings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from fbbench.errors import FbbenchError
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
+MANY_CONNECTIONS = 1000  # above this, a run needs --allow-many-connections
+
+
+def parse_duration(text: str | float | int, what: str) -> float:
+    """``90``, ``30s``, ``5m``, ``1h``, ``1m30s`` → seconds."""
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
+        raise FbbenchError(f"{what} must be a duration such as 30s or 5m, got {_shown(text)}")
+    if isinstance(text, int | float):
+        seconds = float(text)
+    else:
+        value = text.strip().lower()
+        if value.startswith("-"):
+            raise FbbenchError(f"{what} cannot be negative: '{text}'")
+        parts = _DURATION.findall(value)
+        if not parts or "".join(number + (unit or "") for number, unit in parts) != value.replace(" ", ""):
+            raise FbbenchError(f"{what} must be a duration such as 30s, 5m or 1h30m, got '{text}'")
+        seconds = sum(float(number) * _UNIT_SECONDS[unit or None] for number, unit in parts)
+    if seconds < 0:
+        raise FbbenchError(f"{what} cannot be negative: '{text}'")
+    return seconds
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)
+
+
+# ------------------------------------------------------------------------------- value kinds
+# Each kind turns a spec value into the setting's value or raises with what was expected.
+# ``what`` is "run.toml:3: connections" or "--connections".
+
+Kind = Callable[[Any, str], Any]
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise FbbenchError(f"{what} must be a string, got {_shown(value)}",
+                           hint='quote it, e.g. engine = "5.0"' if isinstance(value, int | float) else None)
+    if "\n" in value or "\r" in value:
+        raise FbbenchError(f"{what} must be a single line")
+    return value
+
+
+def _whole(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FbbenchError(f"{what} must be a whole number, got {_shown(value)}")
+    return value
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise FbbenchError(f"{what} must be a number, got {_shown(value)}")
+    return float(value)
+
+
+def _flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise FbbenchError(f"{what} must be true or false (without quotes), got {_shown(value)}")
+    return value
+
+
+def _on_off(value: Any, what: str) -> bool:
+    """forced_writes: true/false, or the words the flag takes (on/off)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("on", "off"):
+        return value.strip().lower() == "on"
+    raise FbbenchError(f"{what} must be true or false (or \"on\" / \"off\"), got {_shown(value)}")
+
+
+def _duration(value: Any, what: str) -> float:
+    return parse_duration(value, what)
+
+
+def _names(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise FbbenchError(f'{what} must be a list of strings such as ["nightly", "nvme"], got {_shown(value)}')
+    return list(value)
+
+
+def _pairs(value: Any, what: str) -> dict[str, str]:
+    """A table of name = value (scale, firebird.conf): values become single-line strings."""
+    if not isinstance(value, dict):
+        raise FbbenchError(f"{what} must be a table of name = value, got {_shown(value)}")
+    pairs = {}
+    for key, item in value.items():
+        if isinstance(item, dict | list):
+            raise FbbenchError(f"{what}: '{key}' must be a single value, got {_shown(item)}")
+        text = str(item).lower() if isinstance(item, bool) else str(item)
+        pairs[str(key)] = single_line(text, f"{what}: '{key}'")
+    return pairs
+
+
+def single_line(text: str, what: str) -> str:
+    if "\n" in text or "\r" in text:
+        raise FbbenchError(f"{what} must be a single line (it contains a line break)")
+    return text.strip()
+
+
+# ---------------------------------------------------------------------------------- settings
+
+
+@dataclass
+class RunSettings:
+    workload: str = "tpcc"
+    engine: str = "5.0"
+    scale: dict[str, str] = field(default_factory=dict)
+    connections: int = 4
+    warmup: float = 30.0
+    duration: float = 300.0
+    transactions: int | None = None
+    interval: float = 10.0
+    seed: int | None = None
+    conf: dict[str, str] = field(default_factory=dict)  # --set Key=Value for firebird.conf
+    page_size: int | None = None
+    page_buffers: int | None = None
+    forced_writes: bool | None = None
+    sweep: bool = True
+    fresh: bool = False
+    load_connections: int = field(default_factory=lambda: os.cpu_count() or 2)
+    connect_rate: float = 0.0
+    target_rate: float | None = None
+    keep_database: bool = False
+    allow_many_connections: bool = False
+    fail_on_checks: bool = False
+    fail_on_audits: bool = False
+    user: str | None = None
+    tags: list[str] = field(default_factory=list)
+    workdir: str | None = None
+    results: str | None = None
+    json: str | None = None
+    report: str | None = None
+    # Where each value came from, for error messages: "run.toml:3: connections" or "--connections".
+    origins: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def where(self, name: str) -> str:
+        return self.origins.get(name, "--" + _FLAGS.get(name, name).replace("_", "-"))
+
+    def validate(self) -> RunSettings:
+        def at_least(name: str, minimum: float, value: float | None) -> None:
+            if value is not None and value < minimum:
+                shown = f"{value:g}" if isinstance(value, float) else value
+                raise FbbenchError(f"{self.where(name)} must be at least {minimum:g}, got {shown}")
+
+        at_least("connections", 1, self.connections)
+        at_least("load_connections", 1, self.load_connections)
+        at_least("transactions", 1, self.transactions)
+        at_least("page_buffers", 0, self.page_buffers)
+        if self.transactions is None and self.duration <= 0:
+            raise FbbenchError(f"{self.where('duration')} must be longer than 0 seconds")
+        if self.interval <= 0:
+            raise FbbenchError(f"{self.where('interval')} must be longer than 0 seconds")
+        if self.seed is not None and not 0 <= self.seed < 2**63:
+            raise FbbenchError(f"{self.where('seed')} must be between 0 and 2^63 - 1")
+        if self.target_rate is not None and self.target_rate <= 0:
+            raise FbbenchError(f"{self.where('target_rate')} must be positive")
+        if self.connect_rate < 0:
+            raise FbbenchError(f"{self.where('connect_rate')} cannot be negative")
+        if self.connections > MANY_CONNECTIONS and not self.allow_many_connections:
+            raise FbbenchError(
+                f"{self.where('connections')} {self.connections:,} is more than {MANY_CONNECTIONS:,} attachments",
+                hint="if you mean it, add --allow-many-connections (memory and process limits are still checked)")
+        return self
+
+    def recorded(self) -> dict[str, Any]:
+        """What the results store keeps (no paths of output files, no secrets, no origins)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("json", "report", "origins")}
+
+
+# Spec keys that differ from the setting's name, and flags that differ from it.
+_SPEC_ALIASES = {"set": "conf", "rate": "target_rate"}
+_FLAGS = {"conf": "set", "target_rate": "rate"}
+
+_KINDS: dict[str, Kind] = {
+    "workload": _text, "engine": _text, "scale": _pairs, "connections": _whole, "warmup": _duration,
+    "duration": _duration, "transactions": _whole, "interval": _duration, "seed": _whole, "conf": _pairs,
+    "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "fresh": _flag,
+    "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
+    "allow_many_connections": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
+    "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,
+}
+assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins"}
+
+
+def _line_of(text: str, key: str) -> int | None:
+    pattern = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=")
+    return next((n for n, raw in enumerate(text.splitlines(), 1) if pattern.match(raw)), None)
+
+
+def read_spec(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """Settings from a TOML spec file, each checked; and where each came from (file:line)."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise FbbenchError(f"cannot read the spec file {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise FbbenchError(f"{path} is not a text file") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise FbbenchError(f"{path}: invalid TOML: {error}") from None
+    accepted = sorted((set(_KINDS) - set(_FLAGS)) | set(_SPEC_ALIASES))
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for key, raw in data.items():
+        name = _SPEC_ALIASES.get(key.replace("-", "_"), key.replace("-", "_"))
+        line = _line_of(text, key)
+        if line is None and isinstance(raw, dict):  # a [table] header
+            line = next((n for n, r in enumerate(text.splitlines(), 1) if r.strip() == f"[{key}]"), None)
+        where = f"{path}:{line}" if line else str(path)
+        if name not in _KINDS or key in _FLAGS:
+            import difflib
+
+            close = difflib.get_close_matches(key, accepted, n=1)
+            raise FbbenchError(f"{where}: unknown setting '{key}'",
+                               hint=(f"did you mean '{close[0]}'? " if close else "")
+                               + "expected one of: " + ", ".join(accepted))
+        origins[name] = f"{where}: {key}"
+        values[name] = _KINDS[name](raw, origins[name])
+    return values, origins
+
+
+def parse_pairs(items: list[str], option: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise FbbenchError(f"{option} '{item}' must look like Key=Value")
+        pairs[key.strip()] = single_line(value, f"{option} {key.strip()}")
+    return pairs
+
+
+def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] | None = None,
+                 conf: list[str] | None = None) -> RunSettings:
+    """Spec file first, then the flags that were given (None = not given) on top; then checked.
+
+    Switch flags (``--fresh``, ``--no-sweep`` …) can only turn a setting on, so they are passed
+    only when present.
+    """
+    values, origins = read_spec(spec) if spec else ({}, {})
+    for name, value in flags.items():
+        if value is None:
+            continue
+        if name in ("warmup", "duration", "interval") and isinstance(value, str):
+            value = parse_duration(value, "--" + name)
+        if name == "tags":
+            value = [*values.get("tags", []), *value]
+        values[name] = value
+        origins.pop(name, None)
+    if scale:
+        values["scale"] = {**values.get("scale", {}), **parse_pairs(scale, "--scale")}
+    if conf:
+        values["conf"] = {**values.get("conf", {}), **parse_pairs(conf, "--set")}
+    if "workload" not in values:
+        raise FbbenchError("which workload? e.g. fbbench run tpcc", hint="built-in: tpcc; or a workload directory")
+    return RunSettings(**values, origins=origins).validate()

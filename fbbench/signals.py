@@ -1,0 +1,159 @@
+"""Ctrl-C and SIGTERM, in one place.
+
+fbbench runs as a CLI process (the parent) and one engine child process per engine. What a
+signal means depends on where it lands:
+
+- while the CLI still loads (imports, building its commands) nothing has started: Ctrl-C ends
+  it quietly with 130 (:func:`quit_while_starting`), not with a traceback from inside an import;
+- once a command runs, Ctrl-C is a ``KeyboardInterrupt`` the command handles
+  (:func:`commands_take_over`);
+- while an engine child works, the parent forwards SIGINT / SIGTERM to it and waits
+  (:func:`forwarding_to`): the child stops its work and keeps what was measured;
+- in the engine child, SIGINT and SIGTERM become ``KeyboardInterrupt`` and are remembered
+  (:func:`make_interruptible`, :func:`interrupted`), so an error that follows from the signal
+  (a loader thread's "connection shutdown", say) is reported as an interruption, not a failure;
+- libfbclient installs handlers of its own on its first attach and answers Ctrl-C by shutting
+  down every attachment of the process; :func:`keep_ours_after_attach` puts ours back after
+  every firebird-driver attach (the native core does the same after its own attaches).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+_received: list[int] = []
+
+
+# ------------------------------------------------------------------------------------ the CLI
+
+
+def _quit(_signum: int, _frame: FrameType | None) -> None:
+    os.write(2, b"interrupted while starting\n")
+    os._exit(INTERRUPTED)
+
+
+def quit_while_starting() -> None:
+    """Until a command starts, Ctrl-C ends the process at once (an ignored SIGINT stays ignored)."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _quit)
+
+
+def commands_take_over() -> None:
+    """Called as a command starts: from here on Ctrl-C is a KeyboardInterrupt the command handles."""
+    if signal.getsignal(signal.SIGINT) is _quit:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@contextlib.contextmanager
+def forwarding_to(process: subprocess.Popen[bytes]) -> Iterator[None]:
+    """While ``process`` (an engine child in its own process group) runs, our stop signals are its.
+
+    The child gets each signal once and decides what it means; the parent just keeps waiting.
+    """
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signum)
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, forward)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+# ----------------------------------------------------------------------------- the engine child
+
+
+def _raise(signum: int, _frame: FrameType | None) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def make_interruptible() -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread, and are remembered."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _raise)
+
+
+def interrupted() -> bool:
+    """Whether a stop signal reached this process (errors after it are the user's stop)."""
+    return bool(_received)
+
+
+@contextlib.contextmanager
+def stop_signals_interrupt() -> Iterator[None]:
+    """For the duration: SIGINT and SIGTERM raise KeyboardInterrupt (main thread only).
+
+    Used around the native core's run, which may be started outside an engine child (tests):
+    whoever installed the handlers before gets them back afterwards.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    for sig in STOP_SIGNALS:
+        if previous[sig] is not _raise:
+            signal.signal(sig, _raise)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+_SIGACTION_BYTES = 512  # more than struct sigaction takes on any Linux ABI; kept as opaque bytes
+_hooked = False
+
+
+def keep_ours_after_attach() -> None:
+    """Put this process's SIGINT / SIGTERM handlers back after every firebird-driver attach.
+
+    Restored at the C level (sigaction), so that an attach on a loader thread restores them too.
+    """
+    global _hooked
+    if _hooked:
+        return
+    from firebird.driver import Connection, Server
+    from firebird.driver.hooks import ConnectionHook, ServerHook, add_hook
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    saved = {}
+    for sig in STOP_SIGNALS:
+        action = ctypes.create_string_buffer(_SIGACTION_BYTES)
+        if libc.sigaction(sig, None, action) == 0:
+            saved[sig] = action
+
+    def restore(_attachment: object) -> None:
+        for sig, action in saved.items():
+            libc.sigaction(sig, action, None)
+
+    add_hook(ConnectionHook.ATTACHED, Connection, restore)
+    add_hook(ServerHook.ATTACHED, Server, restore)
+    _hooked = True
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int | None) -> None:
+    """If fbbench itself is killed (even with SIGKILL), the engine child must not go on unobserved."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    # A parent killed while this process was still starting sent no death signal: we are an
+    # orphan already, and must not start work nobody watches.
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)
