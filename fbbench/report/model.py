@@ -136,6 +136,7 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         "thread_cpu_seconds": summary.get("thread_cpu_seconds"),
         "process_cpu_seconds": summary.get("process_cpu_seconds"),
         "python_cpu_seconds": summary.get("python_cpu_seconds"),
+        "peak_rss_bytes": summary.get("peak_rss_bytes"),
         "phases": [{"name": p["name"], "seconds": p["seconds"]} for p in run.get("phases", [])],
         "host": run.get("host") or {},
         "settings": settings,

@@ -32,8 +32,8 @@ def prepare_all(dsn: str, workload: Workload) -> None:
     with driver.connect(dsn) as connection:
         for what, sql, where in statements:
             try:
-                with connection.cursor() as cursor:
-                    cursor.prepare(sql)
+                with connection.cursor() as cursor, cursor.prepare(sql):
+                    pass  # prepared, then freed while the attachment is still there
             except Exception as error:
                 reason = driver.explain(error, dsn).message
                 raise FbbenchError(f"{where}: the SQL of {what} does not prepare: {reason}",
