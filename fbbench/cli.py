@@ -275,6 +275,8 @@ def run(
     duration: Annotated[str | None, typer.Option("--duration", "-d", help="Measured period, e.g. 5m.")] = None,
     transactions: Annotated[int | None, typer.Option("--transactions", help="Fixed work: units per attachment "
                                                      "(instead of a timed run).")] = None,
+    repeat: Annotated[int | None, typer.Option("--repeat", help="Run the same conditions N times, each from a "
+                                               "fresh copy of the database: one series.")] = None,
     interval: Annotated[str | None, typer.Option("--interval", help="Reporting interval, e.g. 10s.")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed: same seed, same units and parameters.")] = None,
     set_conf: Annotated[list[str] | None, typer.Option("--set", help="firebird.conf Key=Value for this run "
@@ -322,7 +324,8 @@ def run(
 
     flags = {
         "workload": workload, "engine": engine, "connections": connections, "transactions": transactions,
-        "seed": seed, "page_size": page_size, "page_buffers": page_buffers, "forced_writes": _on_off(forced_writes),
+        "seed": seed, "repeat": repeat, "page_size": page_size, "page_buffers": page_buffers,
+        "forced_writes": _on_off(forced_writes),
         "load_connections": load_connections, "target_rate": rate, "connect_rate": connect_rate,
         "workdir": str(workdir) if workdir else None, "results": str(results) if results else None,
         "json": str(json_file) if json_file else None, "report": str(report) if report else None, "user": user,
@@ -336,14 +339,32 @@ def run(
     credentials = _credentials(settings.user, password_file)
     settings.user = credentials.user
 
-    from fbbench.runner.run import execute
+    from fbbench.errors import Interrupted
+    from fbbench.runner.run import RunOutcome, execute_series
 
     def leftovers(removed: list[str]) -> None:
         console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False,
                       soft_wrap=True)
 
-    outcome = execute(settings, credentials.password, on_leftovers=leftovers)
-    document, problems = _report_run(outcome.run_id, outcome.results, settings.json, settings.report)
+    codes: list[int] = []
+
+    def finished(outcome: RunOutcome) -> None:
+        codes.append(_conclude_run(outcome, settings))
+
+    series_id, outcomes = execute_series(settings, credentials.password, on_leftovers=leftovers, on_run=finished)
+    if series_id is not None:
+        _print_series(series_id, outcomes)
+    code = next((c for c in codes if c == Interrupted.exit_code), max(codes, default=0))
+    if code:
+        raise typer.Exit(code)
+
+
+def _conclude_run(outcome: Any, settings: Any) -> int:
+    """Summary, JSON and HTML of one finished run; its exit code (0, 1 failed, 2 outputs, 3 checks, 130)."""
+    json_file, report = settings.json, settings.report
+    if outcome.repeat_index is not None:  # one file per repeat: r.json → r-1.json, r-2.json …
+        json_file, report = (str(_numbered(Path(p), outcome.repeat_index)) if p else None for p in (json_file, report))
+    document, problems = _report_run(outcome.run_id, outcome.results, json_file, report)
     code = outcome.exit_code
     if outcome.status == "failed":  # the summary shows what was kept; stderr says what went wrong
         _print_error(f"the run failed: {outcome.failure or 'no reason recorded'}", outcome.hint)
@@ -358,8 +379,21 @@ def run(
         _print_error(problem, f"the run is recorded: fbbench results show {outcome.run_id} --results {outcome.results}")
     if problems and not code:
         code = FbbenchError.exit_code
-    if code:
-        raise typer.Exit(code)
+    return code
+
+
+def _numbered(path: Path, index: int) -> Path:
+    return path.with_name(f"{path.stem}-{index}{path.suffix}")
+
+
+def _print_series(series_id: str, outcomes: list[Any]) -> None:
+    from fbbench.report.console import print_series
+    from fbbench.report.model import result_document
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(outcomes[0].results, create=False) as store:
+        documents = [result_document(store.load_run(run_id)) for run_id in store.series_runs(series_id)]
+    print_series(series_id, documents, console)
 
 
 CHECKS_FAILED = 3  # --fail-on-checks / --fail-on-audits: the run completed, its checks did not pass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,3 +108,21 @@ def _client_share(document: Mapping[str, Any]) -> str:
         scope = "engine + client" if embedded else "client"
         line += f" = {100 * (core + python) / process:.2f} % of this process's {process:.1f} s CPU ({scope})"
     return line
+
+
+def print_series(series_id: str, documents: list[dict[str, Any]], console: Console) -> None:
+    """One line for a series of repeats: the headline's median and how far the repeats spread."""
+    values = [d["headline"]["value"] for d in documents
+              if d["status"] == "completed" and d.get("headline") and d["headline"].get("value") is not None]
+    head = (documents[0].get("headline") or {}) if documents else {}
+    if not values:
+        console.print(f"\n[bold]series {series_id}[/]: {len(documents)} run(s), none completed with a headline figure")
+        return
+    median = statistics.median(values)
+    spread = 100 * (max(values) - min(values)) / 2 / median if median else 0.0
+    unit = head.get("unit", "")
+    console.print(
+        f"\n[bold]series {series_id}[/]: {len(values)} of {len(documents)} repeat(s) completed — "
+        f"{escape(head.get('name', 'score'))} median {median:,.0f}{unit}; repeats spread "
+        f"{min(values):,.0f}–{max(values):,.0f} (±{spread:.1f} %)",
+        highlight=False, soft_wrap=True)

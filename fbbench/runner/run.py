@@ -14,7 +14,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ class RunOutcome:
     failure: str | None
     results: Path
     hint: str | None = None
+    repeat_index: int | None = None  # position in its series (--repeat), None for a single run
 
     @property
     def exit_code(self) -> int:
@@ -57,8 +58,41 @@ def check_outputs(settings: RunSettings, results: Path) -> None:
         paths.writable_file(results.parent / "reports" / "report.html", "the report directory")
 
 
+def new_series_id() -> str:
+    return "s" + new_run_id()
+
+
+def execute_series(settings: RunSettings, password: str | None = None,
+                   on_leftovers: Callable[[list[str]], None] | None = None,
+                   on_run: Callable[[RunOutcome], None] | None = None) -> tuple[str | None, list[RunOutcome]]:
+    """``--repeat N``: the same conditions N times, each from a fresh copy of the populated database.
+
+    A seed given by the user is a condition and every repeat uses it; otherwise each repeat draws
+    its own, so the series samples the workload's randomness as well as the machine's. The series
+    stops at the first interrupted repeat.
+    """
+    if settings.repeat == 1:
+        outcome = execute(settings, password, on_leftovers)
+        if on_run is not None:
+            on_run(outcome)
+        return None, [outcome]
+    series_id = new_series_id()
+    outcomes: list[RunOutcome] = []
+    fixed_seed = settings.seed
+    for index in range(1, settings.repeat + 1):
+        repeat = replace(settings, seed=fixed_seed, fresh=settings.fresh and index == 1, origins=settings.origins)
+        outcome = replace(execute(repeat, password, on_leftovers, series=(series_id, index)), repeat_index=index)
+        outcomes.append(outcome)
+        if on_run is not None:
+            on_run(outcome)
+        if outcome.status == "interrupted":
+            break
+    return series_id, outcomes
+
+
 def execute(settings: RunSettings, password: str | None = None,
-            on_leftovers: Callable[[list[str]], None] | None = None) -> RunOutcome:
+            on_leftovers: Callable[[list[str]], None] | None = None,
+            series: tuple[str, int] | None = None) -> RunOutcome:
     settings.validate()
     workload = load_workload(settings.workload, settings.scale)  # a broken workload fails before anything runs
     engine = parse_engine(settings.engine)
@@ -93,7 +127,8 @@ def execute(settings: RunSettings, password: str | None = None,
         if removed and on_leftovers is not None:
             on_leftovers(removed)
         started, clock = time.time(), time.monotonic()
-        store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir))
+        store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir),
+                        *(series or (None, None)))
         store.update_run(run_id, engine_label=engine.label)
         try:
             runtime = prepare_runtime(engine, workdir, conf, name=run_id, user=settings.user, password=password)
