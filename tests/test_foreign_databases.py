@@ -29,6 +29,7 @@ from fbbench.engines import parse_engine, prepare_runtime, run_in_engine
 from tests.conftest import ENGINES, assert_clean_error, fb3_server_or_skip, run_cli
 from tests.fb3server import Fb3Server
 
+BANK = Path(__file__).parent / "workloads" / "bank"
 # page size, buffers, sweep interval per engine: each a value no engine picks by itself
 SETTINGS = {"3.0": (16384, 3000, 12345), "4.0": (32768, 2500, 0), "5.0": (8192, 4000, 777)}
 ODS = {"3.0": (12, 0), "4.0": (13, 0), "5.0": (13, 1)}
@@ -326,3 +327,24 @@ def test_own_database_on_a_server_is_described_and_dropped(fb3: Fb3Server, tmp_p
     dropped = run_cli("db", "drop", dsn, *common)
     assert dropped.returncode == 0, dropped.stderr
     assert not database.exists() and ownership.lookup(dsn) is None
+
+
+@pytest.mark.server
+def test_a_run_replaces_its_own_database_on_a_server(fb3: Fb3Server, tmp_path: Path) -> None:
+    """The second run at one DSN finds the first run's database (identity recorded while it was
+    built), checks header and mark, and builds anew."""
+    data = tmp_path / "data"
+    data.mkdir()
+    data.chmod(0o777)
+    password_file = tmp_path / "password"
+    password_file.write_text(fb3.password + "\n")
+    dsn = fb3.dsn(data / "bench.fdb")
+    common = ["--engine", dsn, "--user", fb3.user, "--password-file", str(password_file), "--workdir",
+              str(tmp_path / "work"), "--results", str(tmp_path / "results.sqlite"), "--no-sweep",
+              "--connections", "2", "--interval", "1s", "--warmup", "1s", "--duration", "2s"]
+    tokens = []
+    for _ in range(2):
+        done = run_cli("run", str(BANK), *common)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+        tokens.append(ownership.lookup(dsn)["token"])
+    assert tokens[0] != tokens[1]
