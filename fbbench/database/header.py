@@ -51,7 +51,7 @@ from fbbench.errors import FbbenchError
 
 _HEADER_PAGE_TYPE = 1
 _ODS_FIREBIRD_FLAG = 0x8000
-_READ = 1024  # the fixed part and the clumplets fit in the smallest page (4096) many times over
+_FIRST_READ = 4096  # the smallest page size from ODS 12 on; a larger page is read whole
 
 # hdr_flags (ods.h); the same bits in ODS 12 and 13, replica modes from ODS 13 on.
 ACTIVE_SHADOW = 0x0001
@@ -187,7 +187,9 @@ def read_header(path: Path) -> FileHeader:
     """The header page of the database file at ``path``, opened read-only."""
     try:
         with path.open("rb") as handle:
-            raw = handle.read(_READ)
+            raw = handle.read(_FIRST_READ)
+            if len(raw) >= 20 and struct.unpack_from("<H", raw, 16)[0] > len(raw):
+                raw += handle.read(struct.unpack_from("<H", raw, 16)[0] - len(raw))
     except FileNotFoundError:
         raise FbbenchError(f"database {path} does not exist") from None
     except IsADirectoryError:

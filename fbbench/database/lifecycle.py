@@ -88,7 +88,7 @@ def server_header(dsn: str) -> FileHeader | None:
     engine = parse_engine(dsn)
     assert isinstance(engine, ServerEngine)
     host = engine.host + (f"/{engine.port}" if engine.port else "")
-    with driver.server(host) as server:
+    with driver.server(host, dsn) as server:
         try:
             server.database.get_statistics(database=engine.path, flags=SrvStatFlag.HDR_PAGES)
             lines = server.readlines()
@@ -112,7 +112,7 @@ def server_facts(dsn: str) -> dict[str, Any]:
     header = server_header(dsn)
     if header is None:
         raise FbbenchError(f"database {dsn} does not exist (or the server cannot open it)")
-    with driver.server(engine.host + (f"/{engine.port}" if engine.port else "")) as server:
+    with driver.server(engine.host + (f"/{engine.port}" if engine.port else ""), dsn) as server:
         version = str(server.info.version)
         version_line = str(server.info.get_info(SrvInfoCode.SERVER_VERSION))
     return {"header": header.to_json(), "engine_version": ".".join(version.split(".")[:3]),
