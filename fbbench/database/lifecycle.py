@@ -102,6 +102,12 @@ def server_header(dsn: str) -> FileHeader | None:
     return parse_gstat_header(lines, dsn)
 
 
+def server_header_json(dsn: str) -> dict[str, Any] | None:
+    """:func:`server_header` for the parent process (JSON)."""
+    header = server_header(dsn)
+    return None if header is None else header.to_json()
+
+
 def server_facts(dsn: str) -> dict[str, Any]:
     """For ``fbbench db info`` on a server, without attaching to the database: its header page
     (gstat -h) and the server's version (service manager)."""

@@ -161,7 +161,10 @@ def drop(location: str, engine: str | None, workdir: Path, credentials: Credenti
         if is_file:
             header = read_header(Path(target.location))
         else:
-            found = run_in_engine(runtime, "fbbench.database.lifecycle:server_facts", target.dsn)["header"]
+            found = run_in_engine(runtime, "fbbench.database.lifecycle:server_header_json", target.dsn)
+            if found is None:
+                raise FbbenchError(f"cannot open {target.location} on its server (no database there, or not "
+                                   "readable by the server); fbbench keeps it registered")
             header = FileHeader.from_json(found)
         # Identity from the header before anything attaches; the mark inside is checked after.
         token = ownership.require_owned(target.location, "drop", header)
