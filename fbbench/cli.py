@@ -208,8 +208,10 @@ def db_info(
     password_file: PasswordFileOption = None,
     workdir: WorkdirOption = None,
 ) -> None:
-    """Describe a database: engine, ODS, page size, buffers, forced writes, sweep, size,
-    OIT/OAT/OST/Next, and whether fbbench owns it.
+    """Describe a database: engine, ODS, page size, buffers, forced writes, sweep, state, size,
+    creation time, GUID, OIT/OAT/OST/Next, and whether fbbench owns it. Read from the header page
+    without attaching (a server's through its services API); only fbbench's own databases are
+    attached, for what only an attachment shows.
 
     Example: `fbbench db info /tmp/x.fdb`
     """
@@ -220,14 +222,33 @@ def db_info(
         console.print_json(json.dumps(details, default=str))
         return
     table = Table(show_header=False, title=details["location"])
+    unknown = "unknown (not attached: fbbench does not own it)"
+    engine_text = f"Firebird {details['engine_version']}"
+    if details["server_version"]:
+        engine_text += f" ({details['server_version']})"
+    size = (f"{details['size_bytes']:,} bytes ({details['pages']:,} pages)" if details["pages"] is not None
+            else unknown)
+    buffers = details["page_buffers"]
+    states = [name for name, on in (("read only", details["read_only"]), ("no reserve", not details["reserve_space"]),
+                                    ("encrypted", details["encrypted"])) if on]
+    states += [f"shutdown {details['shutdown_mode']}"] if details["shutdown_mode"] != "online" else []
+    states += [f"backup {details['backup_state']}"] if details["backup_state"] != "normal" else []
+    states += [f"{details['replica_mode']} replica"] if details["replica_mode"] != "none" else []
     rows = [
-        ("engine", f"Firebird {details['engine_version']} ({details['server_version']}), {details['engine']}"),
-        ("ODS", details["ods"]), ("page size", details["page_size"]), ("page buffers", details["page_buffers"]),
+        ("engine", f"{engine_text}, {details['engine']}"),
+        ("architecture", details["architecture"] or unknown),
+        ("ODS", details["ods"]), ("page size", details["page_size"]),
+        ("page buffers", f"{buffers} (engine default)" if buffers == 0 else buffers),
         ("forced writes", "on" if details["forced_writes"] else "off"),
         ("sweep interval", details["sweep_interval"]),
-        ("size", f"{details['size_bytes']:,} bytes ({details['pages']:,} pages)"),
+        ("dialect", details["dialect"]),
+        ("state", ", ".join(states) or "online, read-write"),
+        ("size", size),
+        ("created", details["created_at"]),
+        ("GUID", details["guid"] or "none (Firebird 3 databases have none)"),
         ("OIT / OAT / OST / Next", f"{details['oldest_transaction']} / {details['oldest_active']} / "
                                    f"{details['oldest_snapshot']} / {details['next_transaction']}"),
+        ("next attachment", details["next_attachment"]),
         ("owned by fbbench", "yes" if details["owned_by_fbbench"] else "no"),
     ]
     for name, value in rows:
