@@ -35,7 +35,7 @@ from typing import Any
 from fbbench.database import driver
 
 SEVERITIES = ("fatal", "critical", "error", "warning", "info", "unknown")  # worst first
-TAIL_MARK = 512  # characters of a server log remembered to find the same place again
+TAIL_MARK = 512  # bytes at the end of the log that must still be there for it to count as the same log
 
 _FATAL = re.compile(r"terminated? abnormally|bugcheck|consistency check|\bcrash", re.IGNORECASE)
 _RESTARTS = re.compile(
@@ -193,41 +193,38 @@ class LogWatch:
     ``services_host`` "" means the embedded engine: ``log_file`` is then the runtime's
     firebird.log (by default the one of this engine child's runtime). Any other value is a
     server ("host[/port]") whose log is read through the services API.
+
+    The mark is the log's length and its last ``TAIL_MARK`` characters: when the log no longer
+    has those at that place (rotated, truncated, rewritten), everything in it is new and
+    ``rotated`` says so.
     """
 
     def __init__(self, services_host: str = "", log_file: Path | None = None) -> None:
         self.services_host = services_host
-        self.rotated = False  # set by added(): the log no longer holds the remembered end
-        if services_host:
-            self.log_file = None
-            text = self._server_log()
-            self._length, self._tail = len(text), text[-TAIL_MARK:]
-        else:
+        self.rotated = False
+        self.log_file: Path | None = None
+        if not services_host:
             if log_file is None:
                 from fbbench.engines import current_runtime
 
                 log_file = current_runtime().firebird_log
             self.log_file = Path(log_file)
-            self._offset = self.log_file.stat().st_size if self.log_file.exists() else 0
+        text = self._read()
+        self._length, self._tail = len(text), text[-TAIL_MARK:]
 
-    def _server_log(self) -> str:
+    def _read(self) -> bytes:
+        if self.log_file is not None:
+            try:
+                return self.log_file.read_bytes()
+            except FileNotFoundError:
+                return b""
         with driver.server(self.services_host) as server:
             server.info.get_log()
-            return "".join(server.readlines())
+            return "".join(server.readlines()).encode()
 
     def added(self) -> str:
-        if self.log_file is not None:
-            if not self.log_file.exists():
-                return ""
-            with self.log_file.open("rb") as log:
-                size = log.seek(0, 2)
-                self.rotated = size < self._offset
-                log.seek(0 if self.rotated else self._offset)
-                return log.read().decode("utf-8", "replace")
-        text = self._server_log()
-        if text[self._length - len(self._tail):self._length] == self._tail and len(text) >= self._length:
-            self.rotated = False
-            return text[self._length:]
-        at = text.rfind(self._tail) if self._tail else -1
-        self.rotated = at < 0
-        return text if at < 0 else text[at + len(self._tail):]
+        text = self._read()
+        start = self._length - len(self._tail)
+        self.rotated = not (len(text) >= self._length and text[start:self._length] == self._tail)
+        new = text if self.rotated else text[self._length:]
+        return new.decode("utf-8", "replace")
