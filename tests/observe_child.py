@@ -202,9 +202,8 @@ def sampler_thread(dsn: str, boundaries: int = 3) -> dict[str, Any]:
     with driver.create_database(dsn) as connection:
         connection.execute_immediate("create table items (id integer primary key, qty integer, note varchar(20))")
         connection.commit()
-    received: list[tuple[int, list[Any]]] = []
     calls: list[float] = []
-    thread = SamplerThread(Sampler(dsn), on_sample=lambda interval, rows: received.append((interval, rows)))
+    thread = SamplerThread(Sampler(dsn))
     ready = thread.wait_ready(10)
     for interval in range(boundaries):
         with driver.connect(dsn) as writer, writer.cursor() as cursor:
@@ -217,8 +216,9 @@ def sampler_thread(dsn: str, boundaries: int = 3) -> dict[str, Any]:
     for interval in range(boundaries, boundaries + 5):
         thread.boundary(interval)
     thread.close()
-    return {"ready": ready, "received": received, "errors": thread.errors, "running": thread.running,
-            "boundary_call_seconds": calls}
+    received = thread.take()
+    return {"ready": ready, "received": received, "taken_again": thread.take(), "errors": thread.errors,
+            "running": thread.running, "boundary_call_seconds": calls}
 
 
 def sample_timing(dsn: str, attachments: int, readings: int = 200) -> dict[str, float]:
@@ -289,3 +289,14 @@ def log_watch_server(services_host: str, dsn: str, database: str, port: int) -> 
         server.info.get_log()
         whole = "".join(server.readlines())
     return {"before": before, "added": added, "rotated": watch.rotated, "log": whole}
+
+
+def sampler_thread_without_database(dsn: str) -> dict[str, Any]:
+    """A SamplerThread whose database does not exist: errors are kept, nothing is raised."""
+    seen: list[int | None] = []
+    thread = SamplerThread(Sampler(dsn), on_error=lambda interval, _error: seen.append(interval))
+    ready = thread.wait_ready(10)
+    thread.boundary(0)
+    thread.boundary(1)
+    thread.close()
+    return {"ready": ready, "errors": thread.errors, "seen": seen, "taken": thread.take(), "running": thread.running}

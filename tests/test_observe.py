@@ -101,7 +101,7 @@ def test_sampler_server(fb3: Fb3Server, tmp_path: Path) -> None:
 def test_sampler_thread_answers_boundaries_without_blocking(tmp_path: Path, workdir: Path) -> None:
     runtime = prepare_runtime("5.0", workdir)
     result = run_in_engine(runtime, f"{CHILD}:sampler_thread", str(tmp_path / "thread.fdb"))
-    assert result["ready"] and not result["errors"] and not result["running"]
+    assert result["ready"] and not result["errors"] and not result["running"] and result["taken_again"] == []
     assert max(result["boundary_call_seconds"]) < 0.01
     received = result["received"]
     intervals = [interval for interval, _ in received]
@@ -112,6 +112,14 @@ def test_sampler_thread_answers_boundaries_without_blocking(tmp_path: Path, work
     inserts = [rows_by_key(rows)[("table:ITEMS", "inserts")] for _, rows in received]
     assert min(inserts) >= 0 and sum(inserts) == 150  # 3 × 50 rows between the boundaries
     assert all(rows_by_key(rows)[("sample", "delay_seconds")] >= 0 for _, rows in received)
+
+
+def test_sampler_thread_keeps_failures_to_itself(tmp_path: Path, workdir: Path) -> None:
+    runtime = prepare_runtime("5.0", workdir)
+    result = run_in_engine(runtime, f"{CHILD}:sampler_thread_without_database", str(tmp_path / "missing.fdb"))
+    assert result["ready"] is False and result["taken"] == [] and not result["running"]
+    assert result["seen"][0] is None and set(result["seen"][1:]) <= {0, 1} and len(result["seen"]) >= 2
+    assert all("missing.fdb" in error for error in result["errors"])
 
 
 # -------------------------------------------------------------------------------------------- gstat

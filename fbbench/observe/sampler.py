@@ -346,13 +346,18 @@ class SamplerThread:
     "intervals_covered") says how many intervals its deltas span. ("sample", "delay_seconds")
     is how long after the boundary the reading started.
 
+    ``on_sample`` runs on the sampler's thread. Without one, the readings wait in a queue and
+    :meth:`take` hands them to whichever thread asks — the way to feed something bound to one
+    thread, such as a sqlite3 connection.
+
     A failed reading or a failing callback goes to ``on_error`` (and is kept in ``errors``); the
     thread goes on with the next boundary, attaching again if it has to.
     """
 
-    def __init__(self, sampler: Sampler, on_sample: OnSample, on_error: OnError | None = None) -> None:
+    def __init__(self, sampler: Sampler, on_sample: OnSample | None = None, on_error: OnError | None = None) -> None:
         self.sampler = sampler
-        self.on_sample = on_sample
+        self._ready_rows: queue.SimpleQueue[tuple[int, list[Row]]] = queue.SimpleQueue()
+        self.on_sample = on_sample or (lambda interval, rows: self._ready_rows.put((interval, rows)))
         self.on_error = on_error
         self.errors: list[str] = []
         self.baseline: Sample | None = None
@@ -368,6 +373,13 @@ class SamplerThread:
 
     def boundary(self, interval: int) -> None:
         self._queue.put(_Boundary(interval, time.monotonic()))
+
+    def take(self) -> list[tuple[int, list[Row]]]:
+        """The readings made since the last call, as (interval, rows); never waits."""
+        taken = []
+        while not self._ready_rows.empty():
+            taken.append(self._ready_rows.get())
+        return taken
 
     def close(self, timeout: float = 10.0) -> None:
         """Answer the boundaries already reported, then detach (waits at most ``timeout``)."""
