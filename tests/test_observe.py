@@ -338,6 +338,10 @@ def test_findings_restart_storm_and_fatal_entries() -> None:
         "internal Firebird consistency check (decompression overran buffer (179), file: sqz.cpp line: 293)",
         "to terminate abnormally."}
     assert [finding.severity for finding in found[:2]] == ["fatal", "fatal"]  # worst first
+    # firebird-lib files the bugcheck under a catch-all ("Database: {database}\n{err_msg}"): the
+    # error text, not the catch-all, names the kind.
+    assert "system: internal Firebird consistency check (decompression overran buffer (179), " \
+           "file: sqz.cpp line: 293)" in {finding.kind for finding in fatal}
 
 
 def test_findings_tolerate_what_firebird_lib_rejects() -> None:

@@ -1,10 +1,10 @@
 """What firebird.log gained during a run, turned into findings.
 
 :class:`LogWatch` remembers where the log ends before the run and :meth:`LogWatch.added` returns
-only what came after. An embedded engine writes the runtime's own firebird.log (a file: its size
-is the mark). A server's log is read through the services API, which always returns the whole
-log: the mark is its length plus its last few hundred characters, so that a log rotated or
-truncated meanwhile is noticed (then everything the service returns counts as new).
+only what came after. An embedded engine writes the runtime's own firebird.log, a file; a
+server's log is read through the services API, which always returns the whole log. Either way
+the mark is the log's length plus its last few hundred bytes, so that a log rotated or truncated
+meanwhile is noticed (then everything in it counts as new).
 
 :func:`findings` splits the text into entries, reads each with firebird-lib's ``LogParser``
 (which identifies the message and its parameters) and counts them by kind. Substring rules catch
@@ -12,7 +12,8 @@ what firebird-lib does not know or files as UNKNOWN:
 
 - a crash, a bugcheck, "terminate(d) abnormally" or an "internal Firebird consistency check" is
   ``fatal``: the run is not to be trusted (firebird-lib files a 5.0 "Access violation ...
-  terminate abnormally" block as UNKNOWN);
+  terminate abnormally" block as UNKNOWN, and the consistency check as nothing it knows);
+- firebird-lib's own CRITICAL messages (disk full, a broken listener, ...) are ``critical``;
 - "unable to get a stable set of rows in the source tables after N attempts of restart"
   (4.0+, read consistency) becomes ``read_consistency_restarts``, one finding per statement, with
   the attempts and the statement text.
@@ -144,7 +145,12 @@ def _identify(entry: Entry) -> tuple[str, str]:
         # 0.032 sec" to "Sweep is finished") still has a known head.
         known = _known_heads().get(head)
         return (f"{known[0]}: {head}", known[1]) if known else (f"unknown: {head}", "unknown")
-    return f"{message.facility.name.lower()}: {_head(message.message.splitlines())}", message.level.name.lower()
+    pattern_head = _head(message.message.splitlines())
+    if not re.sub(r"\{\w+\}", "", pattern_head).strip():
+        # A catch-all such as 'Database: {database}\n{err_msg}' (any database error): the
+        # error itself is the kind.
+        pattern_head = head
+    return f"{message.facility.name.lower()}: {pattern_head}", message.level.name.lower()
 
 
 @functools.cache
