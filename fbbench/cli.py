@@ -306,6 +306,8 @@ def run(
     page_buffers: Annotated[int | None, typer.Option("--page-buffers", help="Database page cache size.")] = None,
     forced_writes: Annotated[OnOff | None, typer.Option("--forced-writes", help="on or off.")] = None,
     no_sweep: Annotated[bool, typer.Option("--no-sweep", help="Skip the sweep before measuring.")] = False,
+    no_monitor: Annotated[bool, typer.Option("--no-monitor", help="Do not watch the engine (no MON$ sampling per "
+                                             "interval, no gstat); DB-side metrics are still read.")] = False,
     fresh: Annotated[bool, typer.Option("--fresh", help="Rebuild the populated database instead of copying "
                                         "the cached one.")] = False,
     load_connections: Annotated[int | None, typer.Option("--load-connections", help="Attachments for "
@@ -352,7 +354,8 @@ def run(
         "json": str(json_file) if json_file else None, "report": str(report) if report else None, "user": user,
         "warmup": warmup, "duration": duration, "interval": interval, "tags": tag,
         # Switches only ever turn their setting on (or, --no-sweep, off): absent means "as the spec says".
-        "sweep": False if no_sweep else None, "fresh": fresh or None, "keep_database": keep_database or None,
+        "sweep": False if no_sweep else None, "monitor": False if no_monitor else None, "fresh": fresh or None,
+        "keep_database": keep_database or None,
         "allow_many_connections": allow_many_connections or None, "fail_on_checks": fail_on_checks or None,
         "fail_on_audits": fail_on_audits or None,
     }

@@ -147,6 +147,7 @@ class RunSettings:
     page_buffers: int | None = None
     forced_writes: bool | None = None
     sweep: bool = True
+    monitor: bool = True  # the sampler (MON$ per interval), gstat before/after
     fresh: bool = False
     load_connections: int = field(default_factory=lambda: os.cpu_count() or 2)
     connect_rate: float = 0.0
@@ -207,7 +208,8 @@ _KINDS: dict[str, Kind] = {
     "workload": _text, "engine": _text, "scale": _pairs, "connections": _whole, "warmup": _duration,
     "duration": _duration, "transactions": _whole, "repeat": _whole, "interval": _duration, "seed": _whole,
     "conf": _pairs,
-    "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "fresh": _flag,
+    "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "monitor": _flag,
+    "fresh": _flag,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from fbbench.database import driver
@@ -91,6 +91,15 @@ class GstatSnapshot:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GstatSnapshot:
+        """A snapshot as the results store keeps it (``to_dict``) back into objects."""
+        known = {f.name for f in fields(cls)}
+        values = {key: value for key, value in data.items() if key in known}
+        values["tables"] = {name: TableStats(**table) for name, table in (data.get("tables") or {}).items()}
+        values["indices"] = {name: IndexStats(**index) for name, index in (data.get("indices") or {}).items()}
+        return cls(**values)
 
 
 def collect(services_host: str, database: str) -> GstatSnapshot:

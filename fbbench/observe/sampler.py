@@ -43,6 +43,10 @@ levels (stored as they are)
   as seen on 3.0 and 5.0); counted without the sampler's own attachment and transaction and without
   the engine's system attachments (garbage collector, cache writer); per_attachment_sums.
 
+- ``metric``: the workload's DB-side metrics (``[[metrics]]``), read in the same transaction,
+  as levels: the runner turns them into changes per interval and over the measured window.
+  Metrics marked ``every = "end"`` are read only at the readings asked to be ``full``.
+
 Every reading also says how long it took: ("sample", "seconds").
 """
 
@@ -52,8 +56,8 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from fbbench.database import driver
@@ -100,10 +104,12 @@ class Sample:
     attachment_id: int  # the sampler's own attachment
     counters: dict[Key, int]
     levels: dict[Key, float]
+    metrics: dict[str, float | None] = field(default_factory=dict)
 
     def level_rows(self) -> list[Row]:
         """The levels and the reading's cost, for a reading with no predecessor (a baseline)."""
         return [(source, name, value) for (source, name), value in self.levels.items()] + [
+            ("metric", name, value) for name, value in self.metrics.items() if value is not None] + [
             ("sample", "seconds", self.seconds)]
 
 
@@ -141,8 +147,13 @@ class Sampler:
     every user table at the time the sampler attaches.
     """
 
-    def __init__(self, dsn: str, tables: Sequence[str] | None = None) -> None:
+    def __init__(self, dsn: str, tables: Sequence[str] | None = None, *, monitor: bool = True,
+                 metrics: Mapping[str, str] | None = None, end_metrics: Mapping[str, str] | None = None) -> None:
+        """``monitor=False`` reads only the metrics (``fbbench run --no-monitor``)."""
         self.dsn = dsn
+        self.monitor = monitor
+        self.metrics = dict(metrics or {})
+        self.end_metrics = dict(end_metrics or {})
         self._wanted_tables = None if tables is None else list(tables)
         self.tables: list[str] = []
         self.record_names: list[str] = []
@@ -180,7 +191,9 @@ class Sampler:
             transaction = connection.transaction_manager(
                 tpb(Isolation.READ_COMMITTED_RECORD_VERSION, access_mode=TraAccessMode.READ))
             cursor = transaction.cursor()
-            self._statements = {name: cursor.prepare(sql) for name, sql in self._queries(columns).items()}
+            queries = self._queries(columns) if self.monitor else {}
+            queries |= {f"metric:{name}": sql for name, sql in {**self.metrics, **self.end_metrics}.items()}
+            self._statements = {name: cursor.prepare(sql) for name, sql in queries.items()}
         except BaseException:
             connection.close()
             raise
@@ -266,9 +279,10 @@ class Sampler:
             del queries["tables"]
         return queries
 
-    def sample(self) -> Sample:
-        """Take one reading. After a failure the attachment is dropped and the next call
-        attaches again, so a sampler survives a server that went away and came back."""
+    def sample(self, full: bool = False) -> Sample:
+        """Take one reading (``full``: with the end-only metrics too). After a failure the
+        attachment is dropped and the next call attaches again, so a sampler survives a server
+        that went away and came back."""
         self.open()
         assert self._transaction is not None and self._cursor is not None
         taken_at, started = time.time(), time.perf_counter()
@@ -276,19 +290,27 @@ class Sampler:
             self._transaction.begin()
             cursor = self._cursor
             results: dict[str, Any] = {}
-            for name in ("header", "totals", "self"):
-                cursor.execute(self._statements[name])
-                results[name] = cursor.fetchone()
             tables = []
-            if self.tables:
-                cursor.execute(self._statements["tables"], self.tables)
-                tables = cursor.fetchall()
+            if self.monitor:
+                for name in ("header", "totals", "self"):
+                    cursor.execute(self._statements[name])
+                    results[name] = cursor.fetchone()
+                if self.tables:
+                    cursor.execute(self._statements["tables"], self.tables)
+                    tables = cursor.fetchall()
+            metrics: dict[str, float | None] = {}
+            for name in [*self.metrics, *(self.end_metrics if full else ())]:
+                cursor.execute(self._statements[f"metric:{name}"])
+                row = cursor.fetchone()
+                metrics[name] = None if row is None or row[0] is None else float(row[0])
             self._transaction.commit()
         except BaseException:
             self.close()
             raise
         seconds = time.perf_counter() - started
-        return self._build(taken_at, seconds, results, tables)
+        if not self.monitor:
+            return Sample(taken_at, seconds, self.attachment_id, {}, {}, metrics)
+        return replace(self._build(taken_at, seconds, results, tables), metrics=metrics)
 
     def _build(self, taken_at: float, seconds: float, results: dict[str, Any], tables: list[Any]) -> Sample:
         def number(value: Any) -> int:
@@ -330,8 +352,9 @@ OnError = Callable[[int | None, BaseException], None]
 
 @dataclass
 class _Boundary:
-    interval: int
-    at: float  # time.monotonic() when the runner reported it
+    interval: int  # -1: the run's zero (the reading becomes the baseline)
+    at: float  # time.monotonic() of the boundary (or of its report)
+    full: bool = False  # read the end-only metrics too
 
 
 class SamplerThread:
@@ -361,6 +384,7 @@ class SamplerThread:
         self.on_error = on_error
         self.errors: list[str] = []
         self.baseline: Sample | None = None
+        self.cpu_seconds = 0.0  # this thread's own CPU (fbbench's cost of watching)
         self._queue: queue.SimpleQueue[_Boundary | None] = queue.SimpleQueue()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fbbench-sampler", daemon=True)
@@ -371,8 +395,14 @@ class SamplerThread:
         self._ready.wait(timeout)
         return self.baseline is not None
 
-    def boundary(self, interval: int) -> None:
-        self._queue.put(_Boundary(interval, time.monotonic()))
+    def boundary(self, interval: int, at: float | None = None, full: bool = False) -> None:
+        """Interval ``interval`` closed (at ``at``, time.monotonic(); default: now)."""
+        self._queue.put(_Boundary(interval, time.monotonic() if at is None else at, full))
+
+    def zero(self, at: float | None = None) -> None:
+        """The run's zero: the next reading replaces the baseline (reported as interval -1, its
+        levels and metrics only), so that interval 0 does not count connecting and preparing."""
+        self._queue.put(_Boundary(-1, time.monotonic() if at is None else at, True))
 
     def take(self) -> list[tuple[int, list[Row]]]:
         """The readings made since the last call, as (interval, rows); never waits."""
@@ -417,19 +447,28 @@ class SamplerThread:
                 boundaries = [b for b in pending if b is not None]
                 if not boundaries:
                     continue
-                unanswered += len(boundaries)
                 latest = boundaries[-1]
+                zero = latest.interval == -1
+                unanswered += 0 if zero else len([b for b in boundaries if b.interval != -1])
                 delay = time.monotonic() - latest.at
                 try:
-                    current = self.sampler.sample()
+                    current = self.sampler.sample(full=any(b.full for b in boundaries))
                 except Exception as error:
                     self._failed(latest.interval, error)
                     continue
-                if previous is None:  # the baseline failed: this reading becomes the baseline
+                if previous is None or zero:  # a new baseline (the zero, or after a failed one)
                     previous, unanswered = current, 0
+                    if zero:
+                        rows = [*current.level_rows(), ("sample", "delay_seconds", delay),
+                                ("sample", "taken_at", current.taken_at)]
+                        try:
+                            self.on_sample(-1, rows)
+                        except Exception as error:
+                            self._failed(-1, error)
                     continue
                 rows = deltas(previous, current)
-                rows += [("sample", "intervals_covered", unanswered), ("sample", "delay_seconds", delay)]
+                rows += [("sample", "intervals_covered", unanswered), ("sample", "delay_seconds", delay),
+                         ("sample", "taken_at", current.taken_at)]
                 previous, unanswered = current, 0
                 try:
                     self.on_sample(latest.interval, rows)
@@ -437,3 +476,4 @@ class SamplerThread:
                     self._failed(latest.interval, error)
         finally:
             self.sampler.close()
+            self.cpu_seconds = time.thread_time()

@@ -126,7 +126,10 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         "score_per_minute": summary.get("score_per_minute"),
         "tpm": summary.get("tpm"),
         "metrics": metrics,
-        "metric_windows": summary.get("metric_windows") or {},
+        "metric_windows": {name: {"start_at": m.get("window_start"), "end_at": m.get("window_end"),
+                                  "seconds": (m["window_end"] - m["window_start"])
+                                  if m.get("window_start") and m.get("window_end") else None}
+                           for name, m in (run.get("metrics") or {}).items()},
         "units": units,
         "checks": [{"name": c["name"], "passed": c["passed"], "detail": c["detail"], "value": c["value"]}
                    for c in run.get("checks", []) if c["kind"] == "check"],
@@ -137,9 +140,70 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         "process_cpu_seconds": summary.get("process_cpu_seconds"),
         "python_cpu_seconds": summary.get("python_cpu_seconds"),
         "peak_rss_bytes": summary.get("peak_rss_bytes"),
+        "sampling": summary.get("sampling"),
+        "sampler_errors": summary.get("sampler_errors", 0),
         "phases": [{"name": p["name"], "seconds": p["seconds"]} for p in run.get("phases", [])],
         "host": run.get("host") or {},
         "settings": settings,
         "intervals": intervals,
     }
+    document.update(_observation(run))
     return document
+
+
+def _observation(run: dict[str, Any]) -> dict[str, Any]:
+    """What the engine did: samples per interval, per-table activity and gstat, firebird.log findings."""
+    from fbbench.analysis import engine
+    from fbbench.observe.gstat import GstatSnapshot, delta, flags
+
+    samples = run.get("engine_samples") or {}
+    intervals = engine.interval_table(run.get("intervals", []))
+    per_interval = []
+    for index in sorted(i for i in samples if i >= 0):
+        figures = samples[index]
+        entry: dict[str, Any] = {"index": index, "phase": intervals.get(index, ("?", 0.0))[0],
+                                 "seconds": engine.covered_seconds(index, samples, intervals)}
+        entry["tables"] = {source.split(":", 1)[1]: values for source, values in figures.items()
+                           if source.startswith("table:")}
+        entry.update({source: values for source, values in figures.items() if not source.startswith("table:")})
+        per_interval.append(entry)
+
+    stored = run.get("gstat") or {}
+    snapshots = {moment: GstatSnapshot.from_dict(item["snapshot"]) if item.get("snapshot") else None
+                 for moment, item in stored.items()}
+    before, after = snapshots.get("before"), snapshots.get("after")
+    tables: dict[str, Any] = {}
+    for row in engine.busiest_tables(samples, run.get("intervals", []), top=1000):
+        tables.setdefault(row["table"], {})["activity"] = {k: v for k, v in row.items() if k != "table"}
+    changes = delta(before, after) if before and after and before.usable and after.usable else {}
+    for moment, snapshot in (("before", before), ("after", after)):
+        if snapshot is None or not snapshot.usable:
+            continue
+        for name, table in snapshot.tables.items():
+            entry = tables.setdefault(name, {})
+            entry[f"gstat_{moment}"] = {k: v for k, v in vars(table).items() if k not in ("name", "indices")}
+            entry["indices"] = sorted(set(entry.get("indices", [])) | set(table.indices))
+    for key, change in changes.items():
+        if key.startswith("table:") and key[6:] in tables:
+            tables[key[6:]]["gstat_delta"] = change
+    indices = {}
+    for moment, snapshot in (("before", before), ("after", after)):
+        if snapshot is None or not snapshot.usable:
+            continue
+        for name, index in snapshot.indices.items():
+            item = indices.setdefault(name, {"table": index.table})
+            item[moment] = {k: v for k, v in vars(index).items() if k not in ("name", "table")}
+    return {
+        "engine_samples": per_interval,
+        "engine_activity": engine.activity(samples, run.get("intervals", [])),
+        "tables": tables,
+        "indices": indices,
+        "gstat": {
+            moment: {"taken_at": item.get("taken_at"), "problem": item.get("parse_error"),
+                     "header": (item.get("snapshot") or {}).get("header"),
+                     "skipped_lines": len((item.get("snapshot") or {}).get("skipped") or [])}
+            for moment, item in stored.items()
+        },
+        "gstat_flags": [vars(flag) for flag in flags(before, after)] if after is not None else [],
+        "log_findings": run.get("findings") or [],
+    }

@@ -30,7 +30,7 @@ _KEYS: dict[str, set[str]] = {
     "units": {"name", "description", "weight", "isolation", "lock_timeout", "read_only", "sql", "params",
               "statements", "rollback_on", "tally", "keying_time", "think_time"},
     "statements": {"sql", "params", "repeat"},
-    "metrics": {"name", "sql", "per_minute", "description"},
+    "metrics": {"name", "sql", "per_minute", "description", "every"},
     "checks": {"name", "sql", "description"},
     "audits": {"name", "value", "unit", "min", "max", "description"},
     "nurand": {"constants_sql"},
@@ -99,6 +99,7 @@ class Metric:
     per_minute: bool = False
     description: str = ""
     where: str = ""  # workload.toml:line, for errors found later (the SQL does not prepare)
+    every: str = "interval"  # interval: read at every interval boundary; end: only where the window starts and ends
 
 
 @dataclass(frozen=True)
@@ -415,9 +416,12 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
     for index, table in enumerate(reader.array(resolved, "metrics")):
         path = ["metrics", index]
         reader.check_keys(table, "metrics", path)
+        every = table.get("every", "interval")
+        if every not in ("interval", "end"):
+            raise reader.fail([*path, "every"], f"'every' must be \"interval\" or \"end\"; got {every!r}")
         metrics.append(Metric(reader.text(table, "name", path), reader.text(table, "sql", path),
                               reader.flag(table, "per_minute", path), table.get("description", ""),
-                              reader.where(path)))
+                              reader.where(path), every))
     checks = []
     for index, table in enumerate(reader.array(resolved, "checks")):
         path = ["checks", index]
