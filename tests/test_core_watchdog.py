@@ -56,7 +56,10 @@ def small_disk(path: Path, size: int) -> Iterator[str | None]:
             subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
-def test_a_full_disk_fails_the_run_at_once(tmp_path: Path, record_property: Any) -> None:
+@pytest.mark.parametrize("mechanism", ["tmpfs", "rlimit"])
+def test_a_full_disk_fails_the_run_at_once(mechanism: str, tmp_path: Path) -> None:
+    """tmpfs: the database on a 16 MiB tmpfs the test mounts (skipped, saying why, where mount is
+    not permitted); rlimit: RLIMIT_FSIZE on the engine process, which needs no privilege."""
     runtime = prepare_runtime("5.0", tmp_path / "work")
     # About 3 MiB of room for rows of 7,000 bytes (one 8 KiB page each) at 150 units/s: the
     # file stops growing after two seconds or so of measuring.
@@ -66,34 +69,36 @@ def test_a_full_disk_fails_the_run_at_once(tmp_path: Path, record_property: Any)
                 "units": [{"name": "fat", "statements": [{
                     "sql": "insert into fat values (next value for fat_seq, ?)",
                     "params": [{"kind": "string", "args": [7000]}]}]}]}
-    with small_disk(tmp_path / "disk", 16 * MiB) as refused:
-        if refused is None:
-            mechanism, expected = "a 16 MiB tmpfs", "No space left on device"
-            dsn = str(tmp_path / "disk" / "fat.fdb")
+    if mechanism == "tmpfs":
+        disk = tmp_path / "disk"
+        with small_disk(disk, 16 * MiB) as refused:
+            if refused is not None:
+                pytest.skip(f"cannot mount a small tmpfs ({refused}); the rlimit variant covers a full disk")
+            dsn = str(disk / "fat.fdb")
             run_in_engine(runtime, f"{CHILD}:create_fat", dsn)
             # Ballast leaves exactly `room` free on the small disk.
-            free = os.statvfs(tmp_path / "disk").f_bavail * os.statvfs(tmp_path / "disk").f_frsize
-            (tmp_path / "disk" / "ballast").write_bytes(b"\0" * (free - room))
-            limit = None
-        else:
-            mechanism, expected = f"RLIMIT_FSIZE on the engine process ({refused})", "File too large"
-            dsn = str(tmp_path / "fat.fdb")
-            # The limit holds for every file of the process: the engine's shared memory files
-            # (a 4 MiB TIP cache block) must fit under it too.
-            limit = max(run_in_engine(runtime, f"{CHILD}:create_fat", dsn) + room, 5 * MiB)
-        print(f"disk full by {mechanism}")
-        record_property("disk_full_by", mechanism)
+            free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+            (disk / "ballast").write_bytes(b"\0" * (free - room))
+            result = run_in_engine(runtime, f"{CHILD}:fill_until_full", dsn, settings, None)
+        expected = "No space left on device"
+    else:
+        dsn = str(tmp_path / "fat.fdb")
+        # The limit holds for every file of the process: the engine's shared memory files (a
+        # 4 MiB TIP cache block) must fit under it too.
+        limit = max(run_in_engine(runtime, f"{CHILD}:create_fat", dsn) + room, 5 * MiB)
         result = run_in_engine(runtime, f"{CHILD}:fill_until_full", dsn, settings, limit)
+        expected = "File too large"
 
     failure = result["failure"] or ""
-    assert result["status"] == "failed", (mechanism, result["status"])
+    assert result["status"] == "failed", result["failure"]
     assert failure.startswith("the database cannot be written (attachment "), failure
     assert expected in failure and "Error while trying to write to file" in failure, failure
     # The first write error ends the run: nothing is counted as a unit error.
     assert result["units"]["fat"]["errors"] == 0, result["units"]["fat"]["errors_by_code"]
     # It ends at once, or at the latest when the watchdog gives up on an attachment stuck in
     # the broken engine (embedded 5.0 may keep one spinning on its write errors).
-    assert result["_test"]["after_end"] < (settings["watchdog_seconds"] if result["abandoned"] else 1.0) + 0.5, \
+    # (Margins: the Python side polls every 0.1 s on a shared 2-core machine.)
+    assert result["_test"]["after_end"] < (settings["watchdog_seconds"] if result["abandoned"] else 1.0) + 1.0, \
         result["_test"]
     if result["abandoned"]:
         assert "did not return within 3 s after the run failed" in failure, failure
@@ -137,7 +142,7 @@ def test_an_attachment_the_engine_does_not_give_back_is_abandoned(target: Target
     assert result["failure"].startswith(
         "attachment 1 did not return within 1.5 s after the end of the measured period"), result["failure"]
     # The run outlives its period by the bound, not more.
-    assert settings["watchdog_seconds"] <= result["_test"]["after_end"] < settings["watchdog_seconds"] + 0.5, \
+    assert settings["watchdog_seconds"] <= result["_test"]["after_end"] < settings["watchdog_seconds"] + 1.0, \
         result["_test"]
     measured = measured_totals_kept(result, "maybe_hang")
     assert len(measured) == 3 and all(i["units"]["maybe_hang"]["ok"] > 0 for i in measured)
@@ -152,9 +157,9 @@ def test_a_stop_with_an_attachment_stuck_is_still_a_stop(target: Target) -> None
     assert result["status"] == "stopped"
     assert result["failure"].startswith("attachment 1 did not return within 1.5 s after the stop"), \
         result["failure"]
-    assert settings["watchdog_seconds"] <= result["_test"]["after_end"] < settings["watchdog_seconds"] + 0.5, \
+    assert settings["watchdog_seconds"] <= result["_test"]["after_end"] < settings["watchdog_seconds"] + 1.0, \
         result["_test"]
-    assert result["_test"]["after_interrupt"] < settings["watchdog_seconds"] + 1.0, result["_test"]
+    assert result["_test"]["after_interrupt"] < settings["watchdog_seconds"] + 1.5, result["_test"]
     assert result["measured_seconds"] < 2.0
     assert result["units"]["maybe_hang"]["ok"] > 0
     measured_totals_kept(result, "maybe_hang")
