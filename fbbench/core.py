@@ -140,7 +140,7 @@ class AttachmentResult:
 @dataclass(frozen=True, eq=False)
 class LoadResult(_Document):
     status: str  # completed | stopped | failed
-    failure: str | None
+    failure: str | None  # also names abandoned attachments
     started_at: float
     measure_started_at: float | None
     ended_at: float
@@ -150,6 +150,9 @@ class LoadResult(_Document):
     attachments: tuple[AttachmentResult, ...]
     intervals: tuple[IntervalStats, ...]
     units: dict[str, UnitResult]
+    # Attachments that did not come back within the watchdog bound after the run ended: their
+    # threads may still be inside the engine, so the process should end with os._exit.
+    abandoned: tuple[int, ...]
     raw: dict[str, Any] = field(repr=False)
 
     @classmethod
@@ -160,7 +163,8 @@ class LoadResult(_Document):
             data["measured_seconds"], data["client_cpu_seconds"], data["thread_cpu_seconds"],
             tuple(AttachmentResult(**a) for a in data["attachments"]),
             tuple(IntervalStats.from_json(i) for i in data["intervals"]),
-            {name: UnitResult.from_json(u) for name, u in data["units"].items()}, data,
+            {name: UnitResult.from_json(u) for name, u in data["units"].items()},
+            tuple(data.get("abandoned", ())), data,
         )
 
     @property
@@ -178,8 +182,14 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
              poll_seconds: float = 0.5) -> LoadResult:
     """Run the load to its end and return what was measured.
 
-    Ctrl-C (KeyboardInterrupt), raised while waiting or inside ``on_progress``, sets the stop
-    flag; the run then ends within about two seconds and its result has status ``"stopped"``.
+    Ctrl-C (KeyboardInterrupt) or SIGTERM, raised while waiting or inside ``on_progress``, sets
+    the stop flag; the run then ends within about two seconds and its result has status
+    ``"stopped"``. Whatever the engine does, the call returns at most the watchdog bound
+    (``watchdog_seconds`` + the largest finite ``lock_timeout``) after the measured period or
+    the stop: an attachment still inside the engine by then is abandoned and listed in
+    ``abandoned`` (status ``"failed"`` after a completed period, ``"stopped"`` after a stop).
+    Its thread may still be running: the caller should end the process with ``os._exit`` once
+    the results are safe.
     Any other exception from ``on_progress`` also stops the run, and is re-raised afterwards.
     ``ValueError`` means the config was refused before anything started.
     """
@@ -202,6 +212,7 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
 
 
 def _stop_and_wait(run: Any) -> None:
+    # The core's watchdog bounds this wait: no engine call is waited for here.
     run.stop()
     while True:
         try:

@@ -75,7 +75,8 @@ impl LoadRun {
         report::poll_json(&self.shared)
     }
 
-    /// Sets the stop flag: every attachment ends within 2 seconds.
+    /// Sets the stop flag: the attachments end within about 2 seconds, and the run ends within
+    /// the watchdog bound whatever the engine does (attachments still inside it are abandoned).
     fn stop(&self) {
         self.shared.request_stop();
     }
@@ -121,7 +122,9 @@ impl LoadRun {
 
 impl Drop for LoadRun {
     fn drop(&mut self) {
-        // An abandoned run must not keep hammering the database behind Python's back.
+        // A run dropped unfinished must not keep hammering the database behind Python's back.
+        // Nothing is joined: the control thread and every attachment thread (abandoned ones
+        // included) own their reference to the shared state and end on their own.
         self.shared.request_stop();
     }
 }
