@@ -12,7 +12,9 @@ those nested dicts as they are.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -178,8 +180,11 @@ class LoadResult(_Document):
 ProgressCallback = Callable[[LiveCounters], None]
 
 
+BoundaryCallback = Callable[[int, float, bool], None]
+
+
 def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = None,
-             poll_seconds: float = 0.5) -> LoadResult:
+             poll_seconds: float = 0.5, on_boundary: BoundaryCallback | None = None) -> LoadResult:
     """Run the load to its end and return what was measured.
 
     Ctrl-C (KeyboardInterrupt) or SIGTERM, raised while waiting or inside ``on_progress``, sets
@@ -192,11 +197,18 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
     the results are safe.
     Any other exception from ``on_progress`` also stops the run, and is re-raised afterwards.
     ``ValueError`` means the config was refused before anything started.
+
+    ``on_boundary(boundary, at, last)`` is called on a thread of its own as soon as the core
+    passes a boundary — 1 is the run's zero, 1 + k the end of interval k, 0 only for a last
+    call that brings no boundary — with the boundary's wall-clock time; ``last`` is true exactly
+    once, when the run is over. Observers (the engine sampler) read right at the boundaries this
+    way, not whenever the next poll happens to come.
     """
     run = _core.LoadRun(json.dumps(dict(config)))
     # Ctrl-C and SIGTERM become the stop flag, not libfbclient's shutdown of every attachment.
     with signals.stop_signals_interrupt():
         run.start()
+        watcher = _watch_boundaries(run, on_boundary) if on_boundary is not None else None
         try:
             while not run.wait(poll_seconds):
                 if on_progress is not None:
@@ -206,9 +218,35 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
         except BaseException:
             _stop_and_wait(run)
             raise
+        finally:
+            if watcher is not None:
+                watcher.join(5)
     if on_progress is not None:
         on_progress(LiveCounters.from_json(run.poll()))
     return LoadResult.from_json(run.result())
+
+
+def _watch_boundaries(run: Any, on_boundary: BoundaryCallback) -> threading.Thread:
+    def call(boundary: int, at: float, last: bool) -> None:
+        with contextlib.suppress(Exception):  # an observer's failure is its own
+            on_boundary(boundary, at, last)
+
+    def watch() -> None:
+        seen = 0
+        while True:
+            passed, done, at = run.wait_boundary(seen, 0.5)
+            new = range(seen + 1, passed + 1)
+            for boundary in new:
+                call(boundary, at, done and boundary == passed)
+            seen = max(seen, passed)
+            if done:
+                if not new:
+                    call(0, at, True)  # the run is over and no boundary came with its end
+                return
+
+    thread = threading.Thread(target=watch, name="fbbench-boundaries", daemon=True)
+    thread.start()
+    return thread
 
 
 def _stop_and_wait(run: Any) -> None:

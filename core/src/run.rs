@@ -96,6 +96,10 @@ pub struct RunState {
     pub abandon_note: Option<String>,
     pub done: bool,
     pub intervals_completed: usize,
+    /// Boundaries passed: 1 once the run's zero is set, then one more per closed interval.
+    pub boundaries: u64,
+    /// Wall-clock time (seconds since the epoch) of the latest boundary.
+    pub boundary_at: f64,
     pub last_interval: Option<Value>,
     pub result: Option<String>,
 }
@@ -351,6 +355,18 @@ impl Shared {
         }
     }
 
+    /// The run's zero is the first boundary: observers take their baseline there.
+    fn zero_boundary(&self) {
+        let Some(zero) = self.zero() else {
+            self.cond.notify_all();
+            return;
+        };
+        let mut state = lock(&self.state);
+        state.boundaries = 1;
+        state.boundary_at = self.epoch(zero);
+        self.cond.notify_all();
+    }
+
     pub fn epoch(&self, at: Instant) -> f64 {
         self.created_wall + at.saturating_duration_since(self.created).as_secs_f64()
     }
@@ -379,6 +395,7 @@ pub fn control_main(shared: Arc<Shared>) {
             // Under a ramp-up the attachments start working as they connect: the ramp is part
             // of the warm-up.
             let _ = shared.zero.set(Instant::now());
+            shared.zero_boundary();
         }
         for k in 1..=shared.config.connections {
             let worker_shared = Arc::clone(&shared);
@@ -404,7 +421,8 @@ pub fn control_main(shared: Arc<Shared>) {
             if !shared.stopping() {
                 let _ = shared.zero.set(Instant::now());
             }
-            shared.cond.notify_all();
+            drop(state);
+            shared.zero_boundary();
         }
     }
     let collected = shared.zero().map(|zero| run_intervals(&shared, zero));
@@ -597,9 +615,16 @@ fn close_interval(
     let interval = json!({"index": index, "phase": phase.name(), "start_offset": start,
                           "seconds": seconds, "units": units});
     collected.intervals.push(interval.clone());
+    let at = shared
+        .zero()
+        .map(|zero| shared.epoch(zero + Duration::from_secs_f64(start + seconds)))
+        .unwrap_or(0.0);
     let mut state = lock(&shared.state);
     state.intervals_completed += 1;
+    state.boundaries += 1;
+    state.boundary_at = at;
     state.last_interval = Some(interval);
+    shared.cond.notify_all();
 }
 
 /// Waits until every attachment is back or the watchdog bound has passed; returns the

@@ -104,25 +104,21 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
         at_end = {m.name: m.sql for m in workload.metrics if m.every == "end"}
         thread = SamplerThread(Sampler(dsn, tables, monitor=monitor, metrics=every, end_metrics=at_end))
         thread.wait_ready(30)
-    seen = {"zero": False, "intervals": 0}
-
-    def boundaries(live: dict[str, Any]) -> None:
-        """Tell the sampler which boundaries passed since the last poll."""
-        if thread is None:
+    def on_boundary(boundary: int, at: float, last: bool) -> None:
+        """Straight from the core at each boundary: the sampler reads right then."""
+        if thread is None or boundary == 0:
             return
-        if not seen["zero"] and live.get("phase") not in (None, "connecting"):
-            seen["zero"] = True
-            thread.zero()
-        completed = live.get("intervals_completed", 0)
-        for interval in range(seen["intervals"], completed):
-            # The end-only metrics are read where the measured window starts and at the last boundary.
-            thread.boundary(interval, full=interval == warmup_intervals - 1 or live.get("phase") == "done")
-        seen["intervals"] = completed
+        at_monotonic = time.monotonic() - (time.time() - at)
+        if boundary == 1:
+            thread.zero(at_monotonic)
+            return
+        interval = boundary - 2
+        # The end-only metrics are read where the measured window starts and at the last boundary.
+        thread.boundary(interval, at_monotonic, full=last or interval == warmup_intervals - 1)
 
     stored = [0]
 
     def on_progress(live: dict[str, Any], display: LiveDisplay) -> None:
-        boundaries(live)
         completed, last = live.get("intervals_completed", 0), live.get("last_interval")
         if last and completed > stored[0]:
             store.record_interval(run_id, last)
@@ -136,9 +132,8 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     process_before, python_before = _process_cpu(), time.thread_time()
     try:
         with LiveDisplay.measurement(console, workload, settings) as display:
-            # The last progress call comes after the run ended (phase "done"): the last boundary.
             result = native.run_load(config, on_progress=lambda live: on_progress(live, display),
-                                     poll_seconds=0.2).to_dict()
+                                     on_boundary=on_boundary).to_dict()
     finally:
         if thread is not None:
             thread.close(timeout=30)  # answers the boundaries already reported, then detaches
