@@ -9,6 +9,8 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
+SCHEMA_VERSION = 1  # of the run result document: docs/run-result.md
+
 
 def _workload_description(run: dict[str, Any]) -> str:
     text = (run.get("workload_files") or {}).get("workload.toml")
@@ -36,6 +38,15 @@ def _latency_of_intervals(intervals: list[dict[str, Any]]) -> dict[tuple[int, st
     return summaries
 
 
+def _conf_lines(text: str) -> dict[str, str]:
+    pairs = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and not line.lstrip().startswith("#"):
+            pairs[key.strip()] = value.strip()
+    return pairs
+
+
 def _headline(summary: dict[str, Any]) -> dict[str, Any] | None:
     """The workload's headline as the run stored it: its value and what it means."""
     stored = summary.get("headline")
@@ -53,13 +64,14 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
     database = run.get("database") or {}
     before = database.get("before") or {}
     after = database.get("after") or before
-    conf: Any
     if engine.get("firebird_conf"):
         conf = {row["name"]: row["value"] for row in engine["firebird_conf"]}
         conf_set = {row["name"]: row["value"] for row in engine["firebird_conf"] if row.get("is_set")}
     else:
-        conf = engine.get("firebird_conf_text", "")
-        conf_set = (settings.get("conf") or {})
+        # Firebird 3 shows no RDB$CONFIG: what the generated file set (the rest are the engine's
+        # defaults), or nothing at all for a server, as firebird_conf_source says.
+        conf = _conf_lines(engine.get("firebird_conf_text", ""))
+        conf_set = dict(conf) or (settings.get("conf") or {})
     interval_latency = _latency_of_intervals(run.get("intervals", []))
     intervals = []
     for row in run.get("intervals", []):
@@ -83,6 +95,7 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
     metrics = {name: metric["value"] for name, metric in (run.get("metrics") or {}).items()}
     load = run.get("load") or {}
     document = {
+        "schema_version": SCHEMA_VERSION,
         "run_id": run["run_id"],
         "status": run["status"],
         "failure": run.get("failure"),
