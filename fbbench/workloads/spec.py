@@ -417,8 +417,9 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
         scale[name] = parse_scale_value(name, value)
         if scale[name] < 0:
             raise FbbenchError(f"scale '{name}' cannot be negative")
-        if scale[name] == 0 and defaults[name] > 0:
-            # A size (warehouses, rows) of zero leaves nothing to run on.
+        switch = isinstance(scale_table[name], bool) or str(scale_table[name]).strip().lower() in _BOOLEAN_WORDS
+        if scale[name] == 0 and defaults[name] > 0 and not switch:
+            # A size (warehouses, rows) of zero leaves nothing to run on; a switch that is on by default can be off.
             raise FbbenchError(f"scale '{name}' must be more than 0 (the workload's default is {defaults[name]:g})")
 
     resolved: dict[str, Any] = {key: _substitute(value, scale, reader, [key]) for key, value in data.items()
