@@ -922,10 +922,59 @@ begin
     exception docflow_nothing_to_do 'docflow: no supplier order can be cancelled';
 end^
 
--- Cancel accepting an invoice (INC -> SUP draft): possible while none of its stock was
--- reserved and it is unpaid.
-create procedure docflow_cancel_adding_invoice (p_worker integer, p_seed bigint)
+-- A customer reserve cancelled: the stock and the order's demand rows it took are free again.
+create procedure docflow_cancel_reserve_doc (p_doc bigint)
+returns (lines integer, units integer)
+as
+  declare claimed smallint;
+  declare line bigint;
+  declare line_qty integer;
+  declare given integer;
+begin
+  execute procedure docflow_claim (p_doc, 3300, 2000, 3300, 2030) returning_values :claimed;
+  if (claimed = 0) then
+    exception docflow_not_eligible;
+  lines = 0;
+  units = 0;
+  for select l.id, l.qty from doc_data l where l.doc_id = :p_doc order by l.ware_id into :line, :line_qty do
+  begin
+    execute procedure docflow_give_back (line) returning_values :given;
+    if (given <> 2 * line_qty) then
+      exception docflow_not_eligible;
+    lines = lines + 1;
+    units = units + line_qty;
+  end
+  execute procedure docflow_log_lines (p_doc, 3300, -1);
+end^
+
+create procedure docflow_cancel_customer_reserve (p_worker integer, p_seed bigint)
 returns (doc bigint, lines integer, units integer)
+as
+  declare x bigint;
+  declare candidate bigint;
+begin
+  x = docflow_rand_init(p_seed, 3301);
+  x = mod(x * 48271, 2147483647);
+  for select doc from docflow_candidates (:p_worker, 3300, 2000, :x, 10) into :candidate do
+  begin
+    begin
+      execute procedure docflow_cancel_reserve_doc (candidate) returning_values :lines, :units;
+      doc = candidate;
+      when exception docflow_not_eligible do
+        doc = null;
+    end
+    if (doc is not null) then
+      leave;
+  end
+  if (doc is null) then
+    exception docflow_nothing_to_do 'docflow: no reserve can be cancelled';
+end^
+
+-- Cancel accepting an invoice (INC -> SUP draft) that is unpaid, and with it the reserves
+-- that took its stock (they give the stock back). Not possible once one of those reserves was
+-- written off.
+create procedure docflow_cancel_adding_invoice (p_worker integer, p_seed bigint)
+returns (doc bigint, lines integer, units integer, cascaded integer)
 as
   declare x bigint;
   declare candidate bigint;
@@ -935,18 +984,36 @@ as
   declare agent integer;
   declare cost numeric(18, 2);
   declare owed numeric(18, 2);
+  declare reserve bigint;
+  declare reserve_lines integer;
+  declare reserve_units integer;
 begin
   x = docflow_rand_init(p_seed, 2101);
   x = mod(x * 48271, 2147483647);
   for select doc from docflow_candidates (:p_worker, 2100, 2010, :x, 10) into :candidate do
   begin
-    if (not exists (select 1 from doc_data l join qstorned s on s.snd_id = l.id where l.doc_id = :candidate)) then
+    if (not exists (select 1 from doc_data l
+                    join qstorned s on s.snd_id = l.id
+                    join doc_data r on r.id = s.rcv_id
+                    join doc_list d on d.id = r.doc_id
+                    where l.doc_id = :candidate and (d.optype_id <> 3300 or d.state_id <> 2000))) then
     begin
       begin
         begin
           execute procedure docflow_claim (candidate, 2100, 2010, 2000, 2000) returning_values :claimed;
           if (claimed = 0) then
             exception docflow_not_eligible;
+          cascaded = 0;
+          for select distinct r.doc_id from doc_data l
+              join qstorned s on s.snd_id = l.id
+              join doc_data r on r.id = s.rcv_id
+              where l.doc_id = :candidate
+              into :reserve
+          do
+          begin
+            execute procedure docflow_cancel_reserve_doc (reserve) returning_values :reserve_lines, :reserve_units;
+            cascaded = cascaded + 1;
+          end
           lines = 0;
           units = 0;
           for select l.id, l.qty from doc_data l where l.doc_id = :candidate order by l.ware_id into :line, :line_qty do
@@ -965,7 +1032,10 @@ begin
           doc = candidate;
         end
         when exception docflow_not_eligible do
+        begin
           doc = null;
+          cascaded = null;
+        end
       end
       if (doc is not null) then
         leave;
@@ -973,49 +1043,6 @@ begin
   end
   if (doc is null) then
     exception docflow_nothing_to_do 'docflow: no accepted invoice can be cancelled';
-end^
-
--- Cancel a customer reserve: the stock and the order's demand rows it took are free again.
-create procedure docflow_cancel_customer_reserve (p_worker integer, p_seed bigint)
-returns (doc bigint, lines integer, units integer)
-as
-  declare x bigint;
-  declare candidate bigint;
-  declare claimed smallint;
-  declare line bigint;
-  declare line_qty integer;
-  declare given integer;
-begin
-  x = docflow_rand_init(p_seed, 3301);
-  x = mod(x * 48271, 2147483647);
-  for select doc from docflow_candidates (:p_worker, 3300, 2000, :x, 10) into :candidate do
-  begin
-    begin
-      begin
-        execute procedure docflow_claim (candidate, 3300, 2000, 3300, 2030) returning_values :claimed;
-        if (claimed = 0) then
-          exception docflow_not_eligible;
-        lines = 0;
-        units = 0;
-        for select l.id, l.qty from doc_data l where l.doc_id = :candidate order by l.ware_id into :line, :line_qty do
-        begin
-          execute procedure docflow_give_back (line) returning_values :given;
-          if (given <> 2 * line_qty) then
-            exception docflow_not_eligible;
-          lines = lines + 1;
-          units = units + line_qty;
-        end
-        execute procedure docflow_log_lines (candidate, 3300, -1);
-        doc = candidate;
-      end
-      when exception docflow_not_eligible do
-        doc = null;
-    end
-    if (doc is not null) then
-      leave;
-  end
-  if (doc is null) then
-    exception docflow_nothing_to_do 'docflow: no reserve can be cancelled';
 end^
 
 -- Cancel a write-off (SAL -> RES) that is not paid yet.

@@ -307,77 +307,56 @@ create table service_runs (
 );
 commit;
 
--- Balances as they are now: the aggregated part plus what the log holds that the service units
--- have not aggregated yet. Correct whether or not a service unit ran last.
-create view invnt_pending (ware_id, qty_clo, qty_clr, qty_ord, qty_sup, qty_avl, qty_res, qty_inc, qty_out,
-                           cost_inc, cost_out) as
-  select l.ware_id, sum(l.qty_diff * o.m_qty_clo), sum(l.qty_diff * o.m_qty_clr), sum(l.qty_diff * o.m_qty_ord),
-         sum(l.qty_diff * o.m_qty_sup), sum(l.qty_diff * o.m_qty_avl), sum(l.qty_diff * o.m_qty_res),
-         sum(l.qty_diff * o.m_qty_inc), sum(l.qty_diff * o.m_qty_out), sum(l.cost_diff * o.m_cost_inc),
-         sum(l.cost_diff * o.m_cost_out)
+-- Every stock movement with the multipliers of its operation type applied: the log rows not
+-- aggregated yet (AGGREGATED = 0) and those the service units added to the balances (1).
+-- (The checks sum such rows in one grouped pass; joining grouped views instead would make
+-- Firebird recompute the inner one for every row of the outer.)
+create view invnt_moves (ware_id, aggregated, qty_clo, qty_clr, qty_ord, qty_sup, qty_avl, qty_res, qty_inc, qty_out, cost_inc, cost_out) as
+  select l.ware_id, 0, l.qty_diff * o.m_qty_clo, l.qty_diff * o.m_qty_clr, l.qty_diff * o.m_qty_ord,
+         l.qty_diff * o.m_qty_sup, l.qty_diff * o.m_qty_avl, l.qty_diff * o.m_qty_res, l.qty_diff * o.m_qty_inc,
+         l.qty_diff * o.m_qty_out, l.cost_diff * o.m_cost_inc, l.cost_diff * o.m_cost_out
   from invnt_turnover_log l join optypes o on o.id = l.optype_id
-  group by l.ware_id;
+  union all
+  select l.ware_id, 1, l.qty_diff * o.m_qty_clo, l.qty_diff * o.m_qty_clr, l.qty_diff * o.m_qty_ord,
+         l.qty_diff * o.m_qty_sup, l.qty_diff * o.m_qty_avl, l.qty_diff * o.m_qty_res, l.qty_diff * o.m_qty_inc,
+         l.qty_diff * o.m_qty_out, l.cost_diff * o.m_cost_inc, l.cost_diff * o.m_cost_out
+  from invnt_turnover_aggregated l join optypes o on o.id = l.optype_id;
 
-create view invnt_balance (ware_id, qty_clo, qty_clr, qty_ord, qty_sup, qty_avl, qty_res, qty_inc, qty_out,
-                           cost_inc, cost_out) as
-  select s.ware_id, s.qty_clo + coalesce(p.qty_clo, 0), s.qty_clr + coalesce(p.qty_clr, 0),
-         s.qty_ord + coalesce(p.qty_ord, 0), s.qty_sup + coalesce(p.qty_sup, 0),
-         s.qty_avl + coalesce(p.qty_avl, 0), s.qty_res + coalesce(p.qty_res, 0),
-         s.qty_inc + coalesce(p.qty_inc, 0), s.qty_out + coalesce(p.qty_out, 0),
-         s.cost_inc + coalesce(p.cost_inc, 0), s.cost_out + coalesce(p.cost_out, 0)
-  from invnt_saldo s left join invnt_pending p on p.ware_id = s.ware_id;
-
--- The whole stock log, aggregated or not, summed per ware.
-create view invnt_log_total (ware_id, qty_clo, qty_clr, qty_ord, qty_sup, qty_avl, qty_res, qty_inc, qty_out,
-                             cost_inc, cost_out) as
-  select l.ware_id, sum(l.qty_diff * o.m_qty_clo), sum(l.qty_diff * o.m_qty_clr), sum(l.qty_diff * o.m_qty_ord),
-         sum(l.qty_diff * o.m_qty_sup), sum(l.qty_diff * o.m_qty_avl), sum(l.qty_diff * o.m_qty_res),
-         sum(l.qty_diff * o.m_qty_inc), sum(l.qty_diff * o.m_qty_out), sum(l.cost_diff * o.m_cost_inc),
-         sum(l.cost_diff * o.m_cost_out)
-  from (select ware_id, optype_id, qty_diff, cost_diff from invnt_turnover_log
+-- The balances as they are now: the aggregated balance plus the moves not aggregated yet.
+-- Correct whether or not a service unit ran last.
+create view invnt_balance (ware_id, qty_clo, qty_clr, qty_ord, qty_sup, qty_avl, qty_res, qty_inc, qty_out, cost_inc, cost_out) as
+  select b.ware_id, sum(b.qty_clo), sum(b.qty_clr), sum(b.qty_ord), sum(b.qty_sup), sum(b.qty_avl), sum(b.qty_res),
+         sum(b.qty_inc), sum(b.qty_out), sum(b.cost_inc), sum(b.cost_out)
+  from (select ware_id, qty_clo, qty_clr, qty_ord, qty_sup, qty_avl, qty_res, qty_inc, qty_out, cost_inc, cost_out from invnt_saldo
         union all
-        select ware_id, optype_id, qty_diff, cost_diff from invnt_turnover_aggregated) l
-  join optypes o on o.id = l.optype_id
-  group by l.ware_id;
+        select ware_id, qty_clo, qty_clr, qty_ord, qty_sup, qty_avl, qty_res, qty_inc, qty_out, cost_inc, cost_out from invnt_moves where aggregated = 0) b
+  group by b.ware_id;
 
--- The balances rebuilt from the documents alone: every line of a document that is not
--- cancelled moved the balances by each step its type went through. A refused order keeps its
--- quantity as refused (its optype CLR, state cancelled).
-create view invnt_from_documents (ware_id, qty_clo, qty_clr, qty_ord, qty_sup, qty_avl, qty_res, qty_inc, qty_out,
-                                  cost_inc, cost_out) as
-  select l.ware_id, sum(l.qty * o.m_qty_clo), sum(l.qty * o.m_qty_clr), sum(l.qty * o.m_qty_ord),
-         sum(l.qty * o.m_qty_sup), sum(l.qty * o.m_qty_avl), sum(l.qty * o.m_qty_res),
-         sum(l.qty * o.m_qty_inc), sum(l.qty * o.m_qty_out), sum(l.cost_purchase * o.m_cost_inc),
-         sum(l.cost_purchase * o.m_cost_out)
+-- What every line of a document that is not cancelled moved, by each step its type went
+-- through (optype_steps). A refused order keeps its quantity as refused (optype CLR, cancelled).
+create view invnt_document_moves (ware_id, qty_clo, qty_clr, qty_ord, qty_sup, qty_avl, qty_res, qty_inc, qty_out, cost_inc, cost_out) as
+  select l.ware_id, l.qty * o.m_qty_clo, l.qty * o.m_qty_clr, l.qty * o.m_qty_ord, l.qty * o.m_qty_sup,
+         l.qty * o.m_qty_avl, l.qty * o.m_qty_res, l.qty * o.m_qty_inc, l.qty * o.m_qty_out,
+         l.cost_purchase * o.m_cost_inc, l.cost_purchase * o.m_cost_out
   from doc_list d
   join doc_data l on l.doc_id = d.id
   join optype_steps s on s.doc_optype_id = d.optype_id
   join optypes o on o.id = s.step_optype_id
-  where d.state_id <> 2030 or d.optype_id = 1100
-  group by l.ware_id;
+  where d.state_id <> 2030 or d.optype_id = 1100;
 
-create view money_pending (agent_id, supp_debt, cust_debt) as
-  select l.agent_id, sum(l.cost_diff * o.m_supp_debt), sum(l.cost_diff * o.m_cust_debt)
+create view money_moves (agent_id, aggregated, supp_debt, cust_debt) as
+  select l.agent_id, 0, l.cost_diff * o.m_supp_debt, l.cost_diff * o.m_cust_debt
   from money_turnover_log l join optypes o on o.id = l.optype_id
-  group by l.agent_id;
+  union all
+  select l.agent_id, 1, l.cost_diff * o.m_supp_debt, l.cost_diff * o.m_cust_debt
+  from money_turnover_aggregated l join optypes o on o.id = l.optype_id;
 
 create view money_balance (agent_id, supp_debt, cust_debt) as
-  select s.agent_id, s.supp_debt + coalesce(p.supp_debt, 0), s.cust_debt + coalesce(p.cust_debt, 0)
-  from money_saldo s left join money_pending p on p.agent_id = s.agent_id;
-
-create view money_log_total (agent_id, supp_debt, cust_debt) as
-  select l.agent_id, sum(l.cost_diff * o.m_supp_debt), sum(l.cost_diff * o.m_cust_debt)
-  from (select agent_id, optype_id, cost_diff from money_turnover_log
+  select b.agent_id, sum(b.supp_debt), sum(b.cust_debt)
+  from (select agent_id, supp_debt, cust_debt from money_saldo
         union all
-        select agent_id, optype_id, cost_diff from money_turnover_aggregated) l
-  join optypes o on o.id = l.optype_id
-  group by l.agent_id;
-
--- What is owed, from the money rows no payment has taken yet.
-create view money_unpaid (agent_id, supp_debt, cust_debt) as
-  select p.agent_id, sum(iif(p.snd_optype_id = 2100, p.cost, 0)), sum(iif(p.snd_optype_id = 3400, p.cost, 0))
-  from pdistr p
-  group by p.agent_id;
+        select agent_id, supp_debt, cust_debt from money_moves where aggregated = 0) b
+  group by b.agent_id;
 commit;
 
 -- A unit that finds nothing to work on (no document in the wanted state, no free row) ends
