@@ -134,3 +134,6 @@ def query(path: str, sql: str) -> list[list[Any]]:
         rows = [[common.plain(value) for value in row] for row in cursor.fetchall()]
         connection.commit()
     return rows
+
+
+execute_sql = common.execute_sql

@@ -53,3 +53,6 @@ def counts(path: str) -> dict[str, int]:
             result[table] = cursor.fetchone()[0]
         connection.commit()
     return result
+
+
+execute_sql = common.execute_sql

@@ -1,19 +1,20 @@
 """The built-in orders workload's SQL on real engines, through firebird-driver in an engine child
 process (tests/orders_sql_child.py): the INITALL population; the flawed generator draws other
 products and quantities when the same call is executed again (RAND()), the fixed one the same
-(seeded); rounds = 2 leaves only the second round's orders; the checks pass and catch a broken
-inventory.
+(seeded); rounds = 2 leaves only the second round's orders and the checks pass; and
+``fbbench run orders --transactions 2 -c 1`` end to end on every engine.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from fbbench.engines import prepare_runtime, run_in_engine
-from tests.conftest import ENGINES
+from tests.conftest import ENGINES, run_cli
 
 CHILD = "tests.orders_sql_child"
 SCALE = {"customers": 20, "products": 200, "orders": 10}
@@ -71,3 +72,32 @@ def test_two_rounds_leave_the_second_rounds_orders_and_the_checks_pass(built, va
     assert counts["orders"] == 30
     checks = run_in_engine(runtime, f"{CHILD}:run_checks", database, scale)
     assert len(checks) == 4 and checks == dict.fromkeys(checks, 0), checks
+    # The checks can fail: an inventory changed behind the trigger's back, a total off by one.
+    run_in_engine(runtime, f"{CHILD}:execute_sql", database, [
+        "update inventory set qty_ordered = qty_ordered + 1 where product_id = 5",
+        "update orders set total_qty = total_qty + 1 where id = (select min(id) from orders)"])
+    checks = run_in_engine(runtime, f"{CHILD}:run_checks", database, scale)
+    assert {name for name, value in checks.items() if value} == {"inventory = ordered quantities",
+                                                                   "order totals = its lines"}, checks
+
+
+# ------------------------------------------------------------------ end to end with the real CLI
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fbbench_run_orders_fixed_work_on_one_attachment(engine: str, tmp_path: Path) -> None:
+    json_path = tmp_path / "run.json"
+    cli = run_cli("run", "orders", "--transactions", "2", "-c", "1", "--engine", engine, "--json", str(json_path),
+                  "--report", str(tmp_path / "report.html"), timeout=300)
+    assert cli.returncode == 0, cli.stdout[-4000:] + cli.stderr[-4000:]
+    assert "Traceback" not in cli.stdout + cli.stderr
+    doc = json.loads(json_path.read_text())
+    assert doc["status"] == "completed", doc.get("failure")
+    assert doc["transactions_per_attachment"] == 2 and doc["connections"] == 1
+    unit = doc["units"]["generate_orders"]
+    assert unit["ok"] == 2 and unit["errors"] == 0 and unit["conflicts"] == 0, unit
+    assert unit["tally"]["ORDERS_MADE"] == 200  # the default: 100 orders per unit
+    assert 200 <= unit["tally"]["LINES_MADE"] <= 1200
+    checks = doc["checks"]
+    assert len(checks) == 4 and all(check["passed"] for check in checks), checks
+    assert doc["population"]["rows"]["PRODUCTS"] == 10000 and doc["population"]["rows"]["CUSTOMERS"] == 1000

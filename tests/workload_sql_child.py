@@ -140,3 +140,11 @@ def plain(value: Any) -> Any:
 
 def parameters(unit: Unit, rng: random.Random, attachment: int) -> list:
     return [generators.value(g, rng, attachment, {}) for g in unit.statements[0].params]
+
+
+def execute_sql(path: str, statements: list[str]) -> None:
+    """Statements committed together (the tests break an invariant on purpose)."""
+    with driver.connect(path) as connection, connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+        connection.commit()
