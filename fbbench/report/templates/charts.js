@@ -285,7 +285,7 @@ const fbb = (() => {
   /* lineChart(container, spec): one line per series over a shared numeric x.
      spec = {x: [...], xLabel, xValue(x, idx) → legend text, yLabel (name and unit), unit (legend
              suffix), digits, whole (counts: whole-number ticks), series: [{label, values, colour,
-             width, dash, show, lo, hi}], shade: [{from, to, label, key}], sync: key, xMin,
+             width, dash, show, lo, hi}], shade: [{from, to, label, key}], sync: key, xMin, xMax,
              yMin0 (default true), height, empty}
      A series with lo/hi arrays gets a shaded band between them (a 95 % CI) whose values the
      legend shows as "value [lo – hi]"; the band follows its series when toggled. */
@@ -335,7 +335,8 @@ const fbb = (() => {
     const opts = {
       width: widthOf(container), height,
       scales: {
-        x: {time: false, range: (u, min, max) => [isNumber(spec.xMin) ? Math.min(spec.xMin, min) : min, max]},
+        x: {time: false, range: (u, min, max) => [isNumber(spec.xMin) ? Math.min(spec.xMin, min) : min,
+                                                  isNumber(spec.xMax) ? Math.max(spec.xMax, max) : max]},
         y: {range: (u, min, max) => {
           if (!isNumber(min) || !isNumber(max)) return [0, 1];
           const low = spec.yMin0 === false ? min : Math.min(0, min);
@@ -384,7 +385,7 @@ const fbb = (() => {
     const x = categories.map((_, i) => i);
     const unit = spec.unit ? " " + spec.unit : "";
     const data = [x];
-    const series = [{label: spec.categoryName || "", value: (u, v) => v === null ? "–" : categories[Math.round(v)]}];
+    const series = [{label: spec.categoryName || "category", value: (u, v) => v === null ? "–" : categories[Math.round(v)]}];
     given.forEach((s, j) => {
       const colour = s.colour || COLOURS[j % COLOURS.length];
       const offset = (j - (k - 1) / 2) * slot;

@@ -26,6 +26,9 @@ const shade = warmup.length
       label: "warm-up", key: "warm-up (not measured)"}]
   : [];
 const X_LABEL = "seconds since the load started";
+// Every time chart spans the whole load, so that one second sits at one place on the page.
+const TIME = {xLabel: X_LABEL, xMin: 0, xMax: indices.length ? Math.max(...indices.map(i => geometry.get(i).start + geometry.get(i).seconds)) : undefined,
+              shade, sync: "time", xName: "interval"};
 
 const units = Object.keys(run.units || {}).length ? Object.keys(run.units)
   : [...new Set((run.intervals || []).map(i => i.unit))];
@@ -97,8 +100,8 @@ fbb.section("throughput", node => {
     return values.length ? values.reduce((a, b) => a + b, 0) : null;
   });
   fbb.lineChart(node, {
-    x: intervalX, xName: "interval", xValue: (v, idx) => intervalLabel[idx], xLabel: X_LABEL, xMin: 0,
-    yLabel: "successful units per minute", unit: "/min", digits: 0, shade, sync: "time",
+    ...TIME, x: intervalX, xValue: (v, idx) => intervalLabel[idx],
+    yLabel: "successful units per minute", unit: "/min", digits: 0,
     series: [{label: "all units", colour: fbb.TOTAL, width: 2.5, values: total}, ...perUnit],
     empty: "No intervals were measured.",
   });
@@ -106,8 +109,8 @@ fbb.section("throughput", node => {
 
 fbb.section("latency-time", node => {
   fbb.lineChart(node, {
-    x: intervalX, xName: "interval", xValue: (v, idx) => intervalLabel[idx], xLabel: X_LABEL, xMin: 0,
-    yLabel: "p95 latency, ms", unit: "ms", digits: 2, shade, sync: "time",
+    ...TIME, x: intervalX, xValue: (v, idx) => intervalLabel[idx],
+    yLabel: "p95 latency, ms", unit: "ms", digits: 2,
     series: units.map(u => ({label: u + " p95", colour: unitColour(u),
                              values: rowsOf(u).map(r => r && r.latency_ms ? r.latency_ms.p95 : null)})),
     empty: "No interval has a latency histogram.",
@@ -154,7 +157,10 @@ fbb.section("checks", node => {
 // ------------------------------------------------------------------ how Firebird worked
 // The sampler's readings, one per interval boundary; a reading that fell behind answers for
 // several intervals (sample.intervals_covered) and its `seconds` spans all of them.
-const readings = (run.engine_samples || []).filter(s => s && geometry.has(s.index) && (s.io || s.record));
+// A reading may lack a group (in Classic/SuperClassic the last one has no counters once the
+// attachments have left): its other figures are still drawn, the missing ones leave a gap.
+const ENGINE_GROUPS = ["io", "record", "header", "memory", "database"];
+const readings = (run.engine_samples || []).filter(s => s && geometry.has(s.index) && ENGINE_GROUPS.some(g => s[g]));
 const readingSpan = readings.map(s => {
   const covered = Math.max(1, Math.round((s.sample || {}).intervals_covered || 1));
   const last = geometry.get(s.index);
@@ -172,8 +178,7 @@ function engineChart(parent, id, title, text, spec) {
   const node = fbb.chartBox(parent, id, title, text);
   // A figure this engine does not count (imgc before 4.0) is left out, not drawn as zero.
   const series = spec.series.filter(s => s.values.some(isNumber));
-  fbb.lineChart(node, {x: readingX, xName: "interval", xValue: (v, idx) => readingLabel[idx], xLabel: X_LABEL, xMin: 0,
-                       shade, sync: "time", ...spec, series});
+  fbb.lineChart(node, {...TIME, x: readingX, xValue: (v, idx) => readingLabel[idx], ...spec, series});
   return node;
 }
 
