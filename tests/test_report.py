@@ -248,7 +248,8 @@ const page = fbb.data();
 fbb.section("title", node => { node.textContent = page.title; });
 let chart = null;
 fbb.section("ratio", node => {
-  chart = fbb.lineChart(node, {x: page.x, xLabel: "connections", yLabel: "ratio B / A", digits: 3,
+  chart = fbb.lineChart(node, {x: page.x, xLabel: "connections", yLabel: "ratio B / A", digits: 3, yMin0: false,
+    refs: [{value: 1, label: "no change"}],
     series: [{label: "score ratio", values: page.ratio, lo: page.lo, hi: page.hi}]});
 });
 fbb.section("bars", node => fbb.barChart(node, {categories: ["A", "B"], valueLabel: "score, /min",
@@ -288,3 +289,15 @@ def test_a_script_that_would_end_its_element_is_refused(tmp_path: Path) -> None:
     (tmp_path / "bad.js").write_text('const s = "</script>";')
     with pytest.raises(ValueError, match="cannot be inlined"):
         html.render_page(tmp_path / "bad.html", "bad", {})
+
+
+def test_report_of_a_document_with_nothing_in_it(tmp_path: Path) -> None:
+    # A document from before a section existed (or of a run that ended at once) still renders:
+    # every missing section says what is missing instead of breaking the page.
+    page = html.write({"run_id": "bare", "status": "incomplete"}, tmp_path / "bare.html")
+    dom = _render(page, tmp_path).body
+    assert dom.by_id("status").text == "incomplete"
+    assert int(dom.attrs["data-charts"]) == 0
+    assert "No intervals were measured" in dom.by_id("throughput").text
+    assert "No engine readings" in dom.by_id("engine-note").text
+    assert "No gstat was taken" in dom.by_id("gstat").text

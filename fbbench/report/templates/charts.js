@@ -271,6 +271,33 @@ const fbb = (() => {
     });
   }
 
+  // Horizontal reference lines ({value, label}), e.g. a ratio of 1 = "no change".
+  function drawRefs(u, refs) {
+    const {ctx, bbox} = u;
+    const px = uPlot.pxRatio;
+    refs.forEach(ref => {
+      if (!isNumber(ref.value)) return;
+      const y = Math.round(u.valToPos(ref.value, "y", true)) + 0.5;
+      if (y < bbox.top || y > bbox.top + bbox.height) return;
+      ctx.save();
+      ctx.strokeStyle = "#5f6368";
+      ctx.lineWidth = px;
+      ctx.setLineDash([4 * px, 4 * px]);
+      ctx.beginPath();
+      ctx.moveTo(bbox.left, y);
+      ctx.lineTo(bbox.left + bbox.width, y);
+      ctx.stroke();
+      if (ref.label) {
+        ctx.fillStyle = "#4a5160";
+        ctx.font = `${Math.round(11 * px)}px system-ui, sans-serif`;
+        ctx.textAlign = "right";
+        ctx.textBaseline = "bottom";
+        ctx.fillText(ref.label, bbox.left + bbox.width - 4 * px, y - 2 * px);
+      }
+      ctx.restore();
+    });
+  }
+
   function shadeKey(container, ranges) {
     const shown = ranges.filter(r => isNumber(r.from) && isNumber(r.to) && r.to > r.from);
     if (!shown.length) return;
@@ -285,8 +312,8 @@ const fbb = (() => {
   /* lineChart(container, spec): one line per series over a shared numeric x.
      spec = {x: [...], xLabel, xValue(x, idx) → legend text, yLabel (name and unit), unit (legend
              suffix), digits, whole (counts: whole-number ticks), series: [{label, values, colour,
-             width, dash, show, lo, hi}], shade: [{from, to, label, key}], sync: key, xMin, xMax,
-             yMin0 (default true), height, empty}
+             width, dash, show, lo, hi}], shade: [{from, to, label, key}], refs: [{value, label}]
+             (horizontal reference lines), sync: key, xMin, xMax, yMin0 (default true), height, empty}
      A series with lo/hi arrays gets a shaded band between them (a 95 % CI) whose values the
      legend shows as "value [lo – hi]"; the band follows its series when toggled. */
   function lineChart(container, spec) {
@@ -352,7 +379,7 @@ const fbb = (() => {
       cursor: {sync: spec.sync ? {key: spec.sync} : undefined, drag: {x: true, y: false}, points: {size: 7}},
       hooks: {
         drawClear: [u => shadeRanges(u, shade)],
-        draw: [u => { labelRanges(u, shade); container.dataset.rendered = "true"; }],
+        draw: [u => { drawRefs(u, spec.refs || []); labelRanges(u, shade); container.dataset.rendered = "true"; }],
         setSeries: [(u, index, change) => {
           // A CI band belongs to its line: toggling the line toggles the band.
           if (mirroring || !partners[index] || !change || !("show" in change)) return;
@@ -386,9 +413,11 @@ const fbb = (() => {
     const unit = spec.unit ? " " + spec.unit : "";
     const data = [x];
     const series = [{label: spec.categoryName || "category", value: (u, v) => v === null ? "–" : categories[Math.round(v)]}];
+    const width = slot * 0.92;  // a bar, in category units (a category is 1)
     given.forEach((s, j) => {
       const colour = s.colour || COLOURS[j % COLOURS.length];
-      const offset = (j - (k - 1) / 2) * slot;
+      // uPlot 1.6 draws a bar placed by disp.x0 from x0 on (not centred on it): x0 is the bar's start.
+      const start = (j - (k - 1) / 2) * slot - width / 2;
       data.push(x.map(i => isNumber(s.values[i]) ? s.values[i] : null));
       series.push({
         label: s.label, stroke: colour, fill: colour, width: 0, points: {show: false},
@@ -396,8 +425,8 @@ const fbb = (() => {
           size: [1, Infinity, 1],
           // uPlot's disp: each series' bars at their own place in the group (x units).
           // x0 in x units, size as a share of the plot's extent along the categories.
-          disp: {x0: {unit: 1, values: () => x.map(i => i + offset)},
-                 size: {unit: 2, values: () => x.map(() => slot * 0.92 / n)}},
+          disp: {x0: {unit: 1, values: () => x.map(i => i + start)},
+                 size: {unit: 2, values: () => x.map(() => width / n)}},
         }),
         value: (u, v) => v === null ? "–" : fmt(v, spec.digits) + unit,
       });

@@ -247,7 +247,7 @@ fbb.section("engine-charts", node => {
   });
   engineChart(node, "engine-contention", "Conflicts, waits and locks",
               "Record-level figures of the engine next to the units the load saw end in an update conflict.",
-              {yLabel: "per second", unit: "/s", series: [
+              {yLabel: "events per second", unit: "/s", series: [
                 ...perSec("record", [["conflicts", "record conflicts"], ["waits", "record waits"], ["locks", "record locks"]]),
                 {label: "units ended by a conflict", values: unitConflicts, dash: [5, 3], colour: fbb.TOTAL}]});
   engineChart(node, "engine-gaps", "Transaction gaps", "Next − OIT and Next − OAT at each interval's end: how far the " +
@@ -268,7 +268,7 @@ fbb.section("engine-charts", node => {
                 {label: "attachments' memory allocated", values: mb(pick("memory", "attachments_allocated"))}]});
   engineChart(node, "engine-activity", "Active attachments and transactions",
               "Attachments running a statement and their transactions at each interval's end (fbbench's own not counted).",
-              {yLabel: "count", digits: 0, whole: true, series: [
+              {yLabel: "attachments, transactions", digits: 0, whole: true, series: [
                 {label: "active attachments", values: pick("database", "active_attachments")},
                 // dashed: the two are often equal and one line would hide the other
                 {label: "active transactions", values: pick("database", "active_transactions"), dash: [6, 4]}]});
@@ -328,7 +328,8 @@ function gstatRows(name, before, after, change, fields, extra) {
   const line = (when, figures, delta) => rows.push({
     cls: (rows.length ? "" : "group-start") + (delta ? " delta" : ""),
     cells: [rows.length ? {text: "", cls: "dim"} : name, ...extra(rows.length === 0), {text: when, cls: delta ? "dim" : ""},
-            ...fields.map(([k, , d]) => delta ? {text: fbb.fmtDelta(figures[k], d), n: true,
+            // Whole numbers without decimals, fractions with the field's (gstat prints two).
+            ...fields.map(([k, , d]) => delta ? {text: fbb.fmtDelta(figures[k], Number.isInteger(figures[k]) ? 0 : d), n: true,
                                                  cls: isNumber(figures[k]) && figures[k] !== 0 ? "changed" : "dim"}
                                               : num(figures[k], Number.isInteger(figures[k]) ? 0 : d))]});
   if (before) line("before", before, false);
