@@ -313,7 +313,8 @@ const fbb = (() => {
      spec = {x: [...], xLabel, xValue(x, idx) → legend text, yLabel (name and unit), unit (legend
              suffix), digits, whole (counts: whole-number ticks), series: [{label, values, colour,
              width, dash, show, lo, hi}], shade: [{from, to, label, key}], refs: [{value, label}]
-             (horizontal reference lines), sync: key, xMin, xMax, yMin0 (default true), height, empty}
+             (horizontal reference lines), sync: key, xMin, xMax, yMin0 (default true), points
+             (false: no dots on the values), height, empty}
      A series with lo/hi arrays gets a shaded band between them (a 95 % CI) whose values the
      legend shows as "value [lo – hi]"; the band follows its series when toggled. */
   function lineChart(container, spec) {
@@ -336,7 +337,8 @@ const fbb = (() => {
       const lo = s.lo ? clean(s.lo) : null, hi = s.hi ? clean(s.hi) : null;
       series.push({
         label: s.label, stroke: colour, width: s.width || 1.5, dash: s.dash, show: s.show !== false,
-        points: {show: spec.points !== false, size: 4, fill: colour, stroke: colour},
+        // Dots on the values where they are few enough to tell apart (uPlot decides), never otherwise.
+        points: {...(spec.points === false ? {show: false} : {}), size: 4, fill: colour, stroke: colour},
         value: (u, v, si, idx) => {
           if (idx === null || v === null) return "–";
           const text = fmt(v, spec.digits) + unit;
