@@ -193,7 +193,8 @@ fbb.section("engine-note", node => {
   } else {
     const sums = readings.some(s => (s.database || {}).per_attachment_sums);
     note(node, "Read from MON$ at every interval boundary by fbbench's own attachment. Counters are changes " +
-               "over each interval, shown per second; levels (gaps, size, memory) are values at the interval's end." +
+               "over each interval, shown per second; levels (gaps, size, memory) are values at the interval's end. " +
+               "A small series next to a large one: click the large one's name to hide it, the axis rescales." +
                (sums ? " This architecture has no database-wide counters (Classic/SuperClassic): the figures are " +
                        "sums over the load's attachments, and the database pool's memory is zero." : ""));
   }
