@@ -212,7 +212,9 @@ def _observation(run: dict[str, Any]) -> dict[str, Any]:
         "tables": tables,
         "indices": indices,
         "gstat": {
+            # The raw text only when it could not be read: the report offers it in place of the figures.
             moment: {"taken_at": item.get("taken_at"), "problem": item.get("parse_error"),
+                     "raw": item.get("raw") if item.get("parse_error") else None,
                      "header": (item.get("snapshot") or {}).get("header"),
                      "skipped_lines": len((item.get("snapshot") or {}).get("skipped") or [])}
             for moment, item in stored.items()
