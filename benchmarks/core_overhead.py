@@ -22,8 +22,9 @@ SIGCONT), until each has had its warm-up and its measured seconds. Each client's
 is what it completed over the time it ran. A 2-core VM's speed drifts by ±20 % from one run to
 the next and by ±14 % from one second to the next (a fixed C spin loop alone); runs taken one
 after the other see different machines, turns of 0.1 s see the same one. The ratio printed is
-the median over the repeats, with its exact 95 % interval (fbbench.analysis.stats). The core's own CPU per operation,
-against what an operation costs, bounds its overhead independently of any timing; and, when
+the median over the repeats with its exact 95 % interval (fbbench.analysis.stats; fewer than
+6 repeats: geometric mean, t interval on logs). The core's own CPU per operation, against what
+an operation costs, bounds its overhead independently of any timing; and, when
 valgrind is installed, callgrind counts the instructions per operation of both clients at 1
 attachment (engine included): a count, repeatable whatever the machine does. With --control,
 each point also compares C with C the same way: how far apart two identical clients land on

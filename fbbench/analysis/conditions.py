@@ -162,11 +162,13 @@ def record(run: Mapping[str, Any]) -> Conditions:
     host = run.get("host") or {}
     run_id = str(run.get("run_id") or "")
     protocol = protocol_of(run)
-    values: dict[str, str | None] = {
+    bits = host.get("fbclient_bits") or host.get("client_bits")
+    values: dict[str, Any] = {
         "engine.version": engine.get("engine_version"),
         "engine.build": engine.get("server_version") or run.get("engine_version"),
-        "engine.bits": str(host.get("fbclient_bits") or host.get("client_bits")) if protocol == "embedded" else None,
-        "client.bits": str(host.get("fbclient_bits") or host.get("client_bits") or "") or None,
+        # An embedded engine runs inside the client's process: it has the client library's bitness.
+        "engine.bits": bits if protocol == "embedded" else None,
+        "client.bits": bits,
         "client.version": next((str(p["detail"]["client"]) for p in run.get("phases") or []
                                 if p.get("name") == "runtime" and (p.get("detail") or {}).get("client")), None),
         "protocol": protocol,
@@ -344,7 +346,8 @@ def axis(rows: Sequence[DiffRow], requested: Sequence[str] | None = None,
     part (``page_size``, ``DefaultDbCachePages``) or a factor (``engine``, ``host``). None: the
     one factor the runs differ in, when there is exactly one. Rows that follow from an axis
     factor (:data:`_CONSEQUENCES`, conf defaults of two engine versions) join the axis, with
-    ``follows`` set. ``known``: every key of the records, so that a misspelt axis gets a
+    ``follows`` set; among the other differences, ``follows`` names the other difference a row
+    follows from. ``known``: every key of the records, so that a misspelt axis gets a
     did-you-mean. Raises :class:`AxisError` when a requested axis is not among the differences,
     and when none is requested and the runs differ in several factors.
     """
@@ -375,6 +378,10 @@ def axis(rows: Sequence[DiffRow], requested: Sequence[str] | None = None,
             on_axis.append(replace(row, follows=follows))
         else:
             others.append(row)
+    # Outside the axis too, a row may follow from another difference (page buffers from
+    # DefaultDbCachePages): it says so, so that the cause is the one reported.
+    outside = {row.factor for row in others}
+    others = [replace(row, follows=_consequence_of(row, outside)) for row in others]
     return on_axis, others
 
 

@@ -199,7 +199,13 @@ def lint_comparison(records: Mapping[str, Mapping[str, str]], axis: Sequence[str
         return [_finding("FB010", error.message + (f"; {error.hint}" if error.hint else ""),
                          {"differences": {row.key: row.values for row in rows}})]
     findings = []
+    consequences: dict[str, list[cond.DiffRow]] = {}
     for row in others:
+        if row.follows is not None:
+            consequences.setdefault(row.follows, []).append(row)
+    for row in others:
+        if row.follows is not None:
+            continue  # reported with the difference it follows from
         if row.unknown:
             findings.append(_finding("FB009", f"{row.key} cannot be compared ({row.shown()})",
                                      {"key": row.key, "values": row.values}))
@@ -210,8 +216,11 @@ def lint_comparison(records: Mapping[str, Mapping[str, str]], axis: Sequence[str
             severity = WARNING  # the harness's own version: measured at parity, still worth naming
         elif rule == "FB007" and row.defaults:
             severity = WARNING  # defaults of two engines differ, and the engine is not the axis
-        findings.append(_finding(rule, f"{row.key} differs outside the axis: {row.shown()}",
-                                 {"key": row.key, "values": row.values}, severity=severity))
+        following = consequences.get(row.factor, [])
+        also = "".join(f"; with it {r.key}: {r.shown()}" for r in following)
+        findings.append(_finding(rule, f"{row.key} differs outside the axis: {row.shown()}{also}",
+                                 {"key": row.key, "values": row.values,
+                                  "follows": {r.key: r.values for r in following}}, severity=severity))
     return findings
 
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -108,6 +108,22 @@ class Side:
     intervals: tuple[float, ...] = ()
     interval_seconds: tuple[float, ...] = ()
     label: str = ""
+
+    @classmethod
+    def of_runs(cls, runs: Sequence[Mapping[str, Any]], label: str = "") -> Side:
+        """A side from stored runs (``ResultsStore.load_run``): each run's stored headline result;
+        for a single run, also its measured intervals' headline (or score, see
+        :func:`~fbbench.analysis.steady.interval_series`)."""
+        from fbbench.analysis.steady import interval_series
+
+        values = tuple(float(((run.get("summary") or {}).get("headline") or {}).get("result") or math.nan)
+                       for run in runs)
+        if len(runs) != 1:
+            return cls(values, label=label)
+        series = interval_series(runs[0])
+        if series is None:
+            return cls(values, label=label)
+        return cls(values, series.measured_values, series.measured_seconds, label)
 
 
 def _clean(values: Sequence[float]) -> np.ndarray | None:
@@ -371,6 +387,14 @@ def verdict(estimate: Ratio, better: str = "higher", *, rate: bool = True, a: st
     size, near, far = (change, low, high) if up else (-change, -high, -low)
     text = f"{b} is {size:.1f} % {word}{judged}{within} ({level} CI {near:.1f}–{far:.1f} %)"
     return Verdict(True, word, is_better, change, low, high, spread, text)
+
+
+def verdict_for(estimate: Ratio, headline: Mapping[str, Any] | None, *, a: str = "A", b: str = "B") -> Verdict:
+    """:func:`verdict` for a workload's headline as a run stores it (``summary["headline"]``:
+    ``better`` and ``per``); the default headline (the score) is a rate where higher is better."""
+    headline = headline or {}
+    return verdict(estimate, str(headline.get("better") or "higher"),
+                   rate=headline.get("per", "minute") in ("minute", "second"), a=a, b=b)
 
 
 def _signed(percent: float) -> str:
