@@ -68,7 +68,7 @@ class AxisError(FbbenchError):
 
 @dataclass(frozen=True)
 class Conditions(Mapping[str, str]):
-    """One run's conditions: a flat mapping ``dotted name → display string``.
+    """One run's conditions: a flat mapping ``dotted name → display string`` (held in ``data``).
 
     ``defaults``: the ``conf.*`` keys whose value is the engine's default (nobody set them);
     ``conf_complete``: every firebird.conf key is known (RDB$CONFIG); on 3.0 only the keys set are,
@@ -76,20 +76,20 @@ class Conditions(Mapping[str, str]):
     kept aside (a condition only when fixed); ``label``: the run it describes.
     """
 
-    values: dict[str, str]
+    data: dict[str, str]
     defaults: frozenset[str] = frozenset()
     conf_complete: bool = True
     seed: int | None = None
     label: str = ""
 
     def __getitem__(self, key: str) -> str:
-        return self.values[key]
+        return self.data[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.values)
+        return iter(self.data)
 
     def __len__(self) -> int:
-        return len(self.values)
+        return len(self.data)
 
 
 def _on_off(value: Any) -> str | None:
@@ -243,7 +243,7 @@ def series_record(records: Sequence[Conditions]) -> tuple[Conditions, list[DiffR
     rows = diff({r.label or str(i + 1): r for i, r in enumerate(records)})
     differing = {row.key for row in rows}
     first = records[0]
-    values = {k: v for k, v in first.values.items() if k not in differing}
+    values = {k: v for k, v in first.data.items() if k not in differing}
     seeds = {r.seed for r in records}
     if len(records) > 1 and len(seeds) == 1 and first.seed is not None:
         values["load.seed"] = str(first.seed)

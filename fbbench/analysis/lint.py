@@ -386,9 +386,7 @@ def _steady_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
         findings.append(_finding("FB044", f"warm-up {state.warmup_seconds:.0f} s, but the {series.figure} settled "
                                  f"only after {state.settled_after:.0f} s", evidence, subject))
     if state.trend != "none":
-        findings.append(_finding("FB041", f"the {series.figure} is {state.trend} by {abs(state.slope) * 100:.1f} % "
-                                 f"per hour (95 % CI {state.slope_low * 100:+.1f} to {state.slope_high * 100:+.1f} %)",
-                                 evidence, subject))
+        findings.append(_finding("FB041", f"the {series.figure} is {state.trend_text}", evidence, subject))
     if math.isfinite(state.cv) and state.cv > steady.MAX_CV:
         findings.append(_finding("FB042", f"the {series.figure}'s intervals vary by CV {state.cv:.1%} "
                                  f"(> {steady.MAX_CV:.0%})", evidence, subject))

@@ -371,9 +371,9 @@ def verdict(estimate: Ratio, better: str = "higher", *, rate: bool = True, a: st
     level = f"{estimate.confidence * 100:g} %"
     within = " within these two runs" if estimate.basis == "intervals" else ""
     if not estimate.has_interval:
-        shown = f"{b}/{a} {estimate.ratio:.3f}, " if math.isfinite(estimate.ratio) else ""
+        shown = f"{b}/{a} {estimate.ratio:.3f}; " if math.isfinite(estimate.ratio) else ""
         return Verdict(False, None, None, change, low, high, spread,
-                       f"no difference resolved: {shown}no {level} interval ({estimate.note})")
+                       f"no difference resolved: {shown}no {level} interval: {estimate.note}")
     if not estimate.resolved:
         return Verdict(False, None, None, change, low, high, spread,
                        f"no difference resolved{within}: the {level} interval of {b} against {a} spans "

@@ -14,7 +14,8 @@ The input is the run's headline figure per interval, warm-up intervals first (se
   after its measured period had begun. No such interval (or fewer than 3 after it): **never
   settled** — the level kept moving by more than its noise.
 - **Trend** ("how Firebird gets tired", as OLTP-EMUL puts it): the Theil–Sen slope of the
-  measured intervals against time, per hour and relative to the centre, with its 95 % interval.
+  measured intervals against time, per hour and relative to the centre, with its 95 % interval
+  (shown as the change over the measured period when that is shorter than an hour).
   It counts as a trend when the interval excludes 0 *and* the fitted change over the measured
   period is at least 5 % of the centre: the slope's interval assumes independent intervals, which
   consecutive intervals are not, so a small "significant" slope is not taken as a finding.
@@ -118,7 +119,8 @@ class SteadyState:
     from the start of the warm-up): where the run entered its band for good, None when it never
     settled. ``warmup_too_short``: it settled only after the measured period had begun.
     ``slope``/``slope_low``/``slope_high``: the trend per hour as a fraction of ``center``
-    (−0.08 = −8 % per hour) with its 95 % interval; ``trend``: "rising", "declining" or "none".
+    (−0.08 = −8 % per hour) with its 95 % interval; ``trend``: "rising", "declining" or "none",
+    ``trend_text`` the words for it.
     ``verdict``: "steady", "trend", "never settled" or "too short".
     """
 
@@ -136,6 +138,7 @@ class SteadyState:
     slope_low: float
     slope_high: float
     trend: str
+    trend_text: str
     cv: float
     verdict: str
     text: str
@@ -173,7 +176,7 @@ def steady_state(series: IntervalSeries) -> SteadyState:
                 "(a shorter --interval or a longer --duration)")
         center = float(np.median(measured)) if n_measured else nan
         return SteadyState(n_warmup, n_measured, center, nan, nan, nan, None, None, warmup_seconds, False,
-                           nan, nan, nan, "none", cv, "too short", text)
+                           nan, nan, nan, "none", "", cv, "too short", text)
 
     center = float(np.median(measured[n_measured // 2:]))
     noise = _robust_noise(measured)
@@ -195,7 +198,7 @@ def steady_state(series: IntervalSeries) -> SteadyState:
     else:
         fit = sps.theilslopes(measured, hours, 0.95)
         slope, slope_low, slope_high = (float(fit[0]) / center, float(fit[2]) / center, float(fit[3]) / center)
-    span_hours = float(hours[-1] - hours[0]) if n_measured > 1 else 0.0
+    span_hours = float(np.asarray(series.seconds, dtype=float)[measured_mask].sum()) / 3600
     material = abs(slope) * span_hours >= MIN_TREND
     trend = "none"
     if material and slope_low > 0:
@@ -214,12 +217,16 @@ def steady_state(series: IntervalSeries) -> SteadyState:
             head += f": the warm-up ({warmup_seconds:.0f} s) was too short, the measured period began unsettled"
         else:
             head += f" (warm-up {warmup_seconds:.0f} s)"
-    slope_text = f"{_percent(slope)}/h, 95 % CI {_percent(slope_low)} to {_percent(slope_high)}/h"
+    if span_hours >= 1:
+        slope_text = f"{_percent(slope)}/h, 95 % CI {_percent(slope_low)} to {_percent(slope_high)}/h"
+    else:  # a short run: the change over what was measured, not an hour's extrapolation
+        slope_text = (f"{_percent(slope * span_hours)} over the measured {span_hours * 3600:.0f} s, 95 % CI "
+                      f"{_percent(slope_low * span_hours)} to {_percent(slope_high * span_hours)}")
     trend_text = {"none": f"no trend ({slope_text})", "rising": f"rising {slope_text}",
                   "declining": f"declining {slope_text}"}[trend]
     text = f"{head}; {trend_text}; CV {cv * 100:.1f} %"
     return SteadyState(n_warmup, n_measured, center, noise, low, high, settled, settled_after, warmup_seconds,
-                       too_short, slope, slope_low, slope_high, trend, cv, verdict, text)
+                       too_short, slope, slope_low, slope_high, trend, trend_text, cv, verdict, text)
 
 
 def _percent(fraction: float) -> str:
