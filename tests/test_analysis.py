@@ -275,6 +275,12 @@ def test_engine_versions_differ_in_one_factor(runs: dict[str, dict[str, Any]]) -
     assert others == [] and {row.key for row in on_axis} == keys
     assert next(row for row in on_axis if row.key == "database.ods").follows == "engine"
     assert lint.lint_comparison(records) == []
+    # Bitness never hides inside the engine axis.
+    thirty_two = conditions.Conditions({**records["4.0"].data, "engine.bits": "32", "client.bits": "32"},
+                                       records["4.0"].defaults)
+    found = lint.lint_comparison({"4.0": thirty_two, "5.0": records["5.0"]}, ["engine"])
+    assert {(f.rule, f.evidence["key"]) for f in found} == {("FB001", "engine.bits"), ("FB001", "client.bits")}
+    assert all("32" in f.message and "64" in f.message and f.severity == "error" for f in found)
 
 
 def test_lint_comparison_names_both_values_outside_the_axis(runs: dict[str, dict[str, Any]]) -> None:

@@ -42,9 +42,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scipy import stats as sps
-
 from fbbench.analysis import figures
+from fbbench.analysis.stats import scipy_stats
 from fbbench.workloads.expressions import ExpressionError, evaluate
 from fbbench.workloads.spec import Workload
 
@@ -137,12 +136,12 @@ def sampling(expression: str, available: Mapping[str, float], confidence: float 
     n = round(y)
     if set(names_x) <= set(names_y) or x <= y:
         k = min(round(x), n)
-        interval = sps.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
+        interval = scipy_stats().binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
         return Sampling("proportion", scale * float(interval.low), scale * float(interval.high), n)
     if n < MIN_MEAN_UNITS:
         return Sampling("mean", None, None, n)
     mean = x / y
-    half = float(sps.norm.ppf(0.5 + confidence / 2)) * math.sqrt(mean / y)
+    half = float(scipy_stats().norm.ppf(0.5 + confidence / 2)) * math.sqrt(mean / y)
     return Sampling("mean", scale * (mean - half), scale * (mean + half), n)
 
 

@@ -285,7 +285,13 @@ class DiffRow:
 
 
 def factor_of(key: str) -> str:
-    """The factor a key belongs to: engine.* is "engine", host.* is "host", others are themselves."""
+    """The factor a key belongs to: engine.* is "engine", host.* is "host", others are themselves.
+
+    Bitness is its own factor ("bits"): comparing engines must never silently compare a 32-bit
+    one with a 64-bit one (the published mistake).
+    """
+    if key in ("engine.bits", "client.bits"):
+        return "bits"
     return next((name for prefix, name in _FACTORS if key.startswith(prefix)), key)
 
 
@@ -332,10 +338,13 @@ def _consequence_of(row: DiffRow, factors: set[str]) -> str | None:
 
 
 def _matches(requested: str, key: str) -> bool:
+    """Whether ``--axis requested`` names ``key``: the key, its last part, its factor, or a group
+    prefix (``scale``, ``conf``, ``load``); bitness only by name, never as part of a group."""
     wanted = requested.strip().lower()
-    key_lower = key.lower()
-    return (wanted in (key_lower, factor_of(key).lower())
-            or key_lower.endswith("." + wanted) or key_lower.startswith(wanted + "."))
+    key_lower, factor = key.lower(), factor_of(key).lower()
+    if wanted in (key_lower, factor) or key_lower.endswith("." + wanted):
+        return True
+    return factor != "bits" and key_lower.startswith(wanted + ".")
 
 
 def axis(rows: Sequence[DiffRow], requested: Sequence[str] | None = None,

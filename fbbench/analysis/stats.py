@@ -50,7 +50,14 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
+
+
+def scipy_stats() -> Any:
+    """scipy.stats, imported on first use: it takes over a second to import, and every run's
+    engine process imports this package (audits)."""
+    from scipy import stats
+
+    return stats
 
 CONFIDENCE = 0.95
 MIN_BOOTSTRAP_RUNS = 5  # per side: below this the bootstrap's interval is too narrow (see above)
@@ -139,7 +146,7 @@ def _clean(values: Sequence[float]) -> np.ndarray | None:
 
 def _rng_argument(seed: int) -> dict[str, Any]:
     # scipy 1.15 renamed random_state to rng; both take a Generator.
-    name = "rng" if "rng" in inspect.signature(sps.bootstrap).parameters else "random_state"
+    name = "rng" if "rng" in inspect.signature(scipy_stats().bootstrap).parameters else "random_state"
     return {name: np.random.default_rng(seed)}
 
 
@@ -157,7 +164,7 @@ def _welch_log(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, 
     point = float(np.exp(lb.mean() - la.mean()))
     if np.ptp(la) == 0 and np.ptp(lb) == 0:
         return point, point, point  # no spread on either side: the ratio is known exactly
-    interval = sps.ttest_ind(lb, la, equal_var=False).confidence_interval(confidence)
+    interval = scipy_stats().ttest_ind(lb, la, equal_var=False).confidence_interval(confidence)
     return point, float(np.exp(interval.low)), float(np.exp(interval.high))
 
 
@@ -166,7 +173,7 @@ def _t_log_one_sample(ratios: np.ndarray, confidence: float) -> tuple[float, flo
     point = float(np.exp(logs.mean()))
     if np.ptp(logs) == 0:
         return point, point, point
-    interval = sps.ttest_1samp(logs, 0.0).confidence_interval(confidence)
+    interval = scipy_stats().ttest_1samp(logs, 0.0).confidence_interval(confidence)
     return point, float(np.exp(interval.low)), float(np.exp(interval.high))
 
 
@@ -207,7 +214,7 @@ def ratio_of_series(a: Sequence[float], b: Sequence[float], *, confidence: float
         with warnings.catch_warnings():
             # A degenerate BCa (too little spread) warns and returns NaN: fall back to percentile.
             warnings.simplefilter("ignore")
-            result = sps.bootstrap((xa, xb), _median_ratio, n_resamples=resamples, vectorized=True,
+            result = scipy_stats().bootstrap((xa, xb), _median_ratio, n_resamples=resamples, vectorized=True,
                                    confidence_level=confidence, method=kind, **_rng_argument(seed))
         low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
         method = f"ratio of medians, {kind} bootstrap ({resamples} resamples, sides resampled independently)"
@@ -226,7 +233,7 @@ def _one_against_series(xa: np.ndarray, xb: np.ndarray, confidence: float) -> Ra
     difference = (math.log(single) - logs.mean()) * (1 if single_is_b else -1)
     point = math.exp(difference)
     spread = float(logs.std(ddof=1)) * math.sqrt(1 + 1 / n)
-    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * spread
+    half = float(scipy_stats().t.ppf(0.5 + confidence / 2, n - 1)) * spread
     return Ratio(point, math.exp(difference - half), math.exp(difference + half), len(xa), len(xb), "repeats",
                  "one run against a series' geometric mean, t prediction interval on log values "
                  "(assumes the single run spreads like the series)", confidence)
@@ -270,7 +277,7 @@ def _median_interval(values: np.ndarray, confidence: float) -> tuple[float, floa
     median = float(np.median(values))
     if len(values) < MIN_EXACT_MEDIAN:
         return median, math.nan, math.nan
-    interval = sps.quantile_test(values, q=median, p=0.5).confidence_interval(confidence)
+    interval = scipy_stats().quantile_test(values, q=median, p=0.5).confidence_interval(confidence)
     return median, float(interval.low), float(interval.high)
 
 

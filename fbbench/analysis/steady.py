@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from fbbench.analysis import figures
+from fbbench.analysis.stats import scipy_stats
 
 BAND_K = 3.0  # band half-width in robust standard deviations of the interval-to-interval noise
 MIN_BAND = 0.01  # … and at least 1 % of the centre (a run at a fixed target rate has no noise)
@@ -196,7 +196,7 @@ def steady_state(series: IntervalSeries) -> SteadyState:
     if np.ptp(measured) == 0 or center == 0:
         slope = slope_low = slope_high = 0.0
     else:
-        fit = sps.theilslopes(measured, hours, 0.95)
+        fit = scipy_stats().theilslopes(measured, hours, 0.95)
         slope, slope_low, slope_high = (float(fit[0]) / center, float(fit[2]) / center, float(fit[3]) / center)
     span_hours = float(np.asarray(series.seconds, dtype=float)[measured_mask].sum()) / 3600
     material = abs(slope) * span_hours >= MIN_TREND
