@@ -22,8 +22,9 @@ SIGCONT), until each has had its warm-up and its measured seconds. Each client's
 is what it completed over the time it ran. A 2-core VM's speed drifts by ±20 % from one run to
 the next and by ±14 % from one second to the next (a fixed C spin loop alone); runs taken one
 after the other see different machines, turns of 0.1 s see the same one. The ratio printed is
-the median over the repeats, with a bootstrap 95 % interval. The core's own CPU per operation,
-against what an operation costs, bounds its overhead independently of any timing; and, when
+the median over the repeats with its exact 95 % interval (fbbench.analysis.stats; fewer than
+6 repeats: geometric mean, t interval on logs). The core's own CPU per operation, against what
+an operation costs, bounds its overhead independently of any timing; and, when
 valgrind is installed, callgrind counts the instructions per operation of both clients at 1
 attachment (engine included): a count, repeatable whatever the machine does. With --control,
 each point also compares C with C the same way: how far apart two identical clients land on
@@ -40,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import re
 import shutil
 import signal
@@ -57,6 +57,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from fbbench.analysis import stats  # noqa: E402
 from fbbench.core import build_tpb  # noqa: E402
 from fbbench.engines import prepare_runtime, run_in_engine  # noqa: E402
 
@@ -413,16 +414,15 @@ def instructions_per_op(runtime: Any, binary: Path, pristine: str, sql: str, rea
     return result
 
 
-def median_ci95(values: list[float], resamples: int = 4000) -> tuple[float, float]:
-    """Bootstrap percentile interval of the median (fixed seed: the same figures, the same interval)."""
-    draw = random.Random(0)
-    medians = sorted(statistics.median(draw.choices(values, k=len(values))) for _ in range(resamples))
-    return medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
-
-
 def ratio_figures(ratios: list[float]) -> tuple[float, tuple[float, float]]:
-    """The median of per-repeat ratios and its 95 % interval."""
-    return statistics.median(ratios), median_ci95(ratios)
+    """The per-repeat ratios' central value and its 95 % interval (fbbench.analysis.stats).
+
+    Each ratio comes from one repeat in which both clients shared the same seconds: paired
+    ratios. From 6 repeats on, the median with its exact order-statistic interval; below, the
+    geometric mean with a t interval on logs (the module says why).
+    """
+    estimate = stats.ratio_of_ratios(ratios)
+    return estimate.ratio, (estimate.low, estimate.high)
 
 
 def _ratio_text(ratio: float, ci95: tuple[float, float]) -> str:

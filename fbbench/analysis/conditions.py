@@ -1,0 +1,422 @@
+"""The conditions of a run: one canonical record, built only from what the results store holds.
+
+A comparison diffs conditions first (:func:`diff`); the user's axis is the difference they meant
+(:func:`axis`), and every other difference is a lint finding (:mod:`fbbench.analysis.lint`).
+
+A record (:class:`Conditions`) is a flat mapping ``dotted name → display string``:
+
+===========================  ===============================================================
+key                          from
+===========================  ===============================================================
+``engine.version``           the engine's ENGINE_VERSION (5.0.4)
+``engine.build``             the server version string (LI-V5.0.4.1812 Firebird 5.0)
+``engine.bits``              embedded: the bitness of the process that runs the engine
+                             (a server's is not visible to a client: absent)
+``client.bits``              the fbclient library's bitness
+``client.version``           the client library's version
+``protocol``                 embedded, TCP (a server DSN), XNET
+``architecture``             ServerMode as the engine reports it (Super, SuperClassic, Classic)
+``conf.<Key>``               effective firebird.conf: every key from RDB$CONFIG on 4.0+; on 3.0
+                             the keys set in the generated file (the rest are engine defaults,
+                             not visible). ServerMode is ``architecture``.
+``database.page_size`` …     the database before the run: page_size, page_buffers (effective,
+                             MON$PAGE_BUFFERS), forced_writes, sweep_interval, ods
+``workload.name``/``.hash``  the workload's name; sha256 of the files the run used
+``scale.<name>``             the effective scale (workload defaults with the run's overrides)
+``load.*``                   connections, warmup, duration or transactions, interval,
+                             target_rate, connect_rate, sweep; ``load.seed`` only when fixed
+``host.*``                   name, cpu_model, cpus, memory, os, kernel, machine, disk
+``fbbench.*``                version, python
+===========================  ===============================================================
+
+**Not conditions** — expected to differ between repeats of the same conditions, so never
+compared: the run id, start and end times, status, series and repeat numbers, the database's
+location and its sizes before and after (outcomes of scale, page size and ODS), whether the
+population was built or copied from the cache, tags, output paths, the disk's free space, and
+the seed when it was drawn at random. A fixed seed is a condition: the store does not say
+whether a seed was given (``settings.seed_fixed`` is read when present), but the repeats of a
+series that all share one seed had it fixed (:func:`series_record`). Values that contain the
+run id (the per-run runtime root in ``conf.SecurityDatabase``) are shown with ``<run>``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from fbbench.engines.catalog import looks_like_dsn
+from fbbench.errors import FbbenchError
+
+# Keys that describe one factor a user would name as an axis.
+_FACTORS = (("engine.", "engine"), ("host.", "host"))
+# Keys that follow from a factor: when the factor is the axis (or differs), they are expected to.
+_CONSEQUENCES: dict[str, tuple[str, ...]] = {
+    "engine": ("database.ods", "client.version"),
+    "architecture": ("database.page_buffers",),  # a per-architecture default cache (3.0)
+    "conf.DefaultDbCachePages": ("database.page_buffers",),
+    "protocol": ("client.version", "architecture", "engine.bits"),
+}
+
+
+class AxisError(FbbenchError):
+    """The requested axis is not a difference between the runs, or no axis was given among several."""
+
+
+@dataclass(frozen=True)
+class Conditions(Mapping[str, str]):
+    """One run's conditions: a flat mapping ``dotted name → display string`` (held in ``data``).
+
+    ``defaults``: the ``conf.*`` keys whose value is the engine's default (nobody set them);
+    ``conf_complete``: every firebird.conf key is known (RDB$CONFIG); on 3.0 only the keys set are,
+    and a key missing from the record is then the engine's default. ``seed``: the run's seed,
+    kept aside (a condition only when fixed); ``label``: the run it describes.
+    """
+
+    data: dict[str, str]
+    defaults: frozenset[str] = frozenset()
+    conf_complete: bool = True
+    seed: int | None = None
+    label: str = ""
+
+    def __getitem__(self, key: str) -> str:
+        return self.data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+def _on_off(value: Any) -> str | None:
+    return None if value is None else ("on" if value else "off")
+
+
+def _seconds(value: Any) -> str | None:
+    return None if value is None else f"{float(value):g} s"
+
+
+def _gib(value: Any) -> str | None:
+    return None if not value else f"{int(value) / 2**30:.1f} GiB"
+
+
+def protocol_of(run: Mapping[str, Any]) -> str:
+    """embedded, TCP or XNET: how the run's client reached its engine (a server DSN in settings.engine)."""
+    engine = run.get("engine") or {}
+    if engine.get("protocol"):
+        return str(engine["protocol"])
+    label = str(run.get("engine_label") or "")
+    text = str((run.get("settings") or {}).get("engine") or "")
+    if "embedded" in label or not looks_like_dsn(text):
+        return "embedded"
+    return "XNET" if text.lower().startswith("xnet://") else "TCP"
+
+
+def conf_text_pairs(text: str) -> dict[str, str]:
+    """``Key = Value`` lines of a firebird.conf text, comments dropped."""
+    pairs = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        key, sep, value = line.partition("=")
+        if sep and key.strip():
+            pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _effective_scale(run: Mapping[str, Any]) -> dict[str, str]:
+    from fbbench.workloads.spec import parse_scale_value
+
+    text = (run.get("workload_files") or {}).get("workload.toml") or ""
+    try:
+        defaults = tomllib.loads(text).get("scale", {}) if text else {}
+    except tomllib.TOMLDecodeError:
+        defaults = {}
+    merged = {**(defaults if isinstance(defaults, dict) else {}),
+              **((run.get("settings") or {}).get("scale") or {})}
+    scale = {}
+    for name, value in merged.items():
+        try:
+            scale[name] = f"{parse_scale_value(name, value):g}"
+        except (FbbenchError, TypeError, ValueError):
+            scale[name] = str(value)
+    return scale
+
+
+def workload_hash(files: Mapping[str, str]) -> str:
+    """sha256 of a workload's files (names and texts, in name order), first 16 hex digits."""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name].encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def record(run: Mapping[str, Any]) -> Conditions:
+    """The conditions of one stored run (``ResultsStore.load_run``); see the module for the keys."""
+    settings = run.get("settings") or {}
+    engine = run.get("engine") or {}
+    before = (run.get("database") or {}).get("before") or {}
+    host = run.get("host") or {}
+    run_id = str(run.get("run_id") or "")
+    protocol = protocol_of(run)
+    bits = host.get("fbclient_bits") or host.get("client_bits")
+    values: dict[str, Any] = {
+        "engine.version": engine.get("engine_version"),
+        "engine.build": engine.get("server_version") or run.get("engine_version"),
+        # An embedded engine runs inside the client's process: it has the client library's bitness.
+        "engine.bits": bits if protocol == "embedded" else None,
+        "client.bits": bits,
+        "client.version": next((str(p["detail"]["client"]) for p in run.get("phases") or []
+                                if p.get("name") == "runtime" and (p.get("detail") or {}).get("client")), None),
+        "protocol": protocol,
+        "architecture": engine.get("server_mode") or run.get("architecture"),
+    }
+    defaults: set[str] = set()
+    rows = engine.get("firebird_conf") or []
+    conf_complete = bool(rows)
+    if rows:
+        for row in rows:
+            if row["name"] == "ServerMode":
+                continue
+            key = f"conf.{row['name']}"
+            values[key] = "" if row.get("value") is None else str(row["value"])
+            if not row.get("is_set"):
+                defaults.add(key)
+    else:
+        for name, value in conf_text_pairs(engine.get("firebird_conf_text") or "").items():
+            if name != "ServerMode":
+                values[f"conf.{name}"] = value
+    values |= {
+        "database.page_size": before.get("page_size"),
+        "database.page_buffers": before.get("page_buffers"),
+        "database.forced_writes": _on_off(before.get("forced_writes")),
+        "database.sweep_interval": before.get("sweep_interval"),
+        "database.ods": before.get("ods"),
+        "workload.name": run.get("workload"),
+        "workload.hash": workload_hash(run.get("workload_files") or {}) if run.get("workload_files") else None,
+    }
+    values |= {f"scale.{name}": value for name, value in sorted(_effective_scale(run).items())}
+    fixed_work = settings.get("transactions") is not None
+    values |= {
+        "load.connections": settings.get("connections"),
+        "load.warmup": _seconds(0 if fixed_work else settings.get("warmup")),
+        "load.duration": None if fixed_work else _seconds(settings.get("duration")),
+        "load.transactions": f"{settings['transactions']} per attachment" if fixed_work else None,
+        "load.interval": _seconds(settings.get("interval")),
+        "load.target_rate": f"{settings['target_rate']:g}/s" if settings.get("target_rate") else None,
+        "load.connect_rate": f"{settings['connect_rate']:g}/s" if settings.get("connect_rate") else None,
+        "load.sweep": _on_off(settings.get("sweep")),
+        "load.seed": str(settings.get("seed")) if settings.get("seed_fixed") else None,
+    }
+    disk = host.get("workdir_disk") or {}
+    values |= {
+        "host.name": host.get("hostname"),
+        "host.cpu_model": host.get("cpu_model"),
+        "host.cpus": (f"{host['cpu_count']}" + (f" ({host['cpu_affinity']} usable)"
+                                                if host.get("cpu_affinity") not in (None, host["cpu_count"]) else ""))
+        if host.get("cpu_count") else None,
+        "host.memory": _gib(host.get("memory_bytes")),
+        "host.os": host.get("os"),
+        "host.kernel": host.get("kernel"),
+        "host.machine": host.get("machine"),
+        "host.disk": " ".join(str(p) for p in (disk.get("device"), disk.get("filesystem"),
+                                              {True: "rotational", False: "solid-state"}.get(disk.get("rotational")))
+                              if p) or None,
+        "fbbench.version": host.get("fbbench"),
+        "fbbench.python": host.get("python"),
+    }
+    shown = {key: str(value).replace(run_id, "<run>") if run_id else str(value)
+             for key, value in values.items() if value is not None}
+    return Conditions(shown, frozenset(defaults), conf_complete, settings.get("seed"), run_id)
+
+
+def series_record(records: Sequence[Conditions]) -> tuple[Conditions, list[DiffRow]]:
+    """The conditions a series shares, and the rows in which its runs differ (should be none).
+
+    A seed that every run of the series (two or more) shares was fixed: it becomes ``load.seed``.
+    """
+    if not records:
+        raise ValueError("a series needs at least one run")
+    rows = diff({r.label or str(i + 1): r for i, r in enumerate(records)})
+    differing = {row.key for row in rows}
+    first = records[0]
+    values = {k: v for k, v in first.data.items() if k not in differing}
+    seeds = {r.seed for r in records}
+    if len(records) > 1 and len(seeds) == 1 and first.seed is not None:
+        values["load.seed"] = str(first.seed)
+    label = f"series of {len(records)}" if len(records) > 1 else first.label
+    return Conditions(values, first.defaults - differing, all(r.conf_complete for r in records), first.seed,
+                      label), rows
+
+
+# --------------------------------------------------------------------------------------- diff
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One condition that differs between the records.
+
+    ``values``: label → display string, None where the record does not have it (not recorded,
+    or a firebird.conf key a 3.0 engine does not show). ``defaults``: a conf key nobody set on any
+    side, so every value is its engine's default. ``follows``: the axis factor it follows from,
+    set by :func:`axis` (an ODS follows the engine, page buffers follow DefaultDbCachePages).
+    """
+
+    key: str
+    values: dict[str, str | None]
+    defaults: bool = False
+    follows: str | None = None
+
+    @property
+    def factor(self) -> str:
+        return factor_of(self.key)
+
+    @property
+    def unknown(self) -> bool:
+        """Some record does not have the key: a difference that cannot be told."""
+        return any(value is None for value in self.values.values())
+
+    def shown(self) -> str:
+        return "; ".join(f"{label}: {'not visible' if value is None else value}"
+                         for label, value in self.values.items())
+
+
+def factor_of(key: str) -> str:
+    """The factor a key belongs to: engine.* is "engine", host.* is "host", others are themselves.
+
+    Bitness is its own factor ("bits"): comparing engines must never silently compare a 32-bit
+    one with a 64-bit one (the published mistake).
+    """
+    if key in ("engine.bits", "client.bits"):
+        return "bits"
+    return next((name for prefix, name in _FACTORS if key.startswith(prefix)), key)
+
+
+def diff(records: Mapping[str, Mapping[str, str]]) -> list[DiffRow]:
+    """The rows in which the records differ, in the first record's key order (equal rows fold away).
+
+    A conf key missing from a record whose firebird.conf is incomplete (3.0) counts as that
+    engine's default, not as a difference by itself.
+    """
+    labels = list(records)
+    order: dict[str, None] = {}
+    for conditions in records.values():
+        order |= dict.fromkeys(conditions)
+    rows = []
+    for key in order:
+        values = {label: records[label].get(key) for label in labels}
+        if len(set(values.values())) == 1:
+            continue
+        all_default = key.startswith("conf.") and all(_is_default(records[label], key) for label in labels)
+        rows.append(DiffRow(key, values, all_default))
+    return rows
+
+
+def _is_default(conditions: Mapping[str, str], key: str) -> bool:
+    if isinstance(conditions, Conditions):
+        return key in conditions.defaults or (key not in conditions and not conditions.conf_complete)
+    return False
+
+
+# --------------------------------------------------------------------------------------- axis
+
+
+def _consequence_of(row: DiffRow, factors: set[str]) -> str | None:
+    """The differing factor ``row`` follows from, if any (other than its own)."""
+    for name in factors:
+        if name != row.factor and row.key in _CONSEQUENCES.get(name, ()):
+            return name
+    # firebird.conf defaults (and keys a 3.0 engine does not show) follow the engine's version.
+    if row.key.startswith("conf.") and (row.defaults or row.unknown):
+        for name in ("engine", "protocol"):
+            if name in factors:
+                return name
+    return None
+
+
+def _matches(requested: str, key: str) -> bool:
+    """Whether ``--axis requested`` names ``key``: the key, its last part, its factor, or a group
+    prefix (``scale``, ``conf``, ``load``); bitness only by name, never as part of a group."""
+    wanted = requested.strip().lower()
+    key_lower, factor = key.lower(), factor_of(key).lower()
+    if wanted in (key_lower, factor) or key_lower.endswith("." + wanted):
+        return True
+    return factor != "bits" and key_lower.startswith(wanted + ".")
+
+
+def axis(rows: Sequence[DiffRow], requested: Sequence[str] | None = None,
+         known: Sequence[str] = ()) -> tuple[list[DiffRow], list[DiffRow]]:
+    """Split ``diff`` rows into (the axis, every other difference).
+
+    ``requested``: what the user named with ``--axis`` — a key (``database.page_size``), its last
+    part (``page_size``, ``DefaultDbCachePages``) or a factor (``engine``, ``host``). None: the
+    one factor the runs differ in, when there is exactly one. Rows that follow from an axis
+    factor (:data:`_CONSEQUENCES`, conf defaults of two engine versions) join the axis, with
+    ``follows`` set; among the other differences, ``follows`` names the other difference a row
+    follows from. ``known``: every key of the records, so that a misspelt axis gets a
+    did-you-mean. Raises :class:`AxisError` when a requested axis is not among the differences,
+    and when none is requested and the runs differ in several factors.
+    """
+    factors = {row.factor for row in rows}
+    primary = [row for row in rows if _consequence_of(row, factors) is None]
+    primary_factors = list(dict.fromkeys(row.factor for row in primary))
+    if requested:
+        chosen: set[str] = set()
+        for name in requested:
+            hits = {row.factor for row in rows if _matches(name, row.key)}
+            if not hits:
+                raise _not_a_difference(name, rows, primary_factors, known)
+            chosen |= hits
+    elif not rows:
+        return [], []
+    elif len(primary_factors) == 1:
+        chosen = set(primary_factors)
+    else:
+        raise AxisError(f"several differences: say which is the axis with --axis ({', '.join(primary_factors)})",
+                        hint="every difference that is not the axis is reported as a lint finding")
+    on_axis, others = [], []
+    for row in rows:
+        if row.factor in chosen:
+            on_axis.append(row)
+            continue
+        follows = _consequence_of(row, chosen)
+        if follows is not None:
+            on_axis.append(replace(row, follows=follows))
+        else:
+            others.append(row)
+    # Outside the axis too, a row may follow from another difference (page buffers from
+    # DefaultDbCachePages): it says so, so that the cause is the one reported.
+    outside = {row.factor for row in others}
+    others = [replace(row, follows=_consequence_of(row, outside)) for row in others]
+    return on_axis, others
+
+
+def _not_a_difference(name: str, rows: Sequence[DiffRow], factors: Sequence[str], known: Sequence[str]) -> AxisError:
+    differences = ", ".join(factors) or "none: the runs have the same conditions"
+    same = [key for key in known if _matches(name, key)]
+    if same:
+        return AxisError(f"--axis {name}: {', '.join(same)} is the same in every run, so it is not what they compare",
+                         hint=f"the runs differ in: {differences}")
+    close = difflib.get_close_matches(name, [*dict.fromkeys([*known, *(factor_of(k) for k in known)])], n=1)
+    return AxisError(f"--axis {name}: no such condition" + (f" (did you mean {close[0]}?)" if close else ""),
+                     hint=f"the runs differ in: {differences}")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What :func:`split` found: the axis rows, the other differences, and every key seen."""
+
+    axis: list[DiffRow]
+    others: list[DiffRow]
+    keys: list[str] = field(default_factory=list)
+
+
+def split(records: Mapping[str, Conditions], requested: Sequence[str] | None = None) -> Comparison:
+    """:func:`diff` then :func:`axis`, with every key of the records for did-you-mean."""
+    keys = list(dict.fromkeys(key for conditions in records.values() for key in conditions))
+    on_axis, others = axis(diff(records), requested, keys)
+    return Comparison(on_axis, others, keys)
+

@@ -1,0 +1,546 @@
+"""The credibility lint: the field's lessons (DESIGN.md, "What the field taught us") as rules.
+
+Each rule has an id, a severity and a one-sentence *why*; a :class:`Finding` adds what was found
+and the values it was found in (``evidence``). Severities:
+
+- ``error``: the comparison (or the run, as evidence) is invalid;
+- ``warning``: the conclusion is weak;
+- ``note``: worth knowing; fbbench cannot tell whether it matters (e.g. it cannot know whether
+  the user means to claim something about the disk).
+
+Entry points: :func:`lint_run` (one stored run, ``ResultsStore.load_run``),
+:func:`lint_comparison` (the conditions of the runs compared, and the axis),
+:func:`lint_series` (the runs of one series), :func:`lint_workload` (static, before a run).
+:data:`RULES` lists every rule.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from fbbench.analysis import conditions as cond
+from fbbench.analysis import psql, steady
+
+ERROR, WARNING, NOTE = "error", "warning", "note"
+SEVERITIES = (ERROR, WARNING, NOTE)
+
+MIN_BUFFERS = 256
+MAX_CLASSIC_BUFFERS = 2048
+MAX_CONFLICT_SHARE = 0.05
+MAX_ERROR_SHARE = 0.001
+MAX_HARNESS_SHARE = 0.20
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: str
+    title: str
+    why: str
+
+
+RULES: dict[str, Rule] = {rule.id: rule for rule in (
+    # Comparisons: conditions that differ outside the axis.
+    Rule("FB001", ERROR, "bitness differs",
+         "A published \"Firebird 4 is slower than 3\" compared a 32-bit 3.0 with a 64-bit 4.0: bitness changes the "
+         "engine's memory and arithmetic, so it must be the same or be the axis."),
+    Rule("FB002", ERROR, "protocol differs",
+         "Embedded, TCP and XNET put different layers between client and engine; Firebird maintainers reject "
+         "comparisons that do not state the same protocol."),
+    Rule("FB003", ERROR, "page size differs",
+         "Page size changes index depth, records per page and what a cache of N pages holds (the 16K-against-32K "
+         "comparison measured that, not the versions)."),
+    Rule("FB004", ERROR, "forced writes differ",
+         "Forced writes decide whether every page write waits for the disk: on against off compares fsync with "
+         "none."),
+    Rule("FB005", ERROR, "engine build differs",
+         "Builds of one version differ in fixes and defaults; a comparison names the exact builds or compares "
+         "them on purpose."),
+    Rule("FB006", ERROR, "host differs",
+         "Optimal settings do not transfer between machines (the TPC-C-on-Firebird study): runs on different "
+         "hosts compare the hosts."),
+    Rule("FB007", ERROR, "firebird.conf differs",
+         "Firebird maintainers reject any comparison that does not state the same full firebird.conf: one key "
+         "(a cache, a lock table, ReadConsistency) can decide the result."),
+    Rule("FB008", ERROR, "another condition differs",
+         "A comparison changes one thing at a time (the TPC-C-on-Firebird study): every other difference is a "
+         "second, unmeasured axis."),
+    Rule("FB009", NOTE, "condition not visible",
+         "What a run cannot see (a Firebird 3 server's firebird.conf) cannot be shown to be equal."),
+    Rule("FB010", ERROR, "axis unclear",
+         "A comparison must say which difference it measures; with several, any one may explain the result."),
+    Rule("FB011", ERROR, "series not uniform",
+         "The repeats of a series must share their conditions, or their spread mixes noise with a change."),
+    # One run: the cache, the disk, the architecture.
+    Rule("FB020", WARNING, "page cache too small",
+         "With a cache of a few dozen pages (the published 50-page \"drive test\") a run measures copying pages "
+         "between Firebird's cache and the OS file cache, not the engine and not the disk."),
+    Rule("FB021", WARNING, "large cache per attachment",
+         "SuperClassic and Classic give every attachment its own cache: more than 2048 buffers each multiplies "
+         "memory and page traffic, and is known to hurt."),
+    Rule("FB022", NOTE, "disk not measured",
+         "A disk test needs a database larger than every cache in the way: Firebird's page cache and the OS file "
+         "cache."),
+    # One run: what the load did.
+    Rule("FB030", WARNING, "many update conflicts",
+         "A benchmark of update conflicts is not a benchmark of the engine: above 5 % of units the result "
+         "measures the workload's contention."),
+    Rule("FB031", WARNING, "errors",
+         "Units that fail with errors are work not done: above 0.1 % the figure measures the failures."),
+    Rule("FB032", WARNING, "read-consistency restarts",
+         "Statement restarts under ReadConsistency (\"unable to get a stable set of rows ... after 10 attempts of "
+         "restart\") made throughput collapse in the published 4.0 comparison."),
+    Rule("FB033", ERROR, "random values under read consistency",
+         "A restarted statement must repeat the same work; a procedure that draws rand() or gen_uuid() touches "
+         "different rows on each restart, and conflicts snowball (the published 4.0 comparison)."),
+    # One run: how long and how steady.
+    Rule("FB040", WARNING, "measured period too short",
+         "Fewer than 5 measured intervals cannot show whether the run was steady."),
+    Rule("FB041", WARNING, "trend",
+         "A figure that rises or falls during the measured period depends on how long the run was (\"how Firebird "
+         "gets tired\"): state the trend, or measure longer."),
+    Rule("FB042", WARNING, "unsteady",
+         "Intervals that scatter by more than 10 % make one run's figure a draw from a wide range."),
+    Rule("FB043", WARNING, "never settled",
+         "A run whose throughput never settled reports a point on a curve, not a level."),
+    Rule("FB044", WARNING, "warm-up too short",
+         "Measuring before throughput settles mixes the warm-up into the figure."),
+    # One run: the harness and the run itself.
+    Rule("FB050", WARNING, "harness CPU",
+         "When the load generator takes a large share of the CPU, the figure measures the client; one client "
+         "saturating is why harnesses grow multi-client loads."),
+    Rule("FB051", ERROR, "run not completed",
+         "An interrupted or failed run measured part of what it set out to."),
+    Rule("FB052", ERROR, "consistency checks failed",
+         "A run that leaves the database inconsistent did not do the work it counted."),
+    Rule("FB053", WARNING, "audits failed",
+         "Audits check that the run submitted the mix the workload defines; outside the bounds it measured a "
+         "different workload."),
+    Rule("FB054", NOTE, "audits not judged",
+         "An audit judged on too few transactions cannot say whether the mix was right."),
+    Rule("FB055", ERROR, "engine failure logged",
+         "A crash, bugcheck or consistency check in firebird.log means the engine did not run normally."),
+)}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule broken: ``message`` says what was found with the values, ``evidence`` holds them."""
+
+    rule: str
+    severity: str
+    title: str
+    message: str
+    why: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    subject: str = ""  # the run, series or unit it is about
+
+    @property
+    def text(self) -> str:
+        subject = f"{self.subject}: " if self.subject else ""
+        return f"{self.rule} {self.severity}: {subject}{self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _finding(rule_id: str, message: str, evidence: dict[str, Any] | None = None, subject: str = "",
+             severity: str | None = None) -> Finding:
+    rule = RULES[rule_id]
+    return Finding(rule.id, severity or rule.severity, rule.title, message, rule.why, evidence or {}, subject)
+
+
+def worst(findings: Iterable[Finding]) -> str | None:
+    """The most severe severity among ``findings`` (None when there are none)."""
+    found = {f.severity for f in findings}
+    return next((s for s in SEVERITIES if s in found), None)
+
+
+# ---------------------------------------------------------------------------------- comparison
+
+_RULE_OF_KEY = (
+    (("engine.bits", "client.bits"), "FB001"),
+    (("protocol",), "FB002"),
+    (("database.page_size",), "FB003"),
+    (("database.forced_writes",), "FB004"),
+    (("engine.version", "engine.build"), "FB005"),
+)
+
+
+def _rule_of(row: cond.DiffRow) -> str:
+    for keys, rule in _RULE_OF_KEY:
+        if row.key in keys:
+            return rule
+    if row.key.startswith("host."):
+        return "FB006"
+    if row.key.startswith("conf."):
+        return "FB007"
+    return "FB008"
+
+
+def lint_comparison(records: Mapping[str, Mapping[str, str]], axis: Sequence[str] | None = None) -> list[Finding]:
+    """Every difference between the compared runs' conditions that is not the axis.
+
+    ``records``: label → :class:`~fbbench.analysis.conditions.Conditions` (one per run, or per
+    series: :func:`conditions.series_record`). ``axis``: what the user named (see
+    :func:`conditions.axis`); None: the one difference there is. An axis that cannot be decided
+    is itself a finding (FB010).
+    """
+    rows = cond.diff(records)
+    keys = list(dict.fromkeys(k for r in records.values() for k in r))
+    try:
+        _, others = cond.axis(rows, axis, keys)
+    except cond.AxisError as error:
+        return [_finding("FB010", error.message + (f"; {error.hint}" if error.hint else ""),
+                         {"differences": {row.key: row.values for row in rows}})]
+    findings = []
+    consequences: dict[str, list[cond.DiffRow]] = {}
+    for row in others:
+        if row.follows is not None:
+            consequences.setdefault(row.follows, []).append(row)
+    for row in others:
+        if row.follows is not None:
+            continue  # reported with the difference it follows from
+        if row.unknown:
+            findings.append(_finding("FB009", f"{row.key} cannot be compared ({row.shown()})",
+                                     {"key": row.key, "values": row.values}))
+            continue
+        rule = _rule_of(row)
+        severity = None
+        if rule == "FB008" and row.key.startswith("fbbench."):
+            severity = WARNING  # the harness's own version: measured at parity, still worth naming
+        elif rule == "FB007" and row.defaults:
+            severity = WARNING  # defaults of two engines differ, and the engine is not the axis
+        following = consequences.get(row.factor, [])
+        also = "".join(f"; with it {r.key}: {r.shown()}" for r in following)
+        findings.append(_finding(rule, f"{row.key} differs outside the axis: {row.shown()}{also}",
+                                 {"key": row.key, "values": row.values,
+                                  "follows": {r.key: r.values for r in following}}, severity=severity))
+    return findings
+
+
+def lint_series(records: Sequence[cond.Conditions], label: str = "") -> list[Finding]:
+    """Conditions in which the runs of one series differ (there should be none)."""
+    _, rows = cond.series_record(records)
+    return [_finding("FB011", f"the runs of the series differ in {row.key}: {row.shown()}",
+                     {"key": row.key, "values": row.values}, label) for row in rows if not row.unknown]
+
+
+# ------------------------------------------------------------------------------------- one run
+
+
+def _conf_of(run: Mapping[str, Any]) -> tuple[dict[str, str], set[str]]:
+    """Effective firebird.conf (name → value) and the names explicitly set."""
+    engine = run.get("engine") or {}
+    rows = engine.get("firebird_conf") or []
+    if rows:
+        return ({r["name"]: "" if r.get("value") is None else str(r["value"]) for r in rows},
+                {r["name"] for r in rows if r.get("is_set")})
+    pairs = cond.conf_text_pairs(engine.get("firebird_conf_text") or "")
+    return pairs, set(pairs)
+
+
+def _truthy(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _lookup(conf: Mapping[str, str], name: str) -> str | None:
+    lowered = {k.lower(): v for k, v in conf.items()}
+    return lowered.get(name.lower())
+
+
+def _pages(text: str | None) -> int | None:
+    """A firebird.conf integer (``65536``, ``64K``) or None."""
+    match = re.fullmatch(r"\s*(\d+)\s*([kmg]?)\s*", str(text or ""), re.IGNORECASE)
+    if not match:
+        return None
+    return int(match.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}[match.group(2).lower()]
+
+
+def os_cache_in_play(conf: Mapping[str, str], set_keys: Iterable[str], page_buffers: int | None) -> bool:
+    """Whether the OS file cache sits under Firebird's page cache (firebird.conf of 3.0 to 5.0).
+
+    A UseFileSystemCache that was set (4.0+) decides. Otherwise FileSystemCacheThreshold does on
+    3.0 (which has no UseFileSystemCache) and wherever it was set: the OS cache is used while the
+    page cache is smaller than the threshold (default 65536 pages). Otherwise 4.0+'s default
+    UseFileSystemCache = true holds.
+    """
+    explicit = {k.lower() for k in set_keys}
+    use = _lookup(conf, "UseFileSystemCache")
+    if use is not None and "usefilesystemcache" in explicit:
+        return bool(_truthy(use))
+    if use is None or "filesystemcachethreshold" in explicit:
+        threshold = _pages(_lookup(conf, "FileSystemCacheThreshold"))
+        return page_buffers is None or page_buffers < (65536 if threshold is None else threshold)
+    return bool(_truthy(use))
+
+
+def _mib(value: float) -> str:
+    return f"{value / 2**20:,.1f} MiB"
+
+
+def _engine_major(text: Any) -> int | None:
+    match = re.search(r"(\d+)\.\d+", str(text or ""))
+    return int(match.group(1)) if match else None
+
+
+def _cache_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
+    database = run.get("database") or {}
+    before, after = database.get("before") or {}, database.get("after") or {}
+    buffers, page_size = before.get("page_buffers"), before.get("page_size")
+    conf, set_keys = _conf_of(run)
+    architecture = str((run.get("engine") or {}).get("server_mode") or run.get("architecture") or "")
+    connections = (run.get("settings") or {}).get("connections")
+    findings = []
+    in_play = os_cache_in_play(conf, set_keys, buffers)
+    if buffers is not None and buffers < MIN_BUFFERS:
+        where = ("the OS file cache" if in_play else "the disk")
+        findings.append(_finding(
+            "FB020", f"page buffers {buffers} (< {MIN_BUFFERS}): the run measures copying pages between Firebird's "
+            f"cache and {where} rather than the engine", {"page_buffers": buffers, "os_cache": in_play}, subject))
+    if architecture.lower() in ("superclassic", "classic") and buffers is not None and buffers > MAX_CLASSIC_BUFFERS:
+        memory = buffers * (page_size or 0) * (connections or 1)
+        findings.append(_finding(
+            "FB021", f"{architecture} with {buffers} page buffers per attachment (> {MAX_CLASSIC_BUFFERS}): "
+            f"{connections} attachment(s) × {_mib(buffers * (page_size or 0))} of cache = {_mib(memory)}",
+            {"architecture": architecture, "page_buffers": buffers, "connections": connections}, subject))
+    size = max(before.get("size_bytes") or 0, after.get("size_bytes") or 0)
+    memory = (run.get("host") or {}).get("memory_bytes")
+    forced = before.get("forced_writes")
+    if size and buffers and page_size:
+        cache = buffers * page_size
+        evidence = {"database_bytes": size, "page_cache_bytes": cache, "host_memory_bytes": memory,
+                    "os_cache": in_play, "forced_writes": forced}
+        reason = None
+        if size <= cache:
+            reason = (f"the database ({_mib(size)}) fits in Firebird's page cache ({buffers} buffers × {page_size} "
+                      f"bytes = {_mib(cache)})")
+        elif in_play and memory and size <= memory:
+            reason = (f"the database ({_mib(size)}) fits in the OS file cache (host memory {memory / 2**30:.1f} GiB), "
+                      "which firebird.conf leaves in play (UseFileSystemCache / FileSystemCacheThreshold)")
+        if reason:
+            what = "does not measure disk reads"
+            if forced is False:
+                what = "does not measure the disk"
+                reason += "; and forced writes are off, so writes end in the OS cache too"
+            findings.append(_finding("FB022", f"this run {what}: {reason}", evidence, subject))
+    return findings
+
+
+def _load_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
+    units = run.get("units") or {}
+    counts = {key: sum(int(u.get(key) or 0) for u in units.values())
+              for key in ("ok", "rolled_back", "conflicts", "errors")}
+    total = sum(counts.values())
+    findings = []
+    if total:
+        share = counts["conflicts"] / total
+        if share > MAX_CONFLICT_SHARE:
+            findings.append(_finding("FB030", f"{counts['conflicts']:,} update conflicts in {total:,} units "
+                                     f"({share:.1%} > {MAX_CONFLICT_SHARE:.0%})", counts | {"total": total}, subject))
+        share = counts["errors"] / total
+        if share > MAX_ERROR_SHARE:
+            findings.append(_finding("FB031", f"{counts['errors']:,} errors in {total:,} units "
+                                     f"({share:.2%} > {MAX_ERROR_SHARE:.1%})", counts | {"total": total}, subject))
+    restarts = [f for f in run.get("findings") or [] if f.get("kind") == "read_consistency_restarts"]
+    unstable = [(name, e) for name, u in units.items() for e in u.get("errors_by_code") or []
+                if "stable set of rows" in str(e.get("message", "")).lower()]
+    if restarts or unstable:
+        count = sum(int(f.get("count") or 0) for f in restarts) + sum(int(e.get("count") or 0) for _, e in unstable)
+        example = (restarts[0].get("example") if restarts else unstable[0][1].get("message")) or ""
+        findings.append(_finding("FB032", f"{count} statement(s) gave up after repeated read-consistency restarts: "
+                                 f"{' '.join(str(example).split())[:200]}",
+                                 {"count": count, "example": example, "units": sorted({n for n, _ in unstable})},
+                                 subject))
+    fatal = [f for f in run.get("findings") or [] if f.get("severity") == "fatal"]
+    if fatal:
+        findings.append(_finding("FB055", f"firebird.log: {fatal[0].get('kind')}: "
+                                 f"{' '.join(str(fatal[0].get('example') or '').split())[:200]}",
+                                 {"findings": [{k: f.get(k) for k in ("kind", "count", "example")} for f in fatal]},
+                                 subject))
+    return findings
+
+
+def _steady_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
+    series = steady.interval_series(run)
+    if series is None:
+        return [_finding("FB040", "no measured interval was stored", {"intervals": 0}, subject)]
+    state = steady.steady_state(series)
+    evidence = {"figure": series.figure, "intervals": state.n_measured, "warmup_intervals": state.n_warmup,
+                "cv": state.cv, "slope_per_hour": state.slope, "slope_low": state.slope_low,
+                "slope_high": state.slope_high, "settled_after": state.settled_after,
+                "warmup_seconds": state.warmup_seconds}
+    if state.verdict == "too short":
+        return [_finding("FB040", state.text, evidence, subject)]
+    findings = []
+    if state.verdict == "never settled":
+        findings.append(_finding("FB043", state.text, evidence, subject))
+    elif state.warmup_too_short:
+        findings.append(_finding("FB044", f"warm-up {state.warmup_seconds:.0f} s, but the {series.figure} settled "
+                                 f"only after {state.settled_after:.0f} s", evidence, subject))
+    if state.trend != "none":
+        findings.append(_finding("FB041", f"the {series.figure} is {state.trend_text}", evidence, subject))
+    if math.isfinite(state.cv) and state.cv > steady.MAX_CV:
+        findings.append(_finding("FB042", f"the {series.figure}'s intervals vary by CV {state.cv:.1%} "
+                                 f"(> {steady.MAX_CV:.0%})", evidence, subject))
+    return findings
+
+
+def harness_share(run: Mapping[str, Any]) -> float | None:
+    """fbbench's own CPU (core + Python) as a share of its process's CPU; None when not known.
+
+    Only for embedded runs, where the process's CPU includes the engine: a server's own CPU is
+    not in the process, so the share there says nothing about who the bottleneck is.
+    """
+    summary = run.get("summary") or {}
+    process = summary.get("process_cpu_seconds")
+    if not process or summary.get("client_cpu_seconds") is None or cond.protocol_of(run) != "embedded":
+        return None
+    return ((summary.get("client_cpu_seconds") or 0.0) + (summary.get("python_cpu_seconds") or 0.0)) / process
+
+
+def _run_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
+    findings = []
+    status = run.get("status")
+    if status != "completed":
+        failure = f": {run['failure']}" if run.get("failure") else ""
+        findings.append(_finding("FB051", f"the run is {status}{failure}", {"status": status,
+                                                                          "failure": run.get("failure")}, subject))
+    checks = run.get("checks") or []
+    failed = [c for c in checks if c.get("kind") == "check" and c.get("passed") is False]
+    if failed:
+        findings.append(_finding("FB052", "failed: " + "; ".join(f"{c['name']} ({c.get('detail') or ''})"
+                                                                  for c in failed),
+                                 {"checks": [c["name"] for c in failed]}, subject))
+    audits = [c for c in checks if c.get("kind") == "audit"]
+    failed = [a for a in audits if a.get("passed") is False]
+    if failed:
+        findings.append(_finding("FB053", "outside their bounds: " + "; ".join(f"{a['name']} ({a.get('detail') or ''})"
+                                                                                for a in failed),
+                                 {"audits": [a["name"] for a in failed]}, subject))
+    unjudged = [a for a in audits if a.get("passed") is None and "too few" in str(a.get("detail") or "")]
+    if unjudged:
+        findings.append(_finding("FB054", "too few transactions to judge: " + ", ".join(a["name"] for a in unjudged),
+                                 {"audits": [a["name"] for a in unjudged]}, subject))
+    share = harness_share(run)
+    if share is not None and share > MAX_HARNESS_SHARE:
+        findings.append(_finding("FB050", f"fbbench itself used {share:.1%} of its process's CPU "
+                                 f"(> {MAX_HARNESS_SHARE:.0%})", {"share": share}, subject))
+    return findings
+
+
+def lint_run(run: Mapping[str, Any]) -> list[Finding]:
+    """The findings on one stored run (``ResultsStore.load_run``): its status, checks and audits,
+    cache and disk, conflicts and errors, firebird.log, steadiness, the harness's share, and the
+    static rules on the workload files it stored."""
+    subject = str(run.get("run_id") or "")
+    findings = _run_findings(run, subject)
+    findings += _cache_findings(run, subject)
+    findings += _load_findings(run, subject)
+    if run.get("status") in ("completed", "interrupted"):
+        findings += _steady_findings(run, subject)
+    files = run.get("workload_files") or {}
+    if files.get("workload.toml"):
+        conf, _ = _conf_of(run)
+        engine = run.get("engine") or {}
+        units = _units_of_toml(files["workload.toml"])
+        findings += _random_findings(units, files, _engine_major(engine.get("engine_version")
+                                                                 or run.get("engine_version")), conf)
+    return findings
+
+
+# -------------------------------------------------------------------------------- static rules
+
+
+@dataclass(frozen=True)
+class _UnitSql:
+    name: str
+    isolation: str
+    statements: tuple[str, ...]
+
+
+def _units_of_toml(text: str) -> list[_UnitSql]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return []
+    units = []
+    for table in data.get("units") or []:
+        if not isinstance(table, dict):
+            continue
+        sql = [table["sql"]] if isinstance(table.get("sql"), str) else [
+            s["sql"] for s in table.get("statements") or [] if isinstance(s, dict) and isinstance(s.get("sql"), str)]
+        units.append(_UnitSql(str(table.get("name", "?")), str(table.get("isolation", "read_committed")), tuple(sql)))
+    return units
+
+
+def reads_consistently(isolation: str, engine_major: int | None, conf: Mapping[str, str]) -> bool:
+    """Whether a unit's statements restart on update conflicts (Firebird 4+ read consistency).
+
+    ``read_consistency`` always does; ``read_committed`` does on Firebird 4+ while
+    ReadConsistency = 1 (the default). An unknown engine is taken as 4+ (a workload runs on all).
+    """
+    if engine_major is not None and engine_major < 4:
+        return False
+    if isolation == "read_consistency":
+        return True
+    return isolation == "read_committed" and _truthy(_lookup(conf, "ReadConsistency")) is not False
+
+
+def _random_findings(units: Sequence[_UnitSql], files: Mapping[str, str], engine_major: int | None,
+                     conf: Mapping[str, str]) -> list[Finding]:
+    defined = psql.routines(files)
+    findings = []
+    for unit in units:
+        if not reads_consistently(unit.isolation, engine_major, conf):
+            continue
+        reached = psql.random_reached(unit.statements, defined, unit.name)
+        if not reached:
+            continue
+        paths = []
+        for reach in reached:
+            chain = " → ".join((f"unit {unit.name}", *reach.chain))
+            paths.append(f"{chain}: {reach.use.call}() at {reach.use.where}")
+        isolation = unit.isolation + ("" if unit.isolation == "read_consistency" else " (ReadConsistency = 1)")
+        findings.append(_finding(
+            "FB033", f"unit {unit.name} runs under {isolation} and draws random values inside the engine: "
+            + "; ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+            + "; pass a seed() parameter and derive the choices from it",
+            {"unit": unit.name, "isolation": unit.isolation, "paths": paths}, unit.name))
+    return findings
+
+
+def lint_workload(workload: Any, engine_major: int | str | None = None, conf: Mapping[str, str] | None = None,
+                  *, page_buffers: int | None = None) -> list[Finding]:
+    """Static findings before a run, from the workload (:class:`~fbbench.workloads.spec.Workload`),
+    the engine's major version (5, "5.0", None for unknown) and the run's firebird.conf settings
+    (``--set``; ``page_buffers``: ``--page-buffers``)."""
+    conf = dict(conf or {})
+    major = engine_major if isinstance(engine_major, int) or engine_major is None else _engine_major(
+        f"{engine_major}.0" if "." not in str(engine_major) else engine_major)
+    units = [_UnitSql(u.name, u.isolation, tuple(s.sql for s in u.statements)) for u in workload.units]
+    findings = _random_findings(units, workload.files, major, conf)
+    buffers = page_buffers
+    if buffers is None and _lookup(conf, "DefaultDbCachePages"):
+        try:
+            buffers = int(str(_lookup(conf, "DefaultDbCachePages")))
+        except ValueError:
+            buffers = None
+    if buffers is not None and buffers < MIN_BUFFERS:
+        findings.append(_finding("FB020", f"page buffers {buffers} (< {MIN_BUFFERS}): the run would measure copying "
+                                 "pages between Firebird's cache and the OS file cache rather than the engine",
+                                 {"page_buffers": buffers}, workload.name))
+    mode = str(_lookup(conf, "ServerMode") or "")
+    if mode.lower() in ("superclassic", "classic", "threadedshared", "multiprocess") and buffers is not None \
+            and buffers > MAX_CLASSIC_BUFFERS:
+        findings.append(_finding("FB021", f"ServerMode {mode} with {buffers} page buffers per attachment "
+                                 f"(> {MAX_CLASSIC_BUFFERS})", {"architecture": mode, "page_buffers": buffers},
+                                 workload.name))
+    return findings

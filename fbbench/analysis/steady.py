@@ -1,0 +1,233 @@
+"""Steady state and tiredness of one run, from its intervals (warm-up included).
+
+The input is the run's headline figure per interval, warm-up intervals first (see
+:func:`interval_series`). What comes out (:class:`SteadyState`):
+
+- **The steady band**: centre = the median of the second half of the measured intervals (the part
+  most likely settled); half-width = 3 × the interval-to-interval noise, at least 1 % of the
+  centre. The noise is a robust standard deviation of the first differences
+  (1.4826 × MAD / √2): differences cancel a slow trend, and the MAD ignores single spikes, so
+  the band measures how much one interval scatters around the next, not how far the level moved.
+- **Settled at**: the first interval from which the series stays in the band, where "stays"
+  tolerates a single interval outside it (a checkpoint, a garbage-collection burst) but not two
+  in a row. Warm-up intervals count, so a warm-up that was too short shows: the run settled only
+  after its measured period had begun. No such interval (or fewer than 3 after it): **never
+  settled** — the level kept moving by more than its noise.
+- **Trend** ("how Firebird gets tired", as OLTP-EMUL puts it): the Theil–Sen slope of the
+  measured intervals against time, per hour and relative to the centre, with its 95 % interval
+  (shown as the change over the measured period when that is shorter than an hour).
+  It counts as a trend when the interval excludes 0 *and* the fitted change over the measured
+  period is at least 5 % of the centre: the slope's interval assumes independent intervals, which
+  consecutive intervals are not, so a small "significant" slope is not taken as a finding.
+- **CV**: standard deviation / mean of the measured intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fbbench.analysis import figures
+from fbbench.analysis.stats import scipy_stats
+
+BAND_K = 3.0  # band half-width in robust standard deviations of the interval-to-interval noise
+MIN_BAND = 0.01  # … and at least 1 % of the centre (a run at a fixed target rate has no noise)
+MIN_MEASURED = 5  # fewer measured intervals: too short to judge steadiness or trend
+MIN_SETTLED = 3  # intervals in band after the settling point, or it did not settle
+MIN_TREND = 0.05  # a trend must move the level by at least 5 % over the measured period
+MAX_CV = 0.10  # above this the lint calls a run unsteady
+_MAD_TO_SD = 1.4826  # MAD × this = standard deviation, for normal noise
+
+
+@dataclass(frozen=True)
+class IntervalSeries:
+    """A run's figure per interval, warm-up intervals first.
+
+    ``starts``: each interval's start, seconds from the start of the warm-up; ``measured``:
+    False for warm-up intervals; ``figure``/``unit``: which figure the values are (the run's
+    headline when it can be computed per interval, else the score); ``note``: why not.
+    """
+
+    values: tuple[float, ...]
+    seconds: tuple[float, ...]
+    starts: tuple[float, ...]
+    measured: tuple[bool, ...]
+    figure: str = figures.SCORE.name
+    unit: str = figures.SCORE.unit
+    note: str = ""
+
+    @property
+    def measured_values(self) -> tuple[float, ...]:
+        return tuple(v for v, m in zip(self.values, self.measured, strict=True) if m)
+
+    @property
+    def measured_seconds(self) -> tuple[float, ...]:
+        return tuple(s for s, m in zip(self.seconds, self.measured, strict=True) if m)
+
+    @property
+    def warmup_seconds(self) -> float:
+        return sum(s for s, m in zip(self.seconds, self.measured, strict=True) if not m)
+
+
+def _headline(run: Mapping[str, Any]) -> figures.Figure:
+    stored = ((run.get("summary") or {}).get("headline")) or {}
+    known = set(figures.Figure.__dataclass_fields__)
+    return figures.Figure.from_dict({k: v for k, v in stored.items() if k in known})
+
+
+def interval_series(run: Mapping[str, Any]) -> IntervalSeries | None:
+    """The per-interval figure of a stored run (``ResultsStore.load_run``); None without intervals.
+
+    The headline is computed per interval with :func:`figures.value` from the interval's unit
+    counts when its expression uses only counts and it is a rate (per minute / second); a
+    headline over tallies or metrics, or one per run (elapsed time), cannot be, and the score
+    (successful units per minute) is used instead, saying so in ``note``.
+    """
+    rows: dict[int, dict[str, Any]] = {}
+    for row in run.get("intervals") or []:
+        item = rows.setdefault(row["index"], {"phase": row["phase"], "start": row["start_offset"],
+                                              "seconds": row["seconds"], "units": {}})
+        item["units"][row["unit"]] = {key: row[key] for key in figures.OUTCOMES}
+    intervals = [rows[i] for i in sorted(rows) if (rows[i]["seconds"] or 0) > 0]
+    if not intervals:
+        return None
+    headline = _headline(run)
+
+    def values_of(figure: figures.Figure) -> list[float | None]:
+        return [figures.value(figure, figures.names(i["units"], None, i["seconds"]), i["seconds"]) for i in intervals]
+
+    figure, note = headline, ""
+    values = values_of(headline) if headline.per != "run" else [None]
+    if any(v is None for v in values):
+        figure = figures.SCORE
+        note = f"the headline {headline.name} cannot be computed per interval; the score is used"
+        values = values_of(figure)
+    return IntervalSeries(tuple(float(v or 0.0) for v in values), tuple(float(i["seconds"]) for i in intervals),
+                          tuple(float(i["start"]) for i in intervals),
+                          tuple(i["phase"] != "warmup" for i in intervals), figure.name, figure.unit, note)
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """Steady state and trend of one run (see the module for every definition).
+
+    Positions count from the first warm-up interval. ``settled_index``/``settled_after`` (seconds
+    from the start of the warm-up): where the run entered its band for good, None when it never
+    settled. ``warmup_too_short``: it settled only after the measured period had begun.
+    ``slope``/``slope_low``/``slope_high``: the trend per hour as a fraction of ``center``
+    (−0.08 = −8 % per hour) with its 95 % interval; ``trend``: "rising", "declining" or "none",
+    ``trend_text`` the words for it.
+    ``verdict``: "steady", "trend", "never settled" or "too short".
+    """
+
+    n_warmup: int
+    n_measured: int
+    center: float
+    noise: float
+    band_low: float
+    band_high: float
+    settled_index: int | None
+    settled_after: float | None
+    warmup_seconds: float
+    warmup_too_short: bool
+    slope: float
+    slope_low: float
+    slope_high: float
+    trend: str
+    trend_text: str
+    cv: float
+    verdict: str
+    text: str
+
+
+def _robust_noise(measured: np.ndarray) -> float:
+    differences = np.diff(measured)
+    if len(differences) >= 2:
+        noise = _MAD_TO_SD * float(np.median(np.abs(differences - np.median(differences)))) / math.sqrt(2)
+        if noise > 0:
+            return noise
+    return _MAD_TO_SD * float(np.median(np.abs(measured - np.median(measured))))
+
+
+def _settled_index(inside: Sequence[bool]) -> int | None:
+    """First position from which no two consecutive values are outside the band."""
+    start = 0
+    for i in range(len(inside) - 1):
+        if not inside[i] and not inside[i + 1]:
+            start = i + 2
+    return next((i for i in range(start, len(inside)) if inside[i]), None)
+
+
+def steady_state(series: IntervalSeries) -> SteadyState:
+    """Judge one run's intervals: band, settling point, trend and CV (see the module)."""
+    values = np.asarray(series.values, dtype=float)
+    measured_mask = np.asarray(series.measured, dtype=bool)
+    measured = values[measured_mask]
+    n_warmup, n_measured = int((~measured_mask).sum()), len(measured)
+    warmup_seconds = series.warmup_seconds
+    cv = float(measured.std(ddof=1) / measured.mean()) if n_measured > 1 and measured.mean() > 0 else math.nan
+    nan = math.nan
+    if n_measured < MIN_MEASURED:
+        text = (f"too short to judge: {n_measured} measured interval(s), at least {MIN_MEASURED} are needed "
+                "(a shorter --interval or a longer --duration)")
+        center = float(np.median(measured)) if n_measured else nan
+        return SteadyState(n_warmup, n_measured, center, nan, nan, nan, None, None, warmup_seconds, False,
+                           nan, nan, nan, "none", "", cv, "too short", text)
+
+    center = float(np.median(measured[n_measured // 2:]))
+    noise = _robust_noise(measured)
+    half = max(BAND_K * noise, MIN_BAND * abs(center))
+    low, high = center - half, center + half
+    inside = [bool(low <= v <= high) for v in values]
+    settled = _settled_index(inside)
+    if settled is not None and len(values) - settled < MIN_SETTLED:
+        settled = None
+    first_measured = int(np.argmax(measured_mask))
+    settled_after = series.starts[settled] if settled is not None else None
+    too_short = settled is not None and settled > first_measured
+
+    # Trend over the measured intervals, against each interval's middle, in hours.
+    starts = np.asarray(series.starts, dtype=float)[measured_mask]
+    hours = (starts + np.asarray(series.seconds, dtype=float)[measured_mask] / 2) / 3600
+    if np.ptp(measured) == 0 or center == 0:
+        slope = slope_low = slope_high = 0.0
+    else:
+        fit = scipy_stats().theilslopes(measured, hours, 0.95)
+        slope, slope_low, slope_high = (float(fit[0]) / center, float(fit[2]) / center, float(fit[3]) / center)
+    span_hours = float(np.asarray(series.seconds, dtype=float)[measured_mask].sum()) / 3600
+    material = abs(slope) * span_hours >= MIN_TREND
+    trend = "none"
+    if material and slope_low > 0:
+        trend = "rising"
+    elif material and slope_high < 0:
+        trend = "declining"
+
+    if settled is None:
+        verdict = "never settled"
+        head = (f"never settled: the {series.figure} did not stay within {low:,.4g}–{high:,.4g}{series.unit} "
+                f"(the level of its last half ± {BAND_K:g} × its interval-to-interval noise)")
+    else:
+        verdict = "trend" if trend != "none" else "steady"
+        head = f"settled after {settled_after:.0f} s"
+        if too_short:
+            head += f": the warm-up ({warmup_seconds:.0f} s) was too short, the measured period began unsettled"
+        else:
+            head += f" (warm-up {warmup_seconds:.0f} s)"
+    if span_hours >= 1:
+        slope_text = f"{_percent(slope)}/h, 95 % CI {_percent(slope_low)} to {_percent(slope_high)}/h"
+    else:  # a short run: the change over what was measured, not an hour's extrapolation
+        slope_text = (f"{_percent(slope * span_hours)} over the measured {span_hours * 3600:.0f} s, 95 % CI "
+                      f"{_percent(slope_low * span_hours)} to {_percent(slope_high * span_hours)}")
+    trend_text = {"none": f"no trend ({slope_text})", "rising": f"rising {slope_text}",
+                  "declining": f"declining {slope_text}"}[trend]
+    text = f"{head}; {trend_text}; CV {cv * 100:.1f} %"
+    return SteadyState(n_warmup, n_measured, center, noise, low, high, settled, settled_after, warmup_seconds,
+                       too_short, slope, slope_low, slope_high, trend, trend_text, cv, verdict, text)
+
+
+def _percent(fraction: float) -> str:
+    return f"{'−' if fraction < 0 else '+'}{abs(fraction) * 100:.1f} %"
