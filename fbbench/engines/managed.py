@@ -302,11 +302,19 @@ def conf_docs(engine: ManagedEngine) -> Path:
 
 
 def check_reserved(conf: Mapping[str, str]) -> None:
-    """Refuse ``--set`` keys fbbench sets itself for a managed server."""
-    for key in conf:
+    """Refuse ``--set`` keys fbbench sets itself for a managed server, and authentication settings
+    that would lock out the SYSDBA it creates (an SRP user)."""
+    for key, value in conf.items():
         reason = RESERVED_KEYS.get(key)
         if reason:
             raise FbbenchError(f"{key} cannot be set for a managed server", hint=reason)
+        plugins = [name.lower() for name in re.split(r"[\s,;]+", value) if name]
+        if key == "AuthServer" and not any(name.startswith("srp") for name in plugins):
+            raise FbbenchError(f"AuthServer = {value} would refuse fbbench's SYSDBA on a managed server",
+                               hint="keep an Srp plugin in the list, e.g. AuthServer = Srp256, Srp, Legacy_Auth")
+        if key == "UserManager" and "srp" not in plugins:
+            raise FbbenchError(f"UserManager = {value} cannot create fbbench's SYSDBA on a managed server",
+                               hint="keep Srp in the list, e.g. UserManager = Srp, Legacy_UserManager")
 
 
 # ------------------------------------------------------------------------------------ processes
@@ -664,9 +672,16 @@ class ManagedServer:
             raise FbbenchError(f"cannot run {self._binary('isql')}: {error.strerror}") from None
         if done.returncode != 0 or not self.security_db.exists():
             output = self._scrub(done.stdout + done.stderr).strip().splitlines()
-            detail = next((line.strip() for line in reversed(output) if line.strip()), f"status {done.returncode}")
-            raise FbbenchError(f"could not create the security database {self.security_db}: {detail}",
-                               hint=f"see {self.log_path}")
+            detail = next((line.strip() for line in reversed(output) if line.strip()), "")
+            if done.returncode < 0:  # e.g. SIGBUS: Firebird maps its lock files, and a full disk faults
+                detail = f"isql was killed by {signal.Signals(-done.returncode).name}" + (f" ({detail})" if detail
+                                                                                          else "")
+            hint = f"see {self.log_path}"
+            with contextlib.suppress(OSError):
+                if shutil.disk_usage(self.home).free < 8 << 20:
+                    hint = f"the file system of {self.home} is full"
+            raise FbbenchError(f"could not create the security database {self.security_db}: "
+                               f"{detail or f'isql ended with status {done.returncode}'}", hint=hint)
 
     def _launch(self, keep_port: bool = False) -> None:
         for attempt in range(3):
