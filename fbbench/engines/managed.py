@@ -17,7 +17,8 @@ What "an installation" is — two layouts, told apart by where the server binary
   So the instance's root is a mirror of DIR — hard links, or copies where links are refused,
   exactly as embedded runtime roots are built (Firebird 4+ refuses a plugin whose real path
   differs from the requested one, which rules out symlinks) — plus fbbench's own
-  firebird.conf, databases.conf and security database. The server binary runs from the mirror,
+  firebird.conf and databases.conf; the security database is the instance's (in its
+  ``security`` directory, named by ``SecurityDatabase``). The server binary runs from the mirror,
   so its ``$ORIGIN/../lib`` and the plugins' are the mirror's too. Untested here: the official
   tarballs are not reachable from this project's machines; the layout comes from Firebird's own
   ``makeInstallImage.sh`` and ``configure.ac`` (every directory relative to the prefix).
@@ -35,6 +36,13 @@ What "an installation" is — two layouts, told apart by where the server binary
   ``unshare --map-root-user --mount`` otherwise). Where namespaces are not allowed (an
   unprivileged container), the server writes Debian's shared log (if it may) and
   :meth:`ManagedServer.log_tail` shows only what was appended since this instance started.
+* The same namespace gives the security database a short path: the instance's ``security``
+  directory is bind-mounted over ``/var/lib/firebird`` (which the server does not otherwise use),
+  so ``SecurityDatabase = /var/lib/firebird/security3.fdb``. Firebird 3.0 copies that path
+  twice into a 255-byte field whenever a service starts (sweep, gstat, gfix), and fails every
+  services call once the path is longer than 99 characters — easily reached under a work
+  directory. Without a namespace the real path is used, and a path too long is refused before
+  anything starts.
 
 How the server is run and watched (Debian 3.0.11 behaviour measured; the official builds share
 the code):
@@ -106,6 +114,12 @@ USER = "SYSDBA"
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
 DEBIAN_LOG_DIR = Path("/var/log/firebird")
+# Debian's data directory: only seen by the server, in its namespace, holding its security database.
+DEBIAN_DATA_DIR = Path("/var/lib/firebird")
+# Firebird 3.0 fails every services call ("attempt to store N bytes in a clumplet with maximum
+# size 255 bytes", N = 2 x path + 57, measured on 3.0.11) once its security database's path is
+# longer than 99 characters.
+FB3_SECURITY_PATH_LIMIT = 99
 MARKER = "FBBENCH_MANAGED_SERVER"
 PID_FILE = "server.json"
 # fbbench sets these itself: a --set for them would break the instance's isolation.
@@ -331,7 +345,7 @@ def _clean_env() -> dict[str, str]:
 @functools.cache
 def _namespace_prefix() -> tuple[str, ...] | None:
     """The ``unshare`` prefix that gives a child its own mount namespace here, or None."""
-    if shutil.which("unshare") is None or not DEBIAN_LOG_DIR.is_dir():
+    if shutil.which("unshare") is None or not DEBIAN_LOG_DIR.is_dir() or not DEBIAN_DATA_DIR.is_dir():
         return None
     prefix: tuple[str, ...] = ("unshare", "--mount", "--propagation", "private")
     if os.geteuid() != 0:
@@ -339,8 +353,9 @@ def _namespace_prefix() -> tuple[str, ...] | None:
         prefix = ("unshare", "--map-root-user", "--mount", "--propagation", "private")
     with tempfile.TemporaryDirectory(prefix="fbbench-ns-probe-") as scratch:
         try:
-            probe = subprocess.run([*prefix, "--", "sh", "-c", 'mount --bind "$1" "$2"', "sh", scratch,
-                                    str(DEBIAN_LOG_DIR)], capture_output=True, timeout=20)
+            probe = subprocess.run([*prefix, "--", "sh", "-c", 'mount --bind "$1" "$2" && mount --bind "$1" "$3"',
+                                    "sh", scratch, str(DEBIAN_LOG_DIR), str(DEBIAN_DATA_DIR)],
+                                   capture_output=True, timeout=20)
         except (OSError, subprocess.TimeoutExpired):
             return None
     return prefix if probe.returncode == 0 else None
@@ -459,13 +474,16 @@ class ManagedServer:
         self.tmp_dir = self.home / "tmp"
         self.log_dir = self.home / "log"
         self.data_dir = self.home / "data"
-        self.security_db = self.root / self.layout.security_name
+        self.security_dir = self.home / "security"
+        self.security_db = self.security_dir / self.layout.security_name  # as fbbench sees it
         self.conf = dict(conf or {})
         self.port = port or 0
         self._fixed_port = port is not None
         self.__password = secrets.token_hex(16)
         self._process: subprocess.Popen[bytes] | None = None
         self._namespace = _namespace_prefix() if self.layout.debian else None
+        # As the server sees it: short inside its namespace (see the module docstring).
+        self._security_path = DEBIAN_DATA_DIR / self.layout.security_name if self._namespace else self.security_db
         if not self.layout.debian:
             self.log_path = self.root / "firebird.log"
         elif self._namespace:
@@ -596,8 +614,9 @@ class ManagedServer:
     def _command(self, *argv: str) -> list[str]:
         if self._namespace is None:
             return list(argv)
-        script = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
-        return [*self._namespace, "--", "sh", "-c", script, "sh", str(self.log_dir), str(DEBIAN_LOG_DIR), *argv]
+        script = 'mount --bind "$1" "$2" && mount --bind "$3" "$4" && shift 4 && exec "$@"'
+        return [*self._namespace, "--", "sh", "-c", script, "sh", str(self.log_dir), str(DEBIAN_LOG_DIR),
+                str(self.security_dir), str(DEBIAN_DATA_DIR), *argv]
 
     def _scrub(self, text: str) -> str:
         return text.replace(self.__password, "********")
@@ -607,7 +626,7 @@ class ManagedServer:
             **self.conf,
             "RemoteServicePort": str(self.port),
             "RemoteBindAddress": self.host,
-            "SecurityDatabase": str(self.security_db),
+            "SecurityDatabase": str(self._security_path),
         }
         lines = [f"# Generated by fbbench {__version__} for {self.engine.label}.",
                  "# Settings not listed here have the engine's defaults.", ""]
@@ -640,10 +659,15 @@ class ManagedServer:
         if not self.layout.debian or not self._namespace:
             with contextlib.suppress(OSError):
                 self._log_offset = self.log_path.stat().st_size
-        for directory in (self.home, self.root, self.lock_dir, self.tmp_dir, self.log_dir, self.data_dir):
+        if self.engine.major == "3.0" and len(str(self._security_path)) > FB3_SECURITY_PATH_LIMIT:
+            raise FbbenchError(f"the managed server's security database path {self._security_path} is too long for "
+                               f"Firebird 3.0's services ({len(str(self._security_path))} characters, at most "
+                               f"{FB3_SECURITY_PATH_LIMIT})", hint="give a shorter --workdir")
+        for directory in (self.home, self.root, self.lock_dir, self.tmp_dir, self.log_dir, self.data_dir,
+                          self.security_dir):
             directory.mkdir(parents=True, exist_ok=True)
         self._build_root()
-        (self.root / "databases.conf").write_text(f"security.db = {self.security_db}\n", encoding="utf-8")
+        (self.root / "databases.conf").write_text(f"security.db = {self._security_path}\n", encoding="utf-8")
         if self._fixed_port:
             if not _port_is_free(self.port):
                 raise FbbenchError(f"port {self.port} on {self.host} is taken by another process",
@@ -657,7 +681,7 @@ class ManagedServer:
         # A fresh security database instead of a copy of the installation's: Debian's is readable
         # only by root and the firebird group, and SRP creates its tables on first use. The
         # server's own isql works on it embedded (no server involved); the password goes on stdin.
-        sql = (f"create database '{self.security_db}';\n"
+        sql = (f"create database '{self._security_path}';\n"
                f"create user {self.user} password '{self.__password}' using plugin Srp;\n"
                "commit;\n")
         try:
@@ -742,12 +766,12 @@ class ManagedServer:
         # Listening is not ready yet: the main thread then attaches the security database once,
         # before it enters its accept loop, and a SIGTERM during that attachment hangs the
         # shutdown (see the module docstring). Its footprint: the header is written (mtime
-        # changes) and the file is closed again.
+        # changes) and the file is closed again (under either name: /proc shows the server's).
         assert self._process is not None
+        names = {str(self.security_db), str(self._security_path)}
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline and self._process.poll() is None:
-            if (self.security_db.stat().st_mtime_ns != launched_mtime
-                    and str(self.security_db) not in _open_files(self._process.pid)):
+            if self.security_db.stat().st_mtime_ns != launched_mtime and not names & _open_files(self._process.pid):
                 return
             time.sleep(0.005)
 
