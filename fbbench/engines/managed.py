@@ -107,6 +107,7 @@ from types import TracebackType
 
 from fbbench import __version__
 from fbbench.engines.catalog import ManagedEngine
+from fbbench.engines.runtime import _NATIVE_FIXES, Runtime, _link_tree, _prepare_lib_dir, prepare_runtime
 from fbbench.errors import FbbenchError
 
 HOST = "127.0.0.1"
@@ -142,13 +143,6 @@ _LISTEN = "0A"  # TCP_LISTEN as printed in /proc/net/tcp
 _OFFICIAL_SKIP = {"firebird.conf", "databases.conf", "firebird.log", "SYSDBA.password", "fb_guard", "bin", "doc",
                   "examples", "include", "misc", "help"}
 _OFFICIAL_BINARIES = ("firebird", "isql")
-_LIBRARY_FIXES = {
-    "libtommath.so.1": "sudo apt-get install -y libtommath1",
-    "libtommath.so.0": "sudo apt-get install -y libtommath1",
-    "libncurses.so.5": "sudo apt-get install -y libncurses5",
-    "libtinfo.so.5": "sudo apt-get install -y libncurses5",
-    "libicuuc.so": "install the ICU library (Debian: libicu72)",
-}
 
 # The wrapper between fork and the server's exec: die with the owner (see the module docstring).
 _DIE_WITH_OWNER = (
@@ -287,7 +281,7 @@ def _server_build(binary: Path, directory: Path, debian: bool) -> str:
     if missing:
         name = missing.group(1)
         raise FbbenchError(f"{binary} cannot start: {name} is missing",
-                           hint=_LIBRARY_FIXES.get(name, f"install the package that provides {name}"))
+                           hint=_NATIVE_FIXES.get(name, f"install the package that provides {name}"))
     raise FbbenchError(f"{binary} -z did not report a Firebird server version: {first[:200]}",
                        hint="check that the binary is a Firebird 3.0 or later server")
 
@@ -296,8 +290,6 @@ def _official_library_path(directory: Path, compat: Path) -> str:
     """LD_LIBRARY_PATH for an official build: a libtommath.so.0 link (3.0 builds were linked
     against it, Debian 12 only has .so.1 with the same ABI) and the install's own bundled
     libtommath (``lib/.tm``), which its install.sh would otherwise link into the system."""
-    from fbbench.engines.runtime import _prepare_lib_dir
-
     _prepare_lib_dir(compat)
     entries = [str(compat)]
     if (directory / "lib" / ".tm").is_dir():
@@ -640,8 +632,6 @@ class ManagedServer:
                 if (self.layout.libdir / name).exists():
                     (self.root / name).symlink_to(self.layout.libdir / name)
             return
-        from fbbench.engines.runtime import _link_tree
-
         source = self.layout.directory
         skip = _OFFICIAL_SKIP | {item.name for item in source.iterdir() if item.name.endswith(".fdb")}
         try:
@@ -735,7 +725,7 @@ class ManagedServer:
                                        start_new_session=True)
         owner = _stat(os.getpid())
         record = {"owner_pid": os.getpid(), "owner_started": owner[1] if owner else None, "pid": process.pid,
-                  "port": self.port, "engine": self.engine.label, "started_at": time.time()}
+                  "port": self.port, "engine": self.engine.label, "home": str(self.home), "started_at": time.time()}
         (self.home / PID_FILE).write_text(json.dumps(record, indent=2) + "\n")
         return process
 
@@ -819,7 +809,7 @@ class ManagedRun:
 
     engine: ManagedEngine
     server: ManagedServer
-    runtime: object  # fbbench.engines.runtime.Runtime: the Firebird 5 client, user and password set
+    runtime: Runtime  # the Firebird 5 client that reaches the server, its user and password set
 
     @property
     def data_dir(self) -> Path:
@@ -855,8 +845,6 @@ def running(engine: ManagedEngine, workdir: Path, conf: Mapping[str, str] | None
     ``workdir/runtimes/<name>``; the server lives in its ``server`` directory. The server is
     stopped when the block ends, whatever ends it; the files stay for the run's clean-up.
     """
-    from fbbench.engines.runtime import prepare_runtime
-
     runtime = prepare_runtime(engine, workdir, dict(conf or {}), name=name)
     server = ManagedServer.start(engine, server_home(runtime.base), conf=runtime.conf)
     runtime.user, runtime.password = server.user, server.password
@@ -879,7 +867,7 @@ def stop_abandoned_servers(workdir: Path) -> list[str]:
             owner, owner_started, record = -1, None, {}
         if owner > 0 and _alive(owner, owner_started):
             continue
-        killed = _kill_instance(home)
+        killed = _kill_instance(record.get("home") or home)  # the marker holds the path the owner used
         if killed:
             stopped.append(f"{record.get('engine', 'managed server')} (pid {', '.join(map(str, killed))}) in {home}")
         with contextlib.suppress(OSError):
