@@ -259,8 +259,10 @@ def db_info(
     password_file: PasswordFileOption = None,
     workdir: WorkdirOption = None,
 ) -> None:
-    """Describe a database: engine, ODS, page size, buffers, forced writes, sweep, size,
-    OIT/OAT/OST/Next, and whether fbbench owns it.
+    """Describe a database: engine, ODS, page size, buffers, forced writes, sweep, state, size,
+    creation time, GUID, OIT/OAT/OST/Next, and whether fbbench owns it. Read from the header page
+    without attaching (a server's through its services API); only fbbench's own databases are
+    attached, for what only an attachment shows.
 
     Example: `fbbench db info /tmp/x.fdb`
     """
@@ -271,14 +273,33 @@ def db_info(
         console.print_json(json.dumps(details, default=str))
         return
     table = Table(show_header=False, title=details["location"])
+    unknown = "unknown (not attached: fbbench does not own it)"
+    engine_text = f"Firebird {details['engine_version']}"
+    if details["server_version"]:
+        engine_text += f" ({details['server_version']})"
+    size = (f"{details['size_bytes']:,} bytes ({details['pages']:,} pages)" if details["pages"] is not None
+            else unknown)
+    buffers = details["page_buffers"]
+    states = [name for name, on in (("read only", details["read_only"]), ("no reserve", not details["reserve_space"]),
+                                    ("encrypted", details["encrypted"])) if on]
+    states += [f"shutdown {details['shutdown_mode']}"] if details["shutdown_mode"] != "online" else []
+    states += [f"backup {details['backup_state']}"] if details["backup_state"] != "normal" else []
+    states += [f"{details['replica_mode']} replica"] if details["replica_mode"] != "none" else []
     rows = [
-        ("engine", f"Firebird {details['engine_version']} ({details['server_version']}), {details['engine']}"),
-        ("ODS", details["ods"]), ("page size", details["page_size"]), ("page buffers", details["page_buffers"]),
+        ("engine", f"{engine_text}, {details['engine']}"),
+        ("architecture", details["architecture"] or unknown),
+        ("ODS", details["ods"]), ("page size", details["page_size"]),
+        ("page buffers", f"{buffers} (engine default)" if buffers == 0 else buffers),
         ("forced writes", "on" if details["forced_writes"] else "off"),
         ("sweep interval", details["sweep_interval"]),
-        ("size", f"{details['size_bytes']:,} bytes ({details['pages']:,} pages)"),
+        ("dialect", details["dialect"]),
+        ("state", ", ".join(states) or "online, read-write"),
+        ("size", size),
+        ("created", details["created_at"]),
+        ("GUID", details["guid"] or "none (Firebird 3 databases have none)"),
         ("OIT / OAT / OST / Next", f"{details['oldest_transaction']} / {details['oldest_active']} / "
                                    f"{details['oldest_snapshot']} / {details['next_transaction']}"),
+        ("next attachment", details["next_attachment"]),
         ("owned by fbbench", "yes" if details["owned_by_fbbench"] else "no"),
     ]
     for name, value in rows:
@@ -326,6 +347,8 @@ def run(
     duration: Annotated[str | None, typer.Option("--duration", "-d", help="Measured period, e.g. 5m.")] = None,
     transactions: Annotated[int | None, typer.Option("--transactions", help="Fixed work: units per attachment "
                                                      "(instead of a timed run).")] = None,
+    repeat: Annotated[int | None, typer.Option("--repeat", help="Run the same conditions N times, each from a "
+                                               "fresh copy of the database: one series.")] = None,
     interval: Annotated[str | None, typer.Option("--interval", help="Reporting interval, e.g. 10s.")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed: same seed, same units and parameters.")] = None,
     set_conf: Annotated[list[str] | None, typer.Option("--set", help="firebird.conf Key=Value for this run "
@@ -334,6 +357,8 @@ def run(
     page_buffers: Annotated[int | None, typer.Option("--page-buffers", help="Database page cache size.")] = None,
     forced_writes: Annotated[OnOff | None, typer.Option("--forced-writes", help="on or off.")] = None,
     no_sweep: Annotated[bool, typer.Option("--no-sweep", help="Skip the sweep before measuring.")] = False,
+    no_monitor: Annotated[bool, typer.Option("--no-monitor", help="Do not watch the engine (no MON$ sampling per "
+                                             "interval, no gstat); DB-side metrics are still read.")] = False,
     fresh: Annotated[bool, typer.Option("--fresh", help="Rebuild the populated database instead of copying "
                                         "the cached one.")] = False,
     load_connections: Annotated[int | None, typer.Option("--load-connections", help="Attachments for "
@@ -373,13 +398,15 @@ def run(
 
     flags = {
         "workload": workload, "engine": engine, "connections": connections, "transactions": transactions,
-        "seed": seed, "page_size": page_size, "page_buffers": page_buffers, "forced_writes": _on_off(forced_writes),
+        "seed": seed, "repeat": repeat, "page_size": page_size, "page_buffers": page_buffers,
+        "forced_writes": _on_off(forced_writes),
         "load_connections": load_connections, "target_rate": rate, "connect_rate": connect_rate,
         "workdir": str(workdir) if workdir else None, "results": str(results) if results else None,
         "json": str(json_file) if json_file else None, "report": str(report) if report else None, "user": user,
         "warmup": warmup, "duration": duration, "interval": interval, "tags": tag,
         # Switches only ever turn their setting on (or, --no-sweep, off): absent means "as the spec says".
-        "sweep": False if no_sweep else None, "fresh": fresh or None, "keep_database": keep_database or None,
+        "sweep": False if no_sweep else None, "monitor": False if no_monitor else None, "fresh": fresh or None,
+        "keep_database": keep_database or None,
         "allow_many_connections": allow_many_connections or None, "fail_on_checks": fail_on_checks or None,
         "fail_on_audits": fail_on_audits or None,
     }
@@ -387,14 +414,32 @@ def run(
     credentials = _credentials(settings.user, password_file)
     settings.user = credentials.user
 
-    from fbbench.runner.run import execute
+    from fbbench.errors import Interrupted
+    from fbbench.runner.run import RunOutcome, execute_series
 
     def leftovers(removed: list[str]) -> None:
         console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False,
                       soft_wrap=True)
 
-    outcome = execute(settings, credentials.password, on_leftovers=leftovers)
-    document, problems = _report_run(outcome.run_id, outcome.results, settings.json, settings.report)
+    codes: list[int] = []
+
+    def finished(outcome: RunOutcome) -> None:
+        codes.append(_conclude_run(outcome, settings))
+
+    series_id, outcomes = execute_series(settings, credentials.password, on_leftovers=leftovers, on_run=finished)
+    if series_id is not None:
+        _print_series(series_id, outcomes)
+    code = next((c for c in codes if c == Interrupted.exit_code), max(codes, default=0))
+    if code:
+        raise typer.Exit(code)
+
+
+def _conclude_run(outcome: Any, settings: Any) -> int:
+    """Summary, JSON and HTML of one finished run; its exit code (0, 1 failed, 2 outputs, 3 checks, 130)."""
+    json_file, report = settings.json, settings.report
+    if outcome.repeat_index is not None:  # one file per repeat: r.json → r-1.json, r-2.json …
+        json_file, report = (str(_numbered(Path(p), outcome.repeat_index)) if p else None for p in (json_file, report))
+    document, problems = _report_run(outcome.run_id, outcome.results, json_file, report)
     code = outcome.exit_code
     if outcome.status == "failed":  # the summary shows what was kept; stderr says what went wrong
         _print_error(f"the run failed: {outcome.failure or 'no reason recorded'}", outcome.hint)
@@ -409,8 +454,21 @@ def run(
         _print_error(problem, f"the run is recorded: fbbench results show {outcome.run_id} --results {outcome.results}")
     if problems and not code:
         code = FbbenchError.exit_code
-    if code:
-        raise typer.Exit(code)
+    return code
+
+
+def _numbered(path: Path, index: int) -> Path:
+    return path.with_name(f"{path.stem}-{index}{path.suffix}")
+
+
+def _print_series(series_id: str, outcomes: list[Any]) -> None:
+    from fbbench.report.console import print_series
+    from fbbench.report.model import result_document
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(outcomes[0].results, create=False) as store:
+        documents = [result_document(store.load_run(run_id)) for run_id in store.series_runs(series_id)]
+    print_series(series_id, documents, console)
 
 
 CHECKS_FAILED = 3  # --fail-on-checks / --fail-on-audits: the run completed, its checks did not pass

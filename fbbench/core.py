@@ -12,7 +12,9 @@ those nested dicts as they are.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,7 +142,7 @@ class AttachmentResult:
 @dataclass(frozen=True, eq=False)
 class LoadResult(_Document):
     status: str  # completed | stopped | failed
-    failure: str | None
+    failure: str | None  # also names abandoned attachments
     started_at: float
     measure_started_at: float | None
     ended_at: float
@@ -150,6 +152,9 @@ class LoadResult(_Document):
     attachments: tuple[AttachmentResult, ...]
     intervals: tuple[IntervalStats, ...]
     units: dict[str, UnitResult]
+    # Attachments that did not come back within the watchdog bound after the run ended: their
+    # threads may still be inside the engine, so the process should end with os._exit.
+    abandoned: tuple[int, ...]
     raw: dict[str, Any] = field(repr=False)
 
     @classmethod
@@ -160,7 +165,8 @@ class LoadResult(_Document):
             data["measured_seconds"], data["client_cpu_seconds"], data["thread_cpu_seconds"],
             tuple(AttachmentResult(**a) for a in data["attachments"]),
             tuple(IntervalStats.from_json(i) for i in data["intervals"]),
-            {name: UnitResult.from_json(u) for name, u in data["units"].items()}, data,
+            {name: UnitResult.from_json(u) for name, u in data["units"].items()},
+            tuple(data.get("abandoned", ())), data,
         )
 
     @property
@@ -174,19 +180,35 @@ class LoadResult(_Document):
 ProgressCallback = Callable[[LiveCounters], None]
 
 
+BoundaryCallback = Callable[[int, float, bool], None]
+
+
 def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = None,
-             poll_seconds: float = 0.5) -> LoadResult:
+             poll_seconds: float = 0.5, on_boundary: BoundaryCallback | None = None) -> LoadResult:
     """Run the load to its end and return what was measured.
 
-    Ctrl-C (KeyboardInterrupt), raised while waiting or inside ``on_progress``, sets the stop
-    flag; the run then ends within about two seconds and its result has status ``"stopped"``.
+    Ctrl-C (KeyboardInterrupt) or SIGTERM, raised while waiting or inside ``on_progress``, sets
+    the stop flag; the run then ends within about two seconds and its result has status
+    ``"stopped"``. Whatever the engine does, the call returns at most the watchdog bound
+    (``watchdog_seconds`` + the largest finite ``lock_timeout``) after the measured period or
+    the stop: an attachment still inside the engine by then is abandoned and listed in
+    ``abandoned`` (status ``"failed"`` after a completed period, ``"stopped"`` after a stop).
+    Its thread may still be running: the caller should end the process with ``os._exit`` once
+    the results are safe.
     Any other exception from ``on_progress`` also stops the run, and is re-raised afterwards.
     ``ValueError`` means the config was refused before anything started.
+
+    ``on_boundary(boundary, at, last)`` is called on a thread of its own as soon as the core
+    passes a boundary — 1 is the run's zero, 1 + k the end of interval k, 0 only for a last
+    call that brings no boundary — with the boundary's wall-clock time; ``last`` is true exactly
+    once, when the run is over. Observers (the engine sampler) read right at the boundaries this
+    way, not whenever the next poll happens to come.
     """
     run = _core.LoadRun(json.dumps(dict(config)))
     # Ctrl-C and SIGTERM become the stop flag, not libfbclient's shutdown of every attachment.
     with signals.stop_signals_interrupt():
         run.start()
+        watcher = _watch_boundaries(run, on_boundary) if on_boundary is not None else None
         try:
             while not run.wait(poll_seconds):
                 if on_progress is not None:
@@ -196,12 +218,39 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
         except BaseException:
             _stop_and_wait(run)
             raise
+        finally:
+            if watcher is not None:
+                watcher.join(5)
     if on_progress is not None:
         on_progress(LiveCounters.from_json(run.poll()))
     return LoadResult.from_json(run.result())
 
 
+def _watch_boundaries(run: Any, on_boundary: BoundaryCallback) -> threading.Thread:
+    def call(boundary: int, at: float, last: bool) -> None:
+        with contextlib.suppress(Exception):  # an observer's failure is its own
+            on_boundary(boundary, at, last)
+
+    def watch() -> None:
+        seen = 0
+        while True:
+            passed, done, at = run.wait_boundary(seen, 0.5)
+            new = range(seen + 1, passed + 1)
+            for boundary in new:
+                call(boundary, at, done and boundary == passed)
+            seen = max(seen, passed)
+            if done:
+                if not new:
+                    call(0, at, True)  # the run is over and no boundary came with its end
+                return
+
+    thread = threading.Thread(target=watch, name="fbbench-boundaries", daemon=True)
+    thread.start()
+    return thread
+
+
 def _stop_and_wait(run: Any) -> None:
+    # The core's watchdog bounds this wait: no engine call is waited for here.
     run.stop()
     while True:
         try:

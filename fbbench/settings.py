@@ -139,6 +139,7 @@ class RunSettings:
     warmup: float = 30.0
     duration: float = 300.0
     transactions: int | None = None
+    repeat: int = 1  # runs of the same conditions, recorded as one series
     interval: float = 10.0
     seed: int | None = None
     conf: dict[str, str] = field(default_factory=dict)  # --set Key=Value for firebird.conf
@@ -146,6 +147,7 @@ class RunSettings:
     page_buffers: int | None = None
     forced_writes: bool | None = None
     sweep: bool = True
+    monitor: bool = True  # the sampler (MON$ per interval), gstat before/after
     fresh: bool = False
     load_connections: int = field(default_factory=lambda: os.cpu_count() or 2)
     connect_rate: float = 0.0
@@ -175,6 +177,7 @@ class RunSettings:
         at_least("connections", 1, self.connections)
         at_least("load_connections", 1, self.load_connections)
         at_least("transactions", 1, self.transactions)
+        at_least("repeat", 1, self.repeat)
         at_least("page_buffers", 0, self.page_buffers)
         if self.transactions is None and self.duration <= 0:
             raise FbbenchError(f"{self.where('duration')} must be longer than 0 seconds")
@@ -203,8 +206,10 @@ _FLAGS = {"conf": "set", "target_rate": "rate"}
 
 _KINDS: dict[str, Kind] = {
     "workload": _text, "engine": _text, "scale": _pairs, "connections": _whole, "warmup": _duration,
-    "duration": _duration, "transactions": _whole, "interval": _duration, "seed": _whole, "conf": _pairs,
-    "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "fresh": _flag,
+    "duration": _duration, "transactions": _whole, "repeat": _whole, "interval": _duration, "seed": _whole,
+    "conf": _pairs,
+    "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "monitor": _flag,
+    "fresh": _flag,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,

@@ -8,9 +8,9 @@ from typing import Any
 from fbbench.database import driver, lifecycle, scripts
 
 
-def create_foreign_database(path: str) -> None:
+def create_foreign_database(path: str, page_size: int = 8192) -> None:
     """A database fbbench did not create: no registry entry, no mark."""
-    with driver.create_database(path, page_size=8192) as connection:
+    with driver.create_database(path, page_size=page_size) as connection:
         connection.execute_immediate("create table customer_data (id integer primary key, name varchar(20))")
         connection.commit()
         with connection.cursor() as cursor:
@@ -29,3 +29,85 @@ def run_script_and_query(path: str, script: str, query: str) -> list[list[Any]]:
         with connection.cursor() as cursor:
             cursor.execute(query)
             return [list(row) for row in cursor.fetchall()]
+
+
+_MON_COLUMNS = ("mon$page_size", "mon$ods_major", "mon$ods_minor", "mon$oldest_transaction", "mon$oldest_active",
+                "mon$oldest_snapshot", "mon$next_transaction", "mon$page_buffers", "mon$sql_dialect",
+                "mon$sweep_interval", "mon$read_only", "mon$forced_writes", "mon$reserve_space",
+                "mon$creation_date", "mon$shutdown_mode", "mon$backup_state", "mon$pages")
+_MON_COLUMNS_4 = ("mon$guid", "mon$next_attachment", "mon$replica_mode")
+
+
+def mon_database(path: str) -> dict[str, Any]:
+    """MON$DATABASE of one attachment that runs one transaction (no other one starts after it)."""
+    with driver.connect(path) as connection:
+        columns = _MON_COLUMNS + (_MON_COLUMNS_4 if driver.version_tuple(connection) >= (4, 0) else ())
+        with connection.cursor() as cursor:
+            cursor.execute(f"select {', '.join(columns)} from mon$database")
+            row = cursor.fetchone()
+        connection.commit()
+    return {name.removeprefix("mon$"): value if isinstance(value, int) else str(value)
+            for name, value in zip(columns, row, strict=True)}
+
+
+def header_states(path: str, replica: bool) -> list[dict[str, Any]]:
+    """Put the database in each header state in turn (through the embedded services API, and
+    ALTER DATABASE for nbackup); for each: the header page bytes, gstat -h, and MON$DATABASE
+    where an attachment is allowed."""
+    from firebird.driver import (
+        DbAccessMode,
+        DbSpaceReservation,
+        DbWriteMode,
+        ReplicaMode,
+        ShutdownMethod,
+        ShutdownMode,
+        SrvStatFlag,
+    )
+
+    states: list[dict[str, Any]] = []
+
+    def services(action: str, **kwargs: Any) -> None:
+        with driver.server("") as server:
+            getattr(server.database, action)(database=path, **kwargs)
+
+    def record(label: str, attach: bool = True) -> None:
+        with driver.server("") as server:
+            server.database.get_statistics(database=path, flags=SrvStatFlag.HDR_PAGES)
+            gstat = server.readlines()
+        states.append({"label": label, "page": Path(path).read_bytes()[:1024].hex(), "gstat": gstat,
+                       "mon": mon_database(path) if attach else None})
+
+    record("as created")
+    services("set_write_mode", mode=DbWriteMode.SYNC)
+    record("forced writes on")
+    services("set_space_reservation", mode=DbSpaceReservation.USE_FULL)
+    record("no reserve")
+    services("set_access_mode", mode=DbAccessMode.READ_ONLY)
+    record("read only")
+    services("set_access_mode", mode=DbAccessMode.READ_WRITE)
+    for mode in (ShutdownMode.MULTI, ShutdownMode.SINGLE, ShutdownMode.FULL):
+        services("shutdown", mode=mode, method=ShutdownMethod.FORCED, timeout=0)
+        record(f"shutdown {mode.name.lower()}", attach=False)
+        services("bring_online")
+    with driver.connect(path) as connection:
+        connection.execute_immediate("alter database begin backup")
+        connection.commit()
+    record("backup lock")
+    with driver.connect(path) as connection:
+        connection.execute_immediate("alter database end backup")
+        connection.commit()
+    if replica:
+        for replica_mode in (ReplicaMode.READ_ONLY, ReplicaMode.READ_WRITE):
+            services("set_replica_mode", mode=replica_mode)
+            record(f"replica {replica_mode.name.lower()}")
+        services("set_replica_mode", mode=ReplicaMode.NONE)
+    return states
+
+
+def gstat_header(path: str) -> list[str]:
+    """gstat -h of a file through the embedded services API (reads the page, attaches nothing)."""
+    from firebird.driver import SrvStatFlag
+
+    with driver.server("") as server:
+        server.database.get_statistics(database=path, flags=SrvStatFlag.HDR_PAGES)
+        return server.readlines()

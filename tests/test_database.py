@@ -78,16 +78,18 @@ def test_foreign_database_is_refused_untouched(tmp_path: Path, workdir: Path) ->
 
 
 def test_replaced_file_at_an_owned_path_is_refused(tmp_path: Path, workdir: Path) -> None:
-    """The registry alone is not enough: the mark inside must carry the same token."""
+    """The registry alone is not enough: the header of the file there must be the one fbbench
+    recorded (checked before attaching; tests/test_foreign_databases.py has the rest)."""
     database = tmp_path / "swapped.fdb"
     assert run_cli("db", "create", str(database), "--workdir", str(workdir)).returncode == 0
     database.unlink()
     runtime = prepare_runtime("5.0", workdir)
     run_in_engine(runtime, "tests.foundation_child:create_foreign_database", str(database))
+    before = _sha256(database)
 
     result = run_cli("db", "drop", str(database), "--workdir", str(workdir))
-    assert_clean_error(result, "refusing to drop", "mark")
-    assert database.exists()
+    assert_clean_error(result, "refusing to drop", "not the one fbbench created")
+    assert _sha256(database) == before
 
 
 def test_create_never_overwrites(tmp_path: Path, workdir: Path) -> None:

@@ -15,7 +15,9 @@ import os
 import shutil
 import sqlite3
 import subprocess
-from collections.abc import Iterator
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -286,3 +288,64 @@ def test_read_only_commands_do_not_create_a_store(tmp_path: Path) -> None:
         result = run_cli(*args, "--results", str(store))
         assert_clean_error(result, "no results store at", str(store))
     assert not store.exists() and not store.parent.exists()
+
+
+# ---------------------------------------------------------------------------------- a full disk
+
+TPCC_TINY = ["--scale", "items=2000", "--scale", "customers=300", "--scale", "orders=300"]
+
+
+def _limit_files_and_ignore_sigxfsz(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of killing
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_a_full_disk_during_measure_fails_the_run_within_its_bound(tmp_path: Path) -> None:
+    """The user's report: a full disk while measuring hung the run for ever. Now the engine's
+    write error fails the run at once, and the watchdog bounds how long it may take to end.
+
+    Only the run's database copy lands on the full file system: a small tmpfs mounted over the
+    work directory's ``databases`` folder (as root); where mounting is not allowed, a file-size
+    limit (RLIMIT_FSIZE) on the whole fbbench process instead — the test says which one ran.
+    """
+    work, store = tmp_path / "work", tmp_path / "r.sqlite"
+    first = run_cli("run", "tpcc", *TPCC_TINY, "--connections", "1", "--transactions", "1", "--no-sweep",
+                    "--results", str(store), "--workdir", str(work))
+    assert first.returncode == 0, first.stderr  # the populated cache now exists, outside the tmpfs
+    cached = max((work / "dbcache").glob("*.fdb"), key=lambda p: p.stat().st_size)
+    room = cached.stat().st_size + 3 * 1024 * 1024  # the copy, then a little room to grow
+    databases = work / "databases"
+    databases.mkdir(exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={room}", "tmpfs", str(databases)],
+                             capture_output=True)
+    mechanism = "tmpfs" if mounted.returncode == 0 else "RLIMIT_FSIZE"
+    print(f"full disk made by: {mechanism}")
+    args = ["run", "tpcc", *TPCC_TINY, "--connections", "4", "--warmup", "2s", "--duration", "20s",
+            "--interval", "2s", "--no-sweep", "--results", str(store), "--workdir", str(work)]
+    try:
+        started = time.monotonic()
+        result = subprocess.run([sys.executable, "-m", "fbbench", *args], capture_output=True, text=True,
+                                timeout=120, env={**os.environ, "COLUMNS": "200"},
+                                preexec_fn=None if mechanism == "tmpfs" else _limit_files_and_ignore_sigxfsz(room))
+        elapsed = time.monotonic() - started
+    finally:
+        if mechanism == "tmpfs":
+            subprocess.run(["umount", "-l", str(databases)], check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output[-3000:]
+    assert "Traceback" not in output
+    assert "the database cannot be written" in result.stderr, result.stderr
+    # 2 s warm-up + 20 s measured at most, plus start-up; the run stops at the first write error.
+    assert elapsed < 60, elapsed
+    (_run_id, status, failure), *_ = [row for row in _runs(store) if row[1] != "completed"]
+    assert status == "failed" and "cannot be written" in failure
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        intervals = db.execute("select count(distinct idx) from intervals where run_id = ?", (_run_id,)).fetchone()[0]
+    assert intervals >= 1  # what was measured before the disk filled up is kept
+    assert _left_in(work) == []

@@ -306,6 +306,10 @@ def test_kill_9_during_measure_leaves_an_incomplete_run(victims: str, tmp_path: 
     assert stored["status"] == "incomplete"
     assert len({i["index"] for i in stored["intervals"] if i["phase"] == "measure"}) == stored_intervals
     assert all(i["ok"] + i["rolled_back"] > 0 for i in stored["intervals"] if i["unit"] == "transfer")
+    # The engine's figures of the finished intervals were stored as they came, too.
+    sampled = {s["index"] for s in stored["engine_samples"] if s["phase"] == "measure"}
+    assert len(sampled) >= stored_intervals - 1, (sampled, stored_intervals)
+    assert all(s["io"]["page_fetches"] > 0 for s in stored["engine_samples"] if s["index"] in sampled)
 
     # The killed run could not clean up; the next run with the same store and work directory does.
     leftovers = [shared_work / "databases" / f"{run_id}.fdb", shared_work / "runtimes" / run_id]

@@ -158,6 +158,44 @@ def assert_nopm(doc: dict[str, Any]) -> None:
     assert 0.5 * client_rate < nopm < 2 * client_rate, (nopm, client_rate)
 
 
+TPCC_TABLES = {"WAREHOUSE", "DISTRICT", "CUSTOMER", "HISTORY", "NEW_ORDER", "ORDERS", "ORDER_LINE", "ITEM", "STOCK"}
+
+
+def assert_engine_observed(doc: dict[str, Any]) -> None:
+    """What the engine did while it was measured (issue "Engine observation"), from a real run."""
+    measured = sorted({row["index"] for row in doc["intervals"] if row["phase"] == "measure"})
+    samples = {sample["index"]: sample for sample in doc["engine_samples"]}
+    # A reading at every boundary: every measured interval has its figures (readings that fell
+    # behind answer for several intervals and say so).
+    covered = sum(int(samples[i]["sample"]["intervals_covered"]) for i in measured if i in samples)
+    assert covered == len(measured), (measured, sorted(samples))
+    fetches = sum(samples[i]["io"]["page_fetches"] for i in measured if i in samples)
+    inserts = sum(samples[i]["record"]["inserts"] for i in measured if i in samples)
+    assert fetches > 0 and inserts > 0, (fetches, inserts)
+    assert all(samples[i]["sample"]["seconds"] < 1 for i in samples)
+    activity = doc["engine_activity"]
+    assert activity["io_per_second"]["page_fetches"] > 0 and activity["largest_gap"]["next_minus_oit"] is not None
+    # Per table: ORDER_LINE is among the busiest tables of the measured period.
+    busiest = sorted(doc["tables"], key=lambda t: -sum((doc["tables"][t].get("activity") or {}).get(k, 0)
+                                                         for k in ("reads", "writes")))
+    assert "ORDER_LINE" in busiest[:4], busiest
+    # gstat before and after list the nine TPC-C tables, with their records.
+    for moment in ("before", "after"):
+        assert doc["gstat"][moment]["problem"] is None, doc["gstat"][moment]
+        for table in TPCC_TABLES:
+            assert doc["tables"][table][f"gstat_{moment}"]["records"] > 0, (moment, table)
+    assert doc["tables"]["ORDER_LINE"]["gstat_delta"]["records"] > 0
+    # NOPM per interval: its changes add up, to the unit, to the change over the measured window.
+    window = doc["metric_windows"]["NOPM"]
+    assert window["seconds"] == pytest.approx(doc["measure_seconds"], abs=1.0)
+    per_interval = [samples[i]["metric"]["NOPM"] for i in measured if i in samples]
+    assert len(per_interval) == len(measured)
+    total = doc["metrics"]["NOPM"] * doc["measure_seconds"] / 60
+    assert abs(sum(per_interval) - total) <= 1, (per_interval, total)
+    # The run's own sweep is in the engine's log, and nothing alarming.
+    assert all(f["severity"] not in ("fatal", "critical", "error") for f in doc["log_findings"]), doc["log_findings"]
+
+
 # ------------------------------------------------------------------ embedded engines
 
 
@@ -200,6 +238,13 @@ def test_embedded_engine_is_the_requested_one(embedded_run: TpccRun, request: py
 def test_embedded_checks_audits_and_nopm(embedded_run: TpccRun) -> None:
     assert_checks_and_audits(embedded_run.doc)
     assert_nopm(embedded_run.doc)
+
+
+def test_embedded_engine_observed(embedded_run: TpccRun) -> None:
+    assert_engine_observed(embedded_run.doc)
+    assert "engine per measured second:" in embedded_run.cli.stdout
+    assert "garbage collection per second:" in embedded_run.cli.stdout
+    assert "firebird.log:" in embedded_run.cli.stdout
 
 
 # ------------------------------------------------------------------ fixed work: the by-design rollback
@@ -263,6 +308,7 @@ def test_server_run_completes_with_the_contract(server_run: TpccRun, fb3: Fb3Ser
     assert doc["database"]["path"] == fb3.dsn(Path(doc["database"]["path"].split(":", 1)[1]))
     assert doc["database"]["ods"].startswith("12."), doc["database"]  # written by the 3.0 server
     assert doc["population"]["source"] == "built in place"
+    assert_engine_observed(doc)
 
 
 @pytest.mark.server
@@ -386,3 +432,61 @@ def test_report_opens_offline(embedded_run: TpccRun) -> None:
     embedded = json.loads(data.group(1))
     assert embedded["run_id"] == embedded_run.doc["run_id"]
     assert embedded["tags"] == [TAG]
+
+
+# ------------------------------------------------------------------ the run result contract
+
+
+def documented_paths() -> set[str]:
+    """Every key path docs/run-result.md lists (backticked, in the first column of its tables)."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "run-result.md").read_text()
+    paths = set()
+    for line in text.splitlines():
+        if line.startswith("| `"):
+            first = line.split("|")[1]
+            paths |= set(re.findall(r"`([^`]+)`", first))
+    return paths
+
+
+def actual_paths(document: Any, documented: set[str]) -> set[str]:
+    """The document's leaf paths, keys chosen by the data written as ``*`` where the page does."""
+    prefixes = {p[: i] for p in documented for i in range(len(p) + 1)}
+    found: set[str] = set()
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict) and value:
+            for key, item in value.items():
+                named = f"{path}.{key}" if path else key
+                wild = f"{path}.*" if path else "*"
+                walk(item, named if named in prefixes or wild not in prefixes else wild)
+        elif isinstance(value, list) and value:
+            for item in value:
+                walk(item, f"{path}[]")
+        elif isinstance(value, dict | list):
+            found.add(path + "(empty)")  # documented if anything is documented inside it
+        else:
+            found.add(path)
+
+    walk(document, "")
+    return found
+
+
+def test_run_result_matches_its_documentation(embedded_run: TpccRun) -> None:
+    documented = documented_paths()
+    assert len(documented) > 100
+    document = embedded_run.doc
+    assert document["schema_version"] == 1
+    actual = actual_paths(document, documented)
+    def is_documented(path: str) -> bool:
+        if path.endswith("(empty)"):
+            inside = path.removesuffix("(empty)")
+            return any(d == inside or d.startswith((inside + ".", inside + "[]")) for d in documented)
+        return path in documented
+
+    undocumented = sorted(path for path in actual if not is_documented(path))
+    assert not undocumented, f"keys not in docs/run-result.md: {undocumented}"
+    missing = sorted(path for path in documented
+                     if not any(a.removesuffix("(empty)") == path or a.startswith((path + ".", path + "[]"))
+                                or path.startswith((a.removesuffix("(empty)") + ".", a.removesuffix("(empty)") + "["))
+                                for a in actual))
+    assert not missing, f"documented keys the run does not have: {missing}"

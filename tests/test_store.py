@@ -50,3 +50,24 @@ def test_run_of_a_dead_process_is_incomplete(tmp_path: Path) -> None:
         assert store.list_runs()[0]["status"] == "incomplete"
         with pytest.raises(FbbenchError, match="no run 'zzz'"):
             store.load_run("zzz")
+
+
+def test_a_schema_1_store_is_migrated_with_its_runs(tmp_path: Path) -> None:
+    from fbbench.store.results import MIGRATIONS
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[1] + "\npragma user_version = 1;")
+    db.execute("insert into runs (run_id, started_at, status, workload, settings_json) "
+               "values ('old-run', 1.0, 'completed', 'bank', '{}')")
+    db.execute("insert into metrics values ('old-run', 'NOPM', 1, 2, 3, 1, 'd')")
+    db.commit()
+    db.close()
+    with ResultsStore(path) as store:
+        run = store.load_run("old-run")
+        assert run["status"] == "completed" and run["series_id"] is None
+        assert run["metrics"]["NOPM"]["value"] == 3 and run["metrics"]["NOPM"]["window_start"] is None
+        assert run["engine_samples"] == {} and run["findings"] == [] and run["gstat"] == {}
+        store.record_samples("old-run", 0, [("io", "page_reads", 5.0)])
+        assert store.load_run("old-run")["engine_samples"] == {0: {"io": {"page_reads": 5.0}}}
+    assert sqlite3.connect(path).execute("pragma user_version").fetchone()[0] == SCHEMA_VERSION

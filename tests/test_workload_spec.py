@@ -88,6 +88,61 @@ def test_scale_values() -> None:
         load_workload(str(BANK), {"warehoses": "3"})
 
 
+def _with_scale(bank: Path, definition: str, description: str = "Transfers") -> Path:
+    toml = bank / "workload.toml"
+    text = toml.read_text().replace("branches = 2\n", f"branches = 2\n{definition}\n", 1)
+    toml.write_text(text.replace('description = "Transfers', f'description = "{description}', 1))
+    return toml
+
+
+def test_scale_choice_is_a_word_checked_against_its_choices(bank_copy: Path) -> None:
+    from fbbench.database.scripts import substitute
+
+    _with_scale(bank_copy, 'mode = { default = "small", choices = ["small", "medium", "large", "heavy"] }',
+                "${mode} transfers")
+    workload = load_workload(str(bank_copy))
+    assert workload.scale["mode"] == workload.scale_defaults["mode"] == "small"
+    assert workload.scale_choices == {"mode": ("small", "medium", "large", "heavy")}
+    assert workload.description.startswith("small transfers")
+    # Case does not matter on the command line; the workload gets the word as it spelled it.
+    workload = load_workload(str(bank_copy), {"mode": "Medium", "accounts": "200"})
+    assert workload.scale == {"accounts": 200, "branches": 2, "mode": "medium"}
+    assert workload.description.startswith("medium transfers")
+    assert substitute("select * from modes where name = '${mode}'", workload.scale, "x.sql") == (
+        "select * from modes where name = 'medium'")
+    with pytest.raises(FbbenchError) as caught:
+        load_workload(str(bank_copy), {"mode": "meduim"})
+    assert "scale 'mode' must be one of: small, medium, large, heavy; got 'meduim'" in str(caught.value)
+    assert caught.value.hint == "did you mean 'medium'?"
+    with pytest.raises(FbbenchError, match="must be one of"):
+        load_workload(str(bank_copy), {"mode": "2"})
+
+
+@pytest.mark.parametrize(
+    ("definition", "fragment"),
+    [
+        ('mode = { default = "tiny", choices = ["small", "large"] }', "'default' must be one of its choices"),
+        ('mode = { default = "small", choices = [] }', "'choices' must be a non-empty list of words"),
+        ('mode = { default = "small", choices = ["small", 2] }', "'choices' must be a non-empty list of words"),
+        ('mode = { default = "small", choice = ["small"] }', "unknown key 'choice' in scale 'mode'"),
+    ],
+)
+def test_scale_choice_definition_errors_are_located(bank_copy: Path, definition: str, fragment: str) -> None:
+    toml = _with_scale(bank_copy, definition)
+    line = next(n for n, raw in enumerate(toml.read_text().splitlines(), 1) if raw.startswith("mode ="))
+    with pytest.raises(FbbenchError) as caught:
+        load_workload(str(bank_copy))
+    assert fragment in str(caught.value)
+    assert f"workload.toml:{line}:" in str(caught.value)
+
+
+def test_a_switch_that_is_on_by_default_can_be_turned_off(bank_copy: Path) -> None:
+    _with_scale(bank_copy, 'audit = "on"')
+    assert load_workload(str(bank_copy), {"audit": "off"}).scale["audit"] == 0
+    with pytest.raises(FbbenchError, match="scale 'accounts' must be more than 0"):
+        load_workload(str(bank_copy), {"accounts": "0"})
+
+
 def test_unknown_workload_lists_builtins() -> None:
     with pytest.raises(FbbenchError, match="unknown workload 'nosuch'"):
         load_workload("nosuch")

@@ -1,6 +1,7 @@
 //! The run config of docs/core-api.md: parsed from JSON, checked once, compiled for the workers.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -37,6 +38,8 @@ struct RawConfig {
     seed: Option<u64>,
     #[serde(default)]
     target_rate: Option<f64>,
+    #[serde(default)]
+    watchdog_seconds: Option<f64>,
     units: Vec<RawUnit>,
 }
 
@@ -94,6 +97,9 @@ pub struct Config {
     pub timeline: Timeline,
     pub seed: u64,
     pub target_rate: Option<f64>,
+    /// How long after the end of the run (period over, stop, failure) an attachment may take to
+    /// come back before it is abandoned: watchdog_seconds + the largest finite lock_timeout.
+    pub watchdog: Duration,
     pub units: Vec<Unit>,
     /// Cumulative weights for the unit draw.
     pub cumulative_weights: Vec<f64>,
@@ -102,6 +108,8 @@ pub struct Config {
 pub struct Unit {
     pub name: String,
     pub tpb: Vec<u8>,
+    /// Seconds a lock wait may last (0 = no wait); None = wait for ever.
+    pub lock_timeout: Option<u32>,
     pub keying_seconds: f64,
     pub think_seconds: f64,
     pub rollback_on: Vec<i64>,
@@ -161,6 +169,10 @@ impl Config {
                 ));
             }
         }
+        let watchdog_seconds = positive_or(raw.watchdog_seconds, 10.0, "watchdog_seconds")?;
+        if watchdog_seconds <= 0.0 {
+            return Err("watchdog_seconds must be greater than 0".into());
+        }
         if raw.units.is_empty() {
             return Err("at least one unit is required".into());
         }
@@ -180,6 +192,9 @@ impl Config {
         if total_weight <= 0.0 {
             return Err("at least one unit needs a weight greater than 0".into());
         }
+        let longest_lock_wait = units.iter().filter_map(|u| u.lock_timeout).max();
+        let watchdog = Duration::from_secs_f64(watchdog_seconds)
+            + Duration::from_secs(longest_lock_wait.unwrap_or(0).into());
         Ok(Config {
             client_library: raw.client_library,
             database: raw.database,
@@ -197,6 +212,7 @@ impl Config {
             },
             seed: raw.seed.unwrap_or(0),
             target_rate: raw.target_rate,
+            watchdog,
             units,
             cumulative_weights,
         })
@@ -261,6 +277,7 @@ fn compile_unit(raw: RawUnit) -> Result<(Unit, f64), String> {
     }
     let unit = Unit {
         tpb: build_tpb(isolation, raw.read_only, raw.lock_timeout),
+        lock_timeout: raw.lock_timeout,
         keying_seconds,
         think_seconds,
         rollback_on: raw.rollback_on,
@@ -295,6 +312,12 @@ mod tests {
         assert_eq!(config.timeline.interval, 10.0);
         assert_eq!(config.home_of(6), Some(2));
         assert_eq!(config.user, "SYSDBA");
+        // Unit b waits 0 s for locks, unit a for ever: the bound is the default 10 s.
+        assert_eq!(config.watchdog, Duration::from_secs(10));
+        let waits = base(r#", "watchdog_seconds": 2.5"#)
+            .replace(r#""lock_timeout": 0"#, r#""lock_timeout": 7"#);
+        let config = Config::from_json(&waits).unwrap();
+        assert_eq!(config.watchdog, Duration::from_millis(9500));
     }
 
     #[test]
@@ -307,6 +330,8 @@ mod tests {
         bad(r#", "bogus": 1"#, "unknown field `bogus`");
         bad(r#", "interval_seconds": 0"#, "interval_seconds");
         bad(r#", "target_rate": -1"#, "target_rate");
+        bad(r#", "watchdog_seconds": 0"#, "watchdog_seconds");
+        bad(r#", "watchdog_seconds": -3"#, "watchdog_seconds");
         let error = Config::from_json(&base("").replace("snapshot", "dirty"))
             .err()
             .unwrap();

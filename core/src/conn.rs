@@ -11,6 +11,7 @@ use crate::ffi::*;
 use crate::params::{Bind, Gen};
 use crate::rng::Rng;
 use crate::sqlda::SqlDa;
+use crate::tpb::{build_tpb, Isolation};
 
 pub struct Attachment<'a> {
     pub api: &'a FbApi,
@@ -156,18 +157,39 @@ impl<'a> Attachment<'a> {
         }
     }
 
-    /// Prepares every statement of every unit in one short transaction.
+    /// Prepares every statement of every unit in one short transaction. On any error, what was
+    /// already prepared is freed and the transaction rolled back.
     pub fn prepare_units(&mut self, units: &[Unit]) -> Result<Vec<Vec<Statement>>, String> {
         let mut tr = self
-            .start(&[3, 8, 15, 17, 6])
+            .start(&build_tpb(Isolation::ReadCommitted, true, None))
             .map_err(|_| self.error_text())?;
-        let mut prepared = Vec::with_capacity(units.len());
+        let mut prepared: Vec<Vec<Statement>> = Vec::with_capacity(units.len());
+        let outcome = self.prepare_each(&mut tr, units, &mut prepared);
+        let outcome = outcome.and_then(|()| self.commit(&mut tr).map_err(|_| self.error_text()));
+        match outcome {
+            Ok(()) => Ok(prepared),
+            Err(e) => {
+                self.rollback(&mut tr);
+                for statement in prepared.iter_mut().flatten() {
+                    self.drop_statement(statement);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn prepare_each(
+        &mut self,
+        tr: &mut Handle,
+        units: &[Unit],
+        prepared: &mut Vec<Vec<Statement>>,
+    ) -> Result<(), String> {
         for unit in units {
-            let mut statements = Vec::with_capacity(unit.statements.len());
+            prepared.push(Vec::with_capacity(unit.statements.len()));
             let mut found = vec![false; unit.tally.len()];
             for (i, spec) in unit.statements.iter().enumerate() {
                 let statement = self
-                    .prepare(&mut tr, spec, &unit.tally, &mut found)
+                    .prepare(tr, spec, &unit.tally, &mut found)
                     .map_err(|e| {
                         format!(
                             "unit {}, statement {} ({}): {e}",
@@ -175,28 +197,20 @@ impl<'a> Attachment<'a> {
                             i + 1,
                             first_line(&spec.sql)
                         )
-                    });
-                match statement {
-                    Ok(s) => statements.push(s),
-                    Err(e) => {
-                        self.rollback(&mut tr);
-                        return Err(e);
-                    }
-                }
+                    })?;
+                prepared.last_mut().expect("pushed above").push(statement);
             }
             if let Some(missing) = unit.tally.iter().zip(&found).find(|(_, f)| !**f) {
-                self.rollback(&mut tr);
                 return Err(format!(
                     "unit {}: tally column {} is not an output column of any of its statements",
                     unit.name, missing.0
                 ));
             }
-            prepared.push(statements);
         }
-        self.commit(&mut tr).map_err(|_| self.error_text())?;
-        Ok(prepared)
+        Ok(())
     }
 
+    /// Allocates and prepares one statement; the handle is freed on every error path.
     fn prepare(
         &mut self,
         tr: &mut Handle,
@@ -204,31 +218,54 @@ impl<'a> Attachment<'a> {
         tally_names: &[String],
         found: &mut [bool],
     ) -> Result<Statement, String> {
-        let api = self.api;
         let sql = CString::new(spec.sql.as_str()).map_err(|_| "SQL contains NUL")?;
         let mut handle: Handle = 0;
+        // SAFETY: our attachment handle and a fresh statement handle, alive across the call.
+        let rc = unsafe {
+            (self.api.dsql_allocate_statement)(self.status.as_mut_ptr(), &mut self.db, &mut handle)
+        };
+        if rc != 0 {
+            return Err(self.error_text());
+        }
+        let described = self.describe(tr, &mut handle, &sql, spec, tally_names, found);
+        if described.is_err() {
+            // The error text is already taken: the free reports into the scratch vector.
+            // SAFETY: the handle was allocated on this attachment just above.
+            unsafe {
+                (self.api.dsql_free_statement)(self.scratch.as_mut_ptr(), &mut handle, DSQL_DROP)
+            };
+        }
+        described
+    }
+
+    /// Prepares an allocated statement and builds its descriptors and parameter bindings.
+    fn describe(
+        &mut self,
+        tr: &mut Handle,
+        handle: &mut Handle,
+        sql: &CString,
+        spec: &StatementSpec,
+        tally_names: &[String],
+        found: &mut [bool],
+    ) -> Result<Statement, String> {
+        let api = self.api;
         let st = self.status.as_mut_ptr();
-        // SAFETY (this block): the handles and buffers passed are ours and outlive each call.
-        unsafe {
-            if (api.dsql_allocate_statement)(st, &mut self.db, &mut handle) != 0 {
-                return Err(self.error_text());
-            }
-            if (api.dsql_prepare)(
+        // SAFETY: the handles and buffers passed are ours and outlive the call.
+        let rc = unsafe {
+            (api.dsql_prepare)(
                 st,
                 tr,
-                &mut handle,
+                handle,
                 0,
                 sql.as_ptr(),
                 SQL_DIALECT_V6,
                 ptr::null_mut(),
-            ) != 0
-            {
-                let text = self.error_text();
-                (api.dsql_free_statement)(self.scratch.as_mut_ptr(), &mut handle, DSQL_DROP);
-                return Err(text);
-            }
+            )
+        };
+        if rc != 0 {
+            return Err(self.error_text());
         }
-        let statement_type = self.statement_type(&mut handle)?;
+        let statement_type = self.statement_type(handle)?;
         let kind = match statement_type {
             STMT_SELECT | STMT_SELECT_FOR_UPD => Kind::Cursor,
             STMT_EXEC_PROCEDURE => Kind::Procedure,
@@ -244,19 +281,21 @@ impl<'a> Attachment<'a> {
         let mut outputs = SqlDa::new(16);
         // SAFETY: descriptors hold as many XSQLVARs as their sqln says.
         unsafe {
-            if (api.dsql_describe_bind)(st, &mut handle, SQLDA_VERSION1, inputs.as_mut_ptr()) != 0 {
+            if (api.dsql_describe_bind)(st, handle, SQLDA_VERSION1, inputs.as_mut_ptr()) != 0 {
                 return Err(self.error_text());
             }
             if inputs.count() > inputs.capacity() {
                 inputs = SqlDa::new(inputs.count());
-                (api.dsql_describe_bind)(st, &mut handle, SQLDA_VERSION1, inputs.as_mut_ptr());
+                if (api.dsql_describe_bind)(st, handle, SQLDA_VERSION1, inputs.as_mut_ptr()) != 0 {
+                    return Err(self.error_text());
+                }
             }
-            if (api.dsql_describe)(st, &mut handle, SQLDA_VERSION1, outputs.as_mut_ptr()) != 0 {
+            if (api.dsql_describe)(st, handle, SQLDA_VERSION1, outputs.as_mut_ptr()) != 0 {
                 return Err(self.error_text());
             }
             if outputs.count() > outputs.capacity() {
                 outputs = SqlDa::new(outputs.count());
-                if (api.dsql_describe)(st, &mut handle, SQLDA_VERSION1, outputs.as_mut_ptr()) != 0 {
+                if (api.dsql_describe)(st, handle, SQLDA_VERSION1, outputs.as_mut_ptr()) != 0 {
                     return Err(self.error_text());
                 }
             }
@@ -302,7 +341,7 @@ impl<'a> Attachment<'a> {
             })
             .collect();
         Ok(Statement {
-            handle,
+            handle: *handle,
             kind,
             has_inputs: inputs.count() > 0,
             has_outputs: outputs.count() > 0,

@@ -75,7 +75,8 @@ impl LoadRun {
         report::poll_json(&self.shared)
     }
 
-    /// Sets the stop flag: every attachment ends within 2 seconds.
+    /// Sets the stop flag: the attachments end within about 2 seconds, and the run ends within
+    /// the watchdog bound whatever the engine does (attachments still inside it are abandoned).
     fn stop(&self) {
         self.shared.request_stop();
     }
@@ -110,6 +111,31 @@ impl LoadRun {
         })
     }
 
+    /// Waits (GIL released) until more than `seen` boundaries have passed (1 = the run's zero,
+    /// then one per closed interval), the run is done, or `timeout_seconds` elapse. Returns
+    /// (boundaries passed, done, wall-clock time of the latest boundary): an observer reads the
+    /// engine right at each boundary instead of whenever it next polls.
+    fn wait_boundary(&self, py: Python<'_>, seen: u64, timeout_seconds: f64) -> (u64, bool, f64) {
+        let shared = Arc::clone(&self.shared);
+        let timeout = Duration::from_secs_f64(timeout_seconds.clamp(0.0, 1e9));
+        py.detach(move || {
+            let deadline = Instant::now() + timeout;
+            let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            while state.boundaries <= seen && !state.done {
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                state = shared
+                    .cond
+                    .wait_timeout(state, deadline - now)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            (state.boundaries, state.done, state.boundary_at)
+        })
+    }
+
     /// The final result as JSON (after wait() returned True).
     fn result(&self) -> PyResult<String> {
         let state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -121,7 +147,9 @@ impl LoadRun {
 
 impl Drop for LoadRun {
     fn drop(&mut self) {
-        // An abandoned run must not keep hammering the database behind Python's back.
+        // A run dropped unfinished must not keep hammering the database behind Python's back.
+        // Nothing is joined: the control thread and every attachment thread (abandoned ones
+        // included) own their reference to the shared state and end on their own.
         self.shared.request_stop();
     }
 }

@@ -1,4 +1,5 @@
-//! What a failed unit means: a by-design rollback, a conflict, a lost connection or an error.
+//! What a failed unit means: a by-design rollback, a conflict, a lost connection, a database
+//! that cannot be written, or an error.
 
 use crate::ffi::{contains_code, exception_number, first_gdscode, StatusVector};
 
@@ -17,6 +18,23 @@ pub const CONNECTION_LOST_CODES: [i64; 9] = [
     335544528, // shutdown
     335544856, // att_shutdown
     335544324, // bad_db_handle
+];
+/// The database cannot be written (or read): disk full, a file too large, any I/O error of the
+/// database file. Every unit after the first would fail the same way, at full speed, counted as
+/// errors while throughput drops to zero; the run fails instead, with the engine's message.
+/// Codes and texts from Firebird's message table (src/include/gen/msgs.h, iberror.h):
+pub const CANNOT_WRITE_CODES: [i64; 11] = [
+    335544344, // io_error: I/O error during "@1" operation for file "@2"
+    335544733, // io_create_err: Error while trying to create file
+    335544734, // io_open_err: Error while trying to open file
+    335544735, // io_close_err: Error while trying to close file
+    335544736, // io_read_err: Error while trying to read from file
+    335544737, // io_write_err: Error while trying to write to file (ENOSPC, EFBIG come here)
+    335544738, // io_delete_err: Error while trying to delete file
+    335544739, // io_access_err: Error while trying to access file
+    335544819, // io_32bit_exceeded_err: File exceeded maximum size of 2GB
+    335544469, // trans_invalid: transaction marked invalid by I/O error
+    335544470, // buf_invalid: cache buffer for page @1 invalid (a page write failed before)
 ];
 /// fb_cancel_operation's effect, seen when the core itself breaks a wait at the end.
 pub const CANCELLED: i64 = 335544794;
@@ -56,6 +74,8 @@ pub enum Failure {
     /// Counted in this class, keyed by the first gdscode of the vector.
     Counted(Outcome, i64),
     ConnectionLost(i64),
+    /// One of CANNOT_WRITE_CODES: the run fails, like a lost connection.
+    CannotWrite(i64),
     Cancelled,
 }
 
@@ -63,6 +83,9 @@ pub fn classify(status: &StatusVector, rollback_on: &[i64]) -> Failure {
     let code = first_gdscode(status);
     if contains_code(status, &CONNECTION_LOST_CODES) {
         return Failure::ConnectionLost(code);
+    }
+    if contains_code(status, &CANNOT_WRITE_CODES) {
+        return Failure::CannotWrite(code);
     }
     if contains_code(status, &[CANCELLED]) {
         return Failure::Cancelled;
@@ -119,6 +142,29 @@ mod tests {
         );
         let lost = vector(&[1, 335544721, 2, 0, 1, 335544726, 0]);
         assert_eq!(classify(&lost, &[]), Failure::ConnectionLost(335544721));
+        // Disk full as the engine reports it: io_error with the operation and file, io_write_err,
+        // then the OS error (isc_arg_unix 28 = ENOSPC).
+        let file = c"/x/db.fdb".as_ptr() as IscStatus;
+        let write = c"write".as_ptr() as IscStatus;
+        let full = vector(&[1, 335544344, 2, write, 2, file, 1, 335544737, 7, 28, 0]);
+        assert_eq!(classify(&full, &[]), Failure::CannotWrite(335544344));
+        // ... also when it comes second, after a statement-level code.
+        let nested = vector(&[1, 335544321, 1, 335544470, 4, 123, 0]);
+        assert_eq!(classify(&nested, &[]), Failure::CannotWrite(335544321));
+        let invalid = vector(&[1, 335544469, 0]);
+        assert_eq!(classify(&invalid, &[]), Failure::CannotWrite(335544469));
+        // Cancelled at the end while writing: still a database that cannot be written.
+        let both = vector(&[1, 335544794, 1, 335544737, 0]);
+        assert_eq!(classify(&both, &[]), Failure::CannotWrite(335544794));
+        // A lost connection stays a lost connection.
+        let gone = vector(&[1, 335544721, 1, 335544344, 0]);
+        assert_eq!(classify(&gone, &[]), Failure::ConnectionLost(335544721));
+        // An I/O code after a warning marker is not part of the error.
+        let warned_io = vector(&[1, 335544321, 18, 335544344, 0]);
+        assert_eq!(
+            classify(&warned_io, &[]),
+            Failure::Counted(Outcome::Error, 335544321)
+        );
         let cancelled = vector(&[1, 335544794, 0]);
         assert_eq!(classify(&cancelled, &[]), Failure::Cancelled);
         // A conflict code after a warning marker is not part of the error.

@@ -60,7 +60,7 @@ pub fn poll_json(shared: &Shared) -> String {
         "units": units,
         "measure_units": measure_units,
         "last_interval": state.last_interval.clone(),
-        "failure": state.failure.clone(),
+        "failure": state.failure_text(),
     })
     .to_string()
 }
@@ -68,15 +68,22 @@ pub fn poll_json(shared: &Shared) -> String {
 pub fn result_json(shared: &Shared, collected: Option<Collected>) -> String {
     let config = &shared.config;
     let state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
-    let failure = state.failure.clone();
-    drop(state);
-    let status = if failure.is_some() {
+    let failure = state.failure_text();
+    let abandoned = state.abandoned.clone();
+    let abandon_note = state.abandon_note.clone();
+    // A stop the user asked for stays "stopped" even when an attachment had to be abandoned
+    // (the note says which); a failure of the run, or an attachment abandoned after a period
+    // that ended normally, is "failed".
+    let status = if state.failure.is_some() {
         "failed"
-    } else if shared.user_stopped() {
+    } else if state.user_stopped {
         "stopped"
+    } else if !abandoned.is_empty() {
+        "failed"
     } else {
         "completed"
     };
+    drop(state);
 
     let mut messages: HashMap<i64, String> = HashMap::new();
     let mut attachments = Vec::new();
@@ -88,6 +95,11 @@ pub fn result_json(shared: &Shared, collected: Option<Collected>) -> String {
         }
         let index = i as u32 + 1;
         let (units, error) = match &stats.finished {
+            _ if abandoned.contains(&index) => {
+                // What it recorded so far; its time and CPU are not known.
+                let recorded: u64 = stats.live.iter().flatten().sum();
+                (recorded, abandon_note.clone())
+            }
             Some(f) => {
                 core_ns += f.core_ns;
                 cpu_ns += f.cpu_ns;
@@ -155,6 +167,7 @@ pub fn result_json(shared: &Shared, collected: Option<Collected>) -> String {
         "client_cpu_seconds": core_ns as f64 / 1e9,
         "thread_cpu_seconds": cpu_ns as f64 / 1e9,
         "attachments": attachments,
+        "abandoned": abandoned,
         "intervals": intervals,
         "units": units,
     })

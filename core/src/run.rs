@@ -1,6 +1,13 @@
 //! Run control: the state shared by attachment threads, the timekeeper thread that closes
 //! intervals, the stop flag, live counters and the final result.
 //!
+//! When the run ends (measured period over, stop requested, or failure), the control thread
+//! waits for the attachments at most `Config::watchdog`, while a canceller thread breaks their
+//! waits with fb_cancel_operation. An attachment still inside the engine after that is abandoned:
+//! the control thread writes the result without it and never joins its thread, which keeps its
+//! own `Arc<Shared>`, finds every interval closed and the run stopping, and may come back much
+//! later or never. Neither control nor Python ever makes a call that waits on it.
+//!
 //! Each attachment records a finished unit under its own mutex (uncontended: only the
 //! timekeeper takes it, once per interval, to swap the interval's accumulators out). Units are
 //! filed by the interval their end time falls in; the accumulator for the next interval already
@@ -8,10 +15,10 @@
 
 use std::collections::HashMap;
 use std::mem;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Map, Value};
@@ -78,10 +85,33 @@ pub struct RunState {
     pub finished: u32,
     pub failure: Option<String>,
     pub stopping: bool,
+    /// The user asked for the stop before the run ended (a stop while waiting for the
+    /// attachments after a completed period does not count).
+    pub user_stopped: bool,
+    /// The control thread no longer waits for the attachments (all back, or some abandoned).
+    pub watch_over: bool,
+    /// Attachments (1-based) that did not come back within the watchdog bound.
+    pub abandoned: Vec<u32>,
+    /// "attachment N did not return within S s after …", set with `abandoned`.
+    pub abandon_note: Option<String>,
     pub done: bool,
     pub intervals_completed: usize,
+    /// Boundaries passed: 1 once the run's zero is set, then one more per closed interval.
+    pub boundaries: u64,
+    /// Wall-clock time (seconds since the epoch) of the latest boundary.
+    pub boundary_at: f64,
     pub last_interval: Option<Value>,
     pub result: Option<String>,
+}
+
+impl RunState {
+    /// The failure as reported: the run's own failure, then the abandoned attachments.
+    pub fn failure_text(&self) -> Option<String> {
+        match (&self.failure, &self.abandon_note) {
+            (Some(failure), Some(note)) => Some(format!("{failure}; {note}")),
+            (failure, note) => failure.clone().or_else(|| note.clone()),
+        }
+    }
 }
 
 /// SIGINT / SIGTERM dispositions of the process when the run started.
@@ -208,7 +238,11 @@ impl Shared {
 
     pub fn fail(&self, message: String) {
         let mut state = lock(&self.state);
-        state.failure.get_or_insert(message);
+        // Once the control thread stopped waiting, only an abandoned attachment coming back late
+        // can get here: what it reports is not part of the run.
+        if !state.watch_over {
+            state.failure.get_or_insert(message);
+        }
         self.stop.store(true, Ordering::Relaxed);
         self.cond.notify_all();
     }
@@ -321,6 +355,18 @@ impl Shared {
         }
     }
 
+    /// The run's zero is the first boundary: observers take their baseline there.
+    fn zero_boundary(&self) {
+        let Some(zero) = self.zero() else {
+            self.cond.notify_all();
+            return;
+        };
+        let mut state = lock(&self.state);
+        state.boundaries = 1;
+        state.boundary_at = self.epoch(zero);
+        self.cond.notify_all();
+    }
+
     pub fn epoch(&self, at: Instant) -> f64 {
         self.created_wall + at.saturating_duration_since(self.created).as_secs_f64()
     }
@@ -337,7 +383,7 @@ pub struct Collected {
 /// The timekeeper thread: loads the library, starts the attachments, closes intervals, stops
 /// the run and writes the result.
 pub fn control_main(shared: Arc<Shared>) {
-    let mut workers: Vec<JoinHandle<()>> = Vec::new();
+    let mut spawned: u32 = 0;
     match FbApi::load(Path::new(&shared.config.client_library)) {
         Ok(api) => {
             let _ = shared.api.set(api);
@@ -349,15 +395,18 @@ pub fn control_main(shared: Arc<Shared>) {
             // Under a ramp-up the attachments start working as they connect: the ramp is part
             // of the warm-up.
             let _ = shared.zero.set(Instant::now());
+            shared.zero_boundary();
         }
         for k in 1..=shared.config.connections {
             let worker_shared = Arc::clone(&shared);
-            let spawned = std::thread::Builder::new()
+            let started = std::thread::Builder::new()
                 .name(format!("fbbench-att-{k}"))
                 .stack_size(WORKER_STACK)
-                .spawn(move || worker_main(&worker_shared, k));
-            match spawned {
-                Ok(handle) => workers.push(handle),
+                .spawn(move || attachment_thread(worker_shared, k));
+            // Never joined: an attachment that came back has only its thread's exit left, and
+            // one that was abandoned may never end.
+            match started {
+                Ok(_) => spawned += 1,
                 Err(e) => {
                     shared.fail(format!("cannot start attachment thread {k}: {e}"));
                     break;
@@ -366,30 +415,76 @@ pub fn control_main(shared: Arc<Shared>) {
         }
         if shared.zero().is_none() {
             let mut state = lock(&shared.state);
-            while state.connected < workers.len() as u32 && !shared.stopping() {
+            while state.connected < spawned && !shared.stopping() {
                 state = shared.cond.wait(state).unwrap_or_else(|e| e.into_inner());
             }
             if !shared.stopping() {
                 let _ = shared.zero.set(Instant::now());
             }
-            shared.cond.notify_all();
+            drop(state);
+            shared.zero_boundary();
         }
     }
     let collected = shared.zero().map(|zero| run_intervals(&shared, zero));
-    shared.halt();
-    lock(&shared.state).stopping = true;
-    shared.cond.notify_all();
-    wait_for_workers(&shared, workers.len() as u32);
-    for handle in workers {
-        if handle.join().is_err() {
-            shared.fail("an attachment thread panicked".into());
+    // Why the run ended, as things stood when counting ended.
+    let ended = {
+        let mut state = lock(&shared.state);
+        state.user_stopped = shared.user_stopped();
+        state.stopping = true;
+        if state.failure.is_some() {
+            "after the run failed"
+        } else if state.user_stopped {
+            "after the stop"
+        } else {
+            "after the end of the measured period"
         }
+    };
+    shared.halt();
+    let abandoned = wait_for_workers(&shared, spawned);
+    if !abandoned.is_empty() {
+        let mut state = lock(&shared.state);
+        state.abandon_note = Some(abandon_note(&abandoned, shared.config.watchdog, ended));
+        state.abandoned = abandoned;
     }
     let result = report::result_json(&shared, collected);
     let mut state = lock(&shared.state);
     state.result = Some(result);
     state.done = true;
     shared.cond.notify_all();
+}
+
+/// One attachment's thread. A panic fails the run but still counts the attachment as back, so
+/// the control thread does not wait for it.
+fn attachment_thread(shared: Arc<Shared>, index: u32) {
+    if catch_unwind(AssertUnwindSafe(|| worker_main(&shared, index))).is_err() {
+        let message = format!("attachment {index}: its thread panicked");
+        shared.fail(message.clone());
+        shared.worker_finished(index, 0, 0, 0, Some(message));
+    }
+}
+
+/// "attachment 2 did not return within 10 s after the end of the measured period …"
+fn abandon_note(abandoned: &[u32], bound: Duration, ended: &str) -> String {
+    let names: Vec<String> = abandoned.iter().map(u32::to_string).collect();
+    let who = match names.as_slice() {
+        [one] => format!("attachment {one}"),
+        [init @ .., last] => format!("attachments {} and {last}", init.join(", ")),
+        [] => "no attachment".into(),
+    };
+    format!(
+        "{who} did not return within {} s {ended} (cancelled, then abandoned: the engine may \
+         still be running its last call)",
+        seconds_text(bound)
+    )
+}
+
+fn seconds_text(d: Duration) -> String {
+    let seconds = d.as_secs_f64();
+    if seconds.fract() == 0.0 {
+        format!("{seconds:.0}")
+    } else {
+        format!("{}", (seconds * 1000.0).round() / 1000.0)
+    }
 }
 
 fn run_intervals(shared: &Shared, zero: Instant) -> Collected {
@@ -520,31 +615,177 @@ fn close_interval(
     let interval = json!({"index": index, "phase": phase.name(), "start_offset": start,
                           "seconds": seconds, "units": units});
     collected.intervals.push(interval.clone());
+    let at = shared
+        .zero()
+        .map(|zero| shared.epoch(zero + Duration::from_secs_f64(start + seconds)))
+        .unwrap_or(0.0);
     let mut state = lock(&shared.state);
     state.intervals_completed += 1;
+    state.boundaries += 1;
+    state.boundary_at = at;
     state.last_interval = Some(interval);
+    shared.cond.notify_all();
 }
 
-fn wait_for_workers(shared: &Shared, spawned: u32) {
-    let since = Instant::now();
-    let mut last_cancel: Option<Instant> = None;
+/// Waits until every attachment is back or the watchdog bound has passed; returns the
+/// attachments abandoned (1-based, ascending). Only waits on the run's own condition variable:
+/// the cancels, which call into the engine, run on a thread of their own.
+fn wait_for_workers(shared: &Arc<Shared>, spawned: u32) -> Vec<u32> {
+    let deadline = Instant::now() + shared.config.watchdog;
+    let canceller = Arc::clone(shared);
+    // Without a canceller thread the bound still holds; only the cancels are missing.
+    let _ = std::thread::Builder::new()
+        .name("fbbench-cancel".into())
+        .spawn(move || cancel_until_back(&canceller, spawned));
     let mut state = lock(&shared.state);
     while state.finished < spawned {
-        state = shared
-            .cond
-            .wait_timeout(state, Duration::from_millis(50))
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
-        if state.finished >= spawned {
+        let now = Instant::now();
+        if now >= deadline {
             break;
         }
-        if since.elapsed() >= CANCEL_GRACE
-            && last_cancel.is_none_or(|t| t.elapsed() >= CANCEL_REPEAT)
-        {
-            drop(state);
-            shared.cancel_busy();
-            last_cancel = Some(Instant::now());
-            state = lock(&shared.state);
+        state = shared
+            .cond
+            .wait_timeout(state, deadline - now)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    state.watch_over = true;
+    let all_back = state.finished >= spawned;
+    drop(state);
+    shared.cond.notify_all();
+    if all_back {
+        return Vec::new();
+    }
+    // Spawned attachments are 1..=spawned; the ones that have not handed in their end are left.
+    (1..=spawned)
+        .filter(|&k| lock(&shared.slot(k).stats).finished.is_none())
+        .collect()
+}
+
+/// The canceller: after a grace period, breaks the waits of busy attachments every
+/// CANCEL_REPEAT until all are back or the control thread stops waiting. It may itself hang in
+/// fb_cancel_operation on a wedged engine; nothing waits for it.
+fn cancel_until_back(shared: &Shared, spawned: u32) {
+    let mut pause = CANCEL_GRACE;
+    loop {
+        let until = Instant::now() + pause;
+        let mut state = lock(&shared.state);
+        loop {
+            if state.finished >= spawned || state.watch_over {
+                return;
+            }
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            state = shared
+                .cond
+                .wait_timeout(state, until - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
+        drop(state);
+        shared.cancel_busy();
+        pause = CANCEL_REPEAT;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared(connections: u32, watchdog: f64) -> Arc<Shared> {
+        let config = Config::from_json(&format!(
+            r#"{{"client_library": "/x/libfbclient.so.2", "database": "/x/db.fdb",
+                "connections": {connections}, "measure_seconds": 1.0, "watchdog_seconds": {watchdog},
+                "units": [{{"name": "a", "statements": [{{"sql": "select 1 from rdb$database"}}]}}]}}"#
+        ))
+        .unwrap();
+        Arc::new(Shared::new(config))
+    }
+
+    #[test]
+    fn the_watchdog_abandons_only_who_does_not_come_back_in_time() {
+        let shared = shared(3, 0.4);
+        shared.worker_finished(2, 5, 0, 0, None);
+        let late = Arc::clone(&shared);
+        let returner = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            late.worker_finished(3, 7, 0, 0, None);
+        });
+        let started = Instant::now();
+        // Attachment 1 never hands in its end.
+        let abandoned = wait_for_workers(&shared, 3);
+        let waited = started.elapsed();
+        returner.join().unwrap();
+        assert_eq!(abandoned, vec![1]);
+        // Coming back late changes nothing: no failure, no count the result would read.
+        shared.fail("connection lost (attachment 1): late".into());
+        shared.worker_finished(1, 9, 0, 0, Some("late".into()));
+        assert_eq!(lock(&shared.state).failure, None);
+        assert!(
+            waited >= Duration::from_millis(400) && waited < Duration::from_millis(900),
+            "{waited:?}"
+        );
+        assert!(lock(&shared.state).watch_over);
+
+        // Everyone back: no wait for the bound.
+        let shared = self::shared(2, 5.0);
+        shared.worker_finished(1, 1, 0, 0, None);
+        shared.worker_finished(2, 1, 0, 0, None);
+        let started = Instant::now();
+        assert!(wait_for_workers(&shared, 2).is_empty());
+        assert!(started.elapsed() < Duration::from_millis(200));
+    }
+
+    #[test]
+    fn an_abandoned_attachment_fails_a_completed_period_but_not_a_user_stop() {
+        let result = |user_stopped: bool, failure: Option<&str>| -> Value {
+            let shared = shared(2, 10.0);
+            shared.worker_finished(2, 3, 0, 0, None);
+            {
+                let mut state = lock(&shared.state);
+                state.user_stopped = user_stopped;
+                state.failure = failure.map(String::from);
+                state.abandoned = vec![1];
+                state.abandon_note = Some(abandon_note(
+                    &[1],
+                    shared.config.watchdog,
+                    "after the end of the measured period",
+                ));
+            }
+            serde_json::from_str(&report::result_json(&shared, None)).unwrap()
+        };
+        let note = "attachment 1 did not return within 10 s after the end of the measured period";
+        let failed = result(false, None);
+        assert_eq!(failed["status"], "failed");
+        assert!(failed["failure"].as_str().unwrap().starts_with(note));
+        assert_eq!(failed["abandoned"], json!([1]));
+        assert!(failed["attachments"][0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with(note));
+        assert_eq!(failed["attachments"][1]["units"], 3);
+        assert_eq!(result(true, None)["status"], "stopped");
+        let both = result(
+            true,
+            Some("the database cannot be written (attachment 2): full"),
+        );
+        assert_eq!(both["status"], "failed");
+        assert!(both["failure"]
+            .as_str()
+            .unwrap()
+            .starts_with("the database cannot be written (attachment 2): full; attachment 1 did"));
+    }
+
+    #[test]
+    fn the_note_names_every_abandoned_attachment() {
+        let bound = Duration::from_millis(12500);
+        assert!(abandon_note(&[1, 4, 6], bound, "after the stop")
+            .starts_with("attachments 1, 4 and 6 did not return within 12.5 s after the stop"));
+        assert!(
+            abandon_note(&[3], Duration::from_secs(10), "after the run failed")
+                .starts_with("attachment 3 did not return within 10 s after the run failed")
+        );
     }
 }

@@ -208,7 +208,8 @@ impl<'s> Worker<'s> {
         self.core_ns += to.saturating_duration_since(from).as_nanos() as u64;
     }
 
-    /// One transaction. Err only for what ends the attachment (connection lost, bad TPB).
+    /// One transaction. Err only for what ends the attachment (connection lost, a database that
+    /// cannot be written, bad TPB).
     fn run_unit(
         &mut self,
         att: &mut Attachment,
@@ -227,6 +228,7 @@ impl<'s> Worker<'s> {
                 return match classify(&att.status, &unit.rollback_on) {
                     Failure::Cancelled => Ok(UnitEnd::Discarded),
                     Failure::ConnectionLost(_) => Err(self.lost(att)),
+                    Failure::CannotWrite(_) => Err(self.cannot_write(att)),
                     _ => Err(format!(
                         "unit {}: cannot start its transaction: {}",
                         unit.name,
@@ -265,6 +267,8 @@ impl<'s> Worker<'s> {
             }
             Failure::Cancelled => UnitEnd::Discarded,
             Failure::ConnectionLost(_) => return Err(self.lost(att)),
+            // No rollback: the attachment ends, and its detach rolls back what it can.
+            Failure::CannotWrite(_) => return Err(self.cannot_write(att)),
         };
         att.rollback(&mut tr);
         Ok(end)
@@ -287,6 +291,14 @@ impl<'s> Worker<'s> {
                 statement.bind(work, self.index);
             }
         }
+    }
+
+    fn cannot_write(&self, att: &Attachment) -> String {
+        format!(
+            "the database cannot be written (attachment {}): {}",
+            self.index,
+            att.error_text().replace('\n', "; ")
+        )
     }
 
     fn lost(&self, att: &Attachment) -> String {

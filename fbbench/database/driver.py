@@ -84,8 +84,9 @@ def create_database(dsn: str, *, page_size: int | None = None, forced_writes: bo
             option.clear()
 
 
-def server(host: str = "") -> Server:
-    """Services API; ``host`` "" means the embedded engine of this process, else "host[/port]"."""
+def server(host: str = "", database: str | None = None) -> Server:
+    """Services API; ``host`` "" means the embedded engine of this process, else "host[/port]".
+    ``database``: the DSN the caller is about, named in errors instead of the bare host."""
     driver = _driver()
     user, password = credentials()
     if host and driver.driver_config.get_server(host) is None:
@@ -98,7 +99,7 @@ def server(host: str = "") -> Server:
     try:
         return driver.connect_server(host, user=user, password=password)
     except driver.DatabaseError as error:
-        raise explain(error, host or "the embedded engine") from None
+        raise explain(error, database or host or "the embedded engine") from None
 
 
 def version_tuple(connection: Connection) -> tuple[int, int]:

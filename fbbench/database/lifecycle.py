@@ -10,6 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from fbbench.database import driver, ownership
+from fbbench.database.header import FileHeader, parse_gstat_header
+from fbbench.engines.catalog import ServerEngine, looks_like_dsn, parse_engine
+from fbbench.errors import FbbenchError
+
+_GSTAT_CANNOT_OPEN = 336920605  # gstat: "Can't open database file"
 
 _MON_DATABASE = """
 select mon$page_size, mon$ods_major, mon$ods_minor, mon$oldest_transaction, mon$oldest_active,
@@ -21,10 +26,14 @@ from mon$database
 
 def create(dsn: str, token: str, page_size: int | None, forced_writes: bool | None,
            page_buffers: int | None, sweep_interval: int | None, settings: dict[str, Any]) -> dict[str, Any]:
+    """Create and mark the database; returns what MON$DATABASE shows and the header's identity."""
+    if looks_like_dsn(dsn) and server_header(dsn) is not None:
+        raise FbbenchError(f"{dsn} already exists", hint="fbbench never overwrites a database; choose a new path")
     with driver.create_database(dsn, page_size=page_size, forced_writes=forced_writes,
                                 page_buffers=page_buffers, sweep_interval=sweep_interval) as connection:
         ownership.write_mark(connection, token, settings)
-        return describe(connection)
+        details = describe(connection)
+    return {**details, "identity": ownership.current_header(dsn).identity()}
 
 
 def describe(connection: Any) -> dict[str, Any]:
@@ -65,8 +74,55 @@ def describe(connection: Any) -> dict[str, Any]:
 
 
 def info(dsn: str) -> dict[str, Any]:
+    """What only an attachment shows; for fbbench's own databases (the caller checked)."""
     with driver.connect(dsn) as connection:
         return describe(connection)
+
+
+def server_header(dsn: str) -> FileHeader | None:
+    """The header page of a server's database through the services API (``gstat -h``), which
+    reads the page without attaching to the database; None when the server cannot open a file
+    there (none, or not readable by the server)."""
+    from firebird.driver import SrvStatFlag
+
+    engine = parse_engine(dsn)
+    assert isinstance(engine, ServerEngine)
+    host = engine.host + (f"/{engine.port}" if engine.port else "")
+    with driver.server(host, dsn) as server:
+        try:
+            server.database.get_statistics(database=engine.path, flags=SrvStatFlag.HDR_PAGES)
+            lines = server.readlines()
+        except Exception as error:
+            codes = tuple(getattr(error, "gds_codes", ()) or ())
+            if _GSTAT_CANNOT_OPEN in codes:
+                return None
+            if not type(error).__module__.startswith("firebird.driver"):
+                raise
+            raise FbbenchError(f"cannot read the header of {dsn}: {driver.explain(error, dsn).message}") from None
+    return parse_gstat_header(lines, dsn)
+
+
+def server_header_json(dsn: str) -> dict[str, Any] | None:
+    """:func:`server_header` for the parent process (JSON)."""
+    header = server_header(dsn)
+    return None if header is None else header.to_json()
+
+
+def server_facts(dsn: str) -> dict[str, Any]:
+    """For ``fbbench db info`` on a server, without attaching to the database: its header page
+    (gstat -h) and the server's version (service manager)."""
+    from firebird.driver import SrvInfoCode
+
+    engine = parse_engine(dsn)
+    assert isinstance(engine, ServerEngine)
+    header = server_header(dsn)
+    if header is None:
+        raise FbbenchError(f"database {dsn} does not exist (or the server cannot open it)")
+    with driver.server(engine.host + (f"/{engine.port}" if engine.port else ""), dsn) as server:
+        version = str(server.info.version)
+        version_line = str(server.info.get_info(SrvInfoCode.SERVER_VERSION))
+    return {"header": header.to_json(), "engine_version": ".".join(version.split(".")[:3]),
+            "server_version": version_line}
 
 
 def drop(dsn: str, token: str) -> None:

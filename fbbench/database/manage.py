@@ -1,19 +1,21 @@
 """Database commands as the user sees them: which engine opens a file, ownership, cleanup.
 
 This side never loads a client library; the work itself runs in an engine child process
-(:mod:`fbbench.database.lifecycle`).
+(:mod:`fbbench.database.lifecycle`). A database fbbench does not own is never attached: what
+``info`` shows about it comes from its header page (the file, or a server's ``gstat -h``), and
+``drop`` refuses it before anything attaches (:mod:`fbbench.database.ownership`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fbbench.database import ownership
-from fbbench.database.header import read_header
+from fbbench.database.header import FileHeader, read_header
 from fbbench.engines import (
     EmbeddedEngine,
     Engine,
@@ -116,31 +118,82 @@ def create(location: str, engine: str | None, workdir: Path, credentials: Creden
     with engine_runtime(target.engine, workdir, credentials) as runtime:
         info = run_in_engine(runtime, "fbbench.database.lifecycle:create", target.dsn, token, page_size,
                              forced_writes, page_buffers, sweep_interval, settings)
-    ownership.register(target.location, token, {"engine": info["engine_version"], "purpose": purpose})
+    identity = info.pop("identity")
+    ownership.register(target.location, token, {"engine": info["engine_version"], "purpose": purpose}, identity)
     return _public(info, target, owned=True)
 
 
 def info(location: str, engine: str | None, workdir: Path, credentials: Credentials = Credentials()) -> dict[str, Any]:
+    """Header facts for any database, read without attaching; what only an attachment shows
+    (exact server version, architecture, fbbench's mark) only for fbbench's own databases."""
     target = resolve(location, engine, must_exist=True)
-    with engine_runtime(target.engine, workdir, credentials) as runtime:
-        details = run_in_engine(runtime, "fbbench.database.lifecycle:info", target.dsn)
-    entry = ownership.lookup(target.location)
-    owned = entry is not None and details.get("mark_token") == entry["token"]
+    details: dict[str, Any] = {"engine_version": None, "server_version": None, "version_lines": [],
+                               "architecture": None, "pages": None, "size_bytes": None, "fbbench_mark": None}
+    with _lazy_runtime(target.engine, workdir, credentials) as runtime:
+        if isinstance(target.engine, ServerEngine):
+            facts = run_in_engine(runtime(), "fbbench.database.lifecycle:server_facts", target.dsn)
+            header = FileHeader.from_json(facts["header"])
+            details.update(engine_version=facts["engine_version"], server_version=facts["server_version"],
+                           version_lines=[facts["server_version"]])
+        else:
+            path = Path(target.location)
+            header = read_header(path)
+            size = path.stat().st_size
+            details.update(engine_version=target.engine.version, pages=size // header.page_size, size_bytes=size)
+        details.update(header.facts())
+        entry = ownership.owned_entry(target.location, header)
+        owned = False
+        if entry is not None:  # fbbench's own (registry and header agree): attaching is allowed
+            attached = run_in_engine(runtime(), "fbbench.database.lifecycle:info", target.dsn)
+            owned = attached.get("mark_token") == entry["token"]
+            if owned:
+                details.update({key: attached[key] for key in ("engine_version", "server_version", "version_lines",
+                                                               "architecture", "fbbench_mark")})
+                if details["pages"] is None:
+                    details.update(pages=attached["pages"], size_bytes=attached["size_bytes"])
     return _public(details, target, owned)
 
 
 def drop(location: str, engine: str | None, workdir: Path, credentials: Credentials = Credentials()) -> None:
     target = resolve(location, engine)
-    token = ownership.require_owned(target.location, "drop")  # before attaching: never touch others
-    if not looks_like_dsn(target.location) and not Path(target.location).exists():
+    ownership.require_registered(target.location, "drop")  # not even read unless fbbench registered it
+    is_file = not looks_like_dsn(target.location)
+    if is_file and not Path(target.location).exists():
         ownership.unregister(target.location)
         raise FbbenchError(f"database {target.location} does not exist (forgotten by fbbench now)")
     with engine_runtime(target.engine, workdir, credentials) as runtime:
+        if is_file:
+            header = read_header(Path(target.location))
+        else:
+            found = run_in_engine(runtime, "fbbench.database.lifecycle:server_header_json", target.dsn)
+            if found is None:
+                raise FbbenchError(f"cannot open {target.location} on its server (no database there, or not "
+                                   "readable by the server); fbbench keeps it registered")
+            header = FileHeader.from_json(found)
+        # Identity from the header before anything attaches; the mark inside is checked after.
+        token = ownership.require_owned(target.location, "drop", header)
         run_in_engine(runtime, "fbbench.database.lifecycle:drop", target.dsn, token)
     ownership.unregister(target.location)
 
 
+@contextmanager
+def _lazy_runtime(engine: Engine, workdir: Path, credentials: Credentials) -> Iterator[Callable[[], Runtime]]:
+    """A runtime prepared only if something needs an engine (a foreign file needs none)."""
+    prepared: list[Runtime] = []
+
+    def get() -> Runtime:
+        if not prepared:
+            prepared.append(prepare_runtime(engine, workdir, user=credentials.user, password=credentials.password))
+        return prepared[0]
+
+    try:
+        yield get
+    finally:
+        for runtime in prepared:
+            runtime.remove(workdir)
+
+
 def _public(details: dict[str, Any], target: Target, owned: bool) -> dict[str, Any]:
-    public = {k: v for k, v in details.items() if k != "mark_token"}
+    public = {k: v for k, v in details.items() if k not in ("mark_token", "identity")}
     public.update(location=target.location, engine=target.engine.label, owned_by_fbbench=owned)
     return public

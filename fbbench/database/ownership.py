@@ -1,13 +1,23 @@
 """Which databases fbbench created — the only ones it will populate, change or drop.
 
-Two marks, checked in this order:
+Decided without attaching (attaching alone rewrites a database's header page), in this order:
 
-1. a registry in fbbench's home (``owned-databases.json``): location → random token. It is read
-   *before* attaching, so a database fbbench did not create is never even opened by a command
-   that would change it (attaching alone rewrites a database's header page);
+1. a registry in fbbench's home (``owned-databases.json``): location (absolute path, or the DSN
+   as given) → a random token and the database's **identity** read from its header page when
+   fbbench created or copied it: the database GUID (Firebird 4 on) and the creation time (to
+   1/10000 s from a file, to the second through a server's ``gstat -h``). A location that is not
+   registered, or where the header now shows another identity (a different file put at a path
+   fbbench once used), is refused before anything attaches;
 2. the table ``FBBENCH$DATABASE`` inside the database, holding the same token plus the fbbench
-   version, creation time and settings. A different file later put at a registered path has no
-   or another token and is refused too.
+   version, creation time and settings: checked after attaching, before a drop, as a second line
+   of defence.
+
+Copies of one file share GUID and creation time (a run's database is a byte copy of the
+populated cache). The registry is keyed by location, so a copy is told apart by where it is,
+and by its own token inside (each run copy gets a new one). What the header alone cannot tell
+apart: a copy of an fbbench database, changed by someone else and put back at a path fbbench
+registered. The in-database token catches that when it differs (a copy of another fbbench
+database), after attaching.
 """
 
 from __future__ import annotations
@@ -19,15 +29,18 @@ import secrets
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fbbench import __version__, paths
 from fbbench.engines.catalog import looks_like_dsn
-from fbbench.errors import NotOwnedError
+from fbbench.errors import FbbenchError, NotOwnedError
 
 if TYPE_CHECKING:
     from firebird.driver import Connection
+
+    from fbbench.database.header import FileHeader
 
 MARK_TABLE = "FBBENCH$DATABASE"
 
@@ -56,9 +69,15 @@ def new_token() -> str:
     return secrets.token_hex(16)
 
 
-def register(location: str, token: str, details: dict[str, Any]) -> None:
+def register(location: str, token: str, details: dict[str, Any],
+             identity: dict[str, Any] | None = None) -> None:
+    """Record ``location`` as fbbench's, with the identity its header shows now (read here when
+    not given: from the file, or through the services API inside an engine child)."""
+    if identity is None:
+        identity = current_header(location).identity()
     with _registry() as data:
-        data[location_key(location)] = {"token": token, "created_at": time.time(), **details}
+        data[location_key(location)] = {"token": token, "created_at": time.time(), "identity": identity,
+                                        **details}
 
 
 def unregister(location: str) -> None:
@@ -79,15 +98,88 @@ def lookup(location: str) -> dict[str, Any] | None:
         return data.get(location_key(location))
 
 
-def require_owned(location: str, action: str) -> str:
-    """The token of a database fbbench created, or refuse ``action`` without touching it."""
+def current_header(location: str) -> FileHeader:
+    """The header of the database at ``location``, without attaching. For a DSN this needs the
+    services API, so only an engine child process can ask (the parent passes what a child read)."""
+    if looks_like_dsn(location):
+        from fbbench.database import lifecycle
+
+        found = lifecycle.server_header(location)
+        if found is None:
+            raise FbbenchError(f"cannot open {location} on its server (no database there, or not readable)")
+        return found
+    from fbbench.database.header import read_header
+
+    return read_header(Path(location_key(location)))
+
+
+def same_identity(recorded: dict[str, Any], current: dict[str, Any]) -> bool:
+    """GUIDs equal (both absent before Firebird 4) and creation times equal — to the second when
+    one of them was read through gstat, which prints no fraction."""
+    if recorded.get("guid") != current.get("guid") or not recorded.get("created") or not current.get("created"):
+        return False
+    first, second = (datetime.fromisoformat(recorded["created"]), datetime.fromisoformat(current["created"]))
+    if first.microsecond == 0 or second.microsecond == 0:
+        first, second = first.replace(microsecond=0), second.replace(microsecond=0)
+    return first == second
+
+
+def owned_entry(location: str, header: FileHeader) -> dict[str, Any] | None:
+    """The registry entry of ``location`` if the database there is the one fbbench registered."""
+    entry = lookup(location)
+    if entry is None or "identity" not in entry or not same_identity(entry["identity"], header.identity()):
+        return None
+    return entry
+
+
+def require_registered(location: str, action: str) -> dict[str, Any]:
+    """The registry entry of ``location``, or refuse ``action`` (nothing read, nothing attached)."""
     entry = lookup(location)
     if entry is None:
         raise NotOwnedError(
             f"refusing to {action} {location}: fbbench did not create this database",
             hint="fbbench only changes or drops databases it created itself (fbbench db create, fbbench run)",
         )
+    return entry
+
+
+def require_owned(location: str, action: str, header: FileHeader | None = None) -> str:
+    """The token of a database fbbench created, or refuse ``action`` without touching it.
+
+    ``header`` is what the database's header page shows now (read from the file when not given).
+    """
+    entry = require_registered(location, action)
+    if "identity" not in entry:
+        raise NotOwnedError(
+            f"refusing to {action} {location}: fbbench registered it before it recorded database identities, "
+            "so it cannot tell without attaching whether the file there is still its own",
+            hint="if it is fbbench's database, remove it with the tools you trust; fbbench will not touch it",
+        )
+    current = (header or current_header(location)).identity()
+    if not same_identity(entry["identity"], current):
+        raise NotOwnedError(
+            f"refusing to {action} {location}: the database there is not the one fbbench created "
+            f"(header: GUID {current['guid'] or 'none'}, created {current['created']}; fbbench recorded "
+            f"GUID {entry['identity'].get('guid') or 'none'}, created {entry['identity'].get('created')})",
+            hint="the file at this location was replaced since fbbench created it; fbbench leaves it untouched",
+        )
     return str(entry["token"])
+
+
+def refuse_unless_owned_or_absent(location: str, action: str) -> str | None:
+    """For a location fbbench is about to build a database at: None when there is no database
+    there (a stale registry entry is forgotten), its token when it is fbbench's own, otherwise
+    a refusal. Decided from the header (services API for a DSN), before anything attaches."""
+    if looks_like_dsn(location):
+        from fbbench.database import lifecycle
+
+        header = lifecycle.server_header(location)
+    else:
+        header = current_header(location) if Path(location_key(location)).exists() else None
+    if header is None:
+        unregister(location)
+        return None
+    return require_owned(location, action, header)
 
 
 def write_mark(connection: Connection, token: str, settings: dict[str, Any]) -> None:

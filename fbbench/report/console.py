@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,7 +55,8 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
             headline.append(f"score {_num(document.get('score_per_minute'))}/min")
         windows = document.get("metric_windows") or {}
         for name, value in document.get("metrics", {}).items():
-            window = f" over {windows[name]:.1f} s" if windows.get(name) else ""
+            seconds = (windows.get(name) or {}).get("seconds")
+            window = f" (window {seconds:.1f} s)" if seconds else ""
             headline.append(f"[bold]{escape(name)} {_num(value)}[/]{window}")
         headline.append(f"TPM {_num(document.get('tpm'))}")
         console.print(" · ".join(headline) + f"  (measured {measured:.0f} s after {document['warmup_seconds']:.0f} s "
@@ -84,6 +86,8 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
             result = {True: "[green]pass[/]", False: "[red]FAIL[/]", None: "info"}[item["passed"]]
             table.add_row(kind, escape(item["name"]), result, escape(item["detail"] or ""))
         console.print(table)
+    for line in engine_lines(document):
+        console.print(line, highlight=False, soft_wrap=True)
     population = document.get("population") or {}
     if population.get("mb_per_second"):
         console.print(f"population: {population['source']}; {_num(population['total_rows'])} rows, "
@@ -107,3 +111,66 @@ def _client_share(document: Mapping[str, Any]) -> str:
         scope = "engine + client" if embedded else "client"
         line += f" = {100 * (core + python) / process:.2f} % of this process's {process:.1f} s CPU ({scope})"
     return line
+
+
+def print_series(series_id: str, documents: list[dict[str, Any]], console: Console) -> None:
+    """One line for a series of repeats: the headline's median and how far the repeats spread."""
+    values = [d["headline"]["value"] for d in documents
+              if d["status"] == "completed" and d.get("headline") and d["headline"].get("value") is not None]
+    head = (documents[0].get("headline") or {}) if documents else {}
+    if not values:
+        console.print(f"\n[bold]series {series_id}[/]: {len(documents)} run(s), none completed with a headline figure")
+        return
+    median = statistics.median(values)
+    spread = 100 * (max(values) - min(values)) / 2 / median if median else 0.0
+    unit = head.get("unit", "")
+    console.print(
+        f"\n[bold]series {series_id}[/]: {len(values)} of {len(documents)} repeat(s) completed — "
+        f"{escape(head.get('name', 'score'))} median {median:,.0f}{unit}; repeats spread "
+        f"{min(values):,.0f}–{max(values):,.0f} (±{spread:.1f} %)",
+        highlight=False, soft_wrap=True)
+
+
+def _rate(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
+
+
+def engine_lines(document: Mapping[str, Any]) -> list[str]:
+    """What the engine did: I/O and garbage collection per measured second, gaps, firebird.log."""
+    lines = []
+    activity = document.get("engine_activity")
+    if activity:
+        io = activity["io_per_second"]
+        lines.append(f"engine per measured second: {_rate(io.get('page_reads'))} page reads, "
+                     f"{_rate(io.get('page_writes'))} writes, {_rate(io.get('page_fetches'))} fetches, "
+                     f"{_rate(io.get('page_marks'))} marks")
+        gc, gap = activity["garbage_per_second"], activity["largest_gap"]
+        collected = ", ".join(f"{name} {_rate(value)}" for name, value in gc.items())
+        gaps = ", ".join(f"{label} {gap[name]:,.0f}" for name, label in
+                         (("next_minus_oit", "Next−OIT"), ("next_minus_oat", "Next−OAT")) if gap.get(name) is not None)
+        lines.append(f"garbage collection per second: {collected or '–'}; largest gap {gaps or '–'}")
+    elif document.get("settings", {}).get("monitor") is False:
+        lines.append("engine: not watched (--no-monitor)")
+    sampling = document.get("sampling")
+    if sampling and sampling.get("heavy"):
+        lines.append(f"[yellow]watching cost: one MON$ reading took {sampling['median_seconds'] * 1000:.0f} ms "
+                     f"(median), {sampling['max_seconds'] * 1000:.0f} ms at most: it stalls the attachments while "
+                     "the snapshot is built — compare with --no-monitor[/]")
+    if document.get("sampler_errors"):
+        lines.append(f"[yellow]engine sampling failed {document['sampler_errors']} time(s); see the run's "
+                     "measure phase in the store[/]")
+    findings = document.get("log_findings") or []
+    if not findings:
+        lines.append("firebird.log: nothing new")
+    else:
+        worst = {"fatal": "red", "critical": "red", "error": "red", "warning": "yellow"}
+        parts = []
+        for finding in findings[:6]:
+            colour = worst.get(finding["severity"])
+            text = escape(f"{finding['kind']} ×{finding['count']}")
+            parts.append(f"[{colour}]{text}[/]" if colour else text)
+        more = f" and {len(findings) - 6} more" if len(findings) > 6 else ""
+        lines.append(f"firebird.log: {'; '.join(parts)}{more}")
+    return lines

@@ -9,6 +9,8 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
+SCHEMA_VERSION = 1  # of the run result document: docs/run-result.md
+
 
 def _workload_description(run: dict[str, Any]) -> str:
     text = (run.get("workload_files") or {}).get("workload.toml")
@@ -36,6 +38,15 @@ def _latency_of_intervals(intervals: list[dict[str, Any]]) -> dict[tuple[int, st
     return summaries
 
 
+def _conf_lines(text: str) -> dict[str, str]:
+    pairs = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and not line.lstrip().startswith("#"):
+            pairs[key.strip()] = value.strip()
+    return pairs
+
+
 def _headline(summary: dict[str, Any]) -> dict[str, Any] | None:
     """The workload's headline as the run stored it: its value and what it means."""
     stored = summary.get("headline")
@@ -53,13 +64,14 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
     database = run.get("database") or {}
     before = database.get("before") or {}
     after = database.get("after") or before
-    conf: Any
     if engine.get("firebird_conf"):
         conf = {row["name"]: row["value"] for row in engine["firebird_conf"]}
         conf_set = {row["name"]: row["value"] for row in engine["firebird_conf"] if row.get("is_set")}
     else:
-        conf = engine.get("firebird_conf_text", "")
-        conf_set = (settings.get("conf") or {})
+        # Firebird 3 shows no RDB$CONFIG: what the generated file set (the rest are the engine's
+        # defaults), or nothing at all for a server, as firebird_conf_source says.
+        conf = _conf_lines(engine.get("firebird_conf_text", ""))
+        conf_set = dict(conf) or (settings.get("conf") or {})
     interval_latency = _latency_of_intervals(run.get("intervals", []))
     intervals = []
     for row in run.get("intervals", []):
@@ -83,6 +95,7 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
     metrics = {name: metric["value"] for name, metric in (run.get("metrics") or {}).items()}
     load = run.get("load") or {}
     document = {
+        "schema_version": SCHEMA_VERSION,
         "run_id": run["run_id"],
         "status": run["status"],
         "failure": run.get("failure"),
@@ -126,7 +139,10 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         "score_per_minute": summary.get("score_per_minute"),
         "tpm": summary.get("tpm"),
         "metrics": metrics,
-        "metric_windows": summary.get("metric_windows") or {},
+        "metric_windows": {name: {"start_at": m.get("window_start"), "end_at": m.get("window_end"),
+                                  "seconds": (m["window_end"] - m["window_start"])
+                                  if m.get("window_start") and m.get("window_end") else None}
+                           for name, m in (run.get("metrics") or {}).items()},
         "units": units,
         "checks": [{"name": c["name"], "passed": c["passed"], "detail": c["detail"], "value": c["value"]}
                    for c in run.get("checks", []) if c["kind"] == "check"],
@@ -137,9 +153,70 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         "process_cpu_seconds": summary.get("process_cpu_seconds"),
         "python_cpu_seconds": summary.get("python_cpu_seconds"),
         "peak_rss_bytes": summary.get("peak_rss_bytes"),
+        "sampling": summary.get("sampling"),
+        "sampler_errors": summary.get("sampler_errors", 0),
         "phases": [{"name": p["name"], "seconds": p["seconds"]} for p in run.get("phases", [])],
         "host": run.get("host") or {},
         "settings": settings,
         "intervals": intervals,
     }
+    document.update(_observation(run))
     return document
+
+
+def _observation(run: dict[str, Any]) -> dict[str, Any]:
+    """What the engine did: samples per interval, per-table activity and gstat, firebird.log findings."""
+    from fbbench.analysis import engine
+    from fbbench.observe.gstat import GstatSnapshot, delta, flags
+
+    samples = run.get("engine_samples") or {}
+    intervals = engine.interval_table(run.get("intervals", []))
+    per_interval = []
+    for index in sorted(i for i in samples if i >= 0):
+        figures = samples[index]
+        entry: dict[str, Any] = {"index": index, "phase": intervals.get(index, ("?", 0.0))[0],
+                                 "seconds": engine.covered_seconds(index, samples, intervals)}
+        entry["tables"] = {source.split(":", 1)[1]: values for source, values in figures.items()
+                           if source.startswith("table:")}
+        entry.update({source: values for source, values in figures.items() if not source.startswith("table:")})
+        per_interval.append(entry)
+
+    stored = run.get("gstat") or {}
+    snapshots = {moment: GstatSnapshot.from_dict(item["snapshot"]) if item.get("snapshot") else None
+                 for moment, item in stored.items()}
+    before, after = snapshots.get("before"), snapshots.get("after")
+    tables: dict[str, Any] = {}
+    for row in engine.busiest_tables(samples, run.get("intervals", []), top=1000):
+        tables.setdefault(row["table"], {})["activity"] = {k: v for k, v in row.items() if k != "table"}
+    changes = delta(before, after) if before and after and before.usable and after.usable else {}
+    for moment, snapshot in (("before", before), ("after", after)):
+        if snapshot is None or not snapshot.usable:
+            continue
+        for name, table in snapshot.tables.items():
+            entry = tables.setdefault(name, {})
+            entry[f"gstat_{moment}"] = {k: v for k, v in vars(table).items() if k not in ("name", "indices")}
+            entry["indices"] = sorted(set(entry.get("indices", [])) | set(table.indices))
+    for key, change in changes.items():
+        if key.startswith("table:") and key[6:] in tables:
+            tables[key[6:]]["gstat_delta"] = change
+    indices = {}
+    for moment, snapshot in (("before", before), ("after", after)):
+        if snapshot is None or not snapshot.usable:
+            continue
+        for name, index in snapshot.indices.items():
+            item = indices.setdefault(name, {"table": index.table})
+            item[moment] = {k: v for k, v in vars(index).items() if k not in ("name", "table")}
+    return {
+        "engine_samples": per_interval,
+        "engine_activity": engine.activity(samples, run.get("intervals", [])),
+        "tables": tables,
+        "indices": indices,
+        "gstat": {
+            moment: {"taken_at": item.get("taken_at"), "problem": item.get("parse_error"),
+                     "header": (item.get("snapshot") or {}).get("header"),
+                     "skipped_lines": len((item.get("snapshot") or {}).get("skipped") or [])}
+            for moment, item in stored.items()
+        },
+        "gstat_flags": [vars(flag) for flag in flags(before, after)] if after is not None else [],
+        "log_findings": run.get("findings") or [],
+    }

@@ -21,9 +21,14 @@ from pathlib import Path
 from fbbench.errors import FbbenchError
 
 MB = 1 << 20
-# Peak RSS of the engine process per TPC-C attachment, measured by benchmarks/attachment_memory.py
-# (embedded, 1 warehouse, 8K pages); the page cache comes on top (see page_cache_bytes).
-PER_ATTACHMENT_BYTES = {"3.0": 3.0 * MB, "4.0": 3.5 * MB, "5.0": 4.0 * MB}
+# Peak RSS of the engine process per TPC-C attachment, without its page cache: the slope between
+# 10 and 100 attachments measured by benchmarks/attachment_memory.py (embedded 3.0.14 / 4.0.7 /
+# 5.0.4, 8 KB pages, 2026-11-23: Super 3.66 / 3.60 / 4.00 MB; SuperClassic 6.04 / 6.13 / 6.46 MB,
+# of which 2 MB are its own 256-page cache). The page cache is added separately (estimate()).
+PER_ATTACHMENT_BYTES = {
+    "super": {"3.0": 3.66 * MB, "4.0": 3.60 * MB, "5.0": 4.00 * MB},
+    "superclassic": {"3.0": 4.04 * MB, "4.0": 4.13 * MB, "5.0": 4.46 * MB},
+}
 BASE_BYTES = 200 * MB  # the fbbench process, Python, the engine's own start-up
 MARGIN = 1.25  # workloads heavier than TPC-C per attachment
 DEFAULT_PAGE_SIZE = 8192
@@ -62,7 +67,8 @@ def estimate(connections: int, engine_major: str, conf: dict[str, str], page_siz
     architecture = architecture_of(conf)
     buffers = page_buffers or _int(conf.get("DefaultDbCachePages")) or DEFAULT_BUFFERS[architecture]
     cache = buffers * (page_size or DEFAULT_PAGE_SIZE)
-    per = PER_ATTACHMENT_BYTES.get(engine_major, max(PER_ATTACHMENT_BYTES.values())) * MARGIN
+    measured = PER_ATTACHMENT_BYTES["super" if architecture == "super" else "superclassic"]
+    per = measured.get(engine_major, max(measured.values())) * MARGIN
     if architecture == "super":
         return Need(connections, per, 0.0, float(cache))
     return Need(connections, per, float(cache), 0.0)

@@ -15,7 +15,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ class RunOutcome:
     failure: str | None
     results: Path
     hint: str | None = None
+    repeat_index: int | None = None  # position in its series (--repeat), None for a single run
 
     @property
     def exit_code(self) -> int:
@@ -60,8 +61,41 @@ def check_outputs(settings: RunSettings, results: Path) -> None:
         paths.writable_file(results.parent / "reports" / "report.html", "the report directory")
 
 
+def new_series_id() -> str:
+    return "s" + new_run_id()
+
+
+def execute_series(settings: RunSettings, password: str | None = None,
+                   on_leftovers: Callable[[list[str]], None] | None = None,
+                   on_run: Callable[[RunOutcome], None] | None = None) -> tuple[str | None, list[RunOutcome]]:
+    """``--repeat N``: the same conditions N times, each from a fresh copy of the populated database.
+
+    A seed given by the user is a condition and every repeat uses it; otherwise each repeat draws
+    its own, so the series samples the workload's randomness as well as the machine's. The series
+    stops at the first interrupted repeat.
+    """
+    if settings.repeat == 1:
+        outcome = execute(settings, password, on_leftovers)
+        if on_run is not None:
+            on_run(outcome)
+        return None, [outcome]
+    series_id = new_series_id()
+    outcomes: list[RunOutcome] = []
+    fixed_seed = settings.seed
+    for index in range(1, settings.repeat + 1):
+        repeat = replace(settings, seed=fixed_seed, fresh=settings.fresh and index == 1, origins=settings.origins)
+        outcome = replace(execute(repeat, password, on_leftovers, series=(series_id, index)), repeat_index=index)
+        outcomes.append(outcome)
+        if on_run is not None:
+            on_run(outcome)
+        if outcome.status == "interrupted":
+            break
+    return series_id, outcomes
+
+
 def execute(settings: RunSettings, password: str | None = None,
-            on_leftovers: Callable[[list[str]], None] | None = None) -> RunOutcome:
+            on_leftovers: Callable[[list[str]], None] | None = None,
+            series: tuple[str, int] | None = None) -> RunOutcome:
     settings.validate()
     workload = load_workload(settings.workload, settings.scale)  # a broken workload fails before anything runs
     engine = parse_engine(settings.engine)
@@ -97,7 +131,8 @@ def execute(settings: RunSettings, password: str | None = None,
         if removed and on_leftovers is not None:
             on_leftovers(removed)
         started, clock = time.time(), time.monotonic()
-        store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir))
+        store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir),
+                        *(series or (None, None)))
         store.update_run(run_id, engine_label=engine.label)
         try:
             with contextlib.ExitStack() as stack:
@@ -120,8 +155,7 @@ def execute(settings: RunSettings, password: str | None = None,
                     outcome: dict[str, Any] = run_in_engine(runtime, "fbbench.runner.engine.phases:execute", plan)
                 finally:
                     if managed is not None:
-                        _after_managed_run(store, run_id, managed, plan["database"]["location"],
-                                           cleanup.run_files(workdir, run_id).database)
+                        _own_by_path(managed, plan["database"]["location"], cleanup.run_files(workdir, run_id).database)
         except (KeyboardInterrupt, Interrupted) as error:  # before the child's phases took over, or as it ended
             message = getattr(error, "message", "interrupted by the user")
             store.finish_run(run_id, "interrupted", message)
@@ -134,12 +168,10 @@ def execute(settings: RunSettings, password: str | None = None,
     return RunOutcome(run_id, outcome["status"], outcome["failure"], results, outcome.get("hint"))
 
 
-def _after_managed_run(store: ResultsStore, run_id: str, managed: managed_servers.ManagedRun, dsn: str,
-                       database: Path) -> None:
-    """Keep what the managed server logged, and own the run's database by its path: the port in
-    its DSN dies with the server, and clean_run (or --keep-database) deals in paths."""
-    with contextlib.suppress(FbbenchError):  # a failing store is reported by the run itself
-        store.update_run(run_id, firebird_log=managed.server.log_text())
+def _own_by_path(managed: managed_servers.ManagedRun, dsn: str, database: Path) -> None:
+    """Own a managed run's database by its path: the port in its DSN dies with the server, and
+    clean_run (or --keep-database) deals in paths. (Its firebird.log is read through the
+    services API by the engine side, as for any server: inside its namespace that is its own.)"""
     entry = ownership.lookup(dsn)
     if entry is not None:
         ownership.unregister(dsn)

@@ -23,7 +23,7 @@ from typing import Any
 
 from fbbench.errors import FbbenchError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MIGRATIONS: dict[int, str] = {
     # 0 → 1: the first schema.
@@ -90,6 +90,44 @@ MIGRATIONS: dict[int, str] = {
         detail text,
         primary key (run_id, kind, name)
     );
+    """,
+    # 1 → 2: what the engine did while it was measured (MON$ deltas per interval, gstat before and
+    # after, firebird.log findings), the measured window of each DB-side metric, and series of
+    # repeated runs.
+    2: """
+    create table engine_samples (
+        run_id text not null references runs(run_id),
+        idx integer not null,              -- the interval (as in intervals.idx) the values belong to
+        source text not null,              -- io, record, memory, header, database, table:NAME, metric, sample
+        name text not null,
+        value real,                        -- counters: change over the interval; levels: value at its end
+        primary key (run_id, idx, source, name)
+    );
+    create table gstat (
+        run_id text not null references runs(run_id),
+        moment text not null,              -- before / after
+        taken_at real,
+        parse_error text,                  -- why firebird-lib could not read it (the raw text is kept)
+        snapshot_json text,                -- header, tables, indices as parsed
+        raw text,
+        primary key (run_id, moment)
+    );
+    create table findings (
+        run_id text not null references runs(run_id),
+        source text not null,              -- firebird.log (more sources may follow)
+        kind text not null,
+        severity text not null,            -- fatal / warning / info
+        count integer not null,
+        first_at text, last_at text,
+        example text,
+        detail_json text,
+        primary key (run_id, source, kind)
+    );
+    alter table metrics add column window_start real;   -- time.time() of the readings the value is between
+    alter table metrics add column window_end real;
+    alter table runs add column series_id text;         -- repeats of the same conditions share it
+    alter table runs add column repeat_index integer;   -- 1-based position in its series
+    create index runs_series on runs(series_id);
     """,
 }
 
@@ -196,12 +234,14 @@ class ResultsStore:
 
     # ------------------------------------------------------------------ writing, as a run goes
 
-    def begin_run(self, run_id: str, workload: str, settings: dict[str, Any], host: dict[str, Any]) -> None:
+    def begin_run(self, run_id: str, workload: str, settings: dict[str, Any], host: dict[str, Any],
+                  series_id: str | None = None, repeat_index: int | None = None) -> None:
         with self.transaction():
             self.db.execute(
-                "insert into runs (run_id, started_at, status, host, pid, workload, settings_json, host_json) "
-                "values (?, ?, 'running', ?, ?, ?, ?, ?)",
-                (run_id, time.time(), socket.gethostname(), os.getpid(), workload, _json(settings), _json(host)),
+                "insert into runs (run_id, started_at, status, host, pid, workload, settings_json, host_json, "
+                "series_id, repeat_index) values (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, time.time(), socket.gethostname(), os.getpid(), workload, _json(settings), _json(host),
+                 series_id, repeat_index),
             )
 
     def claim_run(self, run_id: str) -> None:
@@ -248,10 +288,32 @@ class ResultsStore:
                 )
 
     def record_metric(self, run_id: str, name: str, start: float | None, end: float | None, value: float | None,
-                      per_minute: bool, description: str = "") -> None:
+                      per_minute: bool, description: str = "", window: tuple[float, float] | None = None) -> None:
         with self.transaction():
-            self.db.execute("insert or replace into metrics values (?, ?, ?, ?, ?, ?, ?)",
-                            (run_id, name, start, end, value, int(per_minute), description))
+            self.db.execute("insert or replace into metrics (run_id, name, start_value, end_value, value, per_minute, "
+                            "description, window_start, window_end) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (run_id, name, start, end, value, int(per_minute), description,
+                             *(window or (None, None))))
+
+    def record_samples(self, run_id: str, idx: int, rows: Sequence[tuple[str, str, float | None]]) -> None:
+        """One interval's engine figures, as (source, name, value) rows (see the schema)."""
+        with self.transaction():
+            self.db.executemany("insert or replace into engine_samples values (?, ?, ?, ?, ?)",
+                                [(run_id, idx, source, name, value) for source, name, value in rows])
+
+    def record_gstat(self, run_id: str, moment: str, taken_at: float, snapshot: dict[str, Any] | None, raw: str,
+                     parse_error: str | None) -> None:
+        with self.transaction():
+            self.db.execute("insert or replace into gstat values (?, ?, ?, ?, ?, ?)",
+                            (run_id, moment, taken_at, parse_error, _json(snapshot) if snapshot else None, raw))
+
+    def record_findings(self, run_id: str, source: str, findings: Sequence[dict[str, Any]]) -> None:
+        with self.transaction():
+            self.db.execute("delete from findings where run_id = ? and source = ?", (run_id, source))
+            self.db.executemany(
+                "insert into findings values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(run_id, source, f["kind"], f["severity"], f["count"], f.get("first_at"), f.get("last_at"),
+                  f.get("example"), _json(f.get("detail") or {})) for f in findings])
 
     def record_check(self, run_id: str, kind: str, name: str, passed: bool | None, value: float | None,
                      detail: str) -> None:
@@ -282,16 +344,24 @@ class ResultsStore:
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "select run_id, started_at, ended_at, status, pid, host, workload, engine_label, engine_version, "
-            "summary_json, settings_json, failure from runs order by started_at desc limit ?", (limit,)).fetchall()
+            "summary_json, settings_json, failure, series_id, repeat_index from runs "
+            "order by started_at desc limit ?", (limit,)).fetchall()
         runs = []
-        for run_id, started, ended, status, pid, host, workload, label, version, summary, settings, failure in rows:
+        for (run_id, started, ended, status, pid, host, workload, label, version, summary, settings, failure,
+             series_id, repeat_index) in rows:
             runs.append({
                 "run_id": run_id, "started_at": started, "ended_at": ended,
                 "status": self.status_of((status, pid, host)), "workload": workload, "engine_label": label,
                 "engine_version": version, "summary": json.loads(summary) if summary else {},
-                "settings": json.loads(settings), "failure": failure,
+                "settings": json.loads(settings), "failure": failure, "series_id": series_id,
+                "repeat_index": repeat_index,
             })
         return runs
+
+    def series_runs(self, series_id: str) -> list[str]:
+        """The run ids of a series, in repeat order."""
+        return [row[0] for row in self.db.execute(
+            "select run_id from runs where series_id = ? order by repeat_index, started_at", (series_id,))]
 
     def resolve_run_id(self, text: str) -> str:
         if text in ("last", "latest"):
@@ -341,11 +411,30 @@ class ResultsStore:
                 "conflicts_json, tally_json from unit_totals where run_id = ? order by unit", (run_id,))
         }
         run["metrics"] = {
-            n: {"start": s, "end": e, "value": v, "per_minute": bool(pm), "description": d}
-            for n, s, e, v, pm, d in self.db.execute(
-                "select name, start_value, end_value, value, per_minute, description from metrics "
-                "where run_id = ? order by name", (run_id,))
+            n: {"start": s, "end": e, "value": v, "per_minute": bool(pm), "description": d,
+                "window_start": ws, "window_end": we}
+            for n, s, e, v, pm, d, ws, we in self.db.execute(
+                "select name, start_value, end_value, value, per_minute, description, window_start, window_end "
+                "from metrics where run_id = ? order by name", (run_id,))
         }
+        samples: dict[int, dict[str, dict[str, float | None]]] = {}
+        for idx, source, name, value in self.db.execute(
+                "select idx, source, name, value from engine_samples where run_id = ? order by idx", (run_id,)):
+            samples.setdefault(idx, {}).setdefault(source, {})[name] = value
+        run["engine_samples"] = samples
+        run["gstat"] = {
+            moment: {"taken_at": taken, "parse_error": error, "snapshot": json.loads(snapshot) if snapshot else None,
+                     "raw": raw}
+            for moment, taken, error, snapshot, raw in self.db.execute(
+                "select moment, taken_at, parse_error, snapshot_json, raw from gstat where run_id = ?", (run_id,))
+        }
+        run["findings"] = [
+            {"source": src, "kind": k, "severity": sev, "count": c, "first_at": f, "last_at": la, "example": ex,
+             "detail": json.loads(d or "{}")}
+            for src, k, sev, c, f, la, ex, d in self.db.execute(
+                "select source, kind, severity, count, first_at, last_at, example, detail_json from findings "
+                "where run_id = ? order by severity, kind", (run_id,))
+        ]
         run["checks"] = [
             {"kind": k, "name": n, "passed": None if p is None else bool(p), "value": v, "detail": d}
             for k, n, p, v, d in self.db.execute(

@@ -30,7 +30,7 @@ _KEYS: dict[str, set[str]] = {
     "units": {"name", "description", "weight", "isolation", "lock_timeout", "read_only", "sql", "params",
               "statements", "rollback_on", "tally", "keying_time", "think_time"},
     "statements": {"sql", "params", "repeat"},
-    "metrics": {"name", "sql", "per_minute", "description"},
+    "metrics": {"name", "sql", "per_minute", "description", "every"},
     "checks": {"name", "sql", "description"},
     "audits": {"name", "value", "unit", "min", "max", "description"},
     "nurand": {"constants_sql"},
@@ -99,6 +99,7 @@ class Metric:
     per_minute: bool = False
     description: str = ""
     where: str = ""  # workload.toml:line, for errors found later (the SQL does not prepare)
+    every: str = "interval"  # interval: read at every interval boundary; end: only where the window starts and ends
 
 
 @dataclass(frozen=True)
@@ -124,8 +125,8 @@ class Workload:
     name: str
     description: str
     directory: Path
-    scale: dict[str, int | float]
-    scale_defaults: dict[str, int | float]
+    scale: dict[str, int | float | str]
+    scale_defaults: dict[str, int | float | str]
     scripts: tuple[Path, ...]
     load: tuple[LoadStep, ...]
     units: tuple[Unit, ...]
@@ -136,6 +137,7 @@ class Workload:
     headline: Figure = SCORE
     builtin: bool = False
     files: dict[str, str] = field(default_factory=dict)  # relative name → text, for the results store
+    scale_choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # word-valued scale → its words
 
     @property
     def source(self) -> Path:
@@ -318,6 +320,35 @@ def parse_scale_value(name: str, value: object) -> int | float:
     raise FbbenchError(f"scale '{name}' must be a number or on/off, got {value!r}")
 
 
+def parse_scale_choice(name: str, value: object, choices: Sequence[str]) -> str:
+    """A word-valued scale parameter: one of its choices (case does not matter)."""
+    word = str(value).strip()
+    for choice in choices:
+        if word.lower() == choice.lower():
+            return choice
+    close = difflib.get_close_matches(word.lower(), [choice.lower() for choice in choices], n=1)
+    raise FbbenchError(f"scale '{name}' must be one of: {', '.join(choices)}; got '{value}'",
+                       hint=f"did you mean '{next(c for c in choices if c.lower() == close[0])}'?" if close else None)
+
+
+def _read_scale_choices(reader: _Reader, name: str, table: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """``name = { default = "small", choices = ["small", "large"] }`` → (default, choices)."""
+    path = ["scale", name]
+    for key in table:
+        if key not in ("default", "choices"):
+            close = difflib.get_close_matches(key, ["choices", "default"], n=1)
+            raise reader.fail(path, f"unknown key '{key}' in scale '{name}'; expected default and choices",
+                              hint=f"did you mean '{close[0]}'?" if close else None)
+    choices = table.get("choices")
+    if (not isinstance(choices, list) or not choices
+            or not all(isinstance(choice, str) and choice.strip() for choice in choices)):
+        raise reader.fail(path, f"scale '{name}': 'choices' must be a non-empty list of words")
+    default = table.get("default")
+    if not isinstance(default, str) or default not in choices:
+        raise reader.fail(path, f"scale '{name}': 'default' must be one of its choices ({', '.join(choices)})")
+    return default, tuple(choices)
+
+
 def parse_scale_overrides(items: Sequence[str]) -> dict[str, str]:
     overrides: dict[str, str] = {}
     for item in items:
@@ -328,7 +359,7 @@ def parse_scale_overrides(items: Sequence[str]) -> dict[str, str]:
     return overrides
 
 
-def _substitute(value: Any, scale: Mapping[str, int | float], reader: _Reader, path: list[Any]) -> Any:
+def _substitute(value: Any, scale: Mapping[str, int | float | str], reader: _Reader, path: list[Any]) -> Any:
     if isinstance(value, str):
         def replace(match: re.Match[str]) -> str:
             name = match.group(1)
@@ -377,17 +408,27 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
     scale_table = data.get("scale", {})
     if not isinstance(scale_table, dict):
         raise reader.fail(["scale"], "[scale] must be a table of name = value")
-    defaults = {name: parse_scale_value(name, value) for name, value in scale_table.items()}
+    defaults: dict[str, int | float | str] = {}
+    choices: dict[str, tuple[str, ...]] = {}
+    for name, value in scale_table.items():
+        if isinstance(value, dict):
+            defaults[name], choices[name] = _read_scale_choices(reader, name, value)
+        else:
+            defaults[name] = parse_scale_value(name, value)
     scale = dict(defaults)
     for name, value in (scale_overrides or {}).items():
         if name not in defaults:
             raise FbbenchError(f"unknown scale parameter '{name}' for workload {data.get('name', directory.name)}",
                                hint=f"known: {', '.join(sorted(defaults)) or 'none'}")
+        if name in choices:
+            scale[name] = parse_scale_choice(name, value, choices[name])
+            continue
         scale[name] = parse_scale_value(name, value)
         if scale[name] < 0:
             raise FbbenchError(f"scale '{name}' cannot be negative")
-        if scale[name] == 0 and defaults[name] > 0:
-            # A size (warehouses, rows) of zero leaves nothing to run on.
+        switch = isinstance(scale_table[name], bool) or str(scale_table[name]).strip().lower() in _BOOLEAN_WORDS
+        if scale[name] == 0 and defaults[name] > 0 and not switch:
+            # A size (warehouses, rows) of zero leaves nothing to run on; a switch that is on by default can be off.
             raise FbbenchError(f"scale '{name}' must be more than 0 (the workload's default is {defaults[name]:g})")
 
     resolved: dict[str, Any] = {key: _substitute(value, scale, reader, [key]) for key, value in data.items()
@@ -415,9 +456,12 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
     for index, table in enumerate(reader.array(resolved, "metrics")):
         path = ["metrics", index]
         reader.check_keys(table, "metrics", path)
+        every = table.get("every", "interval")
+        if every not in ("interval", "end"):
+            raise reader.fail([*path, "every"], f"'every' must be \"interval\" or \"end\"; got {every!r}")
         metrics.append(Metric(reader.text(table, "name", path), reader.text(table, "sql", path),
                               reader.flag(table, "per_minute", path), table.get("description", ""),
-                              reader.where(path)))
+                              reader.where(path), every))
     checks = []
     for index, table in enumerate(reader.array(resolved, "checks")):
         path = ["checks", index]
@@ -454,7 +498,7 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
         name=name, description=resolved.get("description", ""), directory=directory, scale=scale,
         scale_defaults=defaults, scripts=tuple(scripts), load=load, units=units, metrics=tuple(metrics),
         checks=tuple(checks), audits=tuple(audits), nurand_sql=nurand_sql, headline=headline,
-        builtin=directory.is_relative_to(BUILTIN_DIR), files=files,
+        builtin=directory.is_relative_to(BUILTIN_DIR), files=files, scale_choices=choices,
     )
 
 

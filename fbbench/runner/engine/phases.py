@@ -12,7 +12,7 @@ import resource
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,9 @@ from fbbench.database import driver
 from fbbench.engines import current_runtime
 from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner.engine import facts, population, workload_sql
+from fbbench.observe import firebird_log, gstat
+from fbbench.observe.firebird_log import LogWatch
+from fbbench.runner.engine import facts, measure, population, workload_sql
 from fbbench.runner.engine.core_config import core_config
 from fbbench.runner.engine.live import LiveDisplay
 from fbbench.store import ResultsStore
@@ -65,7 +67,11 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
     phases = _Phases(store, run_id, console)
     db_plan = population.DatabasePlan(**plan["database"])
     dsn = db_plan.location
+    database_path = dsn if db_plan.cache_dir is not None else population._server_path(dsn)
+    monitor = settings.get("monitor", True)
     status, failure, hint = "completed", None, None
+    # What the engine logs from here on is this run's (the runtime's own file when embedded).
+    log = LogWatch(db_plan.services_host, runtime.firebird_log if runtime.embedded else None)
     try:
         workload = load_workload(plan["workload_dir"], settings["scale"])
         store.update_run(run_id, workload_files=workload.files)
@@ -77,10 +83,11 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
             store.update_run(run_id, load=load)
             _print_load(console, load)
 
-        with phases.phase("before", "before: sweep, snapshot, metrics") as detail:
+        with phases.phase("before", "before: sweep, gstat, snapshot") as detail:
             if settings["sweep"]:
-                database = dsn if db_plan.cache_dir is not None else population._server_path(dsn)
-                detail["sweep_seconds"] = facts.sweep(db_plan.services_host, database)
+                detail["sweep_seconds"] = facts.sweep(db_plan.services_host, database_path)
+            if monitor:
+                _record_gstat(store, run_id, "before", db_plan.services_host, database_path)
             engine = facts.engine_facts(dsn, runtime)
             before = facts.snapshot(dsn)
             store.update_run(run_id, engine=engine, engine_version=engine["server_version"],
@@ -90,19 +97,19 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
             exceptions = workload_sql.exception_numbers(dsn, workload)
             nurand = workload_sql.nurand_constants(dsn, workload, settings["seed"])
             detail["nurand"] = {str(a): c for a, c in nurand.items()}
+            tables = workload_sql.tables(dsn)
 
         config = core_config(workload, settings, dsn, str(runtime.client_library),
-                                     driver.credentials(), settings["seed"], exceptions, nurand)
+                             driver.credentials(), settings["seed"], exceptions, nurand)
         with phases.phase("measure", "warm-up and measure") as detail:
-            result, metric_start, metric_end = _measure(config, workload, store, run_id, dsn, console, settings)
-            detail.update(status=result["status"], measured_seconds=result.get("measured_seconds"))
+            measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables)
+            result = measured.result
+            detail.update(status=result["status"], measured_seconds=result.get("measured_seconds"),
+                          sampler_errors=measured.sampler_errors[:20])
         _store_result(store, run_id, result)
-        measured = bool(result.get("measured_seconds"))  # a run stopped in warm-up measured nothing
-        metrics = (workload_sql.metric_results(workload, metric_start, metric_end)
-                   if measured and metric_start and metric_end else {})
-        for name, metric in metrics.items():
+        for name, metric in measured.metrics.items():
             store.record_metric(run_id, name, metric["start"], metric["end"], metric["value"], metric["per_minute"],
-                                metric["description"])
+                                metric["description"], metric["window"])
         if result.get("abandoned"):
             exit_at_once()  # a thread stuck inside the engine must not hold this process
         if result["status"] == "failed":
@@ -110,15 +117,17 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
         elif result["status"] == "stopped":
             status, failure = "interrupted", result.get("failure")
         else:
-            with phases.phase("after", "after: snapshot, checks, audits") as detail:
+            with phases.phase("after", "after: snapshot, gstat, checks, audits") as detail:
                 after = facts.snapshot(dsn)
                 store.update_run(run_id, database={"location": dsn, "before": before, "after": after})
+                if monitor:
+                    _record_gstat(store, run_id, "after", db_plan.services_host, database_path)
                 for check in workload_sql.run_checks(dsn, workload):
                     store.record_check(run_id, "check", check["name"], check["passed"], check["value"], check["detail"])
-                metric_values = {name: metric["value"] for name, metric in metrics.items()}
+                metric_values = {name: metric["value"] for name, metric in measured.metrics.items()}
                 for audit in run_audits(workload, result["units"], metric_values):
                     store.record_check(run_id, "audit", audit["name"], audit["passed"], audit["value"], audit["detail"])
-        store.update_run(run_id, summary=_summary(result, metrics, settings, workload))
+        store.update_run(run_id, summary=_summary(measured, settings, workload))
     except (KeyboardInterrupt, Interrupted):
         status, failure = "interrupted", "interrupted by the user"
     except StoreError as error:  # nothing more can be recorded: say so, end cleanly
@@ -135,7 +144,7 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
         status, failure = "interrupted", "interrupted by the user"
     finally:
         try:
-            _finish(store, run_id, runtime, status, failure)
+            status, failure, hint = _finish(store, run_id, log, status, failure, hint)
         except StoreError as error:
             status, failure = "failed", f"{failure}; and {error.message}" if failure else error.message
             hint = hint or error.hint
@@ -143,13 +152,35 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
     return {"status": status, "failure": failure, "hint": hint}
 
 
-def _finish(store: ResultsStore, run_id: str, runtime: Any, status: str, failure: str | None) -> None:
-    log = ""
-    if runtime.embedded:
-        with suppress(OSError):
-            log = runtime.firebird_log.read_text(errors="replace")[-200_000:]
-    store.update_run(run_id, firebird_log=log)
+def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: str, database: str) -> None:
+    """gstat through the services API; a failure to collect or parse is recorded, never raised."""
+    snapshot = gstat.collect(services_host, database)
+    problem = snapshot.error or snapshot.parse_error
+    store.record_gstat(run_id, moment, snapshot.taken_at, snapshot.to_dict(), snapshot.raw, problem)
+
+
+def _finish(store: ResultsStore, run_id: str, log: LogWatch, status: str, failure: str | None,
+            hint: str | None) -> tuple[str, str | None, str | None]:
+    """firebird.log: what the run added, its findings; an engine crash fails the run. Then the end."""
+    try:
+        added = log.added()
+    except Exception as error:  # the log is evidence, not a reason to lose the run
+        added = f"(firebird.log could not be read: {error})"
+    found = firebird_log.findings(added)
+    store.record_findings(run_id, "firebird.log", [
+        {"kind": f.kind, "severity": f.severity, "count": f.count, "example": f.example,
+         "first_at": f.first.isoformat() if f.first else None, "last_at": f.last.isoformat() if f.last else None,
+         "detail": {"statement": f.statement, "attempts": f.attempts} if f.statement else {}}
+        for f in found])
+    store.update_run(run_id, firebird_log=added[-200_000:])
+    fatal = firebird_log.fatal(found)
+    if fatal and status != "interrupted":
+        tail = "\n".join(added.strip().splitlines()[-15:])
+        status = "failed"
+        failure = f"the engine reported a {fatal[0].kind.replace('_', ' ')} in firebird.log:\n{tail}"
+        hint = hint or "the whole log of the run is in its report (fbbench results show RUN --report r.html)"
     store.finish_run(run_id, status, failure)
+    return status, failure, hint
 
 
 def _print_load(console: Console, load: dict[str, Any]) -> None:
@@ -162,56 +193,15 @@ def _print_load(console: Console, load: dict[str, Any]) -> None:
     )
 
 
-def _measure(config: dict[str, Any], workload: Any, store: ResultsStore, run_id: str, dsn: str, console: Console,
-             settings: dict[str, Any]) -> tuple[dict[str, Any], Any, Any]:
-    """Run the native core; read DB-side metrics when the measured period starts and ends."""
-    from fbbench import core as native
-
-    monitor = driver.connect(dsn)
-    readings: dict[str, Any] = {"start": None}
-    stored_intervals = [0]
-    measuring_from_start = config["warmup_seconds"] == 0
-    if measuring_from_start:
-        readings["start"] = workload_sql.read_metrics(monitor, workload)
-
-    def on_progress(live: dict[str, Any], display: LiveDisplay) -> None:
-        if readings["start"] is None and live.get("phase") in ("measure", "stopping", "done"):
-            readings["start"] = workload_sql.read_metrics(monitor, workload)
-        completed = live.get("intervals_completed", 0)
-        last = live.get("last_interval")
-        if last and completed > stored_intervals[0]:
-            store.record_interval(run_id, last)
-            stored_intervals[0] = completed
-        display.update(live)
-
-    # CPU of the whole process (engine included when embedded) and of this Python thread
-    # (polling, metrics), to show how much of the machine fbbench itself used.
-    process_before, python_before = _process_cpu(), time.thread_time()
-    try:
-        with LiveDisplay.measurement(console, workload, settings) as display:
-            result = native.run_load(config, on_progress=lambda live: on_progress(live, display)).to_dict()
-        end = workload_sql.read_metrics(monitor, workload) if readings["start"] is not None else None
-    finally:
-        monitor.close()
-    result["process_cpu_seconds"] = _process_cpu() - process_before
-    result["python_cpu_seconds"] = time.thread_time() - python_before
-    return result, readings["start"], end
-
-
-def _process_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _store_result(store: ResultsStore, run_id: str, result: dict[str, Any]) -> None:
     for interval in result.get("intervals", []):
         store.record_interval(run_id, interval)
     store.record_unit_totals(run_id, result.get("units", {}))
 
 
-def _summary(result: dict[str, Any], metrics: dict[str, Any], settings: dict[str, Any],
-             workload: Any) -> dict[str, Any]:
+def _summary(measured: measure.Measured, settings: dict[str, Any], workload: Any) -> dict[str, Any]:
     """What the run concluded, computed once here (analysis.figures) and read by every report."""
+    result, metrics = measured.result, measured.metrics
     units = result.get("units", {})
     seconds = result.get("measured_seconds") or 0.0
     metric_values = {name: m["value"] for name, m in metrics.items()}
@@ -224,7 +214,6 @@ def _summary(result: dict[str, Any], metrics: dict[str, Any], settings: dict[str
         "score_per_minute": figures.score_per_minute(units, seconds),
         "tpm": figures.tpm(units, seconds),
         "metrics": metric_values,
-        "metric_windows": {name: m.get("window_seconds") for name, m in metrics.items()},
         "client_cpu_seconds": result.get("client_cpu_seconds"),
         "thread_cpu_seconds": result.get("thread_cpu_seconds"),
         "process_cpu_seconds": result.get("process_cpu_seconds"),
@@ -234,4 +223,6 @@ def _summary(result: dict[str, Any], metrics: dict[str, Any], settings: dict[str
         "failure": result.get("failure"),
         "attachments": result.get("attachments", []),
         "abandoned": result.get("abandoned", []),
+        "sampling": measure.sampling_cost(measured.sample_seconds, settings["interval"]),
+        "sampler_errors": len(measured.sampler_errors),
     }

@@ -69,8 +69,11 @@ def _locked(path: Path) -> Iterator[None]:
 def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[str, Any]:
     """Create or copy the run's database; returns the load facts (source, speed)."""
     if plan.cache_dir is None:
-        if ownership.lookup(plan.location) is not None:  # an earlier run's database on that server
-            lifecycle.drop(plan.location, ownership.require_owned(plan.location, "replace"))
+        # A database already there (header via the services API, nothing attached) is replaced
+        # only if it is an earlier run's; any other one is refused untouched.
+        token = ownership.refuse_unless_owned_or_absent(plan.location, "build a database at")
+        if token is not None:
+            lifecycle.drop(plan.location, token)
             ownership.unregister(plan.location)
         load = build(plan.location, workload, plan, progress)
         load["source"] = "built in place"

@@ -5,20 +5,12 @@ so that a mistake in a check or a metric stops the run before it starts, not aft
 from __future__ import annotations
 
 import random
-import time
-from dataclasses import dataclass
 from typing import Any
 
 from fbbench.database import driver
 from fbbench.errors import FbbenchError
 from fbbench.workloads.generators import choose_c_run
 from fbbench.workloads.spec import Workload
-
-
-@dataclass
-class MetricReading:
-    values: dict[str, float | None]
-    at: float  # time.time() of the reading
 
 
 def prepare_all(dsn: str, workload: Workload) -> None:
@@ -40,29 +32,13 @@ def prepare_all(dsn: str, workload: Workload) -> None:
                                    hint="fix the workload file; nothing was measured") from None
 
 
-def read_metrics(connection: Any, workload: Workload) -> MetricReading:
-    values: dict[str, float | None] = {}
-    if workload.metrics:
-        with connection.cursor() as cursor:
-            for metric in workload.metrics:
-                cursor.execute(metric.sql)
-                row = cursor.fetchone()
-                values[metric.name] = None if row is None or row[0] is None else float(row[0])
-        connection.commit()
-    return MetricReading(values, time.time())
+def tables(dsn: str) -> list[str]:
+    """The workload's tables (the database's own, without fbbench's mark): what the sampler follows."""
+    from fbbench.database.ownership import MARK_TABLE
+    from fbbench.observe.sampler import user_tables
 
-
-def metric_results(workload: Workload, start: MetricReading, end: MetricReading) -> dict[str, dict[str, Any]]:
-    minutes = (end.at - start.at) / 60
-    results = {}
-    for metric in workload.metrics:
-        first, last = start.values.get(metric.name), end.values.get(metric.name)
-        delta = None if first is None or last is None else last - first
-        if metric.per_minute and delta is not None:
-            delta = delta / minutes if minutes > 0 else None
-        results[metric.name] = {"start": first, "end": last, "value": delta, "per_minute": metric.per_minute,
-                                "description": metric.description, "window_seconds": end.at - start.at}
-    return results
+    with driver.connect(dsn) as connection:
+        return [name for name in user_tables(connection) if name != MARK_TABLE]
 
 
 def exception_numbers(dsn: str, workload: Workload) -> dict[str, int]:

@@ -1,0 +1,105 @@
+"""What the engine did during the measured period, from the sampler's per-interval figures.
+
+One definition of each engine figure a report shows: rates per measured second (page reads,
+writes, fetches, marks; record operations; garbage collection), the largest transaction gaps,
+the busiest tables, and what watching cost. Inputs are the stored engine samples
+(``{interval: {source: {name: value}}}``) and the stored intervals (index, phase, seconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+IO = ("page_reads", "page_writes", "page_fetches", "page_marks")
+RECORDS = ("seq_reads", "idx_reads", "inserts", "updates", "deletes")
+GARBAGE = ("backouts", "purges", "expunges", "imgc")
+CONTENTION = ("conflicts", "waits", "locks")
+GAPS = ("next_minus_oit", "next_minus_oat")
+
+Samples = Mapping[int, Mapping[str, Mapping[str, float | None]]]
+
+
+def interval_table(intervals: list[Mapping[str, Any]]) -> dict[int, tuple[str, float]]:
+    """index → (phase, seconds) from the stored interval rows (one row per unit)."""
+    table: dict[int, tuple[str, float]] = {}
+    for row in intervals:
+        table[int(row["index"])] = (str(row["phase"]), float(row["seconds"] or 0.0))
+    return table
+
+
+def measured(samples: Samples, intervals: dict[int, tuple[str, float]]) -> list[int]:
+    """The sampled intervals whose readings lie inside the measured period."""
+    return [index for index in sorted(samples) if index >= 0 and intervals.get(index, ("", 0))[0] == "measure"]
+
+
+def covered_seconds(index: int, samples: Samples, intervals: dict[int, tuple[str, float]]) -> float:
+    """Seconds a reading's deltas span: its interval and any earlier ones it answered for."""
+    covered = int((samples[index].get("sample") or {}).get("intervals_covered") or 1)
+    return sum(intervals.get(i, ("", 0.0))[1] for i in range(index - covered + 1, index + 1))
+
+
+def totals(samples: Samples, indices: list[int], source: str) -> dict[str, float]:
+    found: dict[str, float] = {}
+    for index in indices:
+        for name, value in (samples[index].get(source) or {}).items():
+            if value is not None:
+                found[name] = found.get(name, 0.0) + value
+    return found
+
+
+def activity(samples: Samples, intervals_rows: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The measured period's engine figures per second, the largest gaps, sampling cost; None if unsampled."""
+    intervals = interval_table(intervals_rows)
+    indices = measured(samples, intervals)
+    if not indices or not any("io" in samples[i] for i in indices):
+        return None
+    seconds = sum(covered_seconds(i, samples, intervals) for i in indices)
+    if seconds <= 0:
+        return None
+    io, record = totals(samples, indices, "io"), totals(samples, indices, "record")
+
+    def rate(figures: Mapping[str, float], names: tuple[str, ...]) -> dict[str, float]:
+        return {name: figures[name] / seconds for name in names if name in figures}
+
+    def largest(name: str) -> float | None:
+        values = [(samples[i].get("header") or {}).get(name) for i in indices]
+        present = [v for v in values if v is not None]
+        return max(present) if present else None
+
+    reading_seconds = [(samples[i].get("sample") or {}).get("seconds") for i in indices]
+    reading_seconds = [v for v in reading_seconds if v is not None]
+    return {
+        "seconds": seconds,
+        "io_per_second": rate(io, IO),
+        "records_per_second": rate(record, RECORDS),
+        "garbage_per_second": rate(record, GARBAGE),
+        "contention_per_second": rate(record, CONTENTION),
+        "largest_gap": {name: largest(name) for name in GAPS},
+        "database_pages_end": (samples[indices[-1]].get("header") or {}).get("pages"),
+        "per_attachment_sums": bool((samples[indices[-1]].get("database") or {}).get("per_attachment_sums")),
+        "readings": len(indices),
+        "reading_seconds_max": max(reading_seconds) if reading_seconds else None,
+    }
+
+
+def busiest_tables(samples: Samples, intervals_rows: list[Mapping[str, Any]], top: int = 10) -> list[dict[str, Any]]:
+    """Tables by reads and by writes in the measured period (record counters per table)."""
+    intervals = interval_table(intervals_rows)
+    indices = measured(samples, intervals)
+    tables: dict[str, dict[str, float]] = {}
+    for index in indices:
+        for source, figures in samples[index].items():
+            if not source.startswith("table:"):
+                continue
+            into = tables.setdefault(source.split(":", 1)[1], {})
+            for name, value in figures.items():
+                if value is not None:
+                    into[name] = into.get(name, 0.0) + value
+    rows = []
+    for name, figures in tables.items():
+        reads = figures.get("seq_reads", 0.0) + figures.get("idx_reads", 0.0)
+        writes = figures.get("inserts", 0.0) + figures.get("updates", 0.0) + figures.get("deletes", 0.0)
+        rows.append({"table": name, "reads": reads, "writes": writes, **figures})
+    rows.sort(key=lambda row: row["reads"] + row["writes"], reverse=True)
+    return [row for row in rows if row["reads"] + row["writes"] > 0][:top]

@@ -1,0 +1,180 @@
+"""The measured phase, inside the engine child: the native core drives the attachments, and a
+sampler on an attachment and a thread of its own reads the engine (MON$) and the workload's
+DB-side metrics at every interval boundary. Everything is stored as each interval completes, so
+an interrupted or killed run keeps what it measured.
+
+Python never runs per transaction here: the main thread polls the core's live counters for the
+display and the store; the sampler thread only ever waits for boundaries and the database.
+
+The metric window is the score's window: the readings at the boundary where the measured period
+starts (the end of the warm-up, or the run's zero) and at the last boundary; their times are
+stored with each metric, and the change per interval is stored too, so NOPM has a value per
+interval that adds up to the whole.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+
+from fbbench.observe.sampler import Sampler, SamplerThread
+from fbbench.runner.engine.live import LiveDisplay
+from fbbench.store import ResultsStore
+from fbbench.workloads.spec import Workload
+
+ZERO = -1  # the sampler's reading at the run's zero
+
+
+@dataclass
+class MetricWindow:
+    """The readings a metric's value is between."""
+
+    start: float | None = None  # level
+    end: float | None = None
+    start_at: float | None = None  # time.time() of the reading
+    end_at: float | None = None
+
+
+@dataclass
+class Measured:
+    result: dict[str, Any]  # the core's result (docs/core-api.md), plus this process's CPU
+    metrics: dict[str, dict[str, Any]]  # name → start, end, value, per_minute, description, window
+    sample_seconds: list[float] = field(default_factory=list)  # how long each engine reading took
+    sampler_errors: list[str] = field(default_factory=list)
+
+
+class _Readings:
+    """Turns the sampler's readings into stored rows: metric levels become changes per interval."""
+
+    def __init__(self, store: ResultsStore, run_id: str, workload: Workload, start_boundary: int) -> None:
+        self.store, self.run_id = store, run_id
+        self.start_boundary = start_boundary  # the reading that opens the measured window
+        self.levels: dict[str, float] = {}
+        self.windows = {metric.name: MetricWindow() for metric in workload.metrics}
+        self.last_interval = ZERO
+        self.sample_seconds: list[float] = []
+
+    def take(self, thread: SamplerThread) -> None:
+        for interval, rows in thread.take():
+            self._record(interval, rows)
+
+    def _record(self, interval: int, rows: list[tuple[str, str, float]]) -> None:
+        taken_at = next((value for source, name, value in rows if (source, name) == ("sample", "taken_at")), None)
+        stored: list[tuple[str, str, float | None]] = []
+        for source, name, value in rows:
+            if source != "metric":
+                stored.append((source, name, value))
+                continue
+            if name in self.levels:
+                stored.append(("metric", name, value - self.levels[name]))
+            stored.append(("metric_level", name, value))
+            self.levels[name] = value
+            window = self.windows.get(name)
+            if window is None:
+                continue
+            if interval == self.start_boundary or (window.start is None and interval >= self.start_boundary):
+                window.start, window.start_at = value, taken_at
+            elif window.start is not None:
+                window.end, window.end_at = value, taken_at
+        seconds = next((v for s, n, v in rows if (s, n) == ("sample", "seconds")), None)
+        if seconds is not None and interval != ZERO:
+            self.sample_seconds.append(seconds)
+        if interval != ZERO:
+            self.last_interval = max(self.last_interval, interval)
+        self.store.record_samples(self.run_id, interval, stored)
+
+
+def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id: str, dsn: str, console: Console,
+        settings: dict[str, Any], monitor: bool, tables: list[str]) -> Measured:
+    """Warm-up and measure: the core's result, the metrics over the measured window, the samples stored."""
+    from fbbench import core as native
+
+    warmup = config["warmup_seconds"] or 0.0
+    warmup_intervals = math.ceil(warmup / config["interval_seconds"]) if warmup > 0 else 0
+    readings = _Readings(store, run_id, workload, warmup_intervals - 1 if warmup_intervals else ZERO)
+    thread = None
+    if monitor or workload.metrics:
+        every = {m.name: m.sql for m in workload.metrics if m.every == "interval"}
+        at_end = {m.name: m.sql for m in workload.metrics if m.every == "end"}
+        thread = SamplerThread(Sampler(dsn, tables, monitor=monitor, metrics=every, end_metrics=at_end))
+        thread.wait_ready(30)
+    def on_boundary(boundary: int, at: float, last: bool) -> None:
+        """Straight from the core at each boundary: the sampler reads right then."""
+        if thread is None or boundary == 0:
+            return
+        at_monotonic = time.monotonic() - (time.time() - at)
+        if boundary == 1:
+            thread.zero(at_monotonic)
+            return
+        interval = boundary - 2
+        # The end-only metrics are read where the measured window starts and at the last boundary.
+        thread.boundary(interval, at_monotonic, full=last or interval == warmup_intervals - 1)
+
+    stored = [0]
+
+    def on_progress(live: dict[str, Any], display: LiveDisplay) -> None:
+        completed, last = live.get("intervals_completed", 0), live.get("last_interval")
+        if last and completed > stored[0]:
+            store.record_interval(run_id, last)
+            stored[0] = completed
+        if thread is not None:
+            readings.take(thread)
+        display.update(live)
+
+    # CPU of the whole process (embedded: the engine too), of this thread (polling, storing) and of
+    # the sampler's thread: how much of the machine fbbench itself used.
+    process_before, python_before = _process_cpu(), time.thread_time()
+    try:
+        with LiveDisplay.measurement(console, workload, settings) as display:
+            result = native.run_load(config, on_progress=lambda live: on_progress(live, display),
+                                     on_boundary=on_boundary).to_dict()
+    finally:
+        if thread is not None:
+            thread.close(timeout=30)  # answers the boundaries already reported, then detaches
+            readings.take(thread)
+    result["process_cpu_seconds"] = _process_cpu() - process_before
+    result["python_cpu_seconds"] = time.thread_time() - python_before + (thread.cpu_seconds if thread else 0.0)
+    measured = bool(result.get("measured_seconds"))  # a run stopped in warm-up measured nothing
+    metrics = _metric_results(workload, readings.windows, result) if measured else {}
+    return Measured(result, metrics, readings.sample_seconds, list(thread.errors) if thread else [])
+
+
+def _metric_results(workload: Workload, windows: dict[str, MetricWindow],
+                    result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    measured_seconds = result.get("measured_seconds") or 0.0
+    results = {}
+    for metric in workload.metrics:
+        window = windows[metric.name]
+        delta = None if window.start is None or window.end is None else window.end - window.start
+        seconds = (window.end_at - window.start_at) if window.start_at and window.end_at else None
+        value = delta
+        if metric.per_minute and delta is not None:
+            # Per minute of the score's measured period: the readings are taken at its boundaries.
+            value = delta * 60 / measured_seconds if measured_seconds > 0 else None
+        results[metric.name] = {"start": window.start, "end": window.end, "value": value,
+                                "per_minute": metric.per_minute, "description": metric.description,
+                                "window": (window.start_at, window.end_at) if seconds else None,
+                                "window_seconds": seconds}
+    return results
+
+
+def sampling_cost(sample_seconds: list[float], interval_seconds: float) -> dict[str, Any] | None:
+    """How long one engine reading took (median, max) and whether that is too much to ignore."""
+    if not sample_seconds:
+        return None
+    median, worst = statistics.median(sample_seconds), max(sample_seconds)
+    # A reading holds the monitoring lock that also stalls the workload's attachments while the
+    # snapshot is built: above 1 % of an interval (median) or 10 % (max), it may show in the figures.
+    heavy = median > 0.01 * interval_seconds or worst > 0.1 * interval_seconds
+    return {"readings": len(sample_seconds), "median_seconds": median, "max_seconds": worst, "heavy": heavy}
+
+
+def _process_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime

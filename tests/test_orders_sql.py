@@ -1,0 +1,103 @@
+"""The built-in orders workload's SQL on real engines, through firebird-driver in an engine child
+process (tests/orders_sql_child.py): the INITALL population; the flawed generator draws other
+products and quantities when the same call is executed again (RAND()), the fixed one the same
+(seeded); rounds = 2 leaves only the second round's orders and the checks pass; and
+``fbbench run orders --transactions 2 -c 1`` end to end on every engine.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fbbench.engines import prepare_runtime, run_in_engine
+from tests.conftest import ENGINES, run_cli
+
+CHILD = "tests.orders_sql_child"
+SCALE = {"customers": 20, "products": 200, "orders": 10}
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    workdir = tmp_path_factory.mktemp(f"orders-sql-{request.param}")
+    runtime = prepare_runtime(request.param, workdir)
+    path = workdir / "orders.fdb"
+    run_in_engine(runtime, f"{CHILD}:build", str(path), SCALE)
+    return runtime, path
+
+
+def copy(path: Path, name: str) -> str:
+    target = path.with_name(name)
+    shutil.copyfile(path, target)
+    return str(target)
+
+
+def test_initall_populates_customers_products_and_inventory(built) -> None:
+    runtime, path = built
+    counts = run_in_engine(runtime, f"{CHILD}:counts", str(path))
+    assert counts == {"customers": 20, "products": 200, "inventory": 200, "orders": 0, "order_lines": 0}
+
+
+@pytest.mark.parametrize(("variant", "repeats"), [("flawed", False), ("fixed", True)])
+def test_a_repeated_call_draws_the_same_lines_only_when_fixed(built, variant: str, repeats: bool) -> None:
+    runtime, path = built
+    scale = {**SCALE, "variant": variant}
+    first, second = run_in_engine(runtime, f"{CHILD}:lines_drawn_twice", str(path), scale, 7, 123456789)
+    assert 10 <= len(first) <= 60 and 10 <= len(second) <= 60  # 10 orders of 1..6 lines
+    assert all(1 <= product <= 200 and 1 <= qty <= 10 for product, qty in first + second)
+    assert (first == second) is repeats, (first[:5], second[:5])
+
+
+def test_fixed_draws_depend_on_the_seed(built) -> None:
+    runtime, path = built
+    scale = {**SCALE, "variant": "fixed"}
+    seeded, _ = run_in_engine(runtime, f"{CHILD}:lines_drawn_twice", str(path), scale, 7, 123456789)
+    other, _ = run_in_engine(runtime, f"{CHILD}:lines_drawn_twice", str(path), scale, 7, 987654321)
+    assert seeded != other
+
+
+@pytest.mark.parametrize("variant", ["flawed", "fixed"])
+def test_two_rounds_leave_the_second_rounds_orders_and_the_checks_pass(built, variant: str) -> None:
+    runtime, path = built
+    database = copy(path, f"rounds-{variant}.fdb")
+    scale = {**SCALE, "variant": variant, "rounds": 2}
+    for seed in (1, 2, 3):
+        result = run_in_engine(runtime, f"{CHILD}:call", database, scale, [seed, 10, 2, seed * 1000])
+        assert result["outcome"] == "ok", result
+        assert result["row"]["ORDERS_MADE"] == 20  # 10 per round
+    counts = run_in_engine(runtime, f"{CHILD}:counts", database)
+    assert counts["orders"] == 30
+    checks = run_in_engine(runtime, f"{CHILD}:run_checks", database, scale)
+    assert len(checks) == 4 and checks == dict.fromkeys(checks, 0), checks
+    # The checks can fail: an inventory changed behind the trigger's back, a total off by one.
+    run_in_engine(runtime, f"{CHILD}:execute_sql", database, [
+        "update inventory set qty_ordered = qty_ordered + 1 where product_id = 5",
+        "update orders set total_qty = total_qty + 1 where id = (select min(id) from orders)"])
+    checks = run_in_engine(runtime, f"{CHILD}:run_checks", database, scale)
+    assert {name for name, value in checks.items() if value} == {"inventory = ordered quantities",
+                                                                   "order totals = its lines"}, checks
+
+
+# ------------------------------------------------------------------ end to end with the real CLI
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fbbench_run_orders_fixed_work_on_one_attachment(engine: str, tmp_path: Path) -> None:
+    json_path = tmp_path / "run.json"
+    cli = run_cli("run", "orders", "--transactions", "2", "-c", "1", "--engine", engine, "--json", str(json_path),
+                  "--report", str(tmp_path / "report.html"), timeout=300)
+    assert cli.returncode == 0, cli.stdout[-4000:] + cli.stderr[-4000:]
+    assert "Traceback" not in cli.stdout + cli.stderr
+    doc = json.loads(json_path.read_text())
+    assert doc["status"] == "completed", doc.get("failure")
+    assert doc["transactions_per_attachment"] == 2 and doc["connections"] == 1
+    unit = doc["units"]["generate_orders"]
+    assert unit["ok"] == 2 and unit["errors"] == 0 and unit["conflicts"] == 0, unit
+    assert unit["tally"]["ORDERS_MADE"] == 200  # the default: 100 orders per unit
+    assert 200 <= unit["tally"]["LINES_MADE"] <= 1200
+    checks = doc["checks"]
+    assert len(checks) == 4 and all(check["passed"] for check in checks), checks
+    assert doc["population"]["rows"]["PRODUCTS"] == 10000 and doc["population"]["rows"]["CUSTOMERS"] == 1000
