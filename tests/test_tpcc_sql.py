@@ -95,6 +95,19 @@ def test_same_seed_same_rows_changed(tpcc: Tpcc) -> None:
                                     "order_line": 19, "customer": 2, "warehouse": 2, "history": 1}
 
 
+def test_c_run_obeys_the_c_delta_rule(tpcc: Tpcc) -> None:
+    """[constants] (clause 2.1.6.1): the run's C for C_LAST differs from the population's C-Load by
+    65..119 but not 96 or 112; the other C are in 0..A; the same seed picks the same C."""
+    result = tpcc.call("c_runs", str(tpcc.path), list(range(1, 201)))
+    c_load, runs = result["c_load"], {int(a): values for a, values in result["runs"].items()}
+    for c in runs[255]:
+        delta = abs(c - c_load)
+        assert 65 <= delta <= 119 and delta not in (96, 112), (c, c_load)
+    for a in (1023, 8191):
+        assert all(0 <= c <= a for c in runs[a]) and len(set(runs[a])) > 150, a  # spread over 0..A
+    assert tpcc.call("c_runs", str(tpcc.path), [7])["runs"] == tpcc.call("c_runs", str(tpcc.path), [7])["runs"]
+
+
 def test_new_order_rollback_by_design_changes_nothing(tpcc: Tpcc) -> None:
     seed = seeds(new_order_rolls_back, 1)[0]
     result = tpcc.call("call_and_compare", tpcc.copy("rollback.fdb"), SCALE, "new_order",

@@ -9,7 +9,7 @@ import pytest
 
 from fbbench.errors import FbbenchError
 from fbbench.workloads.expressions import ExpressionError, evaluate
-from fbbench.workloads.generators import choose_c_run, nurand
+from fbbench.workloads.generators import nurand
 from fbbench.workloads.spec import Generator, load_workload, parse_generator, parse_scale_value
 
 BANK = Path(__file__).parent / "workloads" / "bank"
@@ -160,12 +160,62 @@ def test_generators_and_expressions() -> None:
             evaluate(bad, {"a": 1})
 
 
-def test_nurand_c_run_obeys_the_c_delta_rule() -> None:
+def test_nurand_stays_in_its_range() -> None:
     import random
 
     rng = random.Random(7)
-    for c_load in range(0, 256, 5):
-        delta = abs(choose_c_run(255, c_load, rng) - c_load)
-        assert 65 <= delta <= 119 and delta not in (96, 112)
     values = [nurand(rng, 1023, 1, 3000, 259) for _ in range(2000)]
     assert min(values) >= 1 and max(values) <= 3000
+
+
+@pytest.mark.parametrize(
+    ("added", "expected"),
+    [
+        ('[headline]\nname = "x"\nvalue = "transfers.ok"\n',
+         ["unknown name 'transfers.ok'", "did you mean 'transfer.ok'"]),
+        ('[headline]\nname = "x"\nvalue = "ok"\nper = "hour"\n', ["'per' must be one of: minute, second, run"]),
+        ('[headline]\nname = "x"\nvalue = "ok"\nbetter = "up"\n', ["'better' must be \"higher\" or \"lower\""]),
+        ('[headline]\nname = "x"\nvalue = "ok"\nwhen = "sometimes"\n', ["'when' must be"]),
+        ('[headline]\nvalue = "ok"\n', ["missing required key 'name'"]),
+        ('[headline]\nname = "x"\nvalue = "ok"\nper_minute = true\n', ["unknown key 'per_minute' in [headline]"]),
+        ('[constants]\n"C-1" = "select 1 from rdb$database"\n', ["constant name 'C-1' must be a plain identifier"]),
+        ('[constants]\nC1 = 5\n', ["constant 'C1' must be the SQL that reads it"]),
+        ('[constants]\nC1 = "select ? + ? from rdb$database"\n', ["at most one ?"]),
+        ('[nurand]\nconstants_sql = "select 1 from rdb$database"\n', ["unknown key 'nurand'", "constants"]),
+    ],
+)
+def test_headline_and_constants_errors_name_file_line_and_expectation(bank_copy: Path, added: str,
+                                                                      expected: list[str]) -> None:
+    toml = bank_copy / "workload.toml"
+    text = toml.read_text()
+    toml.write_text(text + "\n" + added)
+    first_line = text.count("\n") + 2  # the added table's header
+    with pytest.raises(FbbenchError) as error:
+        load_workload(str(bank_copy))
+    message = str(error.value)
+    assert f"{toml}:" in message, message
+    line = int(message.split(f"{toml}:")[1].split(":")[0])
+    assert first_line <= line <= first_line + 4, (line, message)
+    for fragment in expected:
+        assert fragment in message, message
+
+
+def test_generator_arguments_may_name_run_constants(bank_copy: Path) -> None:
+    toml = bank_copy / "workload.toml"
+    text = toml.read_text().replace('params = ["uniform(1, ${accounts})", "uniform(1, ${accounts})"',
+                                    'params = ["uniform(1, TOP)", "uniform(1, ${accounts})"')
+    toml.write_text(text + '\n[constants]\nTOP = "select count(*) from account"\n')
+    workload = load_workload(str(bank_copy))
+    assert workload.constants == {"TOP": "select count(*) from account"}
+    assert workload.unit("transfer").statements[0].params[0].args == (1, "TOP")
+    toml.write_text(text.replace("uniform(1, TOP)", "uniform(1, TOPP)") + '\n[constants]\nTOP = "select 1"\n')
+    with pytest.raises(FbbenchError, match=r"'TOPP' is not a run constant; \[constants\] defines: TOP"):
+        load_workload(str(bank_copy))
+
+
+def test_headline_per_kind_of_run() -> None:
+    orders = load_workload("orders")
+    assert orders.headline(fixed_work=True).name == "elapsed" and orders.headline(True).better == "lower"
+    assert orders.headline(fixed_work=False).name == "orders"
+    assert load_workload("tpcc").headline(False).name == "score"  # no [headline]: the score
+    assert load_workload("docflow").headline(False).name == "business actions"

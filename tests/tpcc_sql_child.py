@@ -184,6 +184,32 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, int | float | str | type(None)) else str(value)
 
 
+def run_constants(path: str, scale: dict[str, Any], seed: int) -> dict[str, int]:
+    """The workload's [constants], read as fbbench reads them before a run (seed bound to the ?)."""
+    with driver.connect(path) as connection, connection.cursor() as cursor:
+        values = {}
+        for name, sql in _workload(scale).constants.items():
+            cursor.execute(sql, (seed,))
+            values[name] = cursor.fetchone()[0]
+        connection.commit()
+    return values
+
+
+def c_runs(path: str, seeds: list[int]) -> dict[str, Any]:
+    """C-Load of the population and tpcc_c_run(A, seed) for many seeds (the C-Delta rule)."""
+    with driver.connect(path) as connection, connection.cursor() as cursor:
+        cursor.execute("select c_load from tpcc_nurand where nurand_a = 255")
+        c_load = cursor.fetchone()[0]
+        runs = {}
+        for a in (255, 1023, 8191):
+            runs[a] = []
+            for seed in seeds:
+                cursor.execute("select c from tpcc_c_run(?, ?)", (a, seed))
+                runs[a].append(cursor.fetchone()[0])
+        connection.commit()
+    return {"c_load": c_load, "runs": runs}
+
+
 def call_unit(path: str, scale: dict[str, Any], name: str, values: list) -> dict[str, Any]:
     """One unit with explicit parameter values: its outcome and outputs."""
     unit = _workload(scale).unit(name)
@@ -194,12 +220,7 @@ def call_unit(path: str, scale: dict[str, Any], name: str, values: list) -> dict
 def run_mix(path: str, scale: dict[str, Any], transactions: int, seed: int, connections: int) -> dict[str, Any]:
     """The weighted mix, ``transactions`` units per connection on threads; outcomes and tallies."""
     workload = _workload(scale)
-    with driver.connect(path) as connection, connection.cursor() as cursor:
-        cursor.execute(workload.nurand_sql)
-        loaded = dict(cursor.fetchall())
-        connection.commit()
-    rng = random.Random(seed)
-    constants = {a: generators.choose_c_run(a, loaded.get(a), rng) for a in (255, 1023, 8191)}
+    constants = run_constants(path, scale, seed)
     names = [unit.name for unit in workload.units]
     weights = [unit.weight for unit in workload.units]
     outcomes: Counter[str] = Counter()

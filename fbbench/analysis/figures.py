@@ -34,6 +34,10 @@ class Figure:
     better: str = "higher"  # higher | lower
     unit: str = "/min"
     description: str = "successful units per minute of the measured period"
+    when: str = "always"  # always | timed | fixed_work: the kind of run the figure is meant for
+
+    def applies(self, fixed_work: bool) -> bool:
+        return self.when == "always" or self.when == ("fixed_work" if fixed_work else "timed")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -74,11 +74,12 @@ def _read_result(result: Path, returncode: int, runtime: Runtime) -> Any:
     if "value" in outcome:
         return outcome["value"]
     error = outcome["error"]
-    kind = {"FirebirdError": FirebirdError, "Interrupted": Interrupted}.get(error["type"], FbbenchError)
-    if kind is FirebirdError:
+    if error["type"] == "FirebirdError":
         raise FirebirdError(error["message"], tuple(error.get("gdscodes", ())), hint=error.get("hint"))
-    if error["type"] in ("FbbenchError", "NotOwnedError", "Interrupted"):
-        raise kind(error["message"], hint=error.get("hint"))
+    if error["type"] == "Interrupted":
+        raise Interrupted(error["message"], hint=error.get("hint"))
+    if "traceback_file" not in error:  # an FbbenchError of any kind: the user's to act on
+        raise FbbenchError(error["message"], hint=error.get("hint"))
     raise FbbenchError(f"internal error in the engine process: {error['message']}",
                        hint=f"details: {error['traceback_file']}")
 

@@ -51,6 +51,8 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     if measured:
         stored = document.get("headline") or {}
         headline = [f"[bold]{escape(headline_text({**stored, 'result': stored.get('value')}, measured))}[/]"]
+        for figure in document.get("figures") or []:
+            headline.append(escape(headline_text({**figure, "result": figure.get("value")}, measured)))
         if stored.get("definition") != "ok" or stored.get("per") != "minute":
             headline.append(f"score {_num(document.get('score_per_minute'))}/min")
         windows = document.get("metric_windows") or {}
@@ -59,7 +61,8 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
             window = f" (window {seconds:.1f} s)" if seconds else ""
             headline.append(f"[bold]{escape(name)} {_num(value)}[/]{window}")
         headline.append(f"TPM {_num(document.get('tpm'))}")
-        console.print(" · ".join(headline) + f"  (measured {measured:.0f} s after {document['warmup_seconds']:.0f} s "
+        shown = f"{measured:.0f}" if measured >= 10 else f"{measured:.2f}"
+        console.print(" · ".join(headline) + f"  (measured {shown} s after {document['warmup_seconds']:.0f} s "
                       "warm-up)")
     units = document.get("units", {})
     if units:

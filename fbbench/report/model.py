@@ -47,9 +47,8 @@ def _conf_lines(text: str) -> dict[str, str]:
     return pairs
 
 
-def _headline(summary: dict[str, Any]) -> dict[str, Any] | None:
-    """The workload's headline as the run stored it: its value and what it means."""
-    stored = summary.get("headline")
+def _headline(stored: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A figure (the headline, or one of the others) as the run stored it: its value and meaning."""
     if not stored:
         return None
     return {"name": stored["name"], "value": stored.get("result"), "unit": stored.get("unit", ""),
@@ -135,7 +134,8 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         "warmup_seconds": settings.get("warmup") if settings.get("transactions") is None else 0,
         "measure_seconds": summary.get("measured_seconds"),
         "transactions_per_attachment": settings.get("transactions"),
-        "headline": _headline(summary),
+        "headline": _headline(summary.get("headline")),
+        "figures": [_headline(figure) for figure in summary.get("figures") or []],
         "score_per_minute": summary.get("score_per_minute"),
         "tpm": summary.get("tpm"),
         "metrics": metrics,
@@ -212,7 +212,9 @@ def _observation(run: dict[str, Any]) -> dict[str, Any]:
         "tables": tables,
         "indices": indices,
         "gstat": {
+            # The raw text only when it could not be read: the report offers it in place of the figures.
             moment: {"taken_at": item.get("taken_at"), "problem": item.get("parse_error"),
+                     "raw": item.get("raw") if item.get("parse_error") else None,
                      "header": (item.get("snapshot") or {}).get("header"),
                      "skipped_lines": len((item.get("snapshot") or {}).get("skipped") or [])}
             for moment, item in stored.items()

@@ -34,7 +34,7 @@ def _dotted(node: ast.AST) -> str | None:
 def evaluate(text: str, names: Mapping[str, float] | None = None) -> float | int:
     """Evaluate ``text``; ``names`` maps dotted names (``new_order.ok``) to numbers."""
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(" ".join(text.split()), mode="eval")  # an expression may span lines
     except SyntaxError:
         raise ExpressionError(f"'{text}' is not an arithmetic expression") from None
 
@@ -90,7 +90,7 @@ def evaluate_int(value: object) -> int:
 def names_in(text: str) -> set[str]:
     """The dotted names an expression uses (empty if it is not an expression)."""
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(" ".join(text.split()), mode="eval")
     except SyntaxError:
         return set()
     found = set()

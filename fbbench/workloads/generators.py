@@ -8,7 +8,7 @@ import random
 import string
 from collections.abc import Mapping
 
-from fbbench.workloads.spec import Generator
+from fbbench.workloads.spec import Constant, Generator
 
 _ALPHANUMERIC = string.ascii_letters + string.digits
 
@@ -24,12 +24,15 @@ def nurand(rng: random.Random, a: int, x: int, y: int, c: int) -> int:
     return (((rng.randint(0, a) | rng.randint(x, y)) + c) % (y - x + 1)) + x
 
 
-def value(generator: Generator, rng: random.Random, attachment: int, nurand_c: Mapping[int, int]) -> object:
-    kind, args = generator.kind, generator.args
+def value(generator: Generator, rng: random.Random, attachment: int, constants: Mapping[str, float]) -> object:
+    """One value of ``generator``; arguments naming a run constant take it from ``constants``."""
+    kind = generator.kind
+    args = [constants[a] if isinstance(a, Constant) else a for a in generator.args]
     if kind == "uniform":
-        return rng.randint(args[0], args[1])
+        return rng.randint(int(args[0]), int(args[1]))
     if kind == "nurand":
-        return nurand(rng, args[0], args[1], args[2], nurand_c.get(args[0], 0))
+        c = int(args[3]) if len(args) == 4 else rng.randint(0, int(args[0]))
+        return nurand(rng, int(args[0]), int(args[1]), int(args[2]), c)
     if kind == "home":
         return (attachment - 1) % args[0] + 1
     if kind == "seed":
@@ -41,14 +44,3 @@ def value(generator: Generator, rng: random.Random, attachment: int, nurand_c: M
     if kind == "attachment":
         return attachment
     raise ValueError(f"unknown generator {kind}")
-
-
-def choose_c_run(a: int, c_load: int | None, rng: random.Random) -> int:
-    """TPC-C 2.1.6.1: C-Run for A = 255 differs from C-Load by 65..119, but not 96 or 112."""
-    if a != 255 or c_load is None:
-        return rng.randint(0, a)
-    while True:
-        candidate = rng.randint(0, 255)
-        delta = abs(candidate - c_load)
-        if 65 <= delta <= 119 and delta not in (96, 112):
-            return candidate

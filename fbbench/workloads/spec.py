@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
@@ -24,8 +24,8 @@ BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 ISOLATIONS = ("snapshot", "read_committed", "read_consistency", "serializable")
 
 _KEYS: dict[str, set[str]] = {
-    "": {"name", "description", "scripts", "scale", "load", "units", "metrics", "checks", "audits", "nurand",
-         "headline"},
+    "": {"name", "description", "scripts", "scale", "load", "units", "metrics", "checks", "audits", "constants",
+         "headline", "figures"},
     "load": {"name", "sql", "script", "params", "for_each"},
     "units": {"name", "description", "weight", "isolation", "lock_timeout", "read_only", "sql", "params",
               "statements", "rollback_on", "tally", "keying_time", "think_time"},
@@ -33,12 +33,19 @@ _KEYS: dict[str, set[str]] = {
     "metrics": {"name", "sql", "per_minute", "description", "every"},
     "checks": {"name", "sql", "description"},
     "audits": {"name", "value", "unit", "min", "max", "description"},
-    "nurand": {"constants_sql"},
-    "headline": {"name", "value", "per", "better", "unit", "description"},
+    "headline": {"name", "value", "per", "better", "unit", "description", "when"},
+    "figures": {"name", "value", "per", "better", "unit", "description", "when"},
 }
-_GENERATORS = {"uniform": 2, "nurand": 3, "home": 1, "seed": 0, "const": 1, "string": 1, "attachment": 0}
+# Generator → how many arguments it takes; nurand's fourth is its C (a number or a run constant).
+_GENERATORS: dict[str, tuple[int, ...]] = {"uniform": (2,), "nurand": (3, 4), "home": (1,), "seed": (0,),
+                                           "const": (1,), "string": (1,), "attachment": (0,)}
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _BOOLEAN_WORDS = {"on": 1, "true": 1, "yes": 1, "off": 0, "false": 0, "no": 0}
+
+
+class Constant(str):
+    """A generator argument naming a run constant (``[constants]``), resolved before measuring."""
 
 
 @dataclass(frozen=True)
@@ -133,8 +140,9 @@ class Workload:
     metrics: tuple[Metric, ...] = ()
     checks: tuple[Check, ...] = ()
     audits: tuple[Audit, ...] = ()
-    nurand_sql: str | None = None
-    headline: Figure = SCORE
+    constants: dict[str, str] = field(default_factory=dict)  # name → SQL, the run's seed bound to its ?
+    headlines: tuple[Figure, ...] = (SCORE,)
+    figures: tuple[Figure, ...] = ()
     builtin: bool = False
     files: dict[str, str] = field(default_factory=dict)  # relative name → text, for the results store
     scale_choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # word-valued scale → its words
@@ -145,6 +153,13 @@ class Workload:
 
     def unit(self, name: str) -> Unit:
         return next(unit for unit in self.units if unit.name == name)
+
+    def headline(self, fixed_work: bool) -> Figure:
+        """The headline figure for this kind of run (the first that applies; the score otherwise)."""
+        return next((figure for figure in self.headlines if figure.applies(fixed_work)), SCORE)
+
+    def extra_figures(self, fixed_work: bool) -> tuple[Figure, ...]:
+        return tuple(figure for figure in self.figures if figure.applies(fixed_work))
 
 
 class _Locator:
@@ -244,42 +259,52 @@ class _Reader:
             raise self.fail([key], f"'{key}' must be an array of tables ([[{key}]])")
         return value
 
-    def generators(self, table: Mapping[str, Any], path: Sequence[Any]) -> tuple[Generator, ...]:
+    def generators(self, table: Mapping[str, Any], path: Sequence[Any],
+                   constants: Collection[str] = ()) -> tuple[Generator, ...]:
         value = table.get("params", [])
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             expected = "'params' must be a list of generator strings such as \"uniform(1, 10)\""
             raise self.fail([*path, "params"], expected)
         try:
-            return tuple(parse_generator(item) for item in value)
+            return tuple(parse_generator(item, constants) for item in value)
         except ValueError as error:
             raise self.fail([*path, "params"], str(error)) from None
 
 
-def parse_generator(text: str) -> Generator:
-    """``uniform(1, 10)`` → Generator("uniform", (1, 10)); arguments may be expressions."""
+def parse_generator(text: str, constants: Collection[str] = ()) -> Generator:
+    """``uniform(1, 10)`` → Generator("uniform", (1, 10)); arguments may be expressions, or the name
+    of a run constant (``nurand(255, 0, 999, C_LAST)``) when ``constants`` defines it."""
     match = re.fullmatch(r"\s*([a-z_]+)\s*\((.*)\)\s*", text, re.DOTALL)
     if not match or match.group(1) not in _GENERATORS:
         known = ", ".join(f"{name}(…)" for name in _GENERATORS)
         raise ValueError(f"unknown parameter generator '{text}'; expected one of: {known}")
     kind, body = match.group(1), match.group(2).strip()
     raw_args = _split_arguments(body) if body else []
-    if len(raw_args) != _GENERATORS[kind]:
-        raise ValueError(f"'{text}': {kind} takes {_GENERATORS[kind]} argument(s), got {len(raw_args)}")
+    if len(raw_args) not in _GENERATORS[kind]:
+        takes = " or ".join(str(n) for n in _GENERATORS[kind])
+        raise ValueError(f"'{text}': {kind} takes {takes} argument(s), got {len(raw_args)}")
     args: list[Any] = []
     for raw in raw_args:
         if kind == "const" and len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
             args.append(raw[1:-1])
+            continue
+        if _NAME.match(raw):
+            if raw not in constants:
+                known = ", ".join(sorted(constants)) or "none (a [[load]] step runs before they are read)"
+                raise ValueError(f"'{text}': '{raw}' is not a run constant; [constants] defines: {known}")
+            args.append(Constant(raw))
             continue
         try:
             number = evaluate_number(raw) if kind == "const" else evaluate_int(raw)
             args.append(int(number) if isinstance(number, float) and number.is_integer() else number)
         except ExpressionError as error:
             raise ValueError(f"'{text}': {error}") from None
-    if kind in ("uniform",) and args[0] > args[1]:
+    numbers = [a if not isinstance(a, Constant) else None for a in args]
+    if kind == "uniform" and None not in numbers and args[0] > args[1]:
         raise ValueError(f"'{text}': the lower bound is above the upper bound")
-    if kind == "nurand" and args[1] > args[2]:
+    if kind == "nurand" and None not in numbers[1:3] and args[1] > args[2]:
         raise ValueError(f"'{text}': x is above y")
-    if kind in ("home", "string") and args[0] < 1:
+    if kind in ("home", "string") and numbers[0] is not None and args[0] < 1:
         raise ValueError(f"'{text}': the argument must be at least 1")
     return Generator(kind, tuple(args))
 
@@ -441,7 +466,9 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
     for script in raw_scripts:
         scripts.append(_script_path(reader, ["scripts"], directory, script))
 
-    units = tuple(_read_unit(reader, table, index) for index, table in enumerate(reader.array(resolved, "units")))
+    constants = _read_constants(reader, resolved.get("constants", {}))
+    units = tuple(_read_unit(reader, table, index, set(constants))
+                  for index, table in enumerate(reader.array(resolved, "units")))
     if not units:
         raise reader.fail([], "a workload needs at least one [[units]] table")
     seen: set[str] = set()
@@ -478,18 +505,8 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
         audits.append(Audit(reader.text(table, "name", path), reader.text(table, "value", path),
                             table.get("unit", ""), reader.number(table, "min", path, None),
                             reader.number(table, "max", path, None), table.get("description", "")))
-    nurand = resolved.get("nurand")
-    nurand_sql = None
-    if nurand is not None:
-        if not isinstance(nurand, dict):
-            raise reader.fail(["nurand"], "[nurand] must be a table")
-        reader.check_keys(nurand, "nurand", ["nurand"])
-        nurand_sql = reader.text(nurand, "constants_sql", ["nurand"])
-
-    headline = SCORE
-    if "headline" in resolved:
-        headline = _read_headline(reader, resolved["headline"])
-        _check_names(reader, ["headline", "value"], headline.value, known, "[headline] value")
+    headlines = _read_figures(reader, resolved, "headline", known) or (SCORE,)
+    figures = _read_figures(reader, resolved, "figures", known)
 
     files = {"workload.toml": text}
     for path in [*scripts, *(step.script for step in load if step.script)]:
@@ -497,19 +514,19 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
     return Workload(
         name=name, description=resolved.get("description", ""), directory=directory, scale=scale,
         scale_defaults=defaults, scripts=tuple(scripts), load=load, units=units, metrics=tuple(metrics),
-        checks=tuple(checks), audits=tuple(audits), nurand_sql=nurand_sql, headline=headline,
+        checks=tuple(checks), audits=tuple(audits), constants=constants, headlines=headlines, figures=figures,
         builtin=directory.is_relative_to(BUILTIN_DIR), files=files, scale_choices=choices,
     )
 
 
-def _read_unit(reader: _Reader, table: dict[str, Any], index: int) -> Unit:
+def _read_unit(reader: _Reader, table: dict[str, Any], index: int, constants: set[str]) -> Unit:
     path: list[Any] = ["units", index]
     reader.check_keys(table, "units", path)
     name = reader.text(table, "name", path)
     if "sql" in table and "statements" in table:
         raise reader.fail(path, f"unit '{name}' has both 'sql' and 'statements'; use one")
     if "sql" in table:
-        statements = (Statement(reader.text(table, "sql", path), reader.generators(table, path)),)
+        statements = (Statement(reader.text(table, "sql", path), reader.generators(table, path, constants)),)
     elif "statements" in table:
         raw = table["statements"]
         if not isinstance(raw, list) or not raw or not all(isinstance(item, dict) for item in raw):
@@ -521,7 +538,7 @@ def _read_unit(reader: _Reader, table: dict[str, Any], index: int) -> Unit:
             if repeat is None or repeat < 1:
                 raise reader.fail([*path, "statements"], "'repeat' must be at least 1")
             statements += (Statement(reader.text(item, "sql", [*path, "statements"]),
-                                     reader.generators(item, [*path, "statements"]), int(repeat)),)
+                                     reader.generators(item, [*path, "statements"], constants), int(repeat)),)
     else:
         raise reader.fail(path, f"unit '{name}' needs 'sql' (with 'params') or 'statements'")
     if "params" in table and "statements" in table:
@@ -559,23 +576,51 @@ def _script_path(reader: _Reader, path: list[Any], directory: Path, name: str) -
     return script
 
 
-def _read_headline(reader: _Reader, table: Any) -> Figure:
-    path = ["headline"]
+def _read_constants(reader: _Reader, table: Any) -> dict[str, str]:
+    """``[constants]``: NAME = "SQL returning one value; the run's seed is bound to its ? if it has one"."""
     if not isinstance(table, dict):
-        raise reader.fail(path, "[headline] must be a table with name, value, per and better")
-    reader.check_keys(table, "headline", path)
-    name = reader.text(table, "name", path) or ""
-    expression = reader.text(table, "value", path) or ""
-    per = table.get("per", "minute")
-    if per not in PER_SECONDS:
-        raise reader.fail([*path, "per"], f"'per' must be one of: {', '.join(PER_SECONDS)}; got {per!r}")
-    better = table.get("better", "higher")
-    if better not in ("higher", "lower"):
-        raise reader.fail([*path, "better"], f"'better' must be \"higher\" or \"lower\"; got {better!r}")
-    unit = table.get("unit", {"minute": "/min", "second": "/s", "run": ""}[per])
-    if not isinstance(unit, str):
-        raise reader.fail([*path, "unit"], "'unit' must be a string")
-    return Figure(name, expression, per, better, unit, str(table.get("description", "")))
+        raise reader.fail(["constants"], "[constants] must be a table of NAME = \"SQL\"")
+    constants = {}
+    for name, sql in table.items():
+        if not _NAME.match(name):
+            raise reader.fail(["constants", name], f"constant name '{name}' must be a plain identifier")
+        if not isinstance(sql, str) or not sql.strip():
+            raise reader.fail(["constants", name], f"constant '{name}' must be the SQL that reads it, as a string")
+        if sql.count("?") > 1:
+            raise reader.fail(["constants", name], f"constant '{name}': at most one ? (the run's seed)")
+        constants[name] = sql
+    return constants
+
+
+def _read_figures(reader: _Reader, data: Mapping[str, Any], key: str, known: set[str]) -> tuple[Figure, ...]:
+    """``[headline]`` (a table, or an array of tables with ``when``) and ``[[figures]]``."""
+    raw = data.get(key)
+    if raw is None:
+        return ()
+    tables = [raw] if isinstance(raw, dict) else raw
+    if not isinstance(tables, list) or not all(isinstance(item, dict) for item in tables):
+        raise reader.fail([key], f"[{key}] must be a table (or [[{key}]] tables) with name, value, per and better")
+    found = []
+    for index, table in enumerate(tables):
+        path: list[Any] = [key, index] if isinstance(raw, list) else [key]
+        reader.check_keys(table, key, path)
+        name = reader.text(table, "name", path) or ""
+        expression = reader.text(table, "value", path) or ""
+        per = table.get("per", "minute")
+        if per not in PER_SECONDS:
+            raise reader.fail([*path, "per"], f"'per' must be one of: {', '.join(PER_SECONDS)}; got {per!r}")
+        better = table.get("better", "higher")
+        if better not in ("higher", "lower"):
+            raise reader.fail([*path, "better"], f"'better' must be \"higher\" or \"lower\"; got {better!r}")
+        when = table.get("when", "always")
+        if when not in ("always", "timed", "fixed_work"):
+            raise reader.fail([*path, "when"], f"'when' must be \"always\", \"timed\" or \"fixed_work\"; got {when!r}")
+        unit = table.get("unit", {"minute": "/min", "second": "/s", "run": ""}[per])
+        if not isinstance(unit, str):
+            raise reader.fail([*path, "unit"], "'unit' must be a string")
+        _check_names(reader, [*path, "value"], expression, known, f"[{key}] '{name}'")
+        found.append(Figure(name, expression, per, better, unit, str(table.get("description", "")), when))
+    return tuple(found)
 
 
 def _check_names(reader: _Reader, path: list[Any], expression: str, known: set[str], what: str) -> None:

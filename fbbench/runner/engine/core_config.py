@@ -2,22 +2,34 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from typing import Any
 
-from fbbench.workloads.spec import Workload
+from fbbench.workloads.spec import Constant, Workload
+
+
+def nurand_defaults(workload: Workload, seed: int) -> dict[int, int]:
+    """C for each ``nurand(A, x, y)`` given without one: drawn in 0..A from the run's seed."""
+    wanted = sorted({int(g.args[0]) for unit in workload.units for statement in unit.statements
+                     for g in statement.params if g.kind == "nurand" and len(g.args) == 3})
+    rng = random.Random(seed ^ 0x5EED_C0DE)
+    return {a: rng.randint(0, a) for a in wanted}
 
 
 def core_config(workload: Workload, settings: Mapping[str, Any], dsn: str, client_library: str,
                 credentials: tuple[str, str | None], seed: int, exceptions: Mapping[str, int],
-                nurand: Mapping[int, Mapping[str, int | None]]) -> dict[str, Any]:
+                constants: Mapping[str, float]) -> dict[str, Any]:
+    defaults = nurand_defaults(workload, seed)
+
     def params(generators: Any) -> list[dict[str, Any]]:
         out = []
         for generator in generators:
-            spec = generator.to_core()
-            if generator.kind == "nurand":
-                spec["args"] = [*spec["args"], nurand[int(generator.args[0])]["c_run"]]
-            out.append(spec)
+            args = [constants[a] if isinstance(a, Constant) else a for a in generator.args]
+            if generator.kind == "nurand" and len(args) == 3:
+                args.append(defaults[int(args[0])])
+            out.append({"kind": generator.kind, "args": [int(a) if isinstance(a, float) and a.is_integer() else a
+                                                         for a in args]})
         return out
 
     fixed_work = settings["transactions"] is not None

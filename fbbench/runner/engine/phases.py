@@ -95,12 +95,12 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
                              database={"location": dsn, "before": before})
             workload_sql.prepare_all(dsn, workload)
             exceptions = workload_sql.exception_numbers(dsn, workload)
-            nurand = workload_sql.nurand_constants(dsn, workload, settings["seed"])
-            detail["nurand"] = {str(a): c for a, c in nurand.items()}
+            constants = workload_sql.constants(dsn, workload, settings["seed"])
+            detail["constants"] = constants
             tables = workload_sql.tables(dsn)
 
         config = core_config(workload, settings, dsn, str(runtime.client_library),
-                             driver.credentials(), settings["seed"], exceptions, nurand)
+                             driver.credentials(), settings["seed"], exceptions, constants)
         with phases.phase("measure", "warm-up and measure") as detail:
             measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables)
             result = measured.result
@@ -205,12 +205,15 @@ def _summary(measured: measure.Measured, settings: dict[str, Any], workload: Any
     units = result.get("units", {})
     seconds = result.get("measured_seconds") or 0.0
     metric_values = {name: m["value"] for name, m in metrics.items()}
-    headline = workload.headline
+    fixed_work = settings.get("transactions") is not None
+    headline = workload.headline(fixed_work)
     available = figures.names(units, metric_values, seconds)
     return {
         "status": result["status"],
         "measured_seconds": seconds,
         "headline": {**headline.to_dict(), "result": figures.value(headline, available, seconds)},
+        "figures": [{**figure.to_dict(), "result": figures.value(figure, available, seconds)}
+                    for figure in workload.extra_figures(fixed_work)],
         "score_per_minute": figures.score_per_minute(units, seconds),
         "tpm": figures.tpm(units, seconds),
         "metrics": metric_values,

@@ -4,12 +4,10 @@ so that a mistake in a check or a metric stops the run before it starts, not aft
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from fbbench.database import driver
 from fbbench.errors import FbbenchError
-from fbbench.workloads.generators import choose_c_run
 from fbbench.workloads.spec import Workload
 
 
@@ -17,8 +15,7 @@ def prepare_all(dsn: str, workload: Workload) -> None:
     """Prepare every check and metric against the populated schema; refuse the run on the first error."""
     statements = [(f"check '{c.name}'", c.sql, c.where) for c in workload.checks]
     statements += [(f"metric '{m.name}'", m.sql, m.where) for m in workload.metrics]
-    if workload.nurand_sql:
-        statements.append(("[nurand] constants_sql", workload.nurand_sql, str(workload.source)))
+    statements += [(f"constant {name}", sql, str(workload.source)) for name, sql in workload.constants.items()]
     if not statements:
         return
     with driver.connect(dsn) as connection:
@@ -55,17 +52,25 @@ def exception_numbers(dsn: str, workload: Workload) -> dict[str, int]:
     return {name: known[name] for name in names}
 
 
-def nurand_constants(dsn: str, workload: Workload, seed: int) -> dict[int, dict[str, int | None]]:
-    """C-Run per A (TPC-C 2.1.6), from the population's C-Load when the workload stores it."""
-    wanted = sorted({int(g.args[0]) for unit in workload.units for statement in unit.statements
-                     for g in statement.params if g.kind == "nurand"})
-    loads: dict[int, int] = {}
-    if workload.nurand_sql:
-        with driver.connect(dsn) as connection, connection.cursor() as cursor:
-            cursor.execute(workload.nurand_sql)
-            loads = {int(a): int(c) for a, c in cursor.fetchall()}
-    rng = random.Random(seed ^ 0x5EED_C0DE)
-    return {a: {"c_load": loads.get(a), "c_run": choose_c_run(a, loads.get(a), rng)} for a in wanted}
+def constants(dsn: str, workload: Workload, seed: int) -> dict[str, float]:
+    """The run constants of ``[constants]``, read from the populated database with the seed bound."""
+    values: dict[str, float] = {}
+    if not workload.constants:
+        return values
+    with driver.connect(dsn) as connection, connection.cursor() as cursor:
+        for name, sql in workload.constants.items():
+            try:
+                cursor.execute(sql, (seed,) if "?" in sql else ())
+                row = cursor.fetchone()
+            except Exception as error:
+                raise FbbenchError(f"{workload.source}: constant {name} cannot be read: "
+                                   f"{driver.explain(error, dsn).message}") from None
+            if row is None or not isinstance(row[0], int | float) or isinstance(row[0], bool):
+                raise FbbenchError(f"{workload.source}: constant {name} must read one number, got "
+                                   f"{'no row' if row is None else repr(row[0])}")
+            values[name] = row[0]
+        connection.commit()
+    return values
 
 
 def run_checks(dsn: str, workload: Workload) -> list[dict[str, Any]]:

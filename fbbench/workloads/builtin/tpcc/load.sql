@@ -34,6 +34,30 @@ begin
     matching (nurand_a);
 end^
 
+-- The run's NURand constant C for A (clause 2.1.6), from the run's seed: for A = 255 (C_LAST)
+-- C-Run differs from the population's C-Load by 65 .. 119, but not by 96 or 112 (2.1.6.1); for
+-- any other A, C is uniform in 0 .. A. fbbench reads it before measuring ([constants]).
+create procedure tpcc_c_run (p_a integer, p_seed bigint)
+returns (c integer)
+as
+  declare x bigint;
+  declare v_load integer;
+  declare delta integer;
+begin
+  x = tpcc_rand_init(p_seed, 2000000000 + p_a);
+  if (p_a = 255) then
+    select c_load from tpcc_nurand where nurand_a = 255 into :v_load;
+  while (1 = 1) do
+  begin
+    x = mod(x * 48271, 2147483647);
+    c = (x - 1) * (p_a + 1) / 2147483646;
+    if (v_load is null) then leave;
+    delta = abs(c - v_load);
+    if (delta between 65 and 119 and delta not in (96, 112)) then leave;
+  end
+  suspend;
+end^
+
 -- ITEM, one tenth of the ids per call (p_part = 1 .. 10).
 create procedure tpcc_load_items (p_part integer, p_seed bigint)
 as

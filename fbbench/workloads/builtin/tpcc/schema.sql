@@ -136,9 +136,9 @@ create table stock (
 );
 
 /*
- * C-Load, the NURand constant C the population used for C_LAST (clause 2.1.6). fbbench reads
- * it (workload.toml, [nurand]) and picks the run's C-Run so that |C-Run - C-Load| obeys the
- * C-Delta rule of clause 2.1.6.1.
+ * C-Load, the NURand constant C the population used for C_LAST (clause 2.1.6). Before a run,
+ * tpcc_c_run (load.sql) picks the run's C-Run from it so that |C-Run - C-Load| obeys the C-Delta
+ * rule of clause 2.1.6.1 (workload.toml, [constants]).
  */
 create table tpcc_nurand (
     nurand_a integer not null primary key,

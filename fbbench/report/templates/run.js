@@ -1,0 +1,477 @@
+"use strict";
+/* The run report: fills run.html from the run result document (docs/run-result.md).
+   Figures are shown as the document holds them; the only arithmetic here is unit conversion
+   (counters per interval → per second, bytes → MB, pages × page size) and sums across units. */
+const run = fbb.data();
+const {el, fmt, num, note, table, isNumber} = fbb;
+
+// ------------------------------------------------------------------ interval geometry
+// One row per (interval, unit) in run.intervals; their start and length are the same for every unit.
+const geometry = new Map();
+(run.intervals || []).forEach(row => {
+  if (!geometry.has(row.index)) {
+    geometry.set(row.index, {start: row.start_offset, seconds: row.seconds, phase: row.phase});
+  }
+});
+const indices = [...geometry.keys()].sort((a, b) => a - b);
+const seconds = v => isNumber(v) ? v.toLocaleString("en", {maximumFractionDigits: 2}) : "?";
+const spanText = (start, end) => `${seconds(start)}–${seconds(end)} s`;
+// Charts put each interval's figure at the interval's middle: the warm-up shading then never
+// splits a point, and the legend names the interval the value belongs to.
+const intervalX = indices.map(i => geometry.get(i).start + geometry.get(i).seconds / 2);
+const intervalLabel = indices.map(i => spanText(geometry.get(i).start, geometry.get(i).start + geometry.get(i).seconds));
+const warmup = indices.filter(i => geometry.get(i).phase === "warmup").map(i => geometry.get(i));
+const shade = warmup.length
+  ? [{from: Math.min(...warmup.map(g => g.start)), to: Math.max(...warmup.map(g => g.start + g.seconds)),
+      label: "warm-up", key: "warm-up (not measured)"}]
+  : [];
+const X_LABEL = "seconds since the load started";
+// Every time chart spans the whole load, so that one second sits at one place on the page.
+const TIME = {xLabel: X_LABEL, xMin: 0, xMax: indices.length ? Math.max(...indices.map(i => geometry.get(i).start + geometry.get(i).seconds)) : undefined,
+              shade, sync: "time", xName: "interval"};
+
+const units = Object.keys(run.units || {}).length ? Object.keys(run.units)
+  : [...new Set((run.intervals || []).map(i => i.unit))];
+const unitColour = fbb.colourOf(units);  // one colour per unit in every chart
+const monitorOff = (run.settings || {}).monitor === false;
+
+// ------------------------------------------------------------------ header and headline
+fbb.section("status", node => {
+  document.getElementById("run-id").textContent = run.run_id;
+  node.textContent = run.status;
+  node.className = "status-" + run.status;
+  const started = isNumber(run.started_at) ? fbb.fmtTime(run.started_at) : "?";
+  document.getElementById("subtitle").textContent =
+    `${run.workload}${run.workload_description ? " — " + run.workload_description : ""}. Started ${started}.`;
+  if (run.failure) el("p", {class: "error-box"}, document.getElementById("failure"), run.failure);
+});
+
+function figure(parent, value, unit, label, sub, cls = "figure") {
+  const box = el("div", {class: cls}, parent);
+  const big = el("b", {}, box, typeof value === "number" ? fmt(value) : value ?? "–");
+  if (unit) el("span", {class: "unit"}, big, " " + unit);
+  el("span", {class: "label"}, box, label);
+  if (sub) el("span", {class: "sub"}, box, sub);
+  return box;
+}
+
+fbb.section("headline", node => {
+  const h = run.headline;
+  if (h) {
+    const better = h.better === "lower" ? "↓ lower is better" : "↑ higher is better";
+    const defined = h.definition ? `counts ${h.definition}${h.per ? " per " + h.per : ""}` : "";
+    figure(node, h.value, h.unit, `${h.name} (${better})`,
+           [h.description, defined].filter(Boolean).join("; "), "figure main").id = "headline-figure";
+  } else if (isNumber(run.score_per_minute)) {
+    figure(node, run.score_per_minute, "/min", "score", "", "figure main");
+  } else {
+    figure(node, "–", "", "no headline figure",
+           run.status === "completed" ? "" : `the run ${run.status} before it had one`, "figure main");
+  }
+  for (const [name, value] of Object.entries(run.metrics || {})) {
+    const window = (run.metric_windows || {})[name];
+    figure(node, value, "", name, window && isNumber(window.seconds) ? `over a ${seconds(window.seconds)} s window` : "");
+  }
+  if (isNumber(run.tpm)) figure(node, run.tpm, "/min", "transactions (TPM)", "committed and rolled back units");
+  figure(node, run.connections, "", "connections");
+  figure(node, isNumber(run.measure_seconds) ? seconds(run.measure_seconds) : "–", "s", "measured");
+});
+
+fbb.section("metric-windows", node => {
+  const windows = Object.entries(run.metric_windows || {});
+  if (!windows.length) return;
+  note(node, "The database-side metrics count the change of their SQL's value over their own window " +
+             "(from the reading that opened the measured period to the one that closed it):");
+  table(node, ["metric", {label: "value", n: true}, "window from", "to", {label: "seconds", n: true}],
+        windows.map(([name, w]) => [name, num((run.metrics || {})[name]), fbb.fmtTime(w.start_at),
+                                    fbb.fmtTime(w.end_at), num(w.seconds, 2)]));
+});
+
+// ------------------------------------------------------------------ throughput and latency
+const rowsOf = (unit) => {
+  const byIndex = new Map((run.intervals || []).filter(r => r.unit === unit).map(r => [r.index, r]));
+  return indices.map(i => byIndex.get(i));
+};
+
+fbb.section("throughput", node => {
+  const perUnit = units.map(u => ({label: u, colour: unitColour(u), values: rowsOf(u).map(r => r ? r.ok_per_minute : null)}));
+  const total = indices.map((_, k) => {
+    const values = perUnit.map(s => s.values[k]).filter(isNumber);
+    return values.length ? values.reduce((a, b) => a + b, 0) : null;
+  });
+  fbb.lineChart(node, {
+    ...TIME, x: intervalX, xValue: (v, idx) => intervalLabel[idx],
+    yLabel: "successful units per minute", unit: "/min", digits: 0,
+    series: [{label: "all units", colour: fbb.TOTAL, width: 2.5, values: total}, ...perUnit],
+    empty: "No intervals were measured.",
+  });
+});
+
+fbb.section("latency-time", node => {
+  fbb.lineChart(node, {
+    ...TIME, x: intervalX, xValue: (v, idx) => intervalLabel[idx],
+    yLabel: "p95 latency, ms", unit: "ms", digits: 2,
+    series: units.map(u => ({label: u + " p95", colour: unitColour(u),
+                             values: rowsOf(u).map(r => r && r.latency_ms ? r.latency_ms.p95 : null)})),
+    empty: "No interval has a latency histogram.",
+  });
+});
+
+const PERCENTILES = [["p50", "#a8c7fa"], ["p90", "#669df6"], ["p95", "#1a73e8"], ["p99", "#0b3d91"]];
+fbb.section("latency-units", node => {
+  const rows = Object.entries(run.units || {});
+  fbb.barChart(node, {
+    categories: rows.map(([name]) => name), categoryName: "unit",
+    series: PERCENTILES.map(([p, colour]) => ({label: p, colour, values: rows.map(([, u]) => (u.latency_ms || {})[p])})),
+    valueLabel: "latency, ms", unit: "ms", digits: 2, empty: "No unit ran in the measured period.",
+  });
+});
+
+fbb.section("units-table", node => {
+  const rows = Object.entries(run.units || {});
+  if (!rows.length) return note(node, "No units.");
+  const lat = (u, k) => num((u.latency_ms || {})[k], 2);
+  table(node, ["unit", ...["count", "ok", "rolled back", "conflicts", "errors", "mean ms", "p50 ms", "p90 ms",
+                           "p95 ms", "p99 ms", "max ms"].map(label => ({label, n: true}))],
+        rows.map(([name, u]) => [name, num(u.ok + u.rolled_back + u.conflicts + u.errors), num(u.ok),
+                                 num(u.rolled_back), num(u.conflicts), num(u.errors), lat(u, "mean"), lat(u, "p50"),
+                                 lat(u, "p90"), lat(u, "p95"), lat(u, "p99"), lat(u, "max")]));
+  rows.forEach(([name, u]) => {
+    Object.entries(u.errors_by_gdscode || {}).forEach(([code, e]) =>
+      el("p", {class: "fail"}, node, `${name}: ${fmt(e.count)} error(s), gdscode ${code}: ${e.message}`));
+    Object.entries(u.conflicts_by_gdscode || {}).forEach(([code, count]) =>
+      note(node, `${name}: ${fmt(count)} conflict(s), gdscode ${code}`));
+  });
+});
+
+// ------------------------------------------------------------------ checks and audits
+fbb.section("checks", node => {
+  const verdict = p => el("span", {class: p === true ? "pass" : p === false ? "fail" : "info"}, null,
+                          p === true ? "pass" : p === false ? "FAIL" : "info");
+  const rows = [...(run.checks || []).map(c => ["check", c.name, verdict(c.passed), c.detail || ""]),
+                ...(run.audits || []).map(a => ["audit", a.name, verdict(a.passed), a.detail || ""])];
+  if (!rows.length) return note(node, "No checks or audits ran" + (run.status === "completed" ? "." : ` (the run ${run.status}).`));
+  table(node, ["kind", "name", "result", "detail"], rows);
+});
+
+// ------------------------------------------------------------------ how Firebird worked
+// The sampler's readings, one per interval boundary; a reading that fell behind answers for
+// several intervals (sample.intervals_covered) and its `seconds` spans all of them.
+// A reading may lack a group (in Classic/SuperClassic the last one has no counters once the
+// attachments have left): its other figures are still drawn, the missing ones leave a gap.
+const ENGINE_GROUPS = ["io", "record", "header", "memory", "database"];
+const readings = (run.engine_samples || []).filter(s => s && geometry.has(s.index) && ENGINE_GROUPS.some(g => s[g]));
+const readingSpan = readings.map(s => {
+  const covered = Math.max(1, Math.round((s.sample || {}).intervals_covered || 1));
+  const last = geometry.get(s.index);
+  const first = geometry.get(s.index - covered + 1) || last;
+  return {start: first.start, end: last.start + last.seconds, first: s.index - covered + 1, last: s.index};
+});
+const readingX = readingSpan.map(s => (s.start + s.end) / 2);
+const readingLabel = readingSpan.map(s => spanText(s.start, s.end));
+const readingSeconds = readings.map(s => s.seconds);
+const pick = (group, name) => readings.map(s => (s[group] || {})[name]);
+const rate = (group, name) => fbb.perSecond(pick(group, name), readingSeconds);
+const activity = run.engine_activity;
+
+function engineChart(parent, id, title, text, spec) {
+  const node = fbb.chartBox(parent, id, title, text);
+  // A figure this engine does not count (imgc before 4.0) is left out, not drawn as zero.
+  const series = spec.series.filter(s => s.values.some(isNumber));
+  fbb.lineChart(node, {...TIME, x: readingX, xValue: (v, idx) => readingLabel[idx], ...spec, series});
+  return node;
+}
+
+fbb.section("engine-note", node => {
+  if (monitorOff) {
+    note(node, "Not watched (--no-monitor): no MON$ readings, per-table figures or gstat for this run; " +
+               "the firebird.log findings below are still read.", "warn");
+  } else if (!readings.length) {
+    note(node, run.status === "completed"
+      ? "No engine readings were stored for this run" + (run.sampler_errors ? ` (the sampler failed ${run.sampler_errors} time(s)).` : ".")
+      : `No engine readings: the run ${run.status} before its load was watched.`, "warn");
+  } else {
+    const sums = readings.some(s => (s.database || {}).per_attachment_sums);
+    note(node, "Read from MON$ at every interval boundary by fbbench's own attachment. Counters are changes " +
+               "over each interval, shown per second; levels (gaps, size, memory) are values at the interval's end. " +
+               "A small series next to a large one: click the large one's name to hide it, the axis rescales." +
+               (sums ? " This architecture has no database-wide counters (Classic/SuperClassic): the figures are " +
+                       "sums over the load's attachments, and the database pool's memory is zero." : ""));
+  }
+});
+
+fbb.section("engine-rates", node => {
+  if (!activity) return;
+  const line = (figures, names) => names.filter(([k]) => isNumber((figures || {})[k]))
+    .map(([k, label]) => `${label} ${fmt(figures[k])}`).join(" · ") || "–";
+  const gap = activity.largest_gap || {};
+  const pageSize = (run.database || {}).page_size;
+  table(node, [`per measured second (${seconds(activity.seconds)} s)`, ""], [
+    ["page I/O", line(activity.io_per_second, [["page_reads", "reads"], ["page_writes", "writes"],
+                                               ["page_fetches", "fetches"], ["page_marks", "marks"]])],
+    ["records", line(activity.records_per_second, [["seq_reads", "sequential reads"], ["idx_reads", "indexed reads"],
+                                                   ["inserts", "inserts"], ["updates", "updates"], ["deletes", "deletes"]])],
+    ["garbage collection", line(activity.garbage_per_second, [["backouts", "backouts"], ["purges", "purges"],
+                                                              ["expunges", "expunges"], ["imgc", "imgc"]])],
+    ["contention", line(activity.contention_per_second, [["conflicts", "conflicts"], ["waits", "waits"], ["locks", "locks"]])],
+    ["largest gaps", `Next − OIT ${fmt(gap.next_minus_oit)} · Next − OAT ${fmt(gap.next_minus_oat)}`],
+    ["database at the end", isNumber(activity.database_pages_end)
+      ? `${fmt(activity.database_pages_end)} pages` + (isNumber(pageSize) ? ` × ${fmt(pageSize)} B = ${fbb.fmtMB(activity.database_pages_end * pageSize)}` : "")
+      : "–"],
+  ], {id: "engine-rates-table"});
+});
+
+fbb.section("engine-charts", node => {
+  if (!readings.length) return;
+  const perSec = (group, names) => names.map(([name, label]) => ({label, values: rate(group, name)}));
+  engineChart(node, "engine-pages", "Page reads and writes", "Physical page I/O between Firebird's cache and the file system.",
+              {yLabel: "pages per second", unit: "/s", series: perSec("io", [["page_reads", "page reads"], ["page_writes", "page writes"]])});
+  engineChart(node, "engine-cache", "Page fetches and marks", "Pages looked up in Firebird's cache (fetches) and changed there (marks).",
+              {yLabel: "pages per second", unit: "/s", series: perSec("io", [["page_fetches", "page fetches"], ["page_marks", "page marks"]])});
+  engineChart(node, "engine-records", "Record operations", "All attachments, all tables (MON$RECORD_STATS).",
+              {yLabel: "records per second", unit: "/s", series: perSec("record", [
+                ["seq_reads", "sequential reads"], ["idx_reads", "indexed reads"], ["inserts", "inserts"],
+                ["updates", "updates"], ["deletes", "deletes"]])});
+  const hasImgc = readings.some(s => isNumber((s.record || {}).imgc));
+  engineChart(node, "engine-garbage", "Garbage collection",
+              "Back versions removed: backouts (own undone changes), purges, expunges, and imgc (intermediate GC)." +
+              (hasImgc ? "" : " This engine does not count imgc (Firebird 4.0 and later do)."),
+              {yLabel: "records per second", unit: "/s", series: perSec("record", [
+                ["backouts", "backouts"], ["purges", "purges"], ["expunges", "expunges"], ["imgc", "imgc"]])});
+  // The units' conflicts (counted by the client) over the same spans as the readings.
+  const unitConflicts = readingSpan.map((span, k) => {
+    let total = 0, seen = false;
+    (run.intervals || []).forEach(r => {
+      if (r.index >= span.first && r.index <= span.last && isNumber(r.conflicts)) { total += r.conflicts; seen = true; }
+    });
+    return seen && readingSeconds[k] > 0 ? total / readingSeconds[k] : null;
+  });
+  engineChart(node, "engine-contention", "Conflicts, waits and locks",
+              "Record-level figures of the engine next to the units the load saw end in an update conflict.",
+              {yLabel: "events per second", unit: "/s", series: [
+                ...perSec("record", [["conflicts", "record conflicts"], ["waits", "record waits"], ["locks", "record locks"]]),
+                {label: "units ended by a conflict", values: unitConflicts, dash: [5, 3], colour: fbb.TOTAL}]});
+  engineChart(node, "engine-gaps", "Transaction gaps", "Next − OIT and Next − OAT at each interval's end: how far the " +
+              "oldest interesting and oldest active transactions lag behind.",
+              {yLabel: "transactions", digits: 0, whole: true, series: [
+                {label: "Next − OIT", values: pick("header", "next_minus_oit")},
+                {label: "Next − OAT", values: pick("header", "next_minus_oat")}]});
+  const pageSize = (run.database || {}).page_size || ((run.gstat || {}).after || {}).header?.page_size;
+  const mb = values => values.map(v => isNumber(v) ? v / 1e6 : null);
+  engineChart(node, "engine-size", "Database size and memory",
+              "Size = pages × page size" + (isNumber(pageSize) ? ` (${fmt(pageSize)} B)` : " (page size unknown: not drawn)") +
+              "; memory from MON$MEMORY_USAGE: the database pool and the sum over attachments.",
+              {yLabel: "MB (10⁶ bytes)", unit: "MB", digits: 2, series: [
+                {label: "database size", values: isNumber(pageSize) ? mb(pick("header", "pages").map(p => isNumber(p) ? p * pageSize : null)) : [], width: 2.5, colour: fbb.TOTAL},
+                {label: "memory used", values: mb(pick("memory", "used"))},
+                {label: "memory allocated", values: mb(pick("memory", "allocated"))},
+                {label: "attachments' memory used", values: mb(pick("memory", "attachments_used"))},
+                {label: "attachments' memory allocated", values: mb(pick("memory", "attachments_allocated"))}]});
+  engineChart(node, "engine-activity", "Active attachments and transactions",
+              "Attachments running a statement and their transactions at each interval's end (fbbench's own not counted).",
+              {yLabel: "attachments, transactions", digits: 0, whole: true, series: [
+                {label: "active attachments", values: pick("database", "active_attachments")},
+                // dashed: the two are often equal and one line would hide the other
+                {label: "active transactions", values: pick("database", "active_transactions"), dash: [6, 4]}]});
+});
+
+// Two tables side by side would not fit: reads and writes first, then versions, garbage and contention.
+const ACCESS = [["reads", "reads"], ["writes", "writes"], ["seq_reads", "seq reads"], ["idx_reads", "idx reads"],
+                ["inserts", "inserts"], ["updates", "updates"], ["deletes", "deletes"]];
+const VERSIONS = [["backversion_reads", "back-version reads"], ["fragment_reads", "fragment reads"],
+                  ["repeated_reads", "repeated reads"], ["backouts", "backouts"], ["purges", "purges"],
+                  ["expunges", "expunges"], ["imgc", "imgc"], ["locks", "locks"], ["waits", "waits"],
+                  ["conflicts", "conflicts"]];
+fbb.section("busiest-tables", node => {
+  const active = Object.entries(run.tables || {}).filter(([, t]) => t.activity)
+    .sort(([, a], [, b]) => (b.activity.reads + b.activity.writes) - (a.activity.reads + a.activity.writes));
+  if (!active.length) {
+    return note(node, monitorOff ? "Not watched (--no-monitor)." : "No per-table figures for the measured period.");
+  }
+  const period = activity && isNumber(activity.seconds) ? ` (${seconds(activity.seconds)} s)` : "";
+  note(node, `Record operations per table summed over the measured period${period}, from MON$TABLE_STATS; ` +
+             "reads = sequential + indexed, writes = inserts + updates + deletes.");
+  const top = active.slice(0, 12);
+  fbb.barChart(fbb.chartBox(node, "busiest-chart", "", ""), {
+    categories: top.map(([name]) => name), categoryName: "table", horizontal: true, digits: 0,
+    series: [{label: "reads", colour: "#1a73e8", values: top.map(([, t]) => t.activity.reads)},
+             {label: "writes", colour: "#e8710a", values: top.map(([, t]) => t.activity.writes)}],
+    valueLabel: `records in the measured period${period}`,
+  });
+  [[ACCESS, "busiest-table"], [VERSIONS, "busiest-versions"]].forEach(([figures, id]) => {
+    const columns = figures.filter(([k]) => active.some(([, t]) => isNumber(t.activity[k])));
+    const t = table(el("div", {class: "wide"}, node), ["table", ...columns.map(([, label]) => ({label, n: true}))],
+                    active.map(([name, tb]) => [name, ...columns.map(([k]) => num(tb.activity[k], 0))]), {id});
+    fbb.heat(t, columns.map((_, i) => i + 1));
+  });
+});
+
+const GSTAT_TABLE = [["records", "records", 0], ["versions", "versions", 0], ["max_versions", "max versions", 0],
+                     ["avg_record_length", "avg record length", 2], ["avg_version_length", "avg version length", 2],
+                     ["data_pages", "data pages", 0], ["avg_fill", "avg fill %", 0], ["fragments", "fragments", 0]];
+const GSTAT_INDEX = [["depth", "depth", 0], ["nodes", "nodes", 0], ["avg_key_length", "avg key length", 2],
+                     ["total_dup", "total dup", 0], ["max_dup", "max dup", 0]];
+
+function flagRow(flag, width) {
+  const cell = el("span");
+  el("span", {class: "flag"}, cell, "⚑ " + flag.text);
+  const facts = [`limit ${fmt(flag.limit)}`];
+  if (isNumber(flag.before)) facts.push(`before the run ${fmt(flag.before)}`);
+  facts.push(flag.new ? "new in this run" : "already so before the run");
+  cell.appendChild(document.createTextNode(` (${flag.rule}; ${facts.join("; ")}). `));
+  el("span", {class: "why"}, cell, flag.why || "");
+  return {cls: "flag-row", cells: [{node: cell, colspan: width}]};
+}
+
+// Rows "before", "after", "change" for one object; the change row only where the document has it.
+function gstatRows(name, before, after, change, fields, extra) {
+  const rows = [];
+  const line = (when, figures, delta) => rows.push({
+    cls: (rows.length ? "" : "group-start") + (delta ? " delta" : ""),
+    cells: [rows.length ? {text: "", cls: "dim"} : name, ...extra(rows.length === 0), {text: when, cls: delta ? "dim" : ""},
+            // Whole numbers without decimals, fractions with the field's (gstat prints two).
+            ...fields.map(([k, , d]) => delta ? {text: fbb.fmtDelta(figures[k], Number.isInteger(figures[k]) ? 0 : d), n: true,
+                                                 cls: isNumber(figures[k]) && figures[k] !== 0 ? "changed" : "dim"}
+                                              : num(figures[k], Number.isInteger(figures[k]) ? 0 : d))]});
+  if (before) line("before", before, false);
+  if (after) line("after", after, false);
+  if (change) line("change", change, true);
+  return rows;
+}
+
+fbb.section("gstat", node => {
+  const gstat = run.gstat || {};
+  if (!Object.keys(gstat).length) {
+    return note(node, monitorOff ? "Not watched (--no-monitor): no gstat was taken." : "No gstat was taken for this run.");
+  }
+  const header = ["before", "after"].filter(m => gstat[m]).map(m => {
+    const g = gstat[m], h = g.header || {};
+    return [m, fbb.fmtTime(g.taken_at), num(h.oit), num(h.oat), num(h.ost), num(h.next_transaction),
+            g.problem ? {text: g.problem, cls: "fail"} : g.skipped_lines ? `${fmt(g.skipped_lines)} line(s) skipped` : "read"];
+  });
+  table(node, ["gstat", "taken at", {label: "OIT", n: true}, {label: "OAT", n: true}, {label: "OST", n: true},
+               {label: "Next", n: true}, "parsed"], header, {id: "gstat-header"});
+  ["before", "after"].forEach(m => {
+    const g = gstat[m];
+    if (!g || !g.problem) return;
+    note(node, `gstat ${m} the run could not be read: ${g.problem}`, "error-box");
+    const raw = g.raw || g.text;
+    if (raw) el("pre", {}, fbb.details(node, `gstat ${m}: the raw text`), raw);
+    else note(node, "The raw gstat text is kept in the results store.");
+  });
+  if (!gstat.after) note(node, "No gstat after the run" + (run.status === "completed" ? "." : ` (the run ${run.status}).`));
+
+  const flags = run.gstat_flags || [];
+  if (flags.length) {
+    const box = el("div", {id: "gstat-flags", class: "warn"}, node);
+    el("b", {}, box, `gstat found ${flags.length} thing(s) to look at (marked ⚑ in the tables below):`);
+    const list = el("ul", {}, box);
+    flags.forEach(f => el("li", {}, list, f.text));
+  }
+  const tables = Object.entries(run.tables || {}).filter(([, t]) => t.gstat_before || t.gstat_after)
+    .sort(([a], [b]) => a.localeCompare(b));
+  if (!tables.length) return note(node, "gstat listed no tables.");
+  const width = 2 + GSTAT_TABLE.length;
+  const rows = [];
+  tables.forEach(([name, t]) => {
+    rows.push(...gstatRows(name, t.gstat_before, t.gstat_after, t.gstat_before && t.gstat_after ? t.gstat_delta : null,
+                           GSTAT_TABLE, () => []));
+    flags.filter(f => f.table === name && !f.index).forEach(f => rows.push(flagRow(f, width)));
+  });
+  table(el("div", {class: "wide"}, node), ["table", "", ...GSTAT_TABLE.map(([, label]) => ({label, n: true}))], rows,
+        {id: "gstat-tables"});
+});
+
+fbb.section("gstat-indices", node => {
+  const indices = Object.entries(run.indices || {}).sort(([a, x], [b, y]) =>
+    (x.table || "").localeCompare(y.table || "") || a.localeCompare(b));
+  if (!indices.length) return note(node, monitorOff ? "Not watched (--no-monitor)." : "No index statistics.");
+  const flags = run.gstat_flags || [];
+  const width = 3 + GSTAT_INDEX.length;
+  const rows = [];
+  indices.forEach(([name, ix]) => {
+    // The change of an index figure is after − before, both shown in the rows above it.
+    const change = ix.before && ix.after ? Object.fromEntries(GSTAT_INDEX.map(([k, , d]) =>
+      [k, isNumber(ix.before[k]) && isNumber(ix.after[k]) ? Number((ix.after[k] - ix.before[k]).toFixed(d)) : null])) : null;
+    rows.push(...gstatRows(name, ix.before, ix.after, change, GSTAT_INDEX, first => [first ? ix.table || "" : ""]));
+    flags.filter(f => f.index === name).forEach(f => rows.push(flagRow(f, width)));
+  });
+  const open = flags.some(f => f.index);
+  const box = fbb.details(node, `${indices.length} indices (depth, nodes, average key length, duplicates)`, open);
+  table(el("div", {class: "wide"}, box), ["index", "table", "", ...GSTAT_INDEX.map(([, label]) => ({label, n: true}))],
+        rows, {id: "gstat-index-table"});
+});
+
+const SEVERITY = ["fatal", "critical", "error", "warning", "info"];
+fbb.section("log-findings", node => {
+  const findings = [...(run.log_findings || [])].sort((a, b) =>
+    (SEVERITY.indexOf(a.severity) + 1 || 9) - (SEVERITY.indexOf(b.severity) + 1 || 9) || String(a.kind).localeCompare(String(b.kind)));
+  if (!findings.length) return note(node, "Nothing new in firebird.log during the run.");
+  table(node, ["severity", "kind", {label: "count", n: true}, "first", "last", "example"],
+        findings.map(f => [el("span", {class: "sev-" + f.severity}, null, f.severity), f.kind, num(f.count),
+                           // firebird.log's own local time stamps, as the log writes them
+                           {text: String(f.first_at || "–").replace("T", " "), cls: "n"},
+                           {text: String(f.last_at || "–").replace("T", " "), cls: "n"}, el("pre", {class: "example"}, null, f.example || "")]),
+        {id: "log-findings-table"});
+});
+
+fbb.section("watching", node => {
+  const s = run.sampling;
+  if (!s) return note(node, monitorOff ? "Not watched (--no-monitor)." : "No readings were taken.");
+  const interval = (run.settings || {}).interval;
+  const ms = v => isNumber(v) ? fmt(v * 1000, 1) + " ms" : "–";
+  const own = readings.map(r => (r.sampler || {}).page_fetches).filter(isNumber);
+  const ownText = own.length ? `; its own page fetches ${fmt(own.reduce((a, b) => a + b, 0) / own.length, 1)} per reading ` +
+    "(in SuperServer they are part of the page figures above)" : "";
+  note(node, `${fmt(s.readings)} reading(s)${monitorOff ? " (the workload's metrics only)" : ""}; one took ` +
+             `${ms(s.median_seconds)} (median), ${ms(s.max_seconds)} at most` +
+             (isNumber(interval) ? `, against an interval of ${seconds(interval)} s` : "") + ownText + ".");
+  if (s.heavy) {
+    note(node, `Watching was heavy: a MON$ reading stalls the attachments while the engine builds its snapshot, and ` +
+               `these took ${ms(s.median_seconds)} (median), ${ms(s.max_seconds)} at most. Compare with a run ` +
+               "under --no-monitor before trusting small differences.", "warn");
+  }
+  if (run.sampler_errors) note(node, `Engine sampling failed ${fmt(run.sampler_errors)} time(s); see the run's measure phase in the store.`, "warn");
+});
+
+// ------------------------------------------------------------------ conditions
+fbb.section("conditions", node => {
+  const e = run.engine || {}, d = run.database || {}, h = run.host || {}, p = run.population || {};
+  const set = e.firebird_conf_set && Object.keys(e.firebird_conf_set).length
+    ? Object.entries(e.firebird_conf_set).map(([k, v]) => `${k}=${v}`).join(", ") : "defaults";
+  const hb = d.header_before || {}, ha = d.header_after || {};
+  table(node, [], [
+    ["engine", `${e.version || "?"} (${e.label || "?"}), mode ${e.mode || "?"}`],
+    ["firebird.conf (set)", set],
+    ["database", `${d.path || "?"}; ODS ${d.ods || "?"}, page size ${fmt(d.page_size)}, buffers ${fmt(d.page_buffers)}, ` +
+                 `forced writes ${d.forced_writes === undefined || d.forced_writes === null ? "?" : d.forced_writes ? "on" : "off"}, sweep interval ${fmt(d.sweep_interval)}`],
+    ["size", `${fbb.fmtMB(d.size_bytes_before)} before, ${fbb.fmtMB(d.size_bytes)} after`],
+    ["header before / after", `OIT ${fmt(hb.oldest_transaction)} / ${fmt(ha.oldest_transaction)}, ` +
+                              `OAT ${fmt(hb.oldest_active)} / ${fmt(ha.oldest_active)}, Next ${fmt(hb.next_transaction)} / ${fmt(ha.next_transaction)}`],
+    ["population", p.source ? `${p.source}; ${fmt(p.total_rows)} rows, ${fmt(p.mb_per_second, 2)} MB/s, ` +
+                              `${fmt(p.rows_per_second, 0)} rows/s, ${fmt(p.load_connections)} load attachment(s)` : "–"],
+    ["workload", `${run.workload}, scale ${JSON.stringify(run.scale || {})}, seed ${run.seed}`],
+    ["load", `${fmt(run.connections)} connection(s), warm-up ${fmt(run.warmup_seconds)} s, measured ${fmt(run.measure_seconds)} s` +
+             (run.transactions_per_attachment ? `, ${fmt(run.transactions_per_attachment)} units per attachment` : "")],
+    ["client", `fbbench core ${fmt(run.client_cpu_seconds, 2)} s in its own code (wall, an upper bound of its CPU), ` +
+               `Python ${fmt(run.python_cpu_seconds, 2)} s CPU; attachment threads ${fmt(run.thread_cpu_seconds, 2)} s CPU; ` +
+               `whole process ${fmt(run.process_cpu_seconds, 2)} s CPU`],
+    ["host", `${h.cpu_model || "?"} × ${h.cpu_count || "?"}, ${fmt((h.memory_bytes || 0) / 2 ** 30, 1)} GiB, ${h.os || "?"}, ` +
+             `kernel ${h.kernel || "?"}, ${h.client_bits || "?"}-bit client`],
+    ["disk", h.workdir_disk ? `${h.workdir_disk.device || "?"} (${h.workdir_disk.filesystem || "?"}` +
+                              `${h.workdir_disk.rotational === undefined ? "" : h.workdir_disk.rotational ? ", rotational" : ", SSD"})` : "–"],
+    ["fbbench", `${h.fbbench || "?"}, Python ${h.python || "?"}`],
+    ["tags", (run.tags || []).join(", ") || "–"],
+  ]);
+});
+
+fbb.section("conf", node => {
+  const conf = (run.engine || {}).firebird_conf;
+  node.textContent = typeof conf === "string" ? conf || "(not known)"
+    : Object.entries(conf || {}).map(([k, v]) => `${k} = ${v}`).join("\n") || "(not known)";
+});
+fbb.section("phases", node => {
+  table(node, ["phase", {label: "seconds", n: true}], (run.phases || []).map(ph => [ph.name, num(ph.seconds, 1)]));
+});
+fbb.section("fblog", node => { node.textContent = run.firebird_log || "(empty)"; });
+fbb.done();
