@@ -31,8 +31,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
 )
-engines_app = typer.Typer(help="Firebird engines: the embedded 3.0 / 4.0 / 5.0 runtimes from PyPI.",
-                          no_args_is_help=True)
+engines_app = typer.Typer(help="Firebird engines: the embedded 3.0 / 4.0 / 5.0 runtimes from PyPI, and local "
+                          "installations whose server fbbench starts itself.", no_args_is_help=True)
 db_app = typer.Typer(help="Benchmark databases: create, describe, drop (only fbbench's own).",
                      no_args_is_help=True)
 app.add_typer(engines_app, name="engines")
@@ -107,8 +107,59 @@ def engines_list() -> None:
         table.add_row(engine.label, f"{engine.major} or {version}",
                       f"firebird-embedded=={engine.package_version}", ods, installed)
     console.print(table)
-    console.print("An external server is named by a DSN instead, e.g. [bold]localhost/3050:/data/bench.fdb[/] "
-                  "with --user and --password-file (or ISC_PASSWORD).")
+    _print_registered_servers()
+    console.print("A local Firebird installation whose server fbbench starts for each run is named "
+                  "[bold]server:DIR[/] (e.g. server:/usr for Debian's firebird3.0-server) or registered with "
+                  "[bold]fbbench engines add NAME DIR[/]. An external server is named by a DSN, e.g. "
+                  "[bold]localhost/3050:/data/bench.fdb[/] with --user and --password-file (or ISC_PASSWORD).")
+
+
+def _print_registered_servers() -> None:
+    from fbbench.engines.catalog import managed_engine, registered_engines
+
+    registered = registered_engines()
+    if not registered:
+        return
+    table = Table(title="Registered local servers (fbbench starts them)")
+    for column in ("name it", "directory", "engine"):
+        table.add_column(column, overflow="fold")
+    for name, entry in sorted(registered.items()):
+        try:
+            state = managed_engine(entry["directory"]).label
+        except FbbenchError as error:  # shown, not raised: the other engines are still listed
+            state = f"[red]unusable:[/] {escape(error.message)}"
+        table.add_row(name, entry["directory"], state)
+    console.print(table)
+
+
+@engines_app.command("add")
+def engines_add(
+    name: Annotated[str, typer.Argument(help="The name runs will use: --engine NAME.")],
+    directory: Annotated[Path, typer.Argument(help="The Firebird installation: /usr (Debian's package) or "
+                                              "an official install such as /opt/firebird.")],
+) -> None:
+    """Register a local Firebird installation; fbbench starts its server for each run.
+
+    Example: `fbbench engines add fb3-debian /usr` then `fbbench run tpcc --engine fb3-debian`
+    """
+    from fbbench.engines.catalog import register_engine
+
+    engine = register_engine(name, str(directory))
+    console.print(f"{name}: {engine.label} in {engine.directory} — use --engine {name}", highlight=False)
+
+
+@engines_app.command("remove")
+def engines_remove(
+    name: Annotated[str, typer.Argument(help="A name registered with fbbench engines add.")],
+) -> None:
+    """Forget a registered local installation (the installation itself is untouched).
+
+    Example: `fbbench engines remove fb3-debian`
+    """
+    from fbbench.engines.catalog import unregister_engine
+
+    directory = unregister_engine(name)
+    console.print(f"removed {name} ({directory})", highlight=False)
 
 
 @engines_app.command("install")
@@ -125,7 +176,7 @@ def engines_install(
     for text in versions:
         engine = parse_engine(text)
         if not isinstance(engine, EmbeddedEngine):
-            raise FbbenchError(f"'{text}' is a server DSN; only embedded engines are installed")
+            raise FbbenchError(f"'{text}' is not an embedded engine; only embedded engines are installed")
         already = installer.is_installed(engine)
         root = installer.install(engine)
         console.print(f"{engine.label}: {'already installed' if already else 'installed'} at {root}")

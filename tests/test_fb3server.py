@@ -1,4 +1,4 @@
-"""Smoke test of the private Debian Firebird 3.0 server harness (tests/fb3server.py), driven by a
+"""Smoke test of the private Debian Firebird 3.0 server (tests/fb3server.py over fbbench.engines.managed), driven by a
 Firebird 5 client library over TCP — the real client/server path other tests build on."""
 
 from __future__ import annotations

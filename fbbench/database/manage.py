@@ -19,6 +19,7 @@ from fbbench.database.header import FileHeader, read_header
 from fbbench.engines import (
     EmbeddedEngine,
     Engine,
+    ManagedEngine,
     Runtime,
     ServerEngine,
     parse_engine,
@@ -57,6 +58,9 @@ def resolve(location: str, engine: str | None = None, must_exist: bool = False) 
         return Target(location, server, location)
     path = Path(location).expanduser().resolve()
     chosen = parse_engine(engine) if engine else None
+    if isinstance(chosen, ManagedEngine):
+        raise FbbenchError(f"--engine {engine} starts a server for fbbench run only",
+                           hint=f"a database file is opened by an embedded engine, e.g. --engine {chosen.major}")
     if isinstance(chosen, ServerEngine):
         raise FbbenchError(f"--engine {engine} is a server DSN; give the DSN as the database instead")
     if path.exists():
@@ -94,7 +98,7 @@ def check_page_size(page_size: int | None, engine: Engine) -> None:
     if page_size not in PAGE_SIZES:
         raise FbbenchError(f"invalid page size {page_size}",
                            hint="use one of " + ", ".join(str(size) for size in PAGE_SIZES))
-    if page_size > 16384 and isinstance(engine, EmbeddedEngine) and engine.major == "3.0":
+    if page_size > 16384 and isinstance(engine, EmbeddedEngine | ManagedEngine) and engine.major == "3.0":
         raise FbbenchError(f"page size {page_size} needs Firebird 4.0 or later",
                            hint="Firebird 3.0 supports 4096, 8192 and 16384")
 

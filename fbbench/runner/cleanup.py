@@ -1,7 +1,8 @@
 """The one clean-up routine for every ending of a run, and for what killed runs left behind.
 
-A run owns two things in the work directory, both named after its id: its database copy
-(embedded engines) and its runtime root (which also holds the engine child's request files).
+A run owns two things in the work directory, both named after its id: its database (an
+embedded run's copy, a managed server's database) and its runtime root (which also holds the
+engine child's request files and a managed server's instance).
 Whatever way a run ends — completed, failed at any phase, interrupted, its engine crashed — the
 parent calls :func:`clean_run` once the child has gone. A run killed before it could do so is
 cleaned by the next run (:func:`remove_leftovers`), which also removes population caches that an
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from fbbench import paths
 from fbbench.database import ownership
+from fbbench.engines.managed import stop_abandoned_servers
 from fbbench.engines.runtime import runtime_base
 from fbbench.store import ResultsStore
 
@@ -54,7 +56,9 @@ def remove_leftovers(store: ResultsStore, workdir: Path) -> list[str]:
     Only runs the results store knows, whose process is gone (status incomplete); a database the
     run was asked to keep stays.
     """
-    removed = []
+    # First the servers of killed runs (their files are removed next): by owner, not by the store,
+    # so a server whose run another results store recorded is stopped too.
+    removed = [f"stopped {server}" for server in stop_abandoned_servers(workdir)]
     for run_id, kept in store.abandoned_runs():
         removed += clean_run(workdir, run_id, kept)
     removed += _abandoned_builds(workdir / "dbcache")

@@ -10,6 +10,7 @@ are built from the store afterwards, so they show exactly what was recorded.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import time
@@ -19,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from fbbench import paths
-from fbbench.engines import EmbeddedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
+from fbbench.database import ownership
+from fbbench.engines import EmbeddedEngine, ManagedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
+from fbbench.engines import managed as managed_servers
 from fbbench.engines.runtime import check_conf
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import cleanup, limits
@@ -105,13 +108,14 @@ def execute(settings: RunSettings, password: str | None = None,
         from fbbench.database.manage import check_page_size
 
         check_page_size(settings.page_size, engine)
+    # Engines on this machine whose version is known before they run: embedded and managed ones.
+    local_major = engine.major if isinstance(engine, EmbeddedEngine | ManagedEngine) else None
     unsupported = {u.isolation for u in workload.units} & {"read_consistency"}
-    if unsupported and isinstance(engine, EmbeddedEngine) and engine.major == "3.0":
+    if unsupported and local_major == "3.0":
         raise FbbenchError("isolation read_consistency needs Firebird 4.0 or later",
                            hint=f"workload {workload.name} cannot run on Firebird 3.0 as written")
     conf = check_conf(engine, settings.conf)
-    limits.check(settings.connections, engine.label, engine.major if isinstance(engine, EmbeddedEngine) else None,
-                 conf, settings.page_size, settings.page_buffers)
+    limits.check(settings.connections, engine.label, local_major, conf, settings.page_size, settings.page_buffers)
 
     workdir = Path(settings.workdir or paths.default_workdir()).expanduser().resolve()
     results = Path(settings.results or paths.default_results()).expanduser().resolve()
@@ -131,12 +135,27 @@ def execute(settings: RunSettings, password: str | None = None,
                         *(series or (None, None)))
         store.update_run(run_id, engine_label=engine.label)
         try:
-            runtime = prepare_runtime(engine, workdir, conf, name=run_id, user=settings.user, password=password)
-            store.update_run(run_id, host=host_facts(workdir, runtime.client_library))
-            store.record_phase(run_id, "runtime", started, time.monotonic() - clock,
-                               {"root": str(runtime.root), "conf": runtime.conf, "client": runtime.client_version})
-            plan = _plan(run_id, settings, workload.directory, engine, workdir, results)
-            outcome: dict[str, Any] = run_in_engine(runtime, "fbbench.runner.engine.phases:execute", plan)
+            with contextlib.ExitStack() as stack:
+                managed = None
+                if isinstance(engine, ManagedEngine):
+                    # Stopped when this block ends, however it ends, before clean_run removes its files.
+                    managed = stack.enter_context(managed_servers.running(engine, workdir, conf, run_id))
+                    runtime = managed.runtime
+                else:
+                    runtime = prepare_runtime(engine, workdir, conf, name=run_id, user=settings.user,
+                                              password=password)
+                store.update_run(run_id, host=host_facts(workdir, runtime.client_library))
+                detail = {"root": str(runtime.root), "conf": runtime.conf, "client": runtime.client_version}
+                if managed is not None:
+                    detail["server"] = {"engine": engine.label, "build": managed.engine.build,
+                                        "port": managed.server.port, "home": str(managed.server.home)}
+                store.record_phase(run_id, "runtime", started, time.monotonic() - clock, detail)
+                plan = _plan(run_id, settings, workload.directory, engine, workdir, results, managed)
+                try:
+                    outcome: dict[str, Any] = run_in_engine(runtime, "fbbench.runner.engine.phases:execute", plan)
+                finally:
+                    if managed is not None:
+                        _own_by_path(managed, plan["database"]["location"], cleanup.run_files(workdir, run_id).database)
         except (KeyboardInterrupt, Interrupted) as error:  # before the child's phases took over, or as it ended
             message = getattr(error, "message", "interrupted by the user")
             store.finish_run(run_id, "interrupted", message)
@@ -149,12 +168,30 @@ def execute(settings: RunSettings, password: str | None = None,
     return RunOutcome(run_id, outcome["status"], outcome["failure"], results, outcome.get("hint"))
 
 
+def _own_by_path(managed: managed_servers.ManagedRun, dsn: str, database: Path) -> None:
+    """Own a managed run's database by its path: the port in its DSN dies with the server, and
+    clean_run (or --keep-database) deals in paths. (Its firebird.log is read through the
+    services API by the engine side, as for any server: inside its namespace that is its own.)"""
+    entry = ownership.lookup(dsn)
+    if entry is not None:
+        ownership.unregister(dsn)
+        details = {key: value for key, value in entry.items() if key not in ("token", "created_at")}
+        ownership.register(str(database), entry["token"], {**details, "engine": managed.engine.label})
+
+
 def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, workdir: Path,
-          results: Path) -> dict[str, Any]:
+          results: Path, managed: managed_servers.ManagedRun | None = None) -> dict[str, Any]:
     if isinstance(engine, EmbeddedEngine):
         database = cleanup.run_files(workdir, run_id).database
         database.parent.mkdir(parents=True, exist_ok=True)
         location, services_host, cache_dir = str(database), "", str(workdir / "dbcache")
+        major = engine.major
+    elif managed is not None:
+        # Where an embedded run's copy would be, so --keep-database and clean_run work alike. Built
+        # in place: the population cache is made by embedded engines, whose ODS may differ.
+        database = cleanup.run_files(workdir, run_id).database
+        database.parent.mkdir(parents=True, exist_ok=True)
+        location, services_host, cache_dir = managed.dsn(database), managed.services_host, None
         major = engine.major
     else:
         location = engine.dsn

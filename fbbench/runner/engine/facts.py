@@ -42,6 +42,12 @@ def engine_facts(dsn: str, runtime: Runtime) -> dict[str, Any]:
         facts["firebird_conf_source"] = "generated firebird.conf (engine defaults for everything else)"
         facts["firebird_conf_text"] = runtime.conf_file.read_text()
         facts["server_mode"] = runtime.conf.get("ServerMode", "Super")
+    elif runtime.managed:
+        # fbbench wrote the managed server's firebird.conf: the run's settings plus its port,
+        # bind address and security database, which do not bear on performance.
+        facts["firebird_conf_source"] = "firebird.conf generated for the managed server (engine defaults for the rest)"
+        facts["firebird_conf_text"] = "".join(f"{key} = {value}\n" for key, value in runtime.conf.items())
+        facts["server_mode"] = runtime.conf.get("ServerMode", "Super")
     else:
         # A Firebird 3 server shows neither its firebird.conf nor its ServerMode to a client.
         facts["firebird_conf_source"] = "not visible: a Firebird 3 server has no RDB$CONFIG"

@@ -1,0 +1,875 @@
+"""A local Firebird server that fbbench starts, owns and stops: ``--engine server:DIR``.
+
+For each run fbbench starts its own server process from the Firebird installation in DIR, with
+the run's firebird.conf, on a free port on 127.0.0.1, with its own lock, temp and log
+directories and its own security database holding a random SYSDBA password. The run talks to it
+over TCP with the Firebird 5 client library of the embedded runtime, as for any server. Nothing
+of a system-wide Firebird service (Debian's postinst may start one on port 3050) is used or
+touched, and the installation's own firebird.conf is not read: like an embedded run, a managed
+run has the engine's defaults plus ``--set``, so the recorded conf is the whole story.
+
+What "an installation" is — two layouts, told apart by where the server binary is:
+
+* **official** (the tarball from firebirdsql.org / GitHub, installed under ``/opt/firebird``):
+  ``DIR/bin/firebird``, ``DIR/bin/isql``, ``DIR/lib``, ``DIR/plugins``, ``DIR/intl``,
+  ``DIR/firebird.conf`` (its documented keys), ``DIR/firebird.msg``. These builds find every
+  directory relative to their root (``$FIREBIRD``), the log included (``$(root)/firebird.log``).
+  So the instance's root is a mirror of DIR — hard links, or copies where links are refused,
+  exactly as embedded runtime roots are built (Firebird 4+ refuses a plugin whose real path
+  differs from the requested one, which rules out symlinks) — plus fbbench's own
+  firebird.conf and databases.conf; the security database is the instance's (in its
+  ``security`` directory, named by ``SecurityDatabase``). The server binary runs from the mirror,
+  so its ``$ORIGIN/../lib`` and the plugins' are the mirror's too. Untested here: the official
+  tarballs are not reachable from this project's machines; the layout comes from Firebird's own
+  ``makeInstallImage.sh`` and ``configure.ac`` (every directory relative to the prefix).
+* **debian** (``firebird3.0-server``; DIR=/usr): ``DIR/sbin/firebird``, ``DIR/bin/isql-fb``,
+  libraries, plugins, intl and the message file in ``DIR/lib/<triplet>/firebird/<major>/``, the
+  documented firebird.conf there too (a link into /etc). Debian compiles most directories in;
+  found by experiment on 3.0.11.33637.ds4-2+deb12u1, only the configuration root
+  (``FIREBIRD``: firebird.conf, databases.conf, plugins.conf), the message file
+  (``FIREBIRD_MSG``), the lock directory (``FIREBIRD_LOCK``) and ``FIREBIRD_TMP`` follow the
+  environment; the security database is then a firebird.conf setting (``SecurityDatabase``).
+  Debian's fbintl.conf names ``$(root)/intl/fbintl``, so the root carries a link to Debian's
+  intl directory. The log is compiled in as ``/var/log/firebird/firebird<major>.log`` and no
+  setting moves it: the server runs in a private mount namespace where the instance's log
+  directory is bind-mounted over ``/var/log/firebird`` (``unshare --mount`` as root,
+  ``unshare --map-root-user --mount`` otherwise). Where namespaces are not allowed (an
+  unprivileged container), the server writes Debian's shared log (if it may) and
+  :meth:`ManagedServer.log_tail` shows only what was appended since this instance started.
+* The same namespace gives the security database a short path: the instance's ``security``
+  directory is bind-mounted over ``/var/lib/firebird`` (which the server does not otherwise use),
+  so ``SecurityDatabase = /var/lib/firebird/security3.fdb``. Firebird 3.0 copies that path
+  twice into a 255-byte field whenever a service starts (sweep, gstat, gfix), and fails every
+  services call once the path is longer than 99 characters — easily reached under a work
+  directory. Without a namespace the real path is used, and a path too long is refused before
+  anything starts.
+
+How the server is run and watched (Debian 3.0.11 behaviour measured; the official builds share
+the code):
+
+* ``firebird`` run directly (not through ``fbguard``) stays in the foreground, so the process
+  fbbench starts is the server: SIGTERM shuts it down cleanly in about 0.1 s, and no guardian
+  restarts it behind fbbench's back. It gets a session of its own, so a Ctrl-C on the terminal
+  never reaches it (fbbench stops it once the run has kept what it measured), and
+  ``ServerMode = Classic`` forks one server process per attachment into that process group.
+* About 1 SIGTERM in 50 (3.0.11, at any time after start, with or without attachments) the
+  server never finishes the shutdown: its main thread stays in the listener's poll (over 77 s
+  seen) and neither a new connection nor another SIGTERM ends it. :meth:`ManagedServer.stop`
+  therefore kills it after ``timeout`` (``returncode`` is then -9). A SIGTERM landing while the
+  server attaches its security database right after it starts listening makes that hang far
+  more likely (1 start in 30), so a start waits for that attachment's footprint first.
+* If the port is taken, the 3.0 server does not exit: it retries ``bind`` for about a minute,
+  while a "does the port accept connections" probe would happily talk to the other listener.
+  Readiness is therefore "a LISTEN socket on our port whose inode is one of our server
+  process's file descriptors", read from /proc without connecting.
+
+Kill safety — no server outlives its owner:
+
+* every process of an instance carries ``FBBENCH_MANAGED_SERVER=<instance directory>`` in its
+  environment (Classic's forked servers inherit it), so "the instance's processes" is read from
+  /proc without trusting process ids or groups that may have been reused;
+* the server dies with the process that started it, even on kill -9: a tiny wrapper sets
+  PR_SET_PDEATHSIG(SIGKILL) right before exec'ing the server — after ``unshare``, since entering
+  a user namespace clears it — and exits at once if its owner is already gone. Linux sends that
+  signal when the *thread* that forked the server ends, so start servers from a thread that
+  lives as long as the server (fbbench's main thread does);
+* Classic's forked servers do not inherit that setting, and a server may be left by an owner
+  killed before the wrapper ran: each instance writes ``server.json`` (owner pid and start time,
+  server pid, port — never the password) and :func:`stop_abandoned_servers`, called by the next
+  run's clean-up, kills the processes of every instance whose owner is gone.
+
+The SYSDBA password is random, made when the instance is, and lives only in memory: isql gets
+it on stdin to create the security database (which stores an SRP verifier, not the password),
+engine children get it in their environment (``ISC_PASSWORD``, like any server password), and
+no file, log, command line, results store or report ever holds it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from fbbench import __version__
+from fbbench.engines.catalog import ManagedEngine
+from fbbench.engines.runtime import _NATIVE_FIXES, Runtime, _link_tree, _prepare_lib_dir, prepare_runtime
+from fbbench.errors import FbbenchError
+
+HOST = "127.0.0.1"
+USER = "SYSDBA"
+START_TIMEOUT = 20.0
+STOP_TIMEOUT = 10.0
+DEBIAN_LOG_DIR = Path("/var/log/firebird")
+# Debian's data directory: only seen by the server, in its namespace, holding its security database.
+DEBIAN_DATA_DIR = Path("/var/lib/firebird")
+# Firebird 3.0 fails every services call ("attempt to store N bytes in a clumplet with maximum
+# size 255 bytes", N = 2 x path + 57, measured on 3.0.11) once its security database's path is
+# longer than 99 characters.
+FB3_SECURITY_PATH_LIMIT = 99
+MARKER = "FBBENCH_MANAGED_SERVER"
+PID_FILE = "server.json"
+# fbbench sets these itself: a --set for them would break the instance's isolation.
+RESERVED_KEYS = {
+    "RemoteServicePort": "fbbench chooses a free port on 127.0.0.1 for each managed server",
+    "RemoteServiceName": "fbbench chooses a free port on 127.0.0.1 for each managed server",
+    "RemoteBindAddress": "a managed server listens on 127.0.0.1 only",
+    "SecurityDatabase": "a managed server has its own security database with a random SYSDBA password",
+}
+
+WHAT_IS_AN_INSTALLATION = (
+    "name the directory of a Firebird installation: /usr for Debian's firebird3.0-server "
+    "(/usr/sbin/firebird), or an official install such as /opt/firebird (bin/firebird, lib/, plugins/)"
+)
+_DEBIAN_PACKAGE = "firebird3.0-server"
+_VERSION_TEXT = re.compile(r"\b[A-Z]{2}-[A-Z](\d+)\.(\d+)\.(\d+)\.(\d+)\b")
+_LISTEN = "0A"  # TCP_LISTEN as printed in /proc/net/tcp
+# Top-level entries of an official install that a server root does not need, or must not share:
+# the installation's conf, log and security databases are replaced by the instance's own.
+_OFFICIAL_SKIP = {"firebird.conf", "databases.conf", "firebird.log", "SYSDBA.password", "fb_guard", "bin", "doc",
+                  "examples", "include", "misc", "help"}
+_OFFICIAL_BINARIES = ("firebird", "isql")
+
+# The wrapper between fork and the server's exec: die with the owner (see the module docstring).
+_DIE_WITH_OWNER = (
+    "import ctypes, os, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, 9)\n"  # PR_SET_PDEATHSIG, SIGKILL
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    os._exit(70)\n"  # the owner died before the setting took effect
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+# ----------------------------------------------------------------------------- installations
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the pieces of one installation are."""
+
+    directory: Path
+    debian: bool
+    server: Path  # the server binary in the installation
+    isql: Path
+    libdir: Path  # Debian: DIR/lib/<triplet>/firebird/<major>; official: DIR
+    conf_docs: Path  # the directory whose firebird.conf documents the keys
+    log_name: str  # the log file's name in its directory
+    security_name: str  # security3.fdb, security4.fdb, …
+
+
+def _layout(directory: Path, debian: bool, major: str) -> Layout:
+    major_number = major.split(".")[0]
+    if debian:
+        candidates = sorted(directory.glob(f"lib/*/firebird/{major}"))
+        libdir = next((c for c in candidates if (c / "plugins").is_dir()),
+                      candidates[0] if candidates else directory / "lib" / "firebird" / major)
+        return Layout(directory, True, directory / "sbin" / "firebird", directory / "bin" / "isql-fb", libdir,
+                      libdir, f"firebird{major}.log", f"security{major_number}.fdb")
+    return Layout(directory, False, directory / "bin" / "firebird", directory / "bin" / "isql", directory,
+                  directory, "firebird.log", f"security{major_number}.fdb")
+
+
+def layout_of(engine: ManagedEngine) -> Layout:
+    return _layout(Path(engine.directory), engine.layout == "debian", engine.major)
+
+
+def inspect_installation(text: str | Path) -> ManagedEngine:
+    """The managed engine for the installation in ``text``, or a one-line reason it is not one."""
+    given = Path(text).expanduser()
+    if not given.exists():
+        raise FbbenchError(f"{given} does not exist", hint=WHAT_IS_AN_INSTALLATION)
+    if not given.is_dir():
+        where = given.parent.parent if given.name == "firebird" else None
+        hint = f"name the installation, not the binary: server:{where}" if where else WHAT_IS_AN_INSTALLATION
+        raise FbbenchError(f"{given} is a file, not a Firebird installation directory", hint=hint)
+    directory = given.resolve()
+    if (directory / "bin" / "firebird").is_file():
+        debian = False
+        binary = directory / "bin" / "firebird"
+    elif (directory / "sbin" / "firebird").is_file():
+        debian = True
+        binary = directory / "sbin" / "firebird"
+    else:
+        raise _not_an_installation(directory)
+    try:
+        stamp = binary.stat().st_mtime_ns
+    except OSError as error:
+        raise FbbenchError(f"cannot read {binary}: {error.strerror}") from None
+    return _inspect(str(directory), debian, stamp)
+
+
+@functools.lru_cache(maxsize=16)
+def _inspect(directory_text: str, debian: bool, _binary_mtime: int) -> ManagedEngine:
+    directory = Path(directory_text)
+    binary = directory / ("sbin" if debian else "bin") / "firebird"
+    build = _server_build(binary, directory, debian)
+    numbers = _VERSION_TEXT.search(build)
+    assert numbers is not None  # _server_build checked it
+    version = ".".join(numbers.groups()[:3])
+    engine = ManagedEngine(str(directory), "debian" if debian else "official", version, build)
+    layout = layout_of(engine)
+    if debian:
+        needed = [layout.libdir / "firebird.msg", layout.libdir / "plugins", layout.libdir / "intl"]
+        fix = f"as root: apt-get install --reinstall {_DEBIAN_PACKAGE}"
+    else:
+        needed = [directory / "firebird.msg", directory / "plugins", directory / "intl", directory / "lib"]
+        fix = "reinstall Firebird from the official tarball (its install.sh)"
+    needed += [layout.isql, layout.conf_docs / "firebird.conf"]
+    for path in needed:
+        if not path.exists():
+            raise FbbenchError(f"the Firebird {version} installation in {directory} is incomplete: {path} is missing",
+                               hint=fix)
+    return engine
+
+
+def _not_an_installation(directory: Path) -> FbbenchError:
+    """Explain why ``directory`` is not an installation, pointing at the likely right one."""
+    if (directory / "firebird").is_file() and directory.name in ("bin", "sbin"):
+        return FbbenchError(f"{directory} holds the server binary but is not the installation directory",
+                            hint=f"name the installation: server:{directory.parent}")
+    if (directory / "firebird.msg").is_file() and directory.parent.name == "firebird" \
+            and directory.parent.parent.parent.name == "lib":
+        prefix = directory.parent.parent.parent.parent
+        return FbbenchError(f"{directory} is the library directory of Debian's Firebird package",
+                            hint=f"name the installation: server:{prefix}")
+    if list(directory.glob("lib/*/firebird/*/plugins")):
+        return FbbenchError(f"{directory} has Firebird's libraries but no server ({directory / 'sbin/firebird'} "
+                            "is missing)", hint=f"as root: apt-get install {_DEBIAN_PACKAGE}")
+    if list(directory.glob("plugins/libEngine*.so")) or (directory / "libfbclient.so.2").exists():
+        return FbbenchError(f"{directory} is a Firebird client or embedded runtime: it has no server binary "
+                            "(bin/firebird)", hint=WHAT_IS_AN_INSTALLATION)
+    return FbbenchError(f"{directory} is not a Firebird installation: neither bin/firebird (an official install) "
+                        "nor sbin/firebird (Debian's package) is there", hint=WHAT_IS_AN_INSTALLATION)
+
+
+def _server_build(binary: Path, directory: Path, debian: bool) -> str:
+    """What ``firebird -z`` says (e.g. LI-V3.0.11.33637), or a one-line reason it does not run."""
+    with tempfile.TemporaryDirectory(prefix="fbbench-probe-") as scratch:
+        env = _clean_env()
+        if not debian:
+            env["LD_LIBRARY_PATH"] = _official_library_path(directory, Path(scratch))
+        try:
+            probe = subprocess.run([str(binary), "-z"], capture_output=True, text=True, timeout=20, env=env,
+                                   stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise FbbenchError(f"{binary} -z did not answer within 20 s",
+                               hint="check that the binary is a Firebird server") from None
+        except OSError as error:
+            raise FbbenchError(f"{binary} cannot be run: {error.strerror}",
+                               hint="check the file's permissions (it must be executable) and its architecture"
+                               ) from None
+    output = (probe.stdout + probe.stderr).strip()
+    found = _VERSION_TEXT.search(probe.stdout)
+    if probe.returncode == 0 and found:
+        return found.group(0)
+    first = next((line.strip() for line in output.splitlines() if line.strip()), f"exit status {probe.returncode}")
+    missing = re.search(r"error while loading shared libraries: (\S+?):", output)
+    if missing:
+        name = missing.group(1)
+        raise FbbenchError(f"{binary} cannot start: {name} is missing",
+                           hint=_NATIVE_FIXES.get(name, f"install the package that provides {name}"))
+    raise FbbenchError(f"{binary} -z did not report a Firebird server version: {first[:200]}",
+                       hint="check that the binary is a Firebird 3.0 or later server")
+
+
+def _official_library_path(directory: Path, compat: Path) -> str:
+    """LD_LIBRARY_PATH for an official build: a libtommath.so.0 link (3.0 builds were linked
+    against it, Debian 12 only has .so.1 with the same ABI) and the install's own bundled
+    libtommath (``lib/.tm``), which its install.sh would otherwise link into the system."""
+    _prepare_lib_dir(compat)
+    entries = [str(compat)]
+    if (directory / "lib" / ".tm").is_dir():
+        entries.append(str(directory / "lib" / ".tm"))
+    return os.pathsep.join(entries)
+
+
+def conf_docs(engine: ManagedEngine) -> Path:
+    """The directory holding the installation's documented firebird.conf (what ``--set`` is checked
+    against)."""
+    docs = layout_of(engine).conf_docs
+    if not (docs / "firebird.conf").is_file():
+        raise FbbenchError(f"cannot read {docs / 'firebird.conf'}, which documents the keys of {engine.label}",
+                           hint=f"reinstall that Firebird installation ({engine.directory})")
+    return docs
+
+
+def check_reserved(conf: Mapping[str, str]) -> None:
+    """Refuse ``--set`` keys fbbench sets itself for a managed server, and authentication settings
+    that would lock out the SYSDBA it creates (an SRP user)."""
+    for key, value in conf.items():
+        reason = RESERVED_KEYS.get(key)
+        if reason:
+            raise FbbenchError(f"{key} cannot be set for a managed server", hint=reason)
+        plugins = [name.lower() for name in re.split(r"[\s,;]+", value) if name]
+        if key == "AuthServer" and not any(name.startswith("srp") for name in plugins):
+            raise FbbenchError(f"AuthServer = {value} would refuse fbbench's SYSDBA on a managed server",
+                               hint="keep an Srp plugin in the list, e.g. AuthServer = Srp256, Srp, Legacy_Auth")
+        if key == "UserManager" and "srp" not in plugins:
+            raise FbbenchError(f"UserManager = {value} cannot create fbbench's SYSDBA on a managed server",
+                               hint="keep Srp in the list, e.g. UserManager = Srp, Legacy_UserManager")
+
+
+# ------------------------------------------------------------------------------------ processes
+
+
+def _clean_env() -> dict[str, str]:
+    # fbbench may carry another engine's setup (a Firebird 5 runtime on LD_LIBRARY_PATH,
+    # FIREBIRD=its root, ISC_PASSWORD for an external server): the server would then load the
+    # wrong libfbclient.so.2, read the wrong firebird.conf, or hold someone's password.
+    return {key: value for key, value in os.environ.items()
+            if not key.startswith(("FIREBIRD", "ISC_", MARKER)) and key not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
+
+
+@functools.cache
+def _namespace_prefix() -> tuple[str, ...] | None:
+    """The ``unshare`` prefix that gives a child its own mount namespace here, or None."""
+    if shutil.which("unshare") is None or not DEBIAN_LOG_DIR.is_dir() or not DEBIAN_DATA_DIR.is_dir():
+        return None
+    prefix: tuple[str, ...] = ("unshare", "--mount", "--propagation", "private")
+    if os.geteuid() != 0:
+        # A user namespace makes the bind mount legal without privileges (where the kernel allows it).
+        prefix = ("unshare", "--map-root-user", "--mount", "--propagation", "private")
+    with tempfile.TemporaryDirectory(prefix="fbbench-ns-probe-") as scratch:
+        try:
+            probe = subprocess.run([*prefix, "--", "sh", "-c", 'mount --bind "$1" "$2" && mount --bind "$1" "$3"',
+                                    "sh", scratch, str(DEBIAN_LOG_DIR), str(DEBIAN_DATA_DIR)],
+                                   capture_output=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    return prefix if probe.returncode == 0 else None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def _listen_inodes(port: int) -> set[str]:
+    """Inodes of LISTEN sockets that hold ``port`` for 127.0.0.1: bound to it, to any IPv4 address,
+    or (dual-stack) to any or the mapped loopback IPv6 address."""
+    wanted = {f"0100007F:{port:04X}", f"00000000:{port:04X}", f"{'0' * 32}:{port:04X}",
+              f"0000000000000000FFFF00000100007F:{port:04X}"}
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table, encoding="ascii") as lines:
+            next(lines)
+            for line in lines:
+                fields = line.split()
+                if fields[1] in wanted and fields[3] == _LISTEN:
+                    inodes.add(fields[9])
+    return inodes
+
+
+def _open_files(pid: int) -> set[str]:
+    """What the process's file descriptors point to: paths, or ``socket:[inode]``."""
+    targets: set[str] = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                targets.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return targets
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, start time in clock ticks since boot) of a process, or None if there is none."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[19])
+
+
+def _alive(pid: int, started: int | None = None) -> bool:
+    """Whether ``pid`` runs (a zombie is dead), and is the process that started at ``started``."""
+    stat = _stat(pid)
+    if stat is None or stat[0] in ("Z", "X"):
+        return False
+    return started is None or stat[1] == started
+
+
+def instance_processes(home: Path | str) -> list[int]:
+    """Live processes of the instance in ``home``: those whose environment carries its marker."""
+    needle = f"{MARKER}={home}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:  # gone, or another user's
+            continue
+        if needle in environ.split(b"\0") and _alive(int(entry)):
+            found.append(int(entry))
+    return sorted(found)
+
+
+def _kill_instance(home: Path | str, timeout: float = 5.0) -> list[int]:
+    """SIGKILL every process of the instance until none is left; returns the pids signalled."""
+    signalled: list[int] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = instance_processes(home)
+        if not remaining or time.monotonic() > deadline:
+            return signalled
+        for pid in remaining:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            if pid not in signalled:
+                signalled.append(pid)
+        time.sleep(0.02)
+
+
+# ---------------------------------------------------------------------------------- the server
+
+
+class ManagedServer:
+    """One private Firebird server on 127.0.0.1, owned by this process; see the module docstring.
+
+    ``ManagedServer.start(engine, home)`` builds the instance in the directory ``home`` and
+    returns it once it serves; use it as a context manager, or call :meth:`stop` / :meth:`kill`.
+    """
+
+    host = HOST
+    user = USER
+
+    def __init__(self, engine: ManagedEngine, home: Path, *, conf: Mapping[str, str] | None = None,
+                 port: int | None = None) -> None:
+        self.engine = engine
+        self.layout = layout_of(engine)
+        self.home = Path(home).absolute()
+        self.root = self.home / "root"
+        self.lock_dir = self.home / "lock"
+        self.tmp_dir = self.home / "tmp"
+        self.log_dir = self.home / "log"
+        self.data_dir = self.home / "data"
+        self.security_dir = self.home / "security"
+        self.security_db = self.security_dir / self.layout.security_name  # as fbbench sees it
+        self.conf = dict(conf or {})
+        self.port = port or 0
+        self._fixed_port = port is not None
+        self.__password = secrets.token_hex(16)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._namespace = _namespace_prefix() if self.layout.debian else None
+        # As the server sees it: short inside its namespace (see the module docstring).
+        self._security_path = DEBIAN_DATA_DIR / self.layout.security_name if self._namespace else self.security_db
+        if not self.layout.debian:
+            self.log_path = self.root / "firebird.log"
+        elif self._namespace:
+            self.log_path = self.log_dir / self.layout.log_name
+        else:  # Debian's shared log: remember where this instance's part begins
+            self.log_path = DEBIAN_LOG_DIR / self.layout.log_name
+        self._log_offset = 0
+
+    @property
+    def password(self) -> str:
+        """SYSDBA's password: random, made with the instance, never written anywhere."""
+        return self.__password
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @classmethod
+    def start(cls, engine: ManagedEngine, home: Path, *, conf: Mapping[str, str] | None = None,
+              port: int | None = None) -> ManagedServer:
+        """Build the instance in ``home`` and start its server; returns once it serves.
+
+        ``port`` None takes a free one; a given port that is taken is an error.
+        """
+        server = cls(engine, home, conf=conf, port=port)
+        try:
+            server._prepare()
+            server._launch()
+        except BaseException:  # a failed or interrupted start leaves nothing running
+            server._kill_all()
+            raise
+        return server
+
+    def restart(self) -> None:
+        """Start the same instance again (same root, databases, port and password) after stop/kill."""
+        if self.is_running():
+            raise FbbenchError("the managed server is still running; stop it first")
+        try:
+            self._launch(keep_port=True)
+        except BaseException:
+            self._kill_all()
+            raise
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        """Shut down gracefully (SIGTERM: the server closes its databases), killing whatever is
+        left after ``timeout`` — the hung shutdown, Classic's per-attachment servers."""
+        process = self._process
+        if process is None:
+            return
+        try:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout)
+        finally:  # also when a second Ctrl-C interrupts the wait
+            self._kill_all()
+
+    def kill(self) -> None:
+        """SIGKILL every process of the server: a crash, as "the server died mid-run" needs."""
+        if self._process is not None:
+            self._kill_all()
+
+    def is_running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def processes(self) -> list[int]:
+        """Every live process of this instance (the server; Classic's per-attachment servers)."""
+        return instance_processes(self.home)
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status of the last server process (negative: killed by that signal)."""
+        return self._process.poll() if self._process else None
+
+    def __enter__(self) -> ManagedServer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    # -- use ------------------------------------------------------------------------------------
+
+    def dsn(self, path: Path | str) -> str:
+        """Classic ``host/port:path`` form, understood by every client library version."""
+        return f"{self.host}/{self.port}:{Path(path).resolve()}"
+
+    @property
+    def services_host(self) -> str:
+        """What the services API connects to ("host/port")."""
+        return f"{self.host}/{self.port}"
+
+    def log_text(self, max_chars: int = 200_000) -> str:
+        """What this instance wrote to its firebird.log (the last ``max_chars`` characters)."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self._log_offset)
+                text = log.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+        except OSError as error:
+            return f"({self.log_path} is not readable: {error.strerror})"
+        return text[-max_chars:]
+
+    def log_tail(self, n: int = 40) -> str:
+        """The last ``n`` lines this instance wrote to its firebird.log."""
+        return "\n".join(self.log_text().splitlines()[-n:])
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _env(self) -> dict[str, str]:
+        env = _clean_env()
+        env.update(FIREBIRD=str(self.root), FIREBIRD_LOCK=str(self.lock_dir), FIREBIRD_TMP=str(self.tmp_dir))
+        env[MARKER] = str(self.home)
+        if self.layout.debian:
+            env["FIREBIRD_MSG"] = str(self.layout.libdir)
+        else:
+            env["LD_LIBRARY_PATH"] = _official_library_path(self.layout.directory, self.home / "lib")
+        return env
+
+    def _binary(self, name: str) -> Path:
+        if self.layout.debian:
+            return self.layout.server if name == "firebird" else self.layout.isql
+        return self.root / "bin" / name  # the mirror's: its $ORIGIN/../lib is the mirror's lib
+
+    def _command(self, *argv: str) -> list[str]:
+        if self._namespace is None:
+            return list(argv)
+        script = 'mount --bind "$1" "$2" && mount --bind "$3" "$4" && shift 4 && exec "$@"'
+        return [*self._namespace, "--", "sh", "-c", script, "sh", str(self.log_dir), str(DEBIAN_LOG_DIR),
+                str(self.security_dir), str(DEBIAN_DATA_DIR), *argv]
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self.__password, "********")
+
+    def _write_config(self) -> None:
+        settings = {
+            **self.conf,
+            "RemoteServicePort": str(self.port),
+            "RemoteBindAddress": self.host,
+            "SecurityDatabase": str(self._security_path),
+        }
+        lines = [f"# Generated by fbbench {__version__} for {self.engine.label}.",
+                 "# Settings not listed here have the engine's defaults.", ""]
+        lines += [f"{key} = {value}" for key, value in settings.items()]
+        (self.root / "firebird.conf").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def _build_root(self) -> None:
+        if self.layout.debian:
+            # Debian's plugins are found by a compiled-in path; intl is found through the root.
+            for name in ("intl", "UDF", "plugins.conf", "fbtrace.conf"):
+                if (self.layout.libdir / name).exists():
+                    (self.root / name).symlink_to(self.layout.libdir / name)
+            return
+        source = self.layout.directory
+        skip = _OFFICIAL_SKIP | {item.name for item in source.iterdir() if item.name.endswith(".fdb")}
+        try:
+            _link_tree(source, self.root, skip)
+            (self.root / "bin").mkdir()
+            for name in _OFFICIAL_BINARIES:
+                _link_tree_file(source / "bin" / name, self.root / "bin" / name)
+        except OSError as error:
+            raise FbbenchError(f"cannot mirror {source} into the server's root {self.root}: {error}",
+                               hint="check that every file of the installation is readable") from None
+
+    def _prepare(self) -> None:
+        if self.home.exists() and any(self.home.iterdir()):
+            raise FbbenchError(f"the managed server's directory {self.home} is not empty")
+        if not self.layout.debian or not self._namespace:
+            with contextlib.suppress(OSError):
+                self._log_offset = self.log_path.stat().st_size
+        if self.engine.major == "3.0" and len(str(self._security_path)) > FB3_SECURITY_PATH_LIMIT:
+            raise FbbenchError(f"the managed server's security database path {self._security_path} is too long for "
+                               f"Firebird 3.0's services ({len(str(self._security_path))} characters, at most "
+                               f"{FB3_SECURITY_PATH_LIMIT})", hint="give a shorter --workdir")
+        for directory in (self.home, self.root, self.lock_dir, self.tmp_dir, self.log_dir, self.data_dir,
+                          self.security_dir):
+            directory.mkdir(parents=True, exist_ok=True)
+        self._build_root()
+        (self.root / "databases.conf").write_text(f"security.db = {self._security_path}\n", encoding="utf-8")
+        if self._fixed_port:
+            if not _port_is_free(self.port):
+                raise FbbenchError(f"port {self.port} on {self.host} is taken by another process",
+                                   hint="choose another port, or let fbbench pick a free one")
+        else:
+            self.port = _free_port()
+        self._write_config()
+        self._create_security_database()
+
+    def _create_security_database(self) -> None:
+        # A fresh security database instead of a copy of the installation's: Debian's is readable
+        # only by root and the firebird group, and SRP creates its tables on first use. The
+        # server's own isql works on it embedded (no server involved); the password goes on stdin.
+        sql = (f"create database '{self._security_path}';\n"
+               f"create user {self.user} password '{self.__password}' using plugin Srp;\n"
+               "commit;\n")
+        try:
+            done = subprocess.run(self._command(str(self._binary("isql")), "-q", "-b", "-user", self.user),
+                                  input=sql, capture_output=True, text=True, env=self._env(), timeout=60,
+                                  cwd=self.home)
+        except subprocess.TimeoutExpired:
+            _kill_instance(self.home)
+            raise FbbenchError(f"creating the security database {self.security_db} took over 60 s",
+                               hint=f"see {self.log_path}") from None
+        except OSError as error:
+            raise FbbenchError(f"cannot run {self._binary('isql')}: {error.strerror}") from None
+        if done.returncode != 0 or not self.security_db.exists():
+            output = self._scrub(done.stdout + done.stderr).strip().splitlines()
+            detail = next((line.strip() for line in reversed(output) if line.strip()), "")
+            if done.returncode < 0:  # e.g. SIGBUS: Firebird maps its lock files, and a full disk faults
+                detail = f"isql was killed by {signal.Signals(-done.returncode).name}" + (f" ({detail})" if detail
+                                                                                          else "")
+            hint = f"see {self.log_path}"
+            with contextlib.suppress(OSError):
+                if shutil.disk_usage(self.home).free < 8 << 20:
+                    hint = f"the file system of {self.home} is full"
+            raise FbbenchError(f"could not create the security database {self.security_db}: "
+                               f"{detail or f'isql ended with status {done.returncode}'}", hint=hint)
+
+    def _launch(self, keep_port: bool = False) -> None:
+        for attempt in range(3):
+            if attempt:
+                # Someone else took the port between choosing and binding it: try another one.
+                if keep_port or self._fixed_port:
+                    break
+                self.port = _free_port()
+                self._write_config()
+            launched_mtime = self.security_db.stat().st_mtime_ns
+            self._process = self._spawn()
+            _running.add(self)
+            if self._wait_listening():
+                self._settle(launched_mtime)
+                return
+            self._kill_all()
+        raise FbbenchError(f"port {self.port} on {self.host} is taken by another process",
+                           hint="another program listens on it; fbbench picks a free port unless one is given")
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        argv = [sys.executable, "-I", "-c", _DIE_WITH_OWNER, str(os.getpid()), str(self._binary("firebird"))]
+        # Its own session: a Ctrl-C on the terminal is fbbench's to handle, and the process group
+        # holds Classic's per-attachment servers. Output goes to the instance directory.
+        with open(self.home / "server.out", "ab") as out:
+            process = subprocess.Popen(self._command(*argv), env=self._env(), cwd=self.home,
+                                       stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+        owner = _stat(os.getpid())
+        record = {"owner_pid": os.getpid(), "owner_started": owner[1] if owner else None, "pid": process.pid,
+                  "port": self.port, "engine": self.engine.label, "home": str(self.home), "started_at": time.time()}
+        (self.home / PID_FILE).write_text(json.dumps(record, indent=2) + "\n")
+        return process
+
+    def _wait_listening(self) -> bool:
+        """True once our server listens on the port; False if another process holds it."""
+        assert self._process is not None
+        started = time.monotonic()
+        deadline = started + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise FbbenchError(f"the {self.engine.label} exited with status {self._process.returncode} while "
+                                   f"starting{self._last_log_line()}", hint=f"its log: {self.log_path}")
+            listening = _listen_inodes(self.port)
+            if listening:
+                if {f"socket:[{inode}]" for inode in listening} & _open_files(self._process.pid):
+                    return True
+                if time.monotonic() - started > 1.0:
+                    return False
+            time.sleep(0.02)
+        raise FbbenchError(f"the {self.engine.label} did not listen on {self.host}:{self.port} within "
+                           f"{START_TIMEOUT:.0f} s{self._last_log_line()}", hint=f"its log: {self.log_path}")
+
+    def _last_log_line(self) -> str:
+        line = next((text for text in reversed(self.log_tail(5).splitlines()) if text.strip()), "")
+        return f"; its log ends with: {line.strip()}" if line else ""
+
+    def _settle(self, launched_mtime: int) -> None:
+        # Listening is not ready yet: the main thread then attaches the security database once,
+        # before it enters its accept loop, and a SIGTERM during that attachment hangs the
+        # shutdown (see the module docstring). Its footprint: the header is written (mtime
+        # changes) and the file is closed again (under either name: /proc shows the server's).
+        assert self._process is not None
+        names = {str(self.security_db), str(self._security_path)}
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and self._process.poll() is None:
+            if self.security_db.stat().st_mtime_ns != launched_mtime and not names & _open_files(self._process.pid):
+                return
+            time.sleep(0.005)
+
+    def _kill_all(self) -> None:
+        process = self._process
+        if process is not None and process.returncode is None:
+            # While the server is not reaped its pid still names our process group.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                process.wait()
+        _kill_instance(self.home)
+        _running.discard(self)
+        with contextlib.suppress(OSError):
+            (self.home / PID_FILE).unlink()
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running() else "stopped"
+        return f"<ManagedServer {self.engine.label} {self.host}:{self.port} {state} home={self.home}>"
+
+
+def _link_tree_file(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or linking someone else's file is not allowed
+        shutil.copy2(source, target)
+
+
+# Strong references on purpose: a server its owner forgot to stop is still stopped at exit.
+_running: set[ManagedServer] = set()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_running):
+        server.stop(timeout=3)
+
+
+# ------------------------------------------------------------------------------------ for a run
+
+
+@dataclass
+class ManagedRun:
+    """What a run needs from its managed server."""
+
+    engine: ManagedEngine
+    server: ManagedServer
+    runtime: Runtime  # the Firebird 5 client that reaches the server, its user and password set
+
+    @property
+    def data_dir(self) -> Path:
+        """The server's own data directory (inside the run's runtime directory)."""
+        return self.server.data_dir
+
+    def dsn(self, path: Path | str) -> str:
+        return self.server.dsn(path)
+
+    @property
+    def services_host(self) -> str:
+        return self.server.services_host
+
+    @property
+    def user(self) -> str:
+        return self.server.user
+
+    @property
+    def password(self) -> str:
+        return self.server.password
+
+
+def server_home(runtime_base: Path) -> Path:
+    """Where a run's managed server lives: beside its client root, removed with it."""
+    return runtime_base / "server"
+
+
+@contextlib.contextmanager
+def running(engine: ManagedEngine, workdir: Path, conf: Mapping[str, str] | None, name: str) -> Iterator[ManagedRun]:
+    """A managed server for one run named ``name``, with the client runtime that reaches it.
+
+    The client runtime (Firebird 5 client library, as for any server) is the run's runtime root
+    ``workdir/runtimes/<name>``; the server lives in its ``server`` directory. The server is
+    stopped when the block ends, whatever ends it; the files stay for the run's clean-up.
+    """
+    runtime = prepare_runtime(engine, workdir, dict(conf or {}), name=name)
+    server = ManagedServer.start(engine, server_home(runtime.base), conf=runtime.conf)
+    runtime.user, runtime.password = server.user, server.password
+    try:
+        yield ManagedRun(engine, server, runtime)
+    finally:
+        server.stop()
+
+
+def stop_abandoned_servers(workdir: Path) -> list[str]:
+    """Kill the managed servers in ``workdir`` whose owner is gone (fbbench killed with -9, a
+    crash); returns what was stopped. Servers of live fbbench processes are left alone."""
+    stopped = []
+    for record_file in sorted(workdir.glob(f"runtimes/*/server/{PID_FILE}")):
+        home = record_file.parent
+        try:
+            record = json.loads(record_file.read_text())
+            owner, owner_started = int(record["owner_pid"]), record.get("owner_started")
+        except (OSError, ValueError, KeyError, TypeError):
+            owner, owner_started, record = -1, None, {}
+        if owner > 0 and _alive(owner, owner_started):
+            continue
+        killed = _kill_instance(record.get("home") or home)  # the marker holds the path the owner used
+        if killed:
+            stopped.append(f"{record.get('engine', 'managed server')} (pid {', '.join(map(str, killed))}) in {home}")
+        with contextlib.suppress(OSError):
+            record_file.unlink()
+    return stopped
