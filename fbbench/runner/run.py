@@ -95,7 +95,7 @@ def execute_series(settings: RunSettings, password: str | None = None,
 
 def execute(settings: RunSettings, password: str | None = None,
             on_leftovers: Callable[[list[str]], None] | None = None,
-            series: tuple[str, int] | None = None) -> RunOutcome:
+            series: tuple[str, int] | None = None, sweep: tuple[str, int] | None = None) -> RunOutcome:
     settings.validate()
     workload = load_workload(settings.workload, settings.scale)  # a broken workload fails before anything runs
     engine = parse_engine(settings.engine)
@@ -132,7 +132,7 @@ def execute(settings: RunSettings, password: str | None = None,
             on_leftovers(removed)
         started, clock = time.time(), time.monotonic()
         store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir),
-                        *(series or (None, None)))
+                        *(series or (None, None)), *(sweep or (None, None)))
         store.update_run(run_id, engine_label=engine.label)
         try:
             with contextlib.ExitStack() as stack:
@@ -209,7 +209,7 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
             "page_size": settings.page_size, "page_buffers": settings.page_buffers,
             # Population runs with forced writes off; the copy gets the engine's default (on) unless asked.
             "forced_writes": True if settings.forced_writes is None else settings.forced_writes,
-            "sweep_interval": None, "fresh": settings.fresh,
+            "sweep_interval": None, "fresh": settings.fresh, "grow": settings.grow,
             "load_connections": settings.load_connections,
         },
     }

@@ -23,7 +23,7 @@ from typing import Any
 
 from fbbench.errors import FbbenchError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 
 MIGRATIONS: dict[int, str] = {
     # 0 → 1: the first schema.
@@ -128,6 +128,25 @@ MIGRATIONS: dict[int, str] = {
     alter table runs add column series_id text;         -- repeats of the same conditions share it
     alter table runs add column repeat_index integer;   -- 1-based position in its series
     create index runs_series on runs(series_id);
+    """,
+    # 2 → 3: reserved for the audits' sampling intervals (the compare work lands it).
+    3: "",
+    # 3 → 4: sweeps — a matrix of run settings with repeats; each cell is a series of its runs.
+    4: """
+    create table sweeps (
+        sweep_id text primary key,
+        created_at real not null,
+        ended_at real,
+        status text not null,              -- running / completed / interrupted / failed
+        host text, pid integer,
+        spec_path text,
+        spec_text text,                    -- the spec file as it was, so that --resume runs the same sweep
+        spec_json text,                    -- the parsed spec: base settings, axes, cells in their order
+        result_json text                   -- what the sweep concluded (its overhead, the best cell)
+    );
+    alter table runs add column sweep_id text;
+    alter table runs add column cell integer;            -- the cell's index in its sweep
+    create index runs_sweep on runs(sweep_id);
     """,
 }
 
@@ -235,14 +254,66 @@ class ResultsStore:
     # ------------------------------------------------------------------ writing, as a run goes
 
     def begin_run(self, run_id: str, workload: str, settings: dict[str, Any], host: dict[str, Any],
-                  series_id: str | None = None, repeat_index: int | None = None) -> None:
+                  series_id: str | None = None, repeat_index: int | None = None,
+                  sweep_id: str | None = None, cell: int | None = None) -> None:
         with self.transaction():
             self.db.execute(
                 "insert into runs (run_id, started_at, status, host, pid, workload, settings_json, host_json, "
-                "series_id, repeat_index) values (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                "series_id, repeat_index, sweep_id, cell) values (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, time.time(), socket.gethostname(), os.getpid(), workload, _json(settings), _json(host),
-                 series_id, repeat_index),
+                 series_id, repeat_index, sweep_id, cell),
             )
+
+    # ------------------------------------------------------------------ sweeps
+
+    def begin_sweep(self, sweep_id: str, spec_path: str, spec_text: str, spec: dict[str, Any]) -> None:
+        with self.transaction():
+            self.db.execute(
+                "insert into sweeps (sweep_id, created_at, status, host, pid, spec_path, spec_text, spec_json) "
+                "values (?, ?, 'running', ?, ?, ?, ?, ?)",
+                (sweep_id, time.time(), socket.gethostname(), os.getpid(), spec_path, spec_text, _json(spec)))
+
+    def claim_sweep(self, sweep_id: str) -> None:
+        with self.transaction():
+            self.db.execute("update sweeps set status = 'running', pid = ?, host = ?, ended_at = null "
+                            "where sweep_id = ?", (os.getpid(), socket.gethostname(), sweep_id))
+
+    def finish_sweep(self, sweep_id: str, status: str, result: dict[str, Any] | None = None) -> None:
+        with self.transaction():
+            self.db.execute("update sweeps set status = ?, ended_at = ?, result_json = coalesce(?, result_json) "
+                            "where sweep_id = ?", (status, time.time(), _json(result) if result else None, sweep_id))
+
+    def resolve_sweep_id(self, text: str) -> str:
+        if text in ("last", "latest"):
+            row = self.db.execute("select sweep_id from sweeps order by created_at desc limit 1").fetchone()
+        else:
+            matches = self.db.execute("select sweep_id from sweeps where sweep_id like ? order by created_at desc",
+                                      (text + "%",)).fetchall()
+            if len(matches) > 1:
+                raise FbbenchError(f"sweep id '{text}' is ambiguous: {', '.join(m[0] for m in matches[:5])}")
+            row = matches[0] if matches else None
+        if row is None:
+            raise FbbenchError(f"no sweep '{text}' in {self.path}", hint="fbbench results list --sweeps shows them")
+        return str(row[0])
+
+    def load_sweep(self, sweep_id: str) -> dict[str, Any]:
+        sweep_id = self.resolve_sweep_id(sweep_id)
+        row = self.db.execute("select sweep_id, created_at, ended_at, status, host, pid, spec_path, spec_text, "
+                              "spec_json, result_json from sweeps where sweep_id = ?", (sweep_id,)).fetchone()
+        status = row[3]
+        if status == "running" and not _pid_alive(row[5], row[4]):
+            status = "incomplete"
+        runs = [{"run_id": r, "cell": c, "repeat_index": i, "status": self.status_of((st, pid, host))}
+                for r, c, i, st, pid, host in self.db.execute(
+                    "select run_id, cell, repeat_index, status, pid, host from runs where sweep_id = ? "
+                    "order by started_at", (sweep_id,))]
+        return {"sweep_id": row[0], "created_at": row[1], "ended_at": row[2], "status": status,
+                "spec_path": row[6], "spec_text": row[7], "spec": json.loads(row[8] or "{}"),
+                "result": json.loads(row[9]) if row[9] else None, "runs": runs}
+
+    def list_sweeps(self, limit: int = 30) -> list[dict[str, Any]]:
+        rows = self.db.execute("select sweep_id from sweeps order by created_at desc limit ?", (limit,)).fetchall()
+        return [self.load_sweep(row[0]) for row in rows]
 
     def claim_run(self, run_id: str) -> None:
         """The process doing the measuring takes over the liveness of the run."""
