@@ -273,6 +273,11 @@ class ResultsStore:
                 "values (?, ?, 'running', ?, ?, ?, ?, ?)",
                 (sweep_id, time.time(), socket.gethostname(), os.getpid(), spec_path, spec_text, _json(spec)))
 
+    def update_sweep_spec(self, sweep_id: str, spec: dict[str, Any]) -> None:
+        """A one-factor-at-a-time sweep adds its best combination as a cell once the rest is done."""
+        with self.transaction():
+            self.db.execute("update sweeps set spec_json = ? where sweep_id = ?", (_json(spec), sweep_id))
+
     def claim_sweep(self, sweep_id: str) -> None:
         with self.transaction():
             self.db.execute("update sweeps set status = 'running', pid = ?, host = ?, ended_at = null "
@@ -411,6 +416,16 @@ class ResultsStore:
                                "where status = 'running'").fetchall()
         return [(row[3], bool(json.loads(row[4] or "{}").get("keep_database")))
                 for row in rows if self.status_of(row) == "incomplete"]
+
+    def ended_runs(self, run_ids: set[str]) -> list[tuple[str, bool]]:
+        """(run_id, kept its database) of those of ``run_ids`` this store knows to have ended."""
+        if not run_ids:
+            return []
+        marks = ", ".join("?" for _ in run_ids)
+        rows = self.db.execute(f"select status, pid, host, run_id, settings_json from runs where run_id in ({marks})",
+                               tuple(run_ids)).fetchall()
+        return [(row[3], bool(json.loads(row[4] or "{}").get("keep_database")))
+                for row in rows if row[0] != "running"]
 
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
         rows = self.db.execute(

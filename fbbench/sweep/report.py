@@ -86,6 +86,8 @@ def sweep_document(store: ResultsStore, sweep_id: str) -> dict[str, Any]:
         "cells": cells,
     }
     document["best"] = _best(cells, headline)
+    if spec.get("mode") == "one_at_a_time":
+        document["one_at_a_time"] = _one_at_a_time(cells, spec.get("baseline") or {}, headline)
     document["lint"] = _lint(spec, sweep, runs)
     document["overhead"] = _overhead(sweep, runs)
     grow = next((axis for axis in spec.get("axes", []) if axis.get("grow")), None)
@@ -119,6 +121,44 @@ def _best(cells: list[dict[str, Any]], headline: Mapping[str, Any]) -> dict[str,
         result["runner_up"] = {"cell": runner["index"], "label": runner["label"],
                                "median": runner["summary"]["median"]}
     return result
+
+
+def _versus(base: Mapping[str, Any], other: Mapping[str, Any], headline: Mapping[str, Any]) -> dict[str, Any]:
+    a = [run["headline"] for run in base["runs"] if run["status"] == "completed" and run["headline"]]
+    b = [run["headline"] for run in other["runs"] if run["status"] == "completed" and run["headline"]]
+    if len(a) < 2 or len(b) < 2:
+        return {"text": "too few completed repeats to tell", "resolved": False}
+    estimate = stats.ratio_of_series(a, b)
+    verdict = stats.verdict_for(estimate, headline, a="the baseline", b=other["label"])
+    return {"text": verdict.text, "resolved": verdict.resolved, "ratio": estimate.to_dict()}
+
+
+def _one_at_a_time(cells: list[dict[str, Any]], baseline: Mapping[str, Any],
+                   headline: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The config advisor: each axis's values against the baseline, and the best combination
+    against the baseline — saying plainly when nothing is distinguishable."""
+    base = next((cell for cell in cells if cell["values"] == dict(baseline)), None)
+    if base is None:
+        return None
+    steps = []
+    for cell in cells:
+        differing = [key for key, value in cell["values"].items() if baseline.get(key) != value]
+        if cell is base or not differing:
+            continue
+        kind = "one factor" if len(differing) == 1 else "best combination"
+        steps.append({"cell": cell["index"], "label": cell["label"], "kind": kind, **_versus(base, cell, headline)})
+    combination = next((step for step in steps if step["kind"] == "best combination"), None)
+    resolved = [step for step in steps if step["resolved"]]
+    if combination is not None:
+        conclusion = (f"the best combination ({combination['label']}): {combination['text']}"
+                      if combination["resolved"] else
+                      f"the best combination ({combination['label']}) is not distinguishable from the baseline: "
+                      f"{combination['text']}")
+    elif not resolved:
+        conclusion = "no setting tried is distinguishable from the baseline"
+    else:
+        conclusion = "the best combination is the baseline or one of the cells already run"
+    return {"baseline_cell": base["index"], "steps": steps, "conclusion": conclusion}
 
 
 def _lint(spec: Mapping[str, Any], sweep: Mapping[str, Any], runs: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -211,6 +251,12 @@ def print_sweep(document: Mapping[str, Any], console: Console) -> None:
         if best.get("versus_runner_up"):
             sure = "" if best.get("resolved") else "[yellow]not distinguishable from the runner-up:[/] "
             console.print(f"  {sure}{escape(best['versus_runner_up'])}")
+    advisor = document.get("one_at_a_time")
+    if advisor:
+        console.print(f"one factor at a time, against the baseline (cell {advisor['baseline_cell']}):")
+        for step in advisor["steps"]:
+            console.print(f"  cell {step['cell']} ({escape(step['label'])}): {escape(step['text'])}")
+        console.print(f"[bold]{escape(advisor['conclusion'])}[/]")
     for finding in document.get("lint", [])[:12]:
         colour = {"error": "red", "warning": "yellow"}.get(finding["severity"], "dim")
         console.print(f"  [{colour}]{finding['rule']} {finding['severity']}[/]: {escape(finding['message'])}")

@@ -130,21 +130,16 @@ def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None =
     outcome = SweepOutcome(sweep_id, "completed", results)
     started = time.monotonic()
     try:
-        for position, step in enumerate(todo, start=1):
-            elapsed = time.monotonic() - started
-            eta = (elapsed / (position - 1) if position > 1 else per_run) * (len(todo) - position + 1)
-            if on_step is not None:
-                on_step(step, position, len(todo), elapsed, eta)
-            settings = replace(spec.settings_for(step.cell), origins={})
-            run = execute(settings, password, on_leftovers,
-                          series=(f"{sweep_id}:{step.cell.index}", step.repeat), sweep=(sweep_id, step.cell.index))
-            run = replace(run, repeat_index=step.repeat)
-            outcome.runs.append(run)
-            if on_run is not None:
-                on_run(step, run)
-            if run.status == "interrupted":
-                outcome.status = "interrupted"
-                break
+        _run_steps(spec, todo, sweep_id, password, outcome, started, per_run, on_step, on_run, on_leftovers)
+        if spec.mode == "one_at_a_time" and outcome.status == "completed":
+            extra = _best_combination(spec, results, sweep_id)
+            if extra is not None:
+                with ResultsStore(results) as store:
+                    store.update_sweep_spec(sweep_id, spec.to_dict())
+                extra_steps = [Step(extra, repeat) for repeat in range(1, spec.repeats + 1)
+                               if (extra.index, repeat) not in done]
+                _run_steps(spec, extra_steps, sweep_id, password, outcome, started, per_run, on_step, on_run,
+                           on_leftovers)
     except KeyboardInterrupt:
         outcome.status = "interrupted"
     except FbbenchError:
@@ -156,6 +151,53 @@ def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None =
             store.finish_sweep(sweep_id, outcome.status, {"wall_seconds": outcome.wall_seconds,
                                                           "runs_this_time": len(outcome.runs)})
     return outcome
+
+
+def _run_steps(spec: SweepSpec, todo: list[Step], sweep_id: str, password: str | None, outcome: SweepOutcome,
+               started: float, per_run: float, on_step: Callable[[Step, int, int, float, float], None] | None,
+               on_run: Callable[[Step, RunOutcome], None] | None,
+               on_leftovers: Callable[[list[str]], None] | None) -> None:
+    """Run ``todo`` in order; stops (status interrupted) at the first interrupted run."""
+    for position, step in enumerate(todo, start=1):
+        elapsed = time.monotonic() - started
+        eta = (elapsed / (position - 1) if position > 1 else per_run) * (len(todo) - position + 1)
+        if on_step is not None:
+            on_step(step, position, len(todo), elapsed, eta)
+        settings = replace(spec.settings_for(step.cell), origins={})
+        run = execute(settings, password, on_leftovers,
+                      series=(f"{sweep_id}:{step.cell.index}", step.repeat), sweep=(sweep_id, step.cell.index))
+        run = replace(run, repeat_index=step.repeat)
+        outcome.runs.append(run)
+        if on_run is not None:
+            on_run(step, run)
+        if run.status == "interrupted":
+            outcome.status = "interrupted"
+            return
+
+
+def _best_combination(spec: SweepSpec, results: Path, sweep_id: str) -> Cell | None:
+    """One factor at a time: each axis's best value (by its cell's median, the others at their
+    baseline); their combination becomes a new cell, unless it is one already."""
+    from fbbench.sweep.report import sweep_document
+
+    with ResultsStore(results) as store:
+        document = sweep_document(store, sweep_id)
+    lower = (document.get("headline") or {}).get("better") == "lower"
+    medians = {cell["index"]: cell["summary"]["median"] for cell in document["cells"] if cell["summary"]}
+    baseline = {axis.key: spec.baseline_value(axis) for axis in spec.axes}
+    best: dict[str, Any] = {}
+    for axis in spec.axes:
+        options = [(medians[cell.index], cell.value(axis.key)) for cell in spec.cells if cell.index in medians
+                   and all(cell.value(k) == v for k, v in baseline.items() if k != axis.key)]
+        if not options:
+            return None
+        best[axis.key] = (min if lower else max)(options, key=lambda item: item[0])[1]
+    combo = tuple((axis.key, best[axis.key]) for axis in spec.axes)
+    if any(cell.values == combo for cell in spec.cells):
+        return None
+    cell = Cell(len(spec.cells) + 1, combo)
+    spec.cells.append(cell)
+    return cell
 
 
 def resume_spec(results: Path, sweep: str) -> tuple[str, SweepSpec]:

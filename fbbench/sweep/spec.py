@@ -126,6 +126,7 @@ class SweepSpec:
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "base": self.base, "repeats": self.repeats, "mode": self.mode,
                 "axes": [{"key": a.key, "values": list(a.values), "grow": a.grow} for a in self.axes],
+                "baseline": {axis.key: self.baseline_value(axis) for axis in self.axes},
                 "cells": [cell.to_dict() for cell in self.cells]}
 
 
@@ -213,12 +214,29 @@ def read_sweep(path: Path, text: str | None = None) -> SweepSpec:
         raise FbbenchError(f"{where('matrix')}: only one axis can grow")
     spec = SweepSpec(path, text, base, origins, axes, repeats, mode)
     spec.cells = plan_cells(spec)
-    for cell in spec.cells:  # every cell's settings checked now, not when its turn comes
+    check_cells(spec)
+    return spec
+
+
+def check_cells(spec: SweepSpec) -> None:
+    """Every cell's settings, workload scale and firebird.conf checked now, not when its turn comes."""
+    from fbbench.engines.catalog import parse_engine
+    from fbbench.engines.runtime import check_conf
+    from fbbench.workloads.spec import load_workload
+
+    seen: set[tuple[str, ...]] = set()
+    for cell in spec.cells:
         try:
-            spec.settings_for(cell)
+            settings = spec.settings_for(cell)
+            key = (settings.workload, repr(sorted(settings.scale.items())), settings.engine,
+                   repr(sorted(settings.conf.items())))
+            if key in seen:
+                continue
+            seen.add(key)
+            load_workload(settings.workload, settings.scale)
+            check_conf(parse_engine(settings.engine), settings.conf)
         except FbbenchError as error:
             raise FbbenchError(f"cell {cell.label}: {error.message}", hint=error.hint) from None
-    return spec
 
 
 def plan_cells(spec: SweepSpec) -> list[Cell]:

@@ -28,6 +28,18 @@ fbb.section("best", () => {
   }
 });
 
+fbb.section("advisor", () => {
+  const advisor = sweep.one_at_a_time;
+  if (!advisor) return;
+  const box = document.getElementById("advisor");
+  el("h2", {}, box, "One factor at a time, against the baseline");
+  note(box, `Baseline: cell ${advisor.baseline_cell}. Each cell changes one setting (the last, if any, ` +
+            "combines each axis's best value); a verdict appears only where the 95 % interval excludes no change.");
+  table(box, ["cell", "settings", "kind", "against the baseline"],
+        advisor.steps.map(s => ({cells: [String(s.cell), s.label, s.kind, s.text], cls: s.resolved ? "pass" : null})));
+  el("p", {class: "conclusion"}, box, advisor.conclusion);
+});
+
 // Curves: for each numeric axis, the headline against it, one line per combination of the others.
 fbb.section("curves", () => {
   const box = document.getElementById("curves");
