@@ -54,7 +54,8 @@ def main() -> None:
         shutil.rmtree(home, ignore_errors=True)
 
     first = populations[0][1] if populations else scores[0][1]
-    print(f"docflow — {first['engine'].get('label')}, {first['engine'].get('version')} ({first['engine'].get('mode')}), "
+    engine = first["engine"]
+    print(f"docflow — {engine.get('label')}, {engine.get('version')} ({engine.get('mode')}), "
           f"page size {first['database'].get('page_size')}")
     print(f"host: {os.cpu_count()} CPUs, {first['host'].get('cpu_model')}; load average before: "
           f"{', '.join(f'{v:.2f}' for v in load_before)} (other processes share this machine)\n")
