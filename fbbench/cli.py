@@ -415,7 +415,9 @@ def run(
     settings.user = credentials.user
 
     from fbbench.errors import Interrupted
-    from fbbench.runner.run import RunOutcome, execute_series
+    from fbbench.runner.run import RunOutcome, execute_series, static_findings
+
+    _print_static_lint(static_findings(settings))
 
     def leftovers(removed: list[str]) -> None:
         console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False,
@@ -432,6 +434,22 @@ def run(
     code = next((c for c in codes if c == Interrupted.exit_code), max(codes, default=0))
     if code:
         raise typer.Exit(code)
+
+
+def _print_static_lint(findings: list[Any]) -> None:
+    """The static rules' findings before a run, as warnings: the run goes on (the user may mean it,
+    as the orders workload's variant=flawed does), but the stored run carries them."""
+    from fbbench.report.console import finding_lines
+
+    if not findings:
+        return
+    console.print(f"[yellow]warning:[/] the credibility lint found {len(findings)} problem(s) before the run "
+                  "(it goes on):", highlight=False, soft_wrap=True)
+    for line in finding_lines([{**finding.to_dict(), "severity": "warning"} for finding in findings]):
+        console.print(line, highlight=False, soft_wrap=True)
+    if any(f.severity == "error" for f in findings):
+        console.print("  [yellow]a comparison that uses this run will be refused unless --force[/]",
+                      highlight=False, soft_wrap=True)
 
 
 def _conclude_run(outcome: Any, settings: Any) -> int:

@@ -142,6 +142,19 @@ class SteadyState:
     cv: float
     verdict: str
     text: str
+    # The Theil–Sen line itself, in the figure's unit: its value at the start of the warm-up and
+    # its change per hour (NaN when too short). Reports draw it; the findings use ``slope``.
+    line_intercept: float = math.nan
+    line_slope: float = math.nan
+
+    def trend_line(self, series: IntervalSeries) -> list[tuple[float, float]]:
+        """(middle of the interval in seconds from the start of the warm-up, the fitted value) for
+        each measured interval; empty when there is no line."""
+        if not (math.isfinite(self.line_intercept) and math.isfinite(self.line_slope)):
+            return []
+        return [(start + seconds / 2, self.line_intercept + self.line_slope * (start + seconds / 2) / 3600)
+                for start, seconds, measured in zip(series.starts, series.seconds, series.measured, strict=True)
+                if measured]
 
 
 def _robust_noise(measured: np.ndarray) -> float:
@@ -195,9 +208,11 @@ def steady_state(series: IntervalSeries) -> SteadyState:
     hours = (starts + np.asarray(series.seconds, dtype=float)[measured_mask] / 2) / 3600
     if np.ptp(measured) == 0 or center == 0:
         slope = slope_low = slope_high = 0.0
+        line_intercept, line_slope = float(measured[0]), 0.0
     else:
         fit = scipy_stats().theilslopes(measured, hours, 0.95)
         slope, slope_low, slope_high = (float(fit[0]) / center, float(fit[2]) / center, float(fit[3]) / center)
+        line_intercept, line_slope = float(fit[1]), float(fit[0])
     span_hours = float(np.asarray(series.seconds, dtype=float)[measured_mask].sum()) / 3600
     material = abs(slope) * span_hours >= MIN_TREND
     trend = "none"
@@ -226,7 +241,8 @@ def steady_state(series: IntervalSeries) -> SteadyState:
                   "declining": f"declining {slope_text}"}[trend]
     text = f"{head}; {trend_text}; CV {cv * 100:.1f} %"
     return SteadyState(n_warmup, n_measured, center, noise, low, high, settled, settled_after, warmup_seconds,
-                       too_short, slope, slope_low, slope_high, trend, trend_text, cv, verdict, text)
+                       too_short, slope, slope_low, slope_high, trend, trend_text, cv, verdict, text,
+                       line_intercept, line_slope)
 
 
 def _percent(fraction: float) -> str:

@@ -306,13 +306,14 @@ const fbb = (() => {
       el("i", {style: `background: ${range.colour || SHADE}`}, key);
       key.appendChild(document.createTextNode((range.key || range.label) + "  "));
     });
-    container.dataset.shaded = shown.map(r => r.label).join(",");
+    container.dataset.shaded = shown.map(r => r.name || r.label).join(",");
   }
 
   /* lineChart(container, spec): one line per series over a shared numeric x.
      spec = {x: [...], xLabel, xValue(x, idx) → legend text, yLabel (name and unit), unit (legend
              suffix), digits, whole (counts: whole-number ticks), series: [{label, values, colour,
-             width, dash, show, lo, hi}], shade: [{from, to, label, key}], refs: [{value, label}]
+             width, dash, show, lo, hi}], shade: [{from, to, label, key, colour, name (data-shaded; default
+             the label)}], refs: [{value, label}]
              (horizontal reference lines), sync: key, xMin, xMax, yMin0 (default true), points
              (false: no dots on the values), height, empty}
      A series with lo/hi arrays gets a shaded band between them (a 95 % CI) whose values the
