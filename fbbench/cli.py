@@ -574,6 +574,100 @@ def results_show(
         raise FbbenchError("; ".join(problems))
 
 
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+def compare(
+    items: Annotated[list[str], typer.Argument(help="Runs or series: a run id (or unique prefix), a series id "
+                                               "(s…), last, or last~N (the N-th run before the latest).",
+                                               show_default=False)],
+    baseline: Annotated[str | None, typer.Option("--baseline", help="The side the others are divided by "
+                                                 "(default: the first).")] = None,
+    axis: Annotated[list[str] | None, typer.Option("--axis", help="The difference the comparison is about, e.g. "
+                                                   "engine, page_size, conf.DefaultDbCachePages (repeatable).")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write the HTML comparison here (default: next "
+                                                "to the results store).")] = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the comparison (JSON) here.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Compare different workloads, and give the verdict even "
+                                        "when the lint finds errors.")] = False,
+    results: ResultsOption = None,
+) -> None:
+    """Compare runs or series: conditions side by side, every figure as a ratio to the baseline with its
+    95 % interval, the engine's work per unit, the credibility lint, and a verdict only where the
+    interval excludes no change.
+
+    Examples:
+
+    * `fbbench compare S_BASE S_NEW` (two series from run --repeat)
+    * `fbbench compare last~1 last --axis engine --report cmp.html`
+    * `fbbench compare A B C --baseline B --axis conf.DefaultDbCachePages --json cmp.json`
+    """
+    from fbbench.compare import build
+    from fbbench.report import compare as shown
+    from fbbench.store import ResultsStore
+
+    store_path = results or paths.default_results()
+    with ResultsStore(store_path, create=False) as store:
+        document = build(store, items, baseline=baseline, axis=axis, force=force)
+    shown.print_comparison(document, console)
+    target = report or store_path.expanduser().resolve().parent / "reports" / (
+        "compare-" + time.strftime("%Y%m%d-%H%M%S") + ".html")
+    problems = []
+    if json_file is not None:
+        try:
+            json_file.expanduser().parent.mkdir(parents=True, exist_ok=True)
+            json_file.expanduser().write_text(json.dumps(document, indent=2, default=str, allow_nan=False))
+            console.print(f"JSON: {json_file.expanduser().resolve()}", highlight=False, soft_wrap=True)
+        except OSError as error:
+            problems.append(f"cannot write the JSON file {json_file}: {error.strerror or error}")
+    try:
+        console.print(f"report: {shown.write(document, target)}", highlight=False, soft_wrap=True)
+    except OSError as error:
+        problems.append(f"cannot write the HTML report {target}: {error.strerror or error}")
+    if problems:
+        raise FbbenchError("; ".join(problems))
+
+
+LINT_FAILED = 1  # fbbench lint: an error-severity finding (for CI)
+
+
+@app.command("lint", context_settings={"help_option_names": ["-h", "--help"]})
+def lint_command(
+    items: Annotated[list[str], typer.Argument(help="Runs or series, named as for compare.", show_default=False)],
+    axis: Annotated[list[str] | None, typer.Option("--axis", help="With several: the difference they are meant "
+                                                   "to compare (repeatable).")] = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the findings (JSON) here.")] = None,
+    results: ResultsOption = None,
+) -> None:
+    """The credibility lint alone: each run's findings (and, for several runs or series, their
+    comparison's). Exit code 1 when a finding has severity error (for CI), 0 otherwise.
+
+    Examples: `fbbench lint last` · `fbbench lint S_BASE S_NEW --axis engine`
+    """
+    from fbbench.compare import lint_findings
+    from fbbench.report.compare import lint_lines
+    from fbbench.report.console import lint_count
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(results or paths.default_results(), create=False) as store:
+        subjects, findings = lint_findings(store, items, axis)
+    sides = [{"label": s.label, "kind": s.kind, "runs": s.runs} for s in subjects]
+    for subject in subjects:
+        console.print(f"{subject.label} = {escape(subject.describe())}", highlight=False, soft_wrap=True)
+    counted = [f for f in findings if not f["excluded"]]
+    console.print(f"credibility lint: {lint_count(counted)}", highlight=False)
+    for line in lint_lines(findings, sides):
+        console.print(line, highlight=False, soft_wrap=True)
+    if json_file is not None:
+        try:
+            json_file.expanduser().write_text(json.dumps(
+                {"subjects": [{"label": s.label, "kind": s.kind, "id": s.ident, "argument": s.argument,
+                               "runs": [r["run_id"] for r in s.runs]} for s in subjects],
+                 "lint": findings}, indent=2, default=str, allow_nan=False))
+        except OSError as error:
+            raise FbbenchError(f"cannot write the JSON file {json_file}: {error.strerror or error}") from None
+    if any(f["severity"] == "error" for f in counted):
+        raise typer.Exit(LINT_FAILED)
+
+
 @app.callback(invoke_without_command=True)
 def _version(
     version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,

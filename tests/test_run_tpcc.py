@@ -355,8 +355,14 @@ def actual_paths(document: Any, documented: set[str]) -> set[str]:
     prefixes = {p[: i] for p in documented for i in range(len(p) + 1)}
     found: set[str] = set()
 
+    # A key documented as a whole (nothing documented inside it, e.g. a lint finding's evidence)
+    # is a leaf, whatever object it holds.
+    wholes = {p for p in documented if not any(d.startswith((p + ".", p + "[]")) for d in documented)}
+
     def walk(value: Any, path: str) -> None:
-        if isinstance(value, dict) and value:
+        if path in wholes:
+            found.add(path)
+        elif isinstance(value, dict) and value:
             for key, item in value.items():
                 named = f"{path}.{key}" if path else key
                 wild = f"{path}.*" if path else "*"

@@ -79,6 +79,32 @@ def _headline(run: Mapping[str, Any]) -> figures.Figure:
     return figures.Figure.from_dict({k: v for k, v in stored.items() if k in known})
 
 
+def _interval_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The run's intervals with a length, in order: phase, start, seconds and each unit's outcomes."""
+    rows: dict[int, dict[str, Any]] = {}
+    for row in run.get("intervals") or []:
+        item = rows.setdefault(row["index"], {"index": row["index"], "phase": row["phase"],
+                                              "start": row["start_offset"], "seconds": row["seconds"], "units": {}})
+        item["units"][row["unit"]] = {key: row[key] for key in figures.OUTCOMES}
+    return [rows[i] for i in sorted(rows) if (rows[i]["seconds"] or 0) > 0]
+
+
+def interval_values(run: Mapping[str, Any], figure: figures.Figure) -> list[tuple[float | None, float, bool]]:
+    """``figure`` in each interval of a stored run: (value, seconds, measured), warm-up first.
+
+    The value is None where the figure cannot be computed from the interval's unit counts (it uses
+    tallies, metrics or the run's elapsed time, or the interval has none of what it counts).
+    """
+    found = []
+    for interval in _interval_rows(run):
+        value = None
+        if figure.per != "run":
+            value = figures.value(figure, figures.names(interval["units"], None, interval["seconds"]),
+                                  interval["seconds"])
+        found.append((value, float(interval["seconds"]), interval["phase"] != "warmup"))
+    return found
+
+
 def interval_series(run: Mapping[str, Any]) -> IntervalSeries | None:
     """The per-interval figure of a stored run (``ResultsStore.load_run``); None without intervals.
 
@@ -87,12 +113,7 @@ def interval_series(run: Mapping[str, Any]) -> IntervalSeries | None:
     headline over tallies or metrics, or one per run (elapsed time), cannot be, and the score
     (successful units per minute) is used instead, saying so in ``note``.
     """
-    rows: dict[int, dict[str, Any]] = {}
-    for row in run.get("intervals") or []:
-        item = rows.setdefault(row["index"], {"phase": row["phase"], "start": row["start_offset"],
-                                              "seconds": row["seconds"], "units": {}})
-        item["units"][row["unit"]] = {key: row[key] for key in figures.OUTCOMES}
-    intervals = [rows[i] for i in sorted(rows) if (rows[i]["seconds"] or 0) > 0]
+    intervals = _interval_rows(run)
     if not intervals:
         return None
     headline = _headline(run)

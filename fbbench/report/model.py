@@ -10,6 +10,8 @@ import math
 import tomllib
 from typing import Any
 
+from fbbench.analysis import figures
+
 SCHEMA_VERSION = 1  # of the run result document: docs/run-result.md
 
 
@@ -21,22 +23,6 @@ def _workload_description(run: dict[str, Any]) -> str:
         return str(tomllib.loads(text).get("description", ""))
     except tomllib.TOMLDecodeError:
         return ""
-
-
-def _latency_of_intervals(intervals: list[dict[str, Any]]) -> dict[tuple[int, str], dict[str, float]]:
-    """Percentiles of each interval's histogram (via the native core's HDR code)."""
-    try:
-        from fbbench import _core
-    except ImportError:
-        return {}
-    summaries = {}
-    for row in intervals:
-        if row.get("histogram"):
-            summary = _core.histogram_summary([row["histogram"]])
-            summaries[(row["index"], row["unit"])] = {
-                key: summary[f"{key}_us"] / 1000 for key in ("p50", "p95", "p99") if f"{key}_us" in summary
-            } | {"max": summary.get("max_us", 0) / 1000}
-    return summaries
 
 
 def _conf_lines(text: str) -> dict[str, str]:
@@ -72,7 +58,7 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         # defaults), or nothing at all for a server, as firebird_conf_source says.
         conf = _conf_lines(engine.get("firebird_conf_text", ""))
         conf_set = dict(conf) or (settings.get("conf") or {})
-    interval_latency = _latency_of_intervals(run.get("intervals", []))
+    interval_latency = figures.latency_per_interval(run.get("intervals", []))
     intervals = []
     for row in run.get("intervals", []):
         seconds = row["seconds"] or 0
