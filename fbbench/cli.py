@@ -538,12 +538,16 @@ def results_list(
     table.add_column("run", no_wrap=True, min_width=max((len(item["run_id"]) for item in runs), default=3))
     for column in ("started", "status", "workload", "engine", "conn.", "headline", "metrics"):
         table.add_column(column, overflow="fold")
+    # A series id is what compare takes for the repeats of one run --repeat: shown once per series.
+    table.add_column("series (compare takes its id)", overflow="fold")
     for item in runs:
         summary = item["summary"]
+        series = f"{item['series_id']} #{item['repeat_index']}" if item.get("series_id") else ""
         table.add_row(item["run_id"], time.strftime("%Y-%m-%d %H:%M", time.localtime(item["started_at"])),
                       item["status"], item["workload"], item["engine_version"] or item["engine_label"] or "?",
                       str(item["settings"].get("connections", "")), headline_text(summary),
-                      ", ".join(f"{k} {v:,.0f}" for k, v in (summary.get("metrics") or {}).items() if v is not None))
+                      ", ".join(f"{k} {v:,.0f}" for k, v in (summary.get("metrics") or {}).items() if v is not None),
+                      series)
     console.print(table)
 
 

@@ -112,16 +112,6 @@ def _intervals_of(figure: figures.Figure) -> PerInterval:
     return lambda run: _measured(steady.interval_values(run, figure))
 
 
-def _latency_intervals(unit: str, key: str) -> PerInterval:
-    def read(run: Mapping[str, Any]) -> list[tuple[float | None, float]] | None:
-        rows = [row for row in run.get("intervals") or [] if row["unit"] == unit and row["phase"] != "warmup"
-                and (row["seconds"] or 0) > 0]
-        latency = figures.latency_per_interval(rows)
-        found = [((latency.get((row["index"], unit)) or {}).get(key), float(row["seconds"])) for row in rows]
-        return found or None
-    return read
-
-
 def _metric_intervals(name: str, per_minute: bool) -> PerInterval:
     def read(run: Mapping[str, Any]) -> list[tuple[float | None, float]] | None:
         found = engine.metric_per_interval(run.get("engine_samples") or {}, run.get("intervals") or [], name,
@@ -177,10 +167,12 @@ def figure_defs(runs: Sequence[Mapping[str, Any]]) -> list[FigureDef]:
                               _intervals_of(throughput), throughput.value, unit))
     for unit in units:
         for key in ("p50", "p95", "p99"):
+            # No per-interval basis: a percentile of a run is not an average of its intervals'
+            # percentiles, and the batch means of two single runs assume it is.
             defs.append(FigureDef(f"{unit} {key}", "latency", " ms", "lower", False,
                                   lambda run, u=unit, k=key: (((run.get("units") or {}).get(u) or {})
                                                               .get("latency_ms") or {}).get(k),
-                                  _latency_intervals(unit, key), f"{key} latency of {unit}", unit))
+                                  definition=f"{key} latency of {unit}", group=unit))
     for outcome, meaning in (("conflicts", "units ended by an update conflict, per minute"),
                              ("errors", "units ended by an error, per minute")):
         figure = figures.Figure(outcome, outcome, better="lower")
@@ -237,11 +229,15 @@ def _side(subject: Subject, figure: FigureDef) -> tuple[stats.Side | None, list[
     return stats.Side(numbers, label=subject.label), values
 
 
-def _shown_value(values: Sequence[float | None]) -> float | None:
+def _shown_value(values: Sequence[float | None], n_other: int) -> tuple[float | None, str | None]:
+    """The side's figure as its ratio uses it (:func:`stats.center`), and what it is."""
     present = [v for v in values if v is not None and math.isfinite(v)]
     if not present or len(present) != len(values):
-        return None
-    return present[0] if len(present) == 1 else stats.summarize(present).median
+        return None, None
+    if all(v == 0 for v in present):
+        return 0.0, "value" if len(present) == 1 else "all zero"
+    value, kind = stats.center(present, n_other)
+    return (value if math.isfinite(value) else None), kind
 
 
 def _ratio(base: stats.Side | None, other: stats.Side | None) -> stats.Ratio | None:
@@ -368,15 +364,16 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
 def _figure_row(figure: FigureDef, base: Subject, others: Sequence[Subject], names: Mapping[str, str],
                 withheld: bool, verdicts: bool = True) -> dict[str, Any]:
     base_side, base_values = _side(base, figure)
+    base_value, base_centre = _shown_value(base_values, min((len(o.used) for o in others), default=1))
     row: dict[str, Any] = {"name": figure.name, "kind": figure.kind, "unit": figure.unit, "better": figure.better,
                            "rate": figure.rate, "definition": figure.definition, "group": figure.group,
-                           "values": {base.label: _shown_value(base_values)},
+                           "values": {base.label: base_value}, "centres": {base.label: base_centre},
                            "runs": {base.label: base_values},
                            "spread": {base.label: _series_spread(base_values)},
                            "ratios": {}, "verdicts": {}}
     for other in others:
         side, values = _side(other, figure)
-        row["values"][other.label] = _shown_value(values)
+        row["values"][other.label], row["centres"][other.label] = _shown_value(values, len(base.used))
         row["runs"][other.label] = values
         row["spread"][other.label] = _series_spread(values)
         estimate = _ratio(base_side, side)
@@ -412,7 +409,7 @@ def _verdict(headline: Mapping[str, Any] | None, base: Subject, other: Subject, 
                 "text": f"no verdict: {names[other.label]} or {names[base.label]} has no {headline['name']}"}
     text = said["text"]
     if errors and not force:
-        rules = ", ".join(dict.fromkeys(f["rule"] for f in errors))
+        rules = ", ".join(sorted({f["rule"] for f in errors}))
         return {"figure": headline["name"], "resolved": said["resolved"], "withheld": True, "word": None,
                 "text": f"verdict withheld: the comparison is invalid ({rules}): {errors[0]['message']}"
                         + (f"; and {len(errors) - 1} more error(s)" if len(errors) > 1 else "")}

@@ -223,6 +223,20 @@ def ratio_of_series(a: Sequence[float], b: Sequence[float], *, confidence: float
     return Ratio(point, low, high, n_a, n_b, "repeats", method, confidence)
 
 
+def center(values: Sequence[float], n_other: int) -> tuple[float, str]:
+    """The centre of one side that :func:`ratio_of_series` divides, and its name, so that a report
+    shows the two numbers its ratio is of: the median with 5 or more runs on both sides, the
+    geometric mean of a series against 2–4 runs or one run, a single run's value."""
+    array = _clean(values)
+    if array is None or len(array) == 0:
+        return math.nan, "none"
+    if len(array) == 1:
+        return float(array[0]), "value"
+    if min(len(array), n_other) >= MIN_BOOTSTRAP_RUNS:
+        return float(np.median(array)), "median"
+    return float(np.exp(np.log(array).mean())), "geometric mean"
+
+
 def _one_against_series(xa: np.ndarray, xb: np.ndarray, confidence: float) -> Ratio:
     """One run against a series: a prediction interval for a new run of the series' conditions."""
     single_is_b = len(xb) == 1

@@ -50,11 +50,14 @@ def _verdict_cell(verdict: Mapping[str, Any] | None) -> str:
     return f"[{colour}]{word}[/]" if colour else word
 
 
-def condition_rows(document: Mapping[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
-    """(key, values by side, what the row is) for every condition that differs."""
+def condition_rows(document: Mapping[str, Any], *, followers: bool = True) -> list[tuple[str, dict[str, Any], str]]:
+    """(key, values by side, what the row is) for every condition that differs; ``followers``
+    False leaves out the axis rows that follow from it (an engine's ODS and conf defaults)."""
     conditions = document["conditions"]
     rows = []
     for row in conditions["axis"]:
+        if row["follows"] and not followers:
+            continue
         rows.append((row["key"], row["values"], "axis" + (f" (follows {row['follows']})" if row["follows"] else "")))
     rules = {f["evidence"].get("key"): f"{f['rule']} {f['severity']}" for f in document["lint"]
              if f["scope"] == "comparison" and isinstance(f.get("evidence"), dict) and f["evidence"].get("key")}
@@ -111,11 +114,12 @@ def print_comparison(document: Mapping[str, Any], console: Console) -> None:
                       soft_wrap=True)
 
     conditions = document["conditions"]
-    rows = condition_rows(document)
+    rows = condition_rows(document, followers=False)
+    following = [row for row in conditions["axis"] if row["follows"]]
     equal = len(conditions["equal"])
     if rows:
-        console.print(f"conditions: {len(rows)} differ, {equal} equal (folded away; all in the JSON and the HTML "
-                      "report)", highlight=False)
+        console.print(f"conditions: {len(rows) + len(following)} differ, {equal} equal (folded away; all in the JSON "
+                      "and the HTML report)", highlight=False)
         table = Table()
         table.add_column("condition", no_wrap=True)
         for side in sides:
@@ -129,6 +133,11 @@ def print_comparison(document: Mapping[str, Any], console: Console) -> None:
             table.add_row(f"[{style}]{escape(key)}[/]" if style else escape(key), *cells,
                           f"[{colour}]{escape(what)}[/]" if colour else escape(what))
         console.print(table)
+        if following:
+            keys = ", ".join(row["key"] for row in following[:8]) + (", …" if len(following) > 8 else "")
+            factors = ", ".join(dict.fromkeys(row["follows"] for row in following))
+            console.print(f"  and {len(following)} that follow from the axis ({escape(factors)}): {escape(keys)}",
+                          highlight=False, soft_wrap=True)
     else:
         console.print(f"conditions: the same in all {equal} recorded (no axis: the sides repeat each other)")
     for label, within in (conditions.get("series_differences") or {}).items():
@@ -163,9 +172,11 @@ def print_figures(document: Mapping[str, Any], console: Console, engine: bool = 
     base = document["baseline"]
     others = [s["label"] for s in sides if s["label"] != base]
     rows = document["engine"]["figures"] if engine else document["figures"]
-    series = any(s["kind"] == "series" for s in sides)
-    title = ("engine work per unit the load ran (where a difference came from)" if engine
-             else "results" + (" (a series: the median of its runs)" if series else ""))
+    centres = sorted({c for row in rows for label, c in (row.get("centres") or {}).items()
+                      if c in ("median", "geometric mean")})
+    shown = f"a series: the {' or '.join(centres)} of its runs, as the ratio divides it" if centres else ""
+    title = (f"engine work per unit the load ran: where a difference came from{'; ' + shown if shown else ''}"
+             if engine else "results" + (f" ({shown})" if shown else ""))
     table = Table(title=title, title_justify="left")
     table.add_column("figure", no_wrap=True)
     table.add_column("better")

@@ -467,7 +467,8 @@ const fbb = (() => {
 
   /* ratioChart(container, spec): ratios with their 95 % intervals, one row per category (a figure):
      per series a dot at the ratio and a whisker over its interval, and a dashed line at 1 (no
-     change). Categories run down the chart, the ratio across it.
+     change). Categories run down the chart, the ratio across it (on a log scale when the ratios
+     span more than a factor of 4).
      spec = {categories: [...], categoryName, series: [{label, colour, values, lo, hi}], valueLabel,
              digits, height, empty} */
   function ratioChart(container, spec) {
@@ -498,9 +499,13 @@ const fbb = (() => {
         },
       });
     });
-    const all = given.flatMap(s => [...s.values, ...s._lo, ...s._hi]).filter(isNumber);
+    const all = given.flatMap(s => [...s.values, ...s._lo, ...s._hi]).filter(v => isNumber(v) && v > 0);
     const low = Math.min(1, ...all), high = Math.max(1, ...all);
+    // Ratios spanning more than a factor of 4 on a log scale, where 0.5 and 2 lie as far from 1;
+    // narrower ones on a linear scale, whose ticks read better.
+    const log = high / low > 4;
     const pad = (high - low) * 0.08 || 0.02;
+    const range = log ? [low / 1.25, high * 1.25] : [Math.max(0, low - pad), high + pad];
     const height = spec.height || Math.max(150, n * (10 + 12 * k) + 70);
     const px = uPlot.pxRatio;
     const draw = u => {
@@ -549,12 +554,17 @@ const fbb = (() => {
       width: widthOf(container), height,
       scales: {
         x: {time: false, ori: 1, dir: -1, range: () => [-0.5, n - 0.5]},
-        y: {ori: 0, dir: 1, range: () => [Math.max(0, low - pad), high + pad]},
+        y: {ori: 0, dir: 1, distr: log ? 3 : 1, log: 10, range: () => range},
       },
       axes: [
         {...AXIS, grid: {show: false}, ticks: {show: false}, splits: () => x, side: 3, size: axisSize,
          values: (u, splits) => splits.map(v => Number.isInteger(v) ? categories[v] ?? "" : "")},
-        {...AXIS, label: spec.valueLabel, values: tickValues, side: 2, size: 24, labelSize: 18, labelGap: 0, space: 60},
+        {...AXIS, label: spec.valueLabel, side: 2, size: 24, labelSize: 18, labelGap: 0, space: log ? 20 : 60,
+         // A log axis labels 1, 2 and 5 times a power of ten only (its other ticks stay unlabelled).
+         values: log ? (u, splits) => splits.map(v => {
+           const mantissa = v / 10 ** Math.floor(Math.log10(v) + 1e-9);
+           return [1, 2, 5].some(m => Math.abs(mantissa - m) < 1e-6) ? fmt(v) : "";
+         }) : tickValues},
       ],
       series,
       legend: LEGEND,

@@ -36,13 +36,15 @@ fbb.section("conditions", node => {
     .forEach(f => { ruleOf[f.evidence.key] = f; });
   const cell = v => v === null || v === undefined ? {text: "not visible", cls: "dim"} : String(v);
   const rows = [
-    ...(c.axis || []).map(r => ({cls: "axis-row", cells: [r.key, ...sides.map(s => cell(r.values[s.label])),
-      r.follows ? `axis (follows ${r.follows})` : "axis"]})),
+    // The axis itself in bold; what follows from it (an engine's ODS, its conf defaults) plainer.
+    ...(c.axis || []).map(r => ({cls: r.follows ? "axis-follows" : "axis-row",
+      cells: [r.key, ...sides.map(s => cell(r.values[s.label])),
+              {text: r.follows ? `axis (follows ${r.follows})` : "axis", cls: "what"}]})),
     ...(c.differences || []).map(r => {
       const f = ruleOf[r.key];
       const what = f ? el("span", {class: "sev-" + f.severity}, null, `${f.rule} ${f.severity}`)
-                     : (r.follows ? `follows ${r.follows}` : "differs");
-      return {cls: "differs-row", cells: [r.key, ...sides.map(s => cell(r.values[s.label])), what]};
+                     : el("span", {}, null, r.follows ? `follows ${r.follows}` : "differs");
+      return {cls: "differs-row", cells: [r.key, ...sides.map(s => cell(r.values[s.label])), {node: what, cls: "what"}]};
     }),
   ];
   if (!rows.length) {
@@ -127,8 +129,10 @@ fbb.section("results", node => {
   const methods = [...new Set(rows.flatMap(r => others.map(s => r.ratios[s.label]).filter(Boolean)
     .map(r => `over the ${r.basis}: ${r.method}` + (r.basis === "intervals"
       ? " (weaker: the drift between runs is not in it; repeat the runs for a verdict across runs)" : ""))))];
+  const centres = [...new Set(rows.flatMap(r => Object.values(r.centres || {}))
+    .filter(c => c === "median" || c === "geometric mean"))];
   document.getElementById("results-note").textContent =
-    (series ? "A series shows the median of its runs. " : "") +
+    (series && centres.length ? `A series shows the ${centres.join(" or ")} of its runs: the centre its ratio divides. ` : "") +
     `Ratios are against ${nameOf[base]}, with 95 % intervals ${methods.join("; ") || "(none could be computed)"}. ` +
     "A verdict word appears only where the interval excludes no change; the headline's is the comparison's verdict, " +
     "the others are each judged at 95 % (about 1 in 20 resolves by chance alone).";
