@@ -582,7 +582,7 @@ def results_show(
 def compare(
     items: Annotated[list[str], typer.Argument(help="Runs or series: a run id (or unique prefix), a series id "
                                                "(s…), last, or last~N (the N-th run before the latest).",
-                                               show_default=False)],
+                                               show_default=False, metavar="RUN|SERIES")],
     baseline: Annotated[str | None, typer.Option("--baseline", help="The side the others are divided by "
                                                  "(default: the first).")] = None,
     axis: Annotated[list[str] | None, typer.Option("--axis", help="The difference the comparison is about, e.g. "
@@ -596,7 +596,8 @@ def compare(
 ) -> None:
     """Compare runs or series: conditions side by side, every figure as a ratio to the baseline with its
     95 % interval, the engine's work per unit, the credibility lint, and a verdict only where the
-    interval excludes no change.
+    interval excludes no change. Exit code 0 once the comparison is made, valid or not (its JSON says
+    `valid`; `fbbench lint` exits 1 on an error, for CI), 2 for input it cannot compare.
 
     Examples:
 
@@ -635,7 +636,8 @@ LINT_FAILED = 1  # fbbench lint: an error-severity finding (for CI)
 
 @app.command("lint", context_settings={"help_option_names": ["-h", "--help"]})
 def lint_command(
-    items: Annotated[list[str], typer.Argument(help="Runs or series, named as for compare.", show_default=False)],
+    items: Annotated[list[str], typer.Argument(help="Runs or series, named as for compare.", show_default=False,
+                                               metavar="RUN|SERIES")],
     axis: Annotated[list[str] | None, typer.Option("--axis", help="With several: the difference they are meant "
                                                    "to compare (repeatable).")] = None,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write the findings (JSON) here.")] = None,

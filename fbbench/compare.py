@@ -105,4 +105,4 @@ def lint_findings(store: ResultsStore, arguments: Sequence[str],
         raise FbbenchError("which runs? e.g. fbbench lint last, or fbbench lint SERIES_A SERIES_B")
     subjects = resolve(store, arguments)
     records, _, per_run = records_of(subjects)
-    return subjects, lint_all(subjects, records, per_run, axis or None)
+    return subjects, lint_all(subjects, records, per_run, axis or None, exclude_unused=False)

@@ -379,6 +379,9 @@ def test_an_interrupted_run_is_shown_flagged_and_never_judged(lab: Lab, five: tu
     flagged = [f for f in doc["lint"] if f["rule"] == "FB051"]
     assert flagged and all(f["excluded"] for f in flagged) and doc["valid"]
     assert f"not used: {interrupted} interrupted" in " ".join(result.stdout.split())
+    # Linted for itself, an interrupted run is an error (FB051): CI learns it.
+    linted = lab.cli("lint", interrupted)
+    assert linted.returncode == 1 and "FB051 error" in linted.stdout and "the run is interrupted" in linted.stdout
 
 
 def test_bad_input_is_one_line(lab: Lab, five: tuple[str, str]) -> None:

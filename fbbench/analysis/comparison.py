@@ -294,9 +294,12 @@ def axis_labels(subjects: Sequence[Subject], on_axis: Sequence[cond.DiffRow]) ->
 
 
 def lint_all(subjects: Sequence[Subject], records: Mapping[str, cond.Conditions],
-             per_run: Mapping[str, list[cond.Conditions]], axis: Sequence[str] | None) -> list[dict[str, Any]]:
+             per_run: Mapping[str, list[cond.Conditions]], axis: Sequence[str] | None,
+             exclude_unused: bool = True) -> list[dict[str, Any]]:
     """Every finding: the comparison's conditions, each series' uniformity, each run's own lint.
-    A run that is not used (not completed) has its findings marked ``excluded``."""
+    A run that is not used (not completed) has its findings marked ``excluded`` — in a
+    comparison, which leaves it out; ``exclude_unused`` False when the runs are linted for
+    themselves (``fbbench lint``), where a failed run is the finding."""
     found: list[dict[str, Any]] = []
     if len(records) > 1:
         found += [{**f.to_dict(), "scope": "comparison", "side": None, "excluded": False}
@@ -306,8 +309,8 @@ def lint_all(subjects: Sequence[Subject], records: Mapping[str, cond.Conditions]
             found += [{**f.to_dict(), "scope": "series", "side": subject.label, "excluded": False}
                       for f in lint.lint_series(per_run[subject.label], subject.ident)]
         for run in subject.runs:
-            used = run.get("status") == "completed"
-            found += [{**f.to_dict(), "scope": "run", "side": subject.label, "excluded": not used}
+            excluded = exclude_unused and run.get("status") != "completed"
+            found += [{**f.to_dict(), "scope": "run", "side": subject.label, "excluded": excluded}
                       for f in lint.lint_run(run)]
     return _finite(found)
 
