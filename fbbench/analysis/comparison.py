@@ -286,9 +286,14 @@ def axis_labels(subjects: Sequence[Subject], on_axis: Sequence[cond.DiffRow]) ->
     for row in primary:  # one row per factor: engine.version stands for the engine
         if row.factor not in {c.factor for c in chosen}:
             chosen.append(row)
+    def shown(row: cond.DiffRow, value: str) -> str:
+        # An engine's version or a host's name says what it is; a setting's number needs its name.
+        return value if row.factor in ("engine", "host") else f"{row.key.rsplit('.', 1)[-1]} {value}"
+
     labels = {}
     for subject in subjects:
-        values = [str(row.values.get(subject.label)) for row in chosen if row.values.get(subject.label) is not None]
+        values = [shown(row, str(row.values[subject.label])) for row in chosen
+                  if row.values.get(subject.label) is not None]
         labels[subject.label] = f"{subject.label} ({', '.join(values)})" if values else subject.label
     return labels
 
