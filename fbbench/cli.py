@@ -607,6 +607,7 @@ def compare(
     """
     from fbbench.compare import build
     from fbbench.report import compare as shown
+    from fbbench.report.outputs import write_outputs
     from fbbench.store import ResultsStore
 
     store_path = results or paths.default_results()
@@ -615,18 +616,9 @@ def compare(
     shown.print_comparison(document, console)
     target = report or store_path.expanduser().resolve().parent / "reports" / (
         "compare-" + time.strftime("%Y%m%d-%H%M%S") + ".html")
-    problems = []
-    if json_file is not None:
-        try:
-            json_file.expanduser().parent.mkdir(parents=True, exist_ok=True)
-            json_file.expanduser().write_text(json.dumps(document, indent=2, default=str, allow_nan=False))
-            console.print(f"JSON: {json_file.expanduser().resolve()}", highlight=False, soft_wrap=True)
-        except OSError as error:
-            problems.append(f"cannot write the JSON file {json_file}: {error.strerror or error}")
-    try:
-        console.print(f"report: {shown.write(document, target)}", highlight=False, soft_wrap=True)
-    except OSError as error:
-        problems.append(f"cannot write the HTML report {target}: {error.strerror or error}")
+    written, problems = write_outputs(document, json_file, target, write_report=shown.write)
+    for line in written:
+        console.print(line, highlight=False, soft_wrap=True)
     if problems:
         raise FbbenchError("; ".join(problems))
 

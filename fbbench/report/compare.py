@@ -175,8 +175,8 @@ def print_figures(document: Mapping[str, Any], console: Console, engine: bool = 
     centres = sorted({c for row in rows for label, c in (row.get("centres") or {}).items()
                       if c in ("median", "geometric mean")})
     shown = f"a series: the {' or '.join(centres)} of its runs, as the ratio divides it" if centres else ""
-    title = (f"engine work per unit the load ran: where a difference came from{'; ' + shown if shown else ''}"
-             if engine else "results" + (f" ({shown})" if shown else ""))
+    title = ("engine work per unit the load ran (where a difference came from)" if engine
+             else "results" + (f" ({shown})" if shown else ""))
     table = Table(title=title, title_justify="left")
     table.add_column("figure", no_wrap=True)
     table.add_column("better")
@@ -200,16 +200,22 @@ def print_figures(document: Mapping[str, Any], console: Console, engine: bool = 
     console.print(table)
     if engine:
         return
-    methods = {}
+    methods: dict[str, Mapping[str, Any]] = {}
+    without: dict[str, list[str]] = {}
     for row in rows:
         for label in others:
             ratio = row["ratios"].get(label)
-            if ratio:
+            if ratio and ratio.get("low") is not None:
                 methods.setdefault(ratio["method"], ratio)
+            elif ratio:
+                without.setdefault(ratio.get("note") or "", []).append(row["name"])
     for method, ratio in methods.items():
         weaker = (" — weaker: the drift between runs is not in it; repeat the runs (--repeat) for a verdict across "
                   "runs" if ratio["basis"] == "intervals" else "")
         console.print(f"  [dim]95 % CI over the {ratio['basis']}: {escape(method)}{weaker}[/]", highlight=False,
+                      soft_wrap=True)
+    for note, names in without.items():
+        console.print(f"  [dim]no interval for {escape(', '.join(names))}: {escape(note)}[/]", highlight=False,
                       soft_wrap=True)
     for side in sides:
         summary = side.get("summary")
