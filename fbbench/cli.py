@@ -417,7 +417,9 @@ def run(
     settings.user = credentials.user
 
     from fbbench.errors import Interrupted
-    from fbbench.runner.run import RunOutcome, execute_series
+    from fbbench.runner.run import RunOutcome, execute_series, static_findings
+
+    _print_static_lint(static_findings(settings))
 
     def leftovers(removed: list[str]) -> None:
         console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False,
@@ -434,6 +436,22 @@ def run(
     code = next((c for c in codes if c == Interrupted.exit_code), max(codes, default=0))
     if code:
         raise typer.Exit(code)
+
+
+def _print_static_lint(findings: list[Any]) -> None:
+    """The static rules' findings before a run, as warnings: the run goes on (the user may mean it,
+    as the orders workload's variant=flawed does), but the stored run carries them."""
+    from fbbench.report.console import finding_lines
+
+    if not findings:
+        return
+    console.print(f"[yellow]warning:[/] the credibility lint found {len(findings)} problem(s) before the run "
+                  "(it goes on):", highlight=False, soft_wrap=True)
+    for line in finding_lines([{**finding.to_dict(), "severity": "warning"} for finding in findings]):
+        console.print(line, highlight=False, soft_wrap=True)
+    if any(f.severity == "error" for f in findings):
+        console.print("  [yellow]a comparison that uses this run will be refused unless --force[/]",
+                      highlight=False, soft_wrap=True)
 
 
 def _conclude_run(outcome: Any, settings: Any) -> int:
@@ -625,12 +643,16 @@ def results_list(
     table.add_column("run", no_wrap=True, min_width=max((len(item["run_id"]) for item in runs), default=3))
     for column in ("started", "status", "workload", "engine", "conn.", "headline", "metrics"):
         table.add_column(column, overflow="fold")
+    # A series id is what compare takes for the repeats of one run --repeat: shown once per series.
+    table.add_column("series (compare takes its id)", overflow="fold")
     for item in runs:
         summary = item["summary"]
+        series = f"{item['series_id']} #{item['repeat_index']}" if item.get("series_id") else ""
         table.add_row(item["run_id"], time.strftime("%Y-%m-%d %H:%M", time.localtime(item["started_at"])),
                       item["status"], item["workload"], item["engine_version"] or item["engine_label"] or "?",
                       str(item["settings"].get("connections", "")), headline_text(summary),
-                      ", ".join(f"{k} {v:,.0f}" for k, v in (summary.get("metrics") or {}).items() if v is not None))
+                      ", ".join(f"{k} {v:,.0f}" for k, v in (summary.get("metrics") or {}).items() if v is not None),
+                      series)
     console.print(table)
 
 
@@ -659,6 +681,94 @@ def results_show(
         console.print(line, highlight=False, soft_wrap=True)
     if problems:
         raise FbbenchError("; ".join(problems))
+
+
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+def compare(
+    items: Annotated[list[str], typer.Argument(help="Runs or series: a run id (or unique prefix), a series id "
+                                               "(s…), last, or last~N (the N-th run before the latest).",
+                                               show_default=False, metavar="RUN|SERIES")],
+    baseline: Annotated[str | None, typer.Option("--baseline", help="The side the others are divided by "
+                                                 "(default: the first).")] = None,
+    axis: Annotated[list[str] | None, typer.Option("--axis", help="The difference the comparison is about, e.g. "
+                                                   "engine, page_size, conf.DefaultDbCachePages (repeatable).")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write the HTML comparison here (default: next "
+                                                "to the results store).")] = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the comparison (JSON) here.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Compare different workloads, and give the verdict even "
+                                        "when the lint finds errors.")] = False,
+    results: ResultsOption = None,
+) -> None:
+    """Compare runs or series: conditions side by side, every figure as a ratio to the baseline with its
+    95 % interval, the engine's work per unit, the credibility lint, and a verdict only where the
+    interval excludes no change. Exit code 0 once the comparison is made, valid or not (its JSON says
+    `valid`; `fbbench lint` exits 1 on an error, for CI), 2 for input it cannot compare.
+
+    Examples:
+
+    * `fbbench compare S_BASE S_NEW` (two series from run --repeat)
+    * `fbbench compare last~1 last --axis engine --report cmp.html`
+    * `fbbench compare A B C --baseline B --axis conf.DefaultDbCachePages --json cmp.json`
+    """
+    from fbbench.compare import build
+    from fbbench.report import compare as shown
+    from fbbench.report.outputs import write_outputs
+    from fbbench.store import ResultsStore
+
+    store_path = results or paths.default_results()
+    with ResultsStore(store_path, create=False) as store:
+        document = build(store, items, baseline=baseline, axis=axis, force=force)
+    shown.print_comparison(document, console)
+    target = report or store_path.expanduser().resolve().parent / "reports" / (
+        "compare-" + time.strftime("%Y%m%d-%H%M%S") + ".html")
+    written, problems = write_outputs(document, json_file, target, write_report=shown.write)
+    for line in written:
+        console.print(line, highlight=False, soft_wrap=True)
+    if problems:
+        raise FbbenchError("; ".join(problems))
+
+
+LINT_FAILED = 1  # fbbench lint: an error-severity finding (for CI)
+
+
+@app.command("lint", context_settings={"help_option_names": ["-h", "--help"]})
+def lint_command(
+    items: Annotated[list[str], typer.Argument(help="Runs or series, named as for compare.", show_default=False,
+                                               metavar="RUN|SERIES")],
+    axis: Annotated[list[str] | None, typer.Option("--axis", help="With several: the difference they are meant "
+                                                   "to compare (repeatable).")] = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the findings (JSON) here.")] = None,
+    results: ResultsOption = None,
+) -> None:
+    """The credibility lint alone: each run's findings (and, for several runs or series, their
+    comparison's). Exit code 1 when a finding has severity error (for CI), 0 otherwise.
+
+    Examples: `fbbench lint last` · `fbbench lint S_BASE S_NEW --axis engine`
+    """
+    from fbbench.compare import lint_findings
+    from fbbench.report.compare import lint_lines
+    from fbbench.report.console import lint_count
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(results or paths.default_results(), create=False) as store:
+        subjects, findings = lint_findings(store, items, axis)
+    sides = [{"label": s.label, "kind": s.kind, "runs": s.runs} for s in subjects]
+    for subject in subjects:
+        console.print(f"{subject.label} = {escape(subject.describe())}", highlight=False, soft_wrap=True)
+    counted = [f for f in findings if not f["excluded"]]
+    console.print(f"credibility lint: {lint_count(counted)}", highlight=False)
+    for line in lint_lines(findings, sides):
+        console.print(line, highlight=False, soft_wrap=True)
+    if json_file is not None:
+        try:
+            json_file.expanduser().write_text(json.dumps(
+                {"subjects": [{"label": s.label, "kind": s.kind, "id": s.ident, "argument": s.argument,
+                               "runs": [r["run_id"] for r in s.runs]} for s in subjects],
+                 "lint": findings}, indent=2, default=str, allow_nan=False))
+        except OSError as error:
+            raise FbbenchError(f"cannot write the JSON file {json_file}: {error.strerror or error}") from None
+    if any(f["severity"] == "error" for f in counted):
+        raise typer.Exit(LINT_FAILED)
 
 
 @app.callback(invoke_without_command=True)

@@ -142,6 +142,9 @@ class RunSettings:
     repeat: int = 1  # runs of the same conditions, recorded as one series
     interval: float = 10.0
     seed: int | None = None
+    # Whether the user gave the seed (flag or spec): a given seed is a condition of the run, a
+    # drawn one is not (analysis.conditions reads it). Set by the runner, never by a spec.
+    seed_fixed: bool = False
     conf: dict[str, str] = field(default_factory=dict)  # --set Key=Value for firebird.conf
     page_size: int | None = None
     page_buffers: int | None = None
@@ -215,7 +218,7 @@ _KINDS: dict[str, Kind] = {
     "allow_many_connections": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,
 }
-assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins"}
+assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins", "seed_fixed"}
 
 
 def _line_of(text: str, key: str) -> int | None:

@@ -61,6 +61,18 @@ def check_outputs(settings: RunSettings, results: Path) -> None:
         paths.writable_file(results.parent / "reports" / "report.html", "the report directory")
 
 
+def static_findings(settings: RunSettings) -> list[Any]:
+    """The credibility lint's static rules on what the run is about to do (before anything runs):
+    rand()/gen_uuid() reached under read consistency, a tiny page cache, Classic with a large one.
+    A list of :class:`fbbench.analysis.lint.Finding`; an unknown engine version counts as 4.0+."""
+    from fbbench.analysis.lint import lint_workload
+
+    workload = load_workload(settings.workload, settings.scale)
+    engine = parse_engine(settings.engine)
+    major = engine.major if isinstance(engine, EmbeddedEngine | ManagedEngine) else None
+    return lint_workload(workload, major, settings.conf, page_buffers=settings.page_buffers)
+
+
 def new_series_id() -> str:
     return "s" + new_run_id()
 
@@ -99,6 +111,7 @@ def execute(settings: RunSettings, password: str | None = None,
     settings.validate()
     workload = load_workload(settings.workload, settings.scale)  # a broken workload fails before anything runs
     engine = parse_engine(settings.engine)
+    settings.seed_fixed = settings.seed is not None  # given by the user: a condition of the run
     if settings.seed is None:
         settings.seed = secrets.randbits(63)
     if isinstance(engine, ServerEngine) and password is None:

@@ -129,8 +129,13 @@ MIGRATIONS: dict[int, str] = {
     alter table runs add column repeat_index integer;   -- 1-based position in its series
     create index runs_series on runs(series_id);
     """,
-    # 2 → 3: reserved for the audits' sampling intervals (the compare work lands it).
-    3: "",
+    # 2 → 3: an audit's sampling interval (analysis.audits): its value lies in low–high with 95 %
+    # confidence over n trials or units; null where the audit's shape has none.
+    3: """
+    alter table checks add column low real;
+    alter table checks add column high real;
+    alter table checks add column n integer;
+    """,
     # 3 → 4: sweeps — a matrix of run settings with repeats; each cell is a series of its runs.
     4: """
     create table sweeps (
@@ -171,6 +176,18 @@ def _pid_alive(pid: int | None, host: str | None) -> bool:
     except OSError:
         return True  # no /proc: trust kill(0)
     return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
+
+
+def _steps_back(text: str) -> int | None:
+    """``last``/``latest`` → 0, ``last~N`` → N; None for anything else (an id or a prefix)."""
+    name, sep, steps = text.partition("~")
+    if name not in ("last", "latest"):
+        return None
+    if not sep:
+        return 0
+    if not steps.isdigit():
+        raise FbbenchError(f"'{text}': after last~ comes a number of runs back, e.g. last~1")
+    return int(steps)
 
 
 class StoreError(FbbenchError):
@@ -392,10 +409,13 @@ class ResultsStore:
                   f.get("example"), _json(f.get("detail") or {})) for f in findings])
 
     def record_check(self, run_id: str, kind: str, name: str, passed: bool | None, value: float | None,
-                     detail: str) -> None:
+                     detail: str, low: float | None = None, high: float | None = None,
+                     n: int | None = None) -> None:
+        """A check's or an audit's outcome; an audit's sampling interval ``low``–``high`` over ``n``."""
         with self.transaction():
-            self.db.execute("insert or replace into checks values (?, ?, ?, ?, ?, ?)",
-                            (run_id, kind, name, None if passed is None else int(passed), value, detail))
+            self.db.execute("insert or replace into checks (run_id, kind, name, passed, value, detail, low, high, n) "
+                            "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (run_id, kind, name, None if passed is None else int(passed), value, detail, low, high, n))
 
     def finish_run(self, run_id: str, status: str, failure: str | None = None) -> None:
         with self.transaction():
@@ -450,8 +470,16 @@ class ResultsStore:
             "select run_id from runs where series_id = ? order by repeat_index, started_at", (series_id,))]
 
     def resolve_run_id(self, text: str) -> str:
-        if text in ("last", "latest"):
-            row = self.db.execute("select run_id from runs order by started_at desc limit 1").fetchone()
+        """A run id from a unique prefix, ``last`` (or ``latest``) or ``last~N`` (the N-th run before
+        the latest: ``last~1`` is the one before it)."""
+        back = _steps_back(text)
+        if back is not None:
+            row = self.db.execute("select run_id from runs order by started_at desc limit 1 offset ?",
+                                  (back,)).fetchone()
+            if row is None:
+                count = self.db.execute("select count(*) from runs").fetchone()[0]
+                raise FbbenchError(f"no run '{text}' in {self.path}: it holds {count} run(s)",
+                                   hint="fbbench results list shows the runs")
         else:
             matches = self.db.execute("select run_id from runs where run_id like ? order by started_at desc",
                                       (text + "%",)).fetchall()
@@ -461,6 +489,15 @@ class ResultsStore:
         if row is None:
             raise FbbenchError(f"no run '{text}' in {self.path}", hint="fbbench results list shows the runs")
         return str(row[0])
+
+    def resolve_series_id(self, text: str) -> str | None:
+        """The series whose id is ``text`` or starts with it; None when no series matches."""
+        matches = [row[0] for row in self.db.execute(
+            "select series_id from runs where series_id like ? group by series_id order by min(started_at) desc",
+            (text.replace("%", "").replace("_", "") + "%",)) if row[0].startswith(text)]
+        if len(matches) > 1 and text not in matches:
+            raise FbbenchError(f"series id '{text}' is ambiguous: {', '.join(matches[:5])}")
+        return text if text in matches else (matches[0] if matches else None)
 
     def load_run(self, run_id: str) -> dict[str, Any]:
         """Everything stored about one run, as plain data."""
@@ -522,8 +559,10 @@ class ResultsStore:
                 "where run_id = ? order by severity, kind", (run_id,))
         ]
         run["checks"] = [
-            {"kind": k, "name": n, "passed": None if p is None else bool(p), "value": v, "detail": d}
-            for k, n, p, v, d in self.db.execute(
-                "select kind, name, passed, value, detail from checks where run_id = ? order by rowid", (run_id,))
+            {"kind": k, "name": name, "passed": None if p is None else bool(p), "value": v, "detail": d,
+             "low": low, "high": high, "n": n}
+            for k, name, p, v, d, low, high, n in self.db.execute(
+                "select kind, name, passed, value, detail, low, high, n from checks where run_id = ? order by rowid",
+                (run_id,))
         ]
         return run
