@@ -39,8 +39,10 @@ def core_config(dsn: str, **settings: Any) -> dict[str, Any]:
             "password": password, **settings}
 
 
-def run(dsn: str, settings: dict[str, Any], interrupt_after: float | None = None) -> dict[str, Any]:
-    """One load run; with ``interrupt_after``, Ctrl-C arrives (SIGINT to this process) after that many seconds."""
+def run(dsn: str, settings: dict[str, Any], interrupt_after: float | None = None,
+        processes: bool = False) -> dict[str, Any]:
+    """One load run; with ``interrupt_after``, Ctrl-C arrives (SIGINT to this process) after that many seconds.
+    ``processes``: Classic's one process per attachment (the runtime must be ServerMode Classic)."""
     signalled: list[float] = []
 
     def interrupt() -> None:
@@ -54,7 +56,7 @@ def run(dsn: str, settings: dict[str, Any], interrupt_after: float | None = None
         timer.start()
     try:
         result = run_load(core_config(dsn, **settings), on_progress=lambda live: polls.append(live.phase),
-                          poll_seconds=0.2)
+                          poll_seconds=0.2, processes=processes)
     finally:
         if timer:
             timer.cancel()
