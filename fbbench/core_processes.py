@@ -556,10 +556,28 @@ class ProcessRun:
 # ------------------------------------------------------------------------------- the worker side
 
 
-def _peak_rss_bytes() -> int:
-    import resource
+def _proc_kb(path: str, key: str, unit: int = 1024) -> int | None:
+    """A ``Key:  N kB`` line of a /proc file, in bytes."""
+    try:
+        with open(path) as file:
+            for line in file:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * unit
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+def _peak_rss_bytes() -> int | None:
+    # VmHWM, not getrusage's ru_maxrss: that one survives exec and would be the peak of the
+    # process that spawned this one.
+    return _proc_kb("/proc/self/status", "VmHWM")
+
+
+def _pss_bytes() -> int | None:
+    """Proportional set size: this process's share of memory, the pages it shares with the other
+    attachment processes (the engine's code, Python's) divided among them."""
+    return _proc_kb("/proc/self/smaps_rollup", "Pss")
 
 
 def _process_cpu() -> float:
@@ -600,11 +618,14 @@ def worker_main() -> int:
     emit({"started": os.getpid()})
     threading.Thread(target=commands, name="fbbench-commands", daemon=True).start()
     sent = 0
+    peak_pss = threads = 0
     while True:
         done = run.wait(STREAM_SECONDS)
         for interval in json.loads(run.intervals(sent)):
             emit({"interval": interval})
             sent += 1
+            peak_pss = max(peak_pss, _pss_bytes() or 0)  # once per interval, while attached
+            threads = max(threads, _proc_kb("/proc/self/status", "Threads", unit=1) or 0)
         live = json.loads(run.poll())
         live.pop("last_interval", None)
         emit({"live": live})
@@ -612,6 +633,7 @@ def worker_main() -> int:
             break
     result = json.loads(run.result())
     emit({"result": result, "process": {"pid": os.getpid(), "peak_rss_bytes": _peak_rss_bytes(),
+                                        "peak_pss_bytes": peak_pss or None, "threads": threads or None,
                                         "cpu_seconds": _process_cpu()}})
     sys.stderr.flush()
     if result.get("abandoned"):
