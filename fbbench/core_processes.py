@@ -587,6 +587,10 @@ def _process_cpu() -> float:
 
 def worker_main() -> int:
     """One attachment of a Classic run, in a process of its own (see the module's docstring)."""
+    import faulthandler
+
+    # A crash inside the engine leaves its traceback in the stderr tail the parent reports.
+    faulthandler.enable()
     first = json.loads(sys.stdin.readline())
     for entry in reversed(first.get("sys_path", [])):
         if entry not in sys.path:
@@ -632,6 +636,11 @@ def worker_main() -> int:
         if done:
             break
     result = json.loads(run.result())
+    if os.environ.get("FBBENCH_TEST_HOLD_RESULT") == str(first["config"]["attachment_index"]):
+        # Test seam: a process stuck at its end (exit handlers waiting on a thread inside the
+        # engine, say), which only the parent's watchdog ends. Its attachment is detached.
+        while True:
+            time.sleep(60)
     emit({"result": result, "process": {"pid": os.getpid(), "peak_rss_bytes": _peak_rss_bytes(),
                                         "peak_pss_bytes": peak_pss or None, "threads": threads or None,
                                         "cpu_seconds": _process_cpu()}})

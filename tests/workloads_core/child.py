@@ -87,3 +87,40 @@ def query(dsn: str, sql: str) -> list[list[Any]]:
         rows = [list(row) for row in cursor.fetchall()]
         connection.commit()
         return rows
+
+
+def worker_processes() -> list[int]:
+    """This process's Classic attachment processes (fbbench.core_processes workers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and b"core_processes" in command:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def run_signalling_a_worker(dsn: str, settings: dict[str, Any], after: float, signum: int) -> dict[str, Any]:
+    """A Classic run (processes) during which one attachment process gets ``signum`` after ``after`` s."""
+    signalled: list[int] = []
+
+    def send() -> None:
+        workers = worker_processes()
+        if workers:
+            signalled.append(workers[-1])
+            os.kill(workers[-1], signum)
+
+    timer = threading.Timer(after, send)
+    timer.start()
+    try:
+        document = run(dsn, settings, processes=True)
+    finally:
+        timer.cancel()
+    document["_test"]["signalled"] = signalled
+    document["_test"]["left"] = worker_processes()
+    return document
