@@ -29,7 +29,10 @@ How it works:
 - **merge**: intervals merge by index, totals by unit, exactly (``_core.merge_results``: counts
   add, HDR histograms merge, errors by code add); live counters add up, and the last interval
   shown is the latest one every worker has closed (``_core.merge_intervals``). Boundaries are
-  reported as the first worker passes them (they are the same moment in every process);
+  reported by this process's own clock at the timeline's interval ends, the moments every worker
+  closes its intervals at (an observer reads right then, as in a threaded run, not after the
+  workers' messages came in — by then they may have detached); one that ends the run early (a
+  stop, the end of fixed work) as the first worker reports it;
 - **fixed work** (``transactions``): each worker does its attachment's units; the run ends when
   all are done, and the last interval lasts as long as the longest process's;
 - **stop and failure**: ``stop`` (Ctrl-C, SIGTERM) is sent to every worker; a worker whose run
@@ -48,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import selectors
 import signal
@@ -373,10 +377,36 @@ class ProcessRun:
             return None
         return self._zero_mono + float(self.config.get("warmup_seconds") or 0.0) + float(self.config["measure_seconds"])
 
+    def _interval_end(self, index: int) -> float:
+        """Offset from the zero at which interval ``index`` ends (the core's Timeline.bounds)."""
+        interval = float(self.config.get("interval_seconds") or 10.0)
+        warmup = float(self.config.get("warmup_seconds") or 0.0)
+        warmup_intervals = math.ceil(warmup / interval) if warmup > 0 else 0
+        if index < warmup_intervals:
+            return min((index + 1) * interval, warmup)
+        end = warmup + (index - warmup_intervals + 1) * interval
+        measure = self.config.get("measure_seconds")
+        return end if measure is None or self.config.get("transactions") is not None else min(end, warmup + measure)
+
+    def _pass_planned_boundaries(self) -> float | None:
+        """Boundaries whose planned moment has come; the next one's time.monotonic()."""
+        assert self._zero_mono is not None and self._zero_wall is not None
+        while True:
+            index = self._boundaries - 1  # the interval the next boundary ends
+            offset = self._interval_end(index)
+            if index > 0 and offset <= self._interval_end(index - 1):
+                return None  # past the last interval of a timed run
+            if self._zero_mono + offset > time.monotonic():
+                return self._zero_mono + offset
+            self._boundaries += 1
+            self._boundary_at = self._zero_wall + offset
+            self._cond.notify_all()
+
     def _until_counting_ends(self) -> None:
         end = self._planned_end()
         with self._cond:
             while True:
+                upcoming = self._pass_planned_boundaries() if self._zero_mono is not None else None
                 for worker in self._workers:
                     if worker.eof and worker.result is None and not worker.killed and not self._crashed(worker):
                         self._fail_locked(self._crash_message(worker, "during the run"))
@@ -384,7 +414,8 @@ class ProcessRun:
                     break
                 if end is not None and time.monotonic() >= end:
                     break
-                self._cond.wait(0.1 if end is None else min(max(end - time.monotonic(), 0.001), 0.1))
+                wake = min(t for t in (end, upcoming, time.monotonic() + 0.1) if t is not None)
+                self._cond.wait(max(wake - time.monotonic(), 0.0005))
             self._ended = time.monotonic()
 
     @staticmethod
@@ -623,16 +654,21 @@ def worker_main() -> int:
     threading.Thread(target=commands, name="fbbench-commands", daemon=True).start()
     sent = 0
     peak_pss = threads = 0
+    seen = 0
+    next_live = time.monotonic()
     while True:
-        done = run.wait(STREAM_SECONDS)
+        # Wakes at each boundary, so that a closed interval goes out at once.
+        seen, done, _at = run.wait_boundary(seen, max(next_live - time.monotonic(), 0.0))
         for interval in json.loads(run.intervals(sent)):
             emit({"interval": interval})
             sent += 1
             peak_pss = max(peak_pss, _pss_bytes() or 0)  # once per interval, while attached
             threads = max(threads, _proc_kb("/proc/self/status", "Threads", unit=1) or 0)
-        live = json.loads(run.poll())
-        live.pop("last_interval", None)
-        emit({"live": live})
+        if done or time.monotonic() >= next_live:
+            live = json.loads(run.poll())
+            live.pop("last_interval", None)
+            emit({"live": live})
+            next_live = time.monotonic() + STREAM_SECONDS
         if done:
             break
     result = json.loads(run.result())

@@ -56,59 +56,16 @@ def engine_facts(dsn: str, runtime: Runtime) -> dict[str, Any]:
     return facts
 
 
-ARCHITECTURE_NAMES = {"super": "SuperServer", "superclassic": "SuperClassic", "classic": "Classic"}
-
-
 def architecture_reading(dsn: str, exclude: set[int]) -> dict[str, Any]:
-    """Which architecture the engine really runs, from what it shows while the load runs.
+    """The architecture the engine runs (fbbench.observe.architecture), through an attachment of
+    its own: for a run without a sampler."""
+    from fbbench.observe import architecture
 
-    MON$ATTACHMENTS gives the server process of every attachment (MON$SERVER_PID): the threads of
-    SuperServer and SuperClassic share the process of this reading's own attachment, while in
-    Classic every attachment has a process of its own (embedded: the core's worker processes; a
-    server: one forked per connection). The database row of MON$MEMORY_USAGE is the shared
-    database pool (page cache included), non-zero only in SuperServer. The load's attachments are
-    the user attachments other than this reading's and ``exclude`` (the sampler's).
-    """
-    with driver.connect(dsn) as connection, connection.cursor() as cursor:
-        cursor.execute("select a.mon$attachment_id, a.mon$server_pid, coalesce(a.mon$system_flag, 0), "
-                       "current_connection from mon$attachments a")
-        rows = cursor.fetchall()
-        cursor.execute("select m.mon$memory_used from mon$database d "
-                       "join mon$memory_usage m on m.mon$stat_id = d.mon$stat_id")
-        pool = int(cursor.fetchone()[0] or 0)
+    with driver.connect(dsn) as connection:
+        with connection.cursor() as cursor:
+            reading = architecture.read(cursor, exclude)
         connection.commit()
-    own = next((attachment for attachment, _pid, _system, me in rows if attachment == me), None)
-    own_pid = next((pid for attachment, pid, _system, _me in rows if attachment == own), None)
-    load = [pid for attachment, pid, system, _me in rows
-            if not system and attachment != own and attachment not in exclude]
-    distinct = set(load)
-    if not load:
-        seen = None
-    elif pool > 0:
-        seen = "super" if distinct <= {own_pid} else "unknown"
-    elif len(distinct) == len(load) and own_pid not in distinct:
-        seen = "classic"
-    elif distinct == {own_pid}:
-        seen = "superclassic"
-    else:
-        seen = "unknown"
-    return {"architecture": seen, "attachments": len(load), "server_processes": len(distinct),
-            "shares_process_with_observer": own_pid in distinct, "database_pool_bytes": pool,
-            "taken_at": time.time(), "source": "MON$ATTACHMENTS.MON$SERVER_PID, MON$MEMORY_USAGE"}
-
-
-def architecture_mismatch(requested: str | None, verified: dict[str, Any] | None) -> str | None:
-    """The failure when the engine ran another architecture than the one asked for."""
-    if not requested or not verified or verified.get("architecture") is None:
-        return None
-    seen = verified["architecture"]
-    if seen == requested:
-        return None
-    what = ARCHITECTURE_NAMES.get(seen, "an architecture fbbench cannot tell")
-    return (f"the engine ran {what}, not the requested {ARCHITECTURE_NAMES[requested]}: "
-            f"{verified['attachments']} attachment(s) in {verified['server_processes']} server process(es)"
-            f"{' shared with the observer' if verified['shares_process_with_observer'] else ''}, "
-            f"shared database pool {verified['database_pool_bytes']:,} bytes")
+    return reading
 
 
 def sweep(services_host: str, database: str) -> float:

@@ -53,32 +53,45 @@ class Measured:
 
 
 class _ArchitectureCheck:
-    """Reads the architecture the engine runs once, at the first measured boundary, on a thread of
-    its own (never in the way of the boundary watcher). Under a ramp-up not every attachment may
-    be there yet: it reads again at the next boundaries until it has seen them all."""
+    """Reads the architecture the engine runs (fbbench.observe.architecture) from the first
+    measured boundary on: within the sampler's reading at that boundary when there is a sampler,
+    else through an attachment of its own, on a thread of its own (never in the way of the
+    boundary watcher). Under a ramp-up not every attachment may be there yet: it reads again at
+    the next boundaries until it has seen them all."""
 
-    def __init__(self, dsn: str, connections: int, first_boundary: int, exclude: Any) -> None:
-        self.dsn, self.connections, self.first_boundary, self.exclude = dsn, connections, first_boundary, exclude
+    def __init__(self, dsn: str, connections: int, first_boundary: int, sampler: SamplerThread | None) -> None:
+        self.dsn, self.connections, self.first_boundary, self.sampler = dsn, connections, first_boundary, sampler
         self.reading: dict[str, Any] | None = None
+        self._asked = False
         self._thread: threading.Thread | None = None
 
     def boundary(self, boundary: int) -> None:
-        if boundary < self.first_boundary or (self._thread is not None and self._thread.is_alive()):
+        """Called before the sampler hears of the boundary, so that its reading answers."""
+        if boundary < self.first_boundary:
             return
-        if self.reading is not None and self.reading.get("attachments", 0) >= self.connections:
+        if self.sampler is not None:
+            if not self._asked:
+                self._asked = True
+                self.sampler.sampler.architecture_wanted = self.connections
+            return
+        if (self._thread is not None and self._thread.is_alive()) or \
+                (self.reading is not None and self.reading.get("attachments", 0) >= self.connections):
             return
         self._thread = threading.Thread(target=self._read, name="fbbench-architecture", daemon=True)
         self._thread.start()
 
     def _read(self) -> None:
         try:
-            reading = facts.architecture_reading(self.dsn, self.exclude())
+            reading = facts.architecture_reading(self.dsn, set())
         except Exception as error:  # evidence missing is recorded, not a reason to lose the run
             reading = {"architecture": None, "error": f"{type(error).__name__}: {error}".strip()}
         if self.reading is None or reading.get("architecture") is not None:
             self.reading = reading
 
     def result(self, timeout: float) -> dict[str, Any] | None:
+        """After the run (and after the sampler was closed)."""
+        if self.sampler is not None:
+            return self.sampler.sampler.architecture
         if self._thread is not None:
             self._thread.join(timeout)
         return self.reading
@@ -141,10 +154,7 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
         at_end = {m.name: m.sql for m in workload.metrics if m.every == "end"}
         thread = SamplerThread(Sampler(dsn, tables, monitor=monitor, metrics=every, end_metrics=at_end))
         thread.wait_ready(30)
-    sampler = thread
-    architecture = _ArchitectureCheck(
-        dsn, config["connections"], warmup_intervals + 1,
-        lambda: {sampler.sampler.attachment_id} if sampler is not None else set())
+    architecture = _ArchitectureCheck(dsn, config["connections"], warmup_intervals + 1, thread)
 
     def on_boundary(boundary: int, at: float, last: bool) -> None:
         """Straight from the core at each boundary: the sampler reads right then."""

@@ -25,7 +25,7 @@ from fbbench.database import driver
 from fbbench.engines import current_runtime
 from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.observe import firebird_log, gstat
+from fbbench.observe import architecture, firebird_log, gstat
 from fbbench.observe.firebird_log import LogWatch
 from fbbench.runner.engine import facts, measure, population, workload_sql
 from fbbench.runner.engine.core_config import core_config
@@ -114,7 +114,7 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
             if processes:
                 engine["attachment_processes"] = result.get("worker_processes")
             store.update_run(run_id, engine=engine)
-            mismatch = facts.architecture_mismatch(settings.get("architecture"), measured.architecture)
+            mismatch = architecture.mismatch(settings.get("architecture"), measured.architecture)
             if mismatch and result["status"] == "completed":
                 result["status"], result["failure"] = "failed", mismatch
         _store_result(store, run_id, result)
