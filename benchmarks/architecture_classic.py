@@ -142,7 +142,8 @@ def main() -> None:
             print(f"\n{connections} attachments")
             for mode in MODES:
                 values = ", ".join(f"{v:,.0f}" for v in figures[mode])
-                print(f"  {MODES[mode]:>12}: ops/s {values}; attachment CPU {sum(cpu[mode]) / len(cpu[mode]):.1f} µs/op")
+                per_op = sum(cpu[mode]) / len(cpu[mode])
+                print(f"  {MODES[mode]:>12}: ops/s {values}; attachment CPU {per_op:.1f} µs/op")
             interval = (f"95 % interval {ratio.low:.3f}–{ratio.high:.3f}" if math.isfinite(ratio.low)
                         else "no interval (too few pairs)")
             print(f"  Classic / SuperClassic: {ratio.ratio:.3f} ({interval}; {ratio.method})")
