@@ -126,9 +126,6 @@ def thread_limit() -> tuple[float, str]:
     threads_max = _read("/proc/sys/kernel/threads-max").strip()
     if threads_max.isdigit():
         candidates.append((int(threads_max), "the kernel's threads-max"))
-    kernel_pids = _read("/proc/sys/kernel/pid_max").strip()
-    if kernel_pids.isdigit():
-        candidates.append((int(kernel_pids), "the kernel's pid_max"))
     pid_max = _read("/sys/fs/cgroup/pids.max").strip()
     if pid_max.isdigit():
         candidates.append((int(pid_max), "the container's task limit (cgroup pids.max)"))
