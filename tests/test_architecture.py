@@ -221,3 +221,18 @@ def test_classic_checks_memory_and_the_process_limit(monkeypatch: pytest.MonkeyP
         limits.check(100, "Firebird 5.0 embedded", "5.0", classic, None, None)
     assert "at most about 58 attachments" in (error.value.hint or "")
     limits.check(100, "a server", None, classic, None, None)  # an external server's processes are its own
+
+
+def test_conditions_compare_the_architecture_that_ran() -> None:
+    """What a comparison diffs: the verified architecture, one spelling whatever ServerMode said."""
+    from fbbench.analysis import conditions
+
+    def run(mode: str, verified: str | None) -> dict[str, Any]:
+        return {"run_id": "r1", "settings": {"engine": "5.0", "connections": 2},
+                "engine": {"server_mode": mode, "engine_version": "5.0.4",
+                           "architecture_verified": {"architecture": verified} if verified else None},
+                "database": {"before": {}}, "host": {}}
+
+    assert conditions.record(run("ThreadedShared", "superclassic"))["architecture"] == "SuperClassic"
+    assert conditions.record(run("Classic", "classic"))["architecture"] == "Classic"
+    assert conditions.record(run("Super", None))["architecture"] == "Super"  # a run from before verification
