@@ -236,3 +236,25 @@ def test_conditions_compare_the_architecture_that_ran() -> None:
     assert conditions.record(run("ThreadedShared", "superclassic"))["architecture"] == "SuperClassic"
     assert conditions.record(run("Classic", "classic"))["architecture"] == "Classic"
     assert conditions.record(run("Super", None))["architecture"] == "Super"  # a run from before verification
+
+
+def test_what_the_monitoring_tables_say_and_a_mismatch() -> None:
+    """observe.architecture's judgement of MON$ATTACHMENTS rows (id, server pid, system flag,
+    current_connection) and the shared pool; a run fails with the mismatch's text."""
+    from fbbench.observe import architecture
+
+    system = [(1, 10, 1, 9), (2, 10, 1, 9)]  # the engine's own attachments (cache writer, GC)
+    observer = (9, 10, 0, 9)
+    threads = [*system, observer, (20, 10, 0, 9), (21, 10, 0, 9)]
+    assert architecture.judge(threads, 5_000_000, set())["architecture"] == "super"
+    assert architecture.judge(threads, 0, set())["architecture"] == "superclassic"
+    forks = [(9, 30, 0, 9), (20, 31, 0, 9), (21, 32, 0, 9), (22, 33, 0, 9)]
+    seen = architecture.judge(forks, 0, {22})  # 22: another observer of ours, not the load's
+    assert (seen["architecture"], seen["attachments"], seen["server_processes"]) == ("classic", 2, 2)
+    assert architecture.judge([(9, 30, 0, 9), (20, 31, 0, 9), (21, 31, 0, 9)], 0, set())["architecture"] == "unknown"
+    assert architecture.judge([observer], 0, set())["architecture"] is None  # no load attachment to judge
+    assert architecture.mismatch("classic", seen) is None
+    failure = architecture.mismatch("classic", architecture.judge(threads, 0, set()))
+    assert failure == ("the engine ran SuperClassic, not the requested Classic: 2 attachment(s) in 1 server "
+                       "process(es) shared with the observer, shared database pool 0 bytes")
+    assert architecture.mismatch("super", None) is None and architecture.mismatch(None, seen) is None
