@@ -127,3 +127,20 @@ def test_an_attachment_process_that_does_not_return_is_killed_and_named(tmp_path
     assert len([i for i in result["intervals"] if i["phase"] == "measure"]) == 3
     assert_merged_exactly(result)
     assert bound < result["_test"]["seconds"] < bound + 6
+
+
+def test_ramp_up_and_target_rate_span_the_processes(tmp_path: Path) -> None:
+    """Under a ramp-up the go comes first and attachment k connects at its slot of one ramp;
+    a target rate is shared out, so the processes together arrive at the run's rate."""
+    classic = target(tmp_path, "Classic", "ramp")
+    settings = {"connections": 2, "connect_rate": 2.0, "warmup_seconds": 1.0, "measure_seconds": 2.0,
+                "interval_seconds": 0.5, "target_rate": 200.0, "seed": 8, "units": SELECT}
+    result = run_processes(classic, settings)
+    assert result["status"] == "completed", result["failure"]
+    ok = result["units"]["select"]["ok"]
+    assert 200 * 2.0 * 0.8 < ok < 200 * 2.0 * 1.2, ok  # open loop: the rate, not the machine's speed
+    assert all(a["units"] > 0 for a in result["attachments"])
+    # Attachment 2 connected half a second into the ramp: its first units come after that.
+    first = result["intervals"][0]["units"]["select"]["ok"]
+    assert 0 < first < 200 * 0.5 * 0.8, first
+    assert_merged_exactly(result)
