@@ -343,10 +343,12 @@ class ProcessRun:
         with self._cond:
             # The start barrier: every worker connected and holding (under a ramp: started).
             while not self._halting:
-                if any(w.eof or w.result is not None for w in self._workers):
-                    gone = next(w for w in self._workers if w.eof or w.result is not None)
-                    if gone.result is None:
-                        self._fail_locked(self._crash_message(gone, "before it was ready"))
+                gone = next((w for w in self._workers if w.eof or w.result is not None), None)
+                if gone is not None and not self._stop_requested:
+                    # A run with an attachment short is not the run asked for: none starts.
+                    self._fail_locked(None if gone.result is not None and gone.result.get("status") == "failed"
+                                      else self._crash_message(gone, "before it was ready") if gone.result is None
+                                      else f"attachment {gone.index}: its process ended before the start")
                     break
                 if self._workers and all(w.started if ramp else w.ready for w in self._workers):
                     break

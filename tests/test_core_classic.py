@@ -144,3 +144,15 @@ def test_ramp_up_and_target_rate_span_the_processes(tmp_path: Path) -> None:
     first = result["intervals"][0]["units"]["select"]["ok"]
     assert 0 < first < 200 * 0.5 * 0.8, first
     assert_merged_exactly(result)
+
+
+def test_an_attach_refused_in_a_process_fails_the_run_at_once(tmp_path: Path) -> None:
+    classic = target(tmp_path, "Classic", "refused")
+    missing = str(tmp_path / "no-such.fdb")
+    result = classic.call("run", missing, {"connections": 2, "measure_seconds": 30.0, "units": SELECT}, None, True)
+    assert result["status"] == "failed"
+    assert result["failure"].startswith("attachment "), result["failure"]
+    assert "no-such.fdb" in result["failure"]
+    assert result["intervals"] == [] and result["measured_seconds"] == 0
+    assert result["_test"]["seconds"] < 10
+    assert all(w["returncode"] == 0 for w in result["worker_processes"])  # each ended on its own
