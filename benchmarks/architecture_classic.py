@@ -23,6 +23,14 @@ metadata cache — none of it per operation. A ratio clearly below 1 would point
 manager's cross-process signalling (blocking ASTs are delivered by a thread of the owning
 process in Classic) or at the per-process memory pressure of N engines on a small machine.
 
+Seen on this project's 2-core VM while other work ran (6 pairs of 2 s, not the figures to quote):
+2 attachments 1.027 (0.895–1.104): no difference; 4 attachments 0.917 (0.800–1.061): not resolved,
+with 14 % more attachment CPU per operation in Classic (121 vs 106 µs). With 4 attachments on 2
+cores both architectures do half the operations per second of 2 attachments: the attachments
+then contend for the lock table's mutex, and between processes that costs futex wake-ups and
+context switches that threads of one process partly avoid — the first suspect if a quiet
+machine confirms a ratio below 1 once attachments outnumber cores.
+
     .venv/bin/python benchmarks/architecture_classic.py [--repeats 6] [--seconds 5] [--warmup 1]
                                                         [--connections 2 4]
 """
