@@ -16,12 +16,17 @@ from fbbench.store import ResultsStore  # noqa: E402
 
 
 def run_tpcc(home: Path, name: str, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``fbbench run tpcc ARGS`` with FBBENCH_HOME=``home``: the run's JSON and its results-store record.
+    """``fbbench run tpcc ARGS`` with FBBENCH_HOME=``home``: the run's JSON and its results-store record."""
+    return run_workload(home, name, "tpcc", *args)
+
+
+def run_workload(home: Path, name: str, workload: str, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``fbbench run WORKLOAD ARGS`` with FBBENCH_HOME=``home``: the run's JSON and its results-store record.
 
     Exits the script with fbbench's output when the run fails.
     """
     result_file = home / f"{name}.json"
-    command = [sys.executable, "-m", "fbbench", "run", "tpcc", *args,
+    command = [sys.executable, "-m", "fbbench", "run", workload, *args,
                "--json", str(result_file), "--report", str(home / f"{name}.html")]
     completed = subprocess.run(command, capture_output=True, text=True, cwd=HERE.parent,
                                env={**os.environ, "FBBENCH_HOME": str(home), "COLUMNS": "120"})

@@ -366,6 +366,8 @@ def run(
                                              "interval, no gstat); DB-side metrics are still read.")] = False,
     fresh: Annotated[bool, typer.Option("--fresh", help="Rebuild the populated database instead of copying "
                                         "the cached one.")] = False,
+    grow: Annotated[str | None, typer.Option("--grow", help="Scale parameter (e.g. warehouses): extend the "
+                                             "largest cached smaller population instead of building anew.")] = None,
     load_connections: Annotated[int | None, typer.Option("--load-connections", help="Attachments for "
                                                          "population (default: CPU count).")] = None,
     rate: Annotated[float | None, typer.Option("--rate", help="Target units/s in total (open loop; latency "
@@ -406,7 +408,7 @@ def run(
         "seed": seed, "repeat": repeat, "page_size": page_size, "page_buffers": page_buffers,
         "architecture": architecture,
         "forced_writes": _on_off(forced_writes),
-        "load_connections": load_connections, "target_rate": rate, "connect_rate": connect_rate,
+        "load_connections": load_connections, "grow": grow, "target_rate": rate, "connect_rate": connect_rate,
         "workdir": str(workdir) if workdir else None, "results": str(results) if results else None,
         "json": str(json_file) if json_file else None, "report": str(report) if report else None, "user": user,
         "warmup": warmup, "duration": duration, "interval": interval, "tags": tag,
@@ -421,7 +423,9 @@ def run(
     settings.user = credentials.user
 
     from fbbench.errors import Interrupted
-    from fbbench.runner.run import RunOutcome, execute_series
+    from fbbench.runner.run import RunOutcome, execute_series, static_findings
+
+    _print_static_lint(static_findings(settings))
 
     def leftovers(removed: list[str]) -> None:
         console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False,
@@ -438,6 +442,22 @@ def run(
     code = next((c for c in codes if c == Interrupted.exit_code), max(codes, default=0))
     if code:
         raise typer.Exit(code)
+
+
+def _print_static_lint(findings: list[Any]) -> None:
+    """The static rules' findings before a run, as warnings: the run goes on (the user may mean it,
+    as the orders workload's variant=flawed does), but the stored run carries them."""
+    from fbbench.report.console import finding_lines
+
+    if not findings:
+        return
+    console.print(f"[yellow]warning:[/] the credibility lint found {len(findings)} problem(s) before the run "
+                  "(it goes on):", highlight=False, soft_wrap=True)
+    for line in finding_lines([{**finding.to_dict(), "severity": "warning"} for finding in findings]):
+        console.print(line, highlight=False, soft_wrap=True)
+    if any(f.severity == "error" for f in findings):
+        console.print("  [yellow]a comparison that uses this run will be refused unless --force[/]",
+                      highlight=False, soft_wrap=True)
 
 
 def _conclude_run(outcome: Any, settings: Any) -> int:
@@ -508,6 +528,109 @@ def headline_text(summary: dict[str, Any]) -> str:
     return text(summary.get("headline"), summary.get("measured_seconds"))
 
 
+@app.command()
+def sweep(
+    spec: Annotated[Path | None, typer.Argument(help="Sweep spec (TOML): run settings and a [matrix] of axes.")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="Finish a sweep that was interrupted or killed "
+                                               "(its id, a prefix, or 'last'): only the missing runs.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells, the populations they need and the "
+                                          "estimated time; run nothing.")] = False,
+    results: ResultsOption = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the sweep document (JSON) here.")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write the sweep's HTML report here (default: "
+                                                "next to the results store).")] = None,
+    password_file: PasswordFileOption = None,
+) -> None:
+    """Run a matrix of run settings with repeats: one series per cell, repeats interleaved across cells.
+
+    Examples:
+
+    * `fbbench sweep architectures.toml --dry-run`
+    * `fbbench sweep architectures.toml --report sweep.html`
+    * `fbbench sweep --resume last`
+    """
+    from fbbench.report.outputs import write_outputs
+    from fbbench.store import ResultsStore
+    from fbbench.sweep import report as sweep_report
+    from fbbench.sweep import run as sweep_run
+    from fbbench.sweep.spec import read_sweep
+
+    if (spec is None) == (resume is None):
+        raise FbbenchError("give a sweep spec file, or --resume SWEEP (not both)",
+                           hint="e.g. fbbench sweep sweep.toml, or fbbench sweep --resume last")
+    store_path = (results or paths.default_results()).expanduser().resolve()
+    if resume is not None:
+        sweep_id, parsed = sweep_run.resume_spec(store_path, resume)
+    else:
+        assert spec is not None
+        parsed = read_sweep(spec)
+    if results is not None:
+        parsed.base["results"] = str(store_path)
+    base = parsed.settings_for(parsed.cells[0])
+    store_path = Path(base.results or paths.default_results()).expanduser().resolve()
+    credentials = _credentials(base.user, password_file)
+    if dry_run:
+        done: set[tuple[int, int]] = set()
+        if resume is not None:
+            with ResultsStore(store_path, create=False) as store:
+                done = sweep_run.done_steps(store.load_sweep(sweep_id))
+        store = ResultsStore(store_path, create=False) if store_path.exists() else None
+        try:
+            for line in sweep_run.plan_text(parsed, sweep_run.steps(parsed, done), store):
+                console.print(escape(line), highlight=False)
+        finally:
+            if store is not None:
+                store.close()
+        return
+    from fbbench.runner.run import check_outputs
+
+    check_outputs(base, store_path)
+    if json_file is not None:
+        paths.writable_file(json_file, "--json")
+    if report is not None:
+        paths.writable_file(report, "--report")
+
+    def on_step(step: Any, position: int, total: int, elapsed: float, eta: float) -> None:
+        console.print(f"[bold]sweep: run {position} of {total}[/] — cell {step.cell.index} of {len(parsed.cells)} "
+                      f"({escape(step.cell.label)}), repeat {step.repeat} of {parsed.repeats}; elapsed "
+                      f"{sweep_run.duration_text(elapsed)}, about {sweep_run.duration_text(eta)} left", highlight=False)
+
+    def on_run(step: Any, outcome: Any) -> None:
+        from fbbench.report.console import headline_text
+
+        with ResultsStore(outcome.results, create=False) as store:
+            summary = store.load_run(outcome.run_id).get("summary") or {}
+        figure = headline_text(summary.get("headline"), summary.get("measured_seconds"))
+        console.print(f"  run {outcome.run_id}: {outcome.status}; {escape(figure)}"
+                      + (f" — {escape(outcome.failure)}" if outcome.failure and outcome.status != "completed" else ""),
+                      highlight=False)
+
+    def leftovers(removed: list[str]) -> None:
+        console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False, soft_wrap=True)
+
+    outcome = sweep_run.execute_sweep(parsed, credentials.password, resume=resume, on_step=on_step, on_run=on_run,
+                                      on_leftovers=leftovers)
+    with ResultsStore(outcome.results, create=False) as store:
+        document = sweep_report.sweep_document(store, outcome.sweep_id)
+    sweep_report.print_sweep(document, console)
+    target = report or outcome.results.parent / "reports" / f"{outcome.sweep_id}.html"
+    written, problems = write_outputs(document, json_file, None)
+    try:
+        written.append(f"report: {sweep_report.write_report(document, target)}")
+    except OSError as error:
+        problems.append(f"cannot write the HTML report {target}: {error.strerror or error}")
+    for line in written:
+        console.print(line, highlight=False, soft_wrap=True)
+    if outcome.status == "interrupted":
+        _print_error(f"the sweep was interrupted after {len(outcome.runs)} run(s)",
+                     f"finish it with: fbbench sweep --resume {outcome.sweep_id}")
+    for problem in problems:
+        _print_error(problem)
+    code = outcome.exit_code or (FbbenchError.exit_code if problems else 0)
+    if code:
+        raise typer.Exit(code)
+
+
 @results_app.command("list")
 def results_list(
     results: ResultsOption = None,
@@ -526,12 +649,16 @@ def results_list(
     table.add_column("run", no_wrap=True, min_width=max((len(item["run_id"]) for item in runs), default=3))
     for column in ("started", "status", "workload", "engine", "conn.", "headline", "metrics"):
         table.add_column(column, overflow="fold")
+    # A series id is what compare takes for the repeats of one run --repeat: shown once per series.
+    table.add_column("series (compare takes its id)", overflow="fold")
     for item in runs:
         summary = item["summary"]
+        series = f"{item['series_id']} #{item['repeat_index']}" if item.get("series_id") else ""
         table.add_row(item["run_id"], time.strftime("%Y-%m-%d %H:%M", time.localtime(item["started_at"])),
                       item["status"], item["workload"], item["engine_version"] or item["engine_label"] or "?",
                       str(item["settings"].get("connections", "")), headline_text(summary),
-                      ", ".join(f"{k} {v:,.0f}" for k, v in (summary.get("metrics") or {}).items() if v is not None))
+                      ", ".join(f"{k} {v:,.0f}" for k, v in (summary.get("metrics") or {}).items() if v is not None),
+                      series)
     console.print(table)
 
 
@@ -560,6 +687,94 @@ def results_show(
         console.print(line, highlight=False, soft_wrap=True)
     if problems:
         raise FbbenchError("; ".join(problems))
+
+
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+def compare(
+    items: Annotated[list[str], typer.Argument(help="Runs or series: a run id (or unique prefix), a series id "
+                                               "(s…), last, or last~N (the N-th run before the latest).",
+                                               show_default=False, metavar="RUN|SERIES")],
+    baseline: Annotated[str | None, typer.Option("--baseline", help="The side the others are divided by "
+                                                 "(default: the first).")] = None,
+    axis: Annotated[list[str] | None, typer.Option("--axis", help="The difference the comparison is about, e.g. "
+                                                   "engine, page_size, conf.DefaultDbCachePages (repeatable).")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write the HTML comparison here (default: next "
+                                                "to the results store).")] = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the comparison (JSON) here.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Compare different workloads, and give the verdict even "
+                                        "when the lint finds errors.")] = False,
+    results: ResultsOption = None,
+) -> None:
+    """Compare runs or series: conditions side by side, every figure as a ratio to the baseline with its
+    95 % interval, the engine's work per unit, the credibility lint, and a verdict only where the
+    interval excludes no change. Exit code 0 once the comparison is made, valid or not (its JSON says
+    `valid`; `fbbench lint` exits 1 on an error, for CI), 2 for input it cannot compare.
+
+    Examples:
+
+    * `fbbench compare S_BASE S_NEW` (two series from run --repeat)
+    * `fbbench compare last~1 last --axis engine --report cmp.html`
+    * `fbbench compare A B C --baseline B --axis conf.DefaultDbCachePages --json cmp.json`
+    """
+    from fbbench.compare import build
+    from fbbench.report import compare as shown
+    from fbbench.report.outputs import write_outputs
+    from fbbench.store import ResultsStore
+
+    store_path = results or paths.default_results()
+    with ResultsStore(store_path, create=False) as store:
+        document = build(store, items, baseline=baseline, axis=axis, force=force)
+    shown.print_comparison(document, console)
+    target = report or store_path.expanduser().resolve().parent / "reports" / (
+        "compare-" + time.strftime("%Y%m%d-%H%M%S") + ".html")
+    written, problems = write_outputs(document, json_file, target, write_report=shown.write)
+    for line in written:
+        console.print(line, highlight=False, soft_wrap=True)
+    if problems:
+        raise FbbenchError("; ".join(problems))
+
+
+LINT_FAILED = 1  # fbbench lint: an error-severity finding (for CI)
+
+
+@app.command("lint", context_settings={"help_option_names": ["-h", "--help"]})
+def lint_command(
+    items: Annotated[list[str], typer.Argument(help="Runs or series, named as for compare.", show_default=False,
+                                               metavar="RUN|SERIES")],
+    axis: Annotated[list[str] | None, typer.Option("--axis", help="With several: the difference they are meant "
+                                                   "to compare (repeatable).")] = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the findings (JSON) here.")] = None,
+    results: ResultsOption = None,
+) -> None:
+    """The credibility lint alone: each run's findings (and, for several runs or series, their
+    comparison's). Exit code 1 when a finding has severity error (for CI), 0 otherwise.
+
+    Examples: `fbbench lint last` · `fbbench lint S_BASE S_NEW --axis engine`
+    """
+    from fbbench.compare import lint_findings
+    from fbbench.report.compare import lint_lines
+    from fbbench.report.console import lint_count
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(results or paths.default_results(), create=False) as store:
+        subjects, findings = lint_findings(store, items, axis)
+    sides = [{"label": s.label, "kind": s.kind, "runs": s.runs} for s in subjects]
+    for subject in subjects:
+        console.print(f"{subject.label} = {escape(subject.describe())}", highlight=False, soft_wrap=True)
+    counted = [f for f in findings if not f["excluded"]]
+    console.print(f"credibility lint: {lint_count(counted)}", highlight=False)
+    for line in lint_lines(findings, sides):
+        console.print(line, highlight=False, soft_wrap=True)
+    if json_file is not None:
+        try:
+            json_file.expanduser().write_text(json.dumps(
+                {"subjects": [{"label": s.label, "kind": s.kind, "id": s.ident, "argument": s.argument,
+                               "runs": [r["run_id"] for r in s.runs]} for s in subjects],
+                 "lint": findings}, indent=2, default=str, allow_nan=False))
+        except OSError as error:
+            raise FbbenchError(f"cannot write the JSON file {json_file}: {error.strerror or error}") from None
+    if any(f["severity"] == "error" for f in counted):
+        raise typer.Exit(LINT_FAILED)
 
 
 @app.callback(invoke_without_command=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -162,6 +162,9 @@ class RunSettings:
     repeat: int = 1  # runs of the same conditions, recorded as one series
     interval: float = 10.0
     seed: int | None = None
+    # Whether the user gave the seed (flag or spec): a given seed is a condition of the run, a
+    # drawn one is not (analysis.conditions reads it). Set by the runner, never by a spec.
+    seed_fixed: bool = False
     conf: dict[str, str] = field(default_factory=dict)  # --set Key=Value for firebird.conf
     # super | superclassic | classic; agrees with conf's ServerMode (either one sets the other).
     # None until the engine is known: a local engine's default is Super, Firebird's own default;
@@ -173,6 +176,7 @@ class RunSettings:
     sweep: bool = True
     monitor: bool = True  # the sampler (MON$ per interval), gstat before/after
     fresh: bool = False
+    grow: str | None = None  # a scale name: extend a cached smaller population instead of building anew
     load_connections: int = field(default_factory=lambda: os.cpu_count() or 2)
     connect_rate: float = 0.0
     target_rate: float | None = None
@@ -264,12 +268,12 @@ _KINDS: dict[str, Kind] = {
     "duration": _duration, "transactions": _whole, "repeat": _whole, "interval": _duration, "seed": _whole,
     "conf": _pairs, "architecture": _architecture,
     "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "monitor": _flag,
-    "fresh": _flag,
+    "fresh": _flag, "grow": _text,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,
 }
-assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins"}
+assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins", "seed_fixed"}
 
 
 def _line_of(text: str, key: str) -> int | None:
@@ -277,28 +281,54 @@ def _line_of(text: str, key: str) -> int | None:
     return next((n for n, raw in enumerate(text.splitlines(), 1) if pattern.match(raw)), None)
 
 
-def read_spec(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
-    """Settings from a TOML spec file, each checked; and where each came from (file:line)."""
+def check_value(name: str, raw: Any, where: str) -> Any:
+    """One setting's value, checked by its kind (``where`` names the file and line, or the flag)."""
+    return _KINDS[name](raw, where)
+
+
+def setting_name(key: str) -> str | None:
+    """The setting a spec key names (``set`` → conf, ``rate`` → target_rate), or None."""
+    name = _SPEC_ALIASES.get(key.replace("-", "_"), key.replace("-", "_"))
+    return name if name in _KINDS and key not in _FLAGS else None
+
+
+def line_of(text: str, key: str) -> int | None:
+    """The line that sets ``key`` (or opens the table ``[key]``) in a TOML text."""
+    line = _line_of(text, key)
+    if line is None:
+        line = next((n for n, raw in enumerate(text.splitlines(), 1) if raw.strip() == f"[{key}]"), None)
+    return line
+
+
+def read_toml(path: Path, what: str = "spec file") -> tuple[dict[str, Any], str]:
     try:
         text = path.read_text()
     except OSError as error:
-        raise FbbenchError(f"cannot read the spec file {path}: {error.strerror}") from None
+        raise FbbenchError(f"cannot read the {what} {path}: {error.strerror}") from None
     except UnicodeDecodeError:
         raise FbbenchError(f"{path} is not a text file") from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as error:
         raise FbbenchError(f"{path}: invalid TOML: {error}") from None
-    accepted = sorted((set(_KINDS) - set(_FLAGS)) | set(_SPEC_ALIASES))
+
+
+def parse_settings(data: Mapping[str, Any], text: str, path: Path,
+                   extra: Collection[str] = ()) -> tuple[dict[str, Any], dict[str, str]]:
+    """Run settings from a parsed TOML file, each checked; and where each came from (file:line).
+
+    ``extra``: further top-level keys the caller reads itself (a sweep's matrix); skipped here.
+    """
+    accepted = sorted((set(_KINDS) - set(_FLAGS)) | set(_SPEC_ALIASES) | set(extra))
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for key, raw in data.items():
-        name = _SPEC_ALIASES.get(key.replace("-", "_"), key.replace("-", "_"))
-        line = _line_of(text, key)
-        if line is None and isinstance(raw, dict):  # a [table] header
-            line = next((n for n, r in enumerate(text.splitlines(), 1) if r.strip() == f"[{key}]"), None)
+        if key in extra:
+            continue
+        name = setting_name(key)
+        line = line_of(text, key)
         where = f"{path}:{line}" if line else str(path)
-        if name not in _KINDS or key in _FLAGS:
+        if name is None:
             import difflib
 
             close = difflib.get_close_matches(key, accepted, n=1)
@@ -306,8 +336,14 @@ def read_spec(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
                                hint=(f"did you mean '{close[0]}'? " if close else "")
                                + "expected one of: " + ", ".join(accepted))
         origins[name] = f"{where}: {key}"
-        values[name] = _KINDS[name](raw, origins[name])
+        values[name] = check_value(name, raw, origins[name])
     return values, origins
+
+
+def read_spec(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """Settings from a TOML spec file, each checked; and where each came from (file:line)."""
+    data, text = read_toml(path)
+    return parse_settings(data, text, path)
 
 
 def parse_pairs(items: list[str], option: str) -> dict[str, str]:

@@ -124,6 +124,24 @@ def test_verdict_wording_for_lower_is_better_and_for_no_difference() -> None:
     assert none.text == "no difference resolved: the 95 % interval of B against A spans −4.0 % to +8.0 % (±6.0 %)"
 
 
+def test_sides_without_spread_give_no_interval() -> None:
+    """Three runs at a fixed rate that each count 129 units, against three that count 130: the
+    same value again and again is quantisation, not certainty — no interval, no verdict word."""
+    same = stats.ratio_of_series([3096.0] * 3, [3120.0] * 3)
+    assert not same.has_interval and not same.resolved and same.ratio == pytest.approx(3120 / 3096)
+    assert "no spread to judge a difference by" in same.note
+    assert stats.verdict(same).text.startswith("no difference resolved: B/A 1.008; no 95 % interval")
+    assert not stats.ratio_of_series([3096.0] * 6, [3120.0] * 6).has_interval  # the bootstrap's sizes too
+    single = stats.ratio_of_series([3096.0] * 3, [3120.0])
+    assert not single.has_interval and single.ratio == pytest.approx(3120 / 3096) and "series' runs" in single.note
+    # Spread on one side is enough for Welch's t: an interval, and it holds 1 here.
+    mixed = stats.ratio_of_series([3096.0] * 3, [3096.0, 3120.0, 3096.0])
+    assert mixed.has_interval and mixed.low < 1 < mixed.high
+    assert stats.center([3096.0, 3120.0, 3096.0], 3) == (pytest.approx((3096 ** 2 * 3120) ** (1 / 3)), "geometric mean")
+    assert stats.center([1.0, 2.0, 3.0, 4.0, 100.0], 5) == (3.0, "median")
+    assert stats.center([7.0], 3) == (7.0, "value")
+
+
 def test_series_summary_median_interval_cv_and_spread() -> None:
     values = [100.0, 96, 104, 99, 101, 103, 97, 110, 95]
     summary = stats.summarize(values)

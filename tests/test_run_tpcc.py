@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from tests import chromium
-from tests.conftest import ENGINES, fb3_server_or_skip, run_cli
+from tests.conftest import ENGINES, REPO, fb3_server_or_skip, run_cli
+from tests.documented import actual_paths, documented_paths, undocumented_and_missing
 from tests.fb3server import Fb3Server
 
 SCALE = ("--scale", "items=1000", "--scale", "customers=100", "--scale", "orders=100")
@@ -339,56 +340,11 @@ def test_embedded_report_draws_every_chart(embedded_run: TpccRun, request: pytes
 # ------------------------------------------------------------------ the run result contract
 
 
-def documented_paths() -> set[str]:
-    """Every key path docs/run-result.md lists (backticked, in the first column of its tables)."""
-    text = (Path(__file__).resolve().parent.parent / "docs" / "run-result.md").read_text()
-    paths = set()
-    for line in text.splitlines():
-        if line.startswith("| `"):
-            first = line.split("|")[1]
-            paths |= set(re.findall(r"`([^`]+)`", first))
-    return paths
-
-
-def actual_paths(document: Any, documented: set[str]) -> set[str]:
-    """The document's leaf paths, keys chosen by the data written as ``*`` where the page does."""
-    prefixes = {p[: i] for p in documented for i in range(len(p) + 1)}
-    found: set[str] = set()
-
-    def walk(value: Any, path: str) -> None:
-        if isinstance(value, dict) and value:
-            for key, item in value.items():
-                named = f"{path}.{key}" if path else key
-                wild = f"{path}.*" if path else "*"
-                walk(item, named if named in prefixes or wild not in prefixes else wild)
-        elif isinstance(value, list) and value:
-            for item in value:
-                walk(item, f"{path}[]")
-        elif isinstance(value, dict | list):
-            found.add(path + "(empty)")  # documented if anything is documented inside it
-        else:
-            found.add(path)
-
-    walk(document, "")
-    return found
-
-
 def test_run_result_matches_its_documentation(embedded_run: TpccRun) -> None:
-    documented = documented_paths()
+    documented = documented_paths(REPO / "docs" / "run-result.md")
     assert len(documented) > 100
     document = embedded_run.doc
     assert document["schema_version"] == 1
-    actual = actual_paths(document, documented)
-    def is_documented(path: str) -> bool:
-        if path.endswith("(empty)"):
-            inside = path.removesuffix("(empty)")
-            return any(d == inside or d.startswith((inside + ".", inside + "[]")) for d in documented)
-        return path in documented
-
-    undocumented = sorted(path for path in actual if not is_documented(path))
+    undocumented, missing = undocumented_and_missing(actual_paths(document, documented), documented)
     assert not undocumented, f"keys not in docs/run-result.md: {undocumented}"
-    missing = sorted(path for path in documented
-                     if not any(a.removesuffix("(empty)") == path or a.startswith((path + ".", path + "[]"))
-                                or path.startswith((a.removesuffix("(empty)") + ".", a.removesuffix("(empty)") + "["))
-                                for a in actual))
     assert not missing, f"documented keys the run does not have: {missing}"

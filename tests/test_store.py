@@ -71,3 +71,37 @@ def test_a_schema_1_store_is_migrated_with_its_runs(tmp_path: Path) -> None:
         store.record_samples("old-run", 0, [("io", "page_reads", 5.0)])
         assert store.load_run("old-run")["engine_samples"] == {0: {"io": {"page_reads": 5.0}}}
     assert sqlite3.connect(path).execute("pragma user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_schema_2_store_gains_the_audits_sampling_interval(tmp_path: Path) -> None:
+    from fbbench.store.results import MIGRATIONS
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[1] + MIGRATIONS[2] + "\npragma user_version = 2;")
+    db.execute("insert into runs (run_id, started_at, status, workload, settings_json) "
+               "values ('old-run', 1.0, 'completed', 'bank', '{}')")
+    db.execute("insert into checks values ('old-run', 'audit', 'mix', 1, 4.5, '4.5 %')")
+    db.commit()
+    db.close()
+    with ResultsStore(path) as store:
+        [old] = store.load_run("old-run")["checks"]
+        assert old["passed"] is True and (old["low"], old["high"], old["n"]) == (None, None, None)
+        store.record_check("old-run", "audit", "rolled back", None, 0.0, "too few transactions to judge", 0.0, 24.7,
+                           13)
+        new = store.load_run("old-run")["checks"][1]
+        assert (new["name"], new["passed"], new["low"], new["high"], new["n"]) == ("rolled back", None, 0.0, 24.7, 13)
+    assert sqlite3.connect(path).execute("pragma user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_last_and_steps_back_and_series_ids(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        for n in range(3):
+            store.begin_run(f"r{n}", "bank", {}, {}, "s-one" if n else None, n or None)
+        assert [store.resolve_run_id(t) for t in ("last", "last~0", "last~1", "last~2")] == ["r2", "r2", "r1", "r0"]
+        with pytest.raises(FbbenchError, match=r"no run 'last~3' .*: it holds 3 run"):
+            store.resolve_run_id("last~3")
+        with pytest.raises(FbbenchError, match="after last~ comes a number"):
+            store.resolve_run_id("last~x")
+        assert store.resolve_series_id("s-o") == "s-one" and store.resolve_series_id("s-two") is None
+        assert store.series_runs("s-one") == ["r1", "r2"]

@@ -103,3 +103,51 @@ def busiest_tables(samples: Samples, intervals_rows: list[Mapping[str, Any]], to
         rows.append({"table": name, "reads": reads, "writes": writes, **figures})
     rows.sort(key=lambda row: row["reads"] + row["writes"], reverse=True)
     return [row for row in rows if row["reads"] + row["writes"] > 0][:top]
+
+
+PER_UNIT = (("io", ("page_reads", "page_writes", "page_fetches", "page_marks")),
+            ("record", ("backouts", "purges", "expunges", "conflicts")))
+
+
+def per_unit(samples: Samples, intervals_rows: list[Mapping[str, Any]]) -> dict[str, float | None] | None:
+    """The measured period's engine work per unit the load ran (any outcome): page reads, writes,
+    fetches, marks, backouts, purges, expunges and record conflicts per unit, and the largest
+    Next − OIT gap; None when the engine was not sampled. Where a comparison's difference came from.
+
+    The units counted are those of the intervals the readings answer for, so that a late reading
+    (``intervals_covered``) divides its changes by the units of every interval it spans.
+    """
+    intervals = interval_table(intervals_rows)
+    indices = measured(samples, intervals)
+    if not indices or not any("io" in samples[i] for i in indices):
+        return None
+    covered: set[int] = set()
+    for index in indices:
+        count = int((samples[index].get("sample") or {}).get("intervals_covered") or 1)
+        covered |= set(range(index - count + 1, index + 1))
+    units = sum(int(row[key] or 0) for row in intervals_rows if row["index"] in covered
+                for key in ("ok", "rolled_back", "conflicts", "errors"))
+    if units <= 0:
+        return None
+    found: dict[str, float | None] = {}
+    for source, names in PER_UNIT:
+        summed = totals(samples, indices, source)
+        found |= {name: summed[name] / units for name in names if name in summed}
+    gaps = [(samples[i].get("header") or {}).get("next_minus_oit") for i in indices]
+    found["largest_next_minus_oit"] = max((g for g in gaps if g is not None), default=None)
+    return found
+
+
+def metric_per_interval(samples: Samples, intervals_rows: list[Mapping[str, Any]], name: str,
+                        per_minute: bool) -> list[tuple[float, float]]:
+    """A workload metric's change in each measured reading (per minute when the metric is), with the
+    seconds it spans: (value, seconds). They add up to the metric's window."""
+    intervals = interval_table(intervals_rows)
+    found = []
+    for index in measured(samples, intervals):
+        change = (samples[index].get("metric") or {}).get(name)
+        seconds = covered_seconds(index, samples, intervals)
+        if change is None or seconds <= 0:
+            continue
+        found.append((change * 60 / seconds if per_minute else change, seconds))
+    return found

@@ -14,7 +14,7 @@ Names a figure's expression can use (also the names audits use):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -93,3 +93,20 @@ def score_per_minute(units: Mapping[str, Mapping[str, Any]], seconds: float | No
 def tpm(units: Mapping[str, Mapping[str, Any]], seconds: float | None) -> float | None:
     """Transactions (committed or rolled back by design) per minute."""
     return value(Figure("TPM", "ok + rolled_back"), names(units), seconds)
+
+
+def latency_per_interval(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[int, str], dict[str, float]]:
+    """p50, p95, p99 and max latency in ms of each stored interval row (index, unit) that has a
+    histogram, read by the native core's HDR code (the same that summarises the whole run)."""
+    try:
+        from fbbench import _core
+    except ImportError:
+        return {}
+    summaries = {}
+    for row in rows:
+        if row.get("histogram"):
+            summary = _core.histogram_summary([row["histogram"]])
+            summaries[(row["index"], row["unit"])] = {
+                key: summary[f"{key}_us"] / 1000 for key in ("p50", "p95", "p99") if f"{key}_us" in summary
+            } | {"max": summary.get("max_us", 0) / 1000}
+    return summaries

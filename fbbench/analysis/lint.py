@@ -34,6 +34,7 @@ MAX_CLASSIC_BUFFERS = 2048
 MAX_CONFLICT_SHARE = 0.05
 MAX_ERROR_SHARE = 0.001
 MAX_HARNESS_SHARE = 0.20
+MIN_HARNESS_CPU = 1.0  # seconds of process CPU: below, fbbench's fixed costs (threads, a reading) decide the share
 
 
 @dataclass(frozen=True)
@@ -394,7 +395,8 @@ def _steady_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
 
 
 def harness_share(run: Mapping[str, Any]) -> float | None:
-    """fbbench's own CPU (core + Python) as a share of its process's CPU; None when not known.
+    """fbbench's own CPU (core + Python) as a share of its process's CPU; None when not known, or
+    when the process used less than a second of CPU (its fixed costs would decide the share).
 
     Only for embedded runs, where the process's CPU includes the engine: a server's own CPU is
     not in the process, so the share there says nothing about who the bottleneck is.
@@ -403,6 +405,8 @@ def harness_share(run: Mapping[str, Any]) -> float | None:
     process = summary.get("process_cpu_seconds")
     if not process or summary.get("client_cpu_seconds") is None or cond.protocol_of(run) != "embedded":
         return None
+    if process < MIN_HARNESS_CPU:
+        return None  # a few dozen units: the sampler's start-up alone would be a large share
     return ((summary.get("client_cpu_seconds") or 0.0) + (summary.get("python_cpu_seconds") or 0.0)) / process
 
 

@@ -158,13 +158,24 @@ def _median_ratio(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.median(b, axis=axis) / np.median(a, axis=axis)
 
 
+# Identical values on both sides do not make a ratio known exactly: a figure the load fixes (a
+# target rate's count) or one too coarse to vary (whole units in a short window) repeats itself,
+# and a zero-width interval would turn one unit more into "0.8 % faster".
+NO_SPREAD = ("every run on each side gave the same value: no spread to judge a difference by (a figure the load "
+             "fixes, such as a target rate's, or one too coarse to vary)")
+
+
 def _welch_log(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, float, float]:
-    """exp of Welch's t interval of mean(log b) − mean(log a): (point, low, high)."""
+    """exp of Welch's t interval of mean(log b) − mean(log a): (point, low, high); no interval
+    (NaN) when neither side has any spread (see :data:`NO_SPREAD`)."""
     la, lb = np.log(a), np.log(b)
     point = float(np.exp(lb.mean() - la.mean()))
     if np.ptp(la) == 0 and np.ptp(lb) == 0:
-        return point, point, point  # no spread on either side: the ratio is known exactly
-    interval = scipy_stats().ttest_ind(lb, la, equal_var=False).confidence_interval(confidence)
+        return point, math.nan, math.nan
+    with warnings.catch_warnings():
+        # Nearly identical values make scipy warn of precision loss; the interval is still right.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        interval = scipy_stats().ttest_ind(lb, la, equal_var=False).confidence_interval(confidence)
     return point, float(np.exp(interval.low)), float(np.exp(interval.high))
 
 
@@ -186,7 +197,8 @@ def ratio_of_series(a: Sequence[float], b: Sequence[float], *, confidence: float
     resampled on its own. 2–4 runs a side: ratio of geometric means, Welch's t on log values
     (assumes log-normal noise). One run against a series: that run over the series' geometric
     mean, with a t prediction interval on logs (assumes the single run spreads like the series).
-    One run a side: the plain ratio, no interval (use :func:`ratio_of_intervals`).
+    One run a side: the plain ratio, no interval (use :func:`ratio_of_intervals`). No spread on
+    either side (every run gave the same value): no interval either (:data:`NO_SPREAD`).
     ``seed`` fixes the resampling: the same figures always give the same interval.
     """
     n_a, n_b = len(a), len(b)
@@ -200,14 +212,13 @@ def ratio_of_series(a: Sequence[float], b: Sequence[float], *, confidence: float
                             "or compare their measured intervals")
     if min(n_a, n_b) == 1:
         return _one_against_series(xa, xb, confidence)
+    if np.ptp(xa) == 0 and np.ptp(xb) == 0:
+        return _no_interval(float(xb[0] / xa[0]), n_a, n_b, "repeats", "ratio of the sides' common values", NO_SPREAD)
     if min(n_a, n_b) < MIN_BOOTSTRAP_RUNS:
         point, low, high = _welch_log(xa, xb, confidence)
         return Ratio(point, low, high, n_a, n_b, "repeats", "ratio of geometric means, Welch's t on log values "
                      f"(fewer than {MIN_BOOTSTRAP_RUNS} runs a side: too few for a bootstrap)", confidence)
     point = float(_median_ratio(xa, xb))
-    if np.ptp(xa) == 0 and np.ptp(xb) == 0:
-        return Ratio(point, point, point, n_a, n_b, "repeats", "ratio of medians (no spread on either side)",
-                     confidence)
     low = high = math.nan
     method = ""
     for kind in ("BCa", "percentile"):
@@ -223,6 +234,20 @@ def ratio_of_series(a: Sequence[float], b: Sequence[float], *, confidence: float
     return Ratio(point, low, high, n_a, n_b, "repeats", method, confidence)
 
 
+def center(values: Sequence[float], n_other: int) -> tuple[float, str]:
+    """The centre of one side that :func:`ratio_of_series` divides, and its name, so that a report
+    shows the two numbers its ratio is of: the median with 5 or more runs on both sides, the
+    geometric mean of a series against 2–4 runs or one run, a single run's value."""
+    array = _clean(values)
+    if array is None or len(array) == 0:
+        return math.nan, "none"
+    if len(array) == 1:
+        return float(array[0]), "value"
+    if min(len(array), n_other) >= MIN_BOOTSTRAP_RUNS:
+        return float(np.median(array)), "median"
+    return float(np.exp(np.log(array).mean())), "geometric mean"
+
+
 def _one_against_series(xa: np.ndarray, xb: np.ndarray, confidence: float) -> Ratio:
     """One run against a series: a prediction interval for a new run of the series' conditions."""
     single_is_b = len(xb) == 1
@@ -230,6 +255,10 @@ def _one_against_series(xa: np.ndarray, xb: np.ndarray, confidence: float) -> Ra
     single = float((xb if single_is_b else xa)[0])
     logs = np.log(series)
     n = len(series)
+    if np.ptp(logs) == 0:
+        ratio = (single / float(series[0])) if single_is_b else (float(series[0]) / single)
+        return _no_interval(ratio, len(xa), len(xb), "repeats", "one run against a series' common value",
+                            "the series' runs all gave the same value: no spread to predict a new run's by")
     difference = (math.log(single) - logs.mean()) * (1 if single_is_b else -1)
     point = math.exp(difference)
     spread = float(logs.std(ddof=1)) * math.sqrt(1 + 1 / n)
@@ -325,8 +354,9 @@ def ratio_of_intervals(a: Sequence[float], b: Sequence[float], a_seconds: Sequen
                                 f"run {label}'s intervals are too autocorrelated (lag-1 r = {r:.2f}) for batches of "
                                 f"{size:.0f} intervals: run longer, or repeat the runs")
     point, low, high = _welch_log(_batch_means(xa, sa), _batch_means(xb, sb), confidence)
-    return Ratio(point, low, high, n_a, n_b, "intervals", method, confidence,
-                 "within these two runs only: the drift between runs is not in the interval")
+    note = ("within these two runs only: the drift between runs is not in the interval" if math.isfinite(low)
+            else "every batch of each run gave the same value: no spread to judge a difference by")
+    return Ratio(point, low, high, n_a, n_b, "intervals", method, confidence, note)
 
 
 def compare(a: Side, b: Side, *, paired: bool = False, confidence: float = CONFIDENCE,

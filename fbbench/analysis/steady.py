@@ -79,6 +79,32 @@ def _headline(run: Mapping[str, Any]) -> figures.Figure:
     return figures.Figure.from_dict({k: v for k, v in stored.items() if k in known})
 
 
+def _interval_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The run's intervals with a length, in order: phase, start, seconds and each unit's outcomes."""
+    rows: dict[int, dict[str, Any]] = {}
+    for row in run.get("intervals") or []:
+        item = rows.setdefault(row["index"], {"index": row["index"], "phase": row["phase"],
+                                              "start": row["start_offset"], "seconds": row["seconds"], "units": {}})
+        item["units"][row["unit"]] = {key: row[key] for key in figures.OUTCOMES}
+    return [rows[i] for i in sorted(rows) if (rows[i]["seconds"] or 0) > 0]
+
+
+def interval_values(run: Mapping[str, Any], figure: figures.Figure) -> list[tuple[float | None, float, bool]]:
+    """``figure`` in each interval of a stored run: (value, seconds, measured), warm-up first.
+
+    The value is None where the figure cannot be computed from the interval's unit counts (it uses
+    tallies, metrics or the run's elapsed time, or the interval has none of what it counts).
+    """
+    found = []
+    for interval in _interval_rows(run):
+        value = None
+        if figure.per != "run":
+            value = figures.value(figure, figures.names(interval["units"], None, interval["seconds"]),
+                                  interval["seconds"])
+        found.append((value, float(interval["seconds"]), interval["phase"] != "warmup"))
+    return found
+
+
 def interval_series(run: Mapping[str, Any]) -> IntervalSeries | None:
     """The per-interval figure of a stored run (``ResultsStore.load_run``); None without intervals.
 
@@ -87,12 +113,7 @@ def interval_series(run: Mapping[str, Any]) -> IntervalSeries | None:
     headline over tallies or metrics, or one per run (elapsed time), cannot be, and the score
     (successful units per minute) is used instead, saying so in ``note``.
     """
-    rows: dict[int, dict[str, Any]] = {}
-    for row in run.get("intervals") or []:
-        item = rows.setdefault(row["index"], {"phase": row["phase"], "start": row["start_offset"],
-                                              "seconds": row["seconds"], "units": {}})
-        item["units"][row["unit"]] = {key: row[key] for key in figures.OUTCOMES}
-    intervals = [rows[i] for i in sorted(rows) if (rows[i]["seconds"] or 0) > 0]
+    intervals = _interval_rows(run)
     if not intervals:
         return None
     headline = _headline(run)
@@ -142,6 +163,19 @@ class SteadyState:
     cv: float
     verdict: str
     text: str
+    # The Theil–Sen line itself, in the figure's unit: its value at the start of the warm-up and
+    # its change per hour (NaN when too short). Reports draw it; the findings use ``slope``.
+    line_intercept: float = math.nan
+    line_slope: float = math.nan
+
+    def trend_line(self, series: IntervalSeries) -> list[tuple[float, float]]:
+        """(middle of the interval in seconds from the start of the warm-up, the fitted value) for
+        each measured interval; empty when there is no line."""
+        if not (math.isfinite(self.line_intercept) and math.isfinite(self.line_slope)):
+            return []
+        return [(start + seconds / 2, self.line_intercept + self.line_slope * (start + seconds / 2) / 3600)
+                for start, seconds, measured in zip(series.starts, series.seconds, series.measured, strict=True)
+                if measured]
 
 
 def _robust_noise(measured: np.ndarray) -> float:
@@ -195,9 +229,11 @@ def steady_state(series: IntervalSeries) -> SteadyState:
     hours = (starts + np.asarray(series.seconds, dtype=float)[measured_mask] / 2) / 3600
     if np.ptp(measured) == 0 or center == 0:
         slope = slope_low = slope_high = 0.0
+        line_intercept, line_slope = float(measured[0]), 0.0
     else:
         fit = scipy_stats().theilslopes(measured, hours, 0.95)
         slope, slope_low, slope_high = (float(fit[0]) / center, float(fit[2]) / center, float(fit[3]) / center)
+        line_intercept, line_slope = float(fit[1]), float(fit[0])
     span_hours = float(np.asarray(series.seconds, dtype=float)[measured_mask].sum()) / 3600
     material = abs(slope) * span_hours >= MIN_TREND
     trend = "none"
@@ -226,7 +262,8 @@ def steady_state(series: IntervalSeries) -> SteadyState:
                   "declining": f"declining {slope_text}"}[trend]
     text = f"{head}; {trend_text}; CV {cv * 100:.1f} %"
     return SteadyState(n_warmup, n_measured, center, noise, low, high, settled, settled_after, warmup_seconds,
-                       too_short, slope, slope_low, slope_high, trend, trend_text, cv, verdict, text)
+                       too_short, slope, slope_low, slope_high, trend, trend_text, cv, verdict, text,
+                       line_intercept, line_slope)
 
 
 def _percent(fraction: float) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import statistics
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -106,6 +106,47 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
                       f"{population['mb_per_second']:.2f} MB/s, {_num(population['rows_per_second'])} rows/s")
     if document.get("client_cpu_seconds") is not None and measured:
         console.print(_client_share(document))
+    for line in credibility_lines(document):
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "note": "dim"}
+
+
+def finding_lines(findings: list[Mapping[str, Any]], *, why: bool = True, own: str | None = None) -> list[str]:
+    """One line per lint finding, the most severe first (rule, severity, subject, what was found),
+    its why beneath. ``own``: the run the findings are about, not named on each line."""
+    lines = []
+    order = list(SEVERITY_STYLE)
+    for finding in sorted(findings, key=lambda f: order.index(f["severity"]) if f["severity"] in order else 9):
+        style = SEVERITY_STYLE.get(finding["severity"], "")
+        subject = f"{finding['subject']}: " if finding.get("subject") and finding["subject"] != own else ""
+        lines.append(f"  [{style}]{finding['rule']} {finding['severity']}[/] {escape(subject + finding['message'])}")
+        if why:
+            lines.append(f"      [dim]why: {escape(finding['why'])}[/]")
+    return lines
+
+
+def lint_count(findings: list[Mapping[str, Any]]) -> str:
+    """``1 error, 2 warnings, 1 note`` (or ``nothing found``)."""
+    counts = {severity: sum(f["severity"] == severity for f in findings) for severity in ("error", "warning", "note")}
+    parts = [f"{n} {severity}{'s' if n > 1 else ''}" for severity, n in counts.items() if n]
+    return ", ".join(parts) or "nothing found"
+
+
+def credibility_lines(document: Mapping[str, Any]) -> list[str]:
+    """The run's steady state and trend, then its lint findings (analysis.steady, analysis.lint)."""
+    lines = []
+    state = document.get("steady")
+    if state:
+        colour = {"steady": "green", "trend": "yellow", "never settled": "yellow", "too short": "yellow"}
+        figure = f" of the {state['figure']}" if state.get("figure") else ""
+        lines.append(f"steady state{figure}: [{colour.get(state['verdict'], '')}]{escape(state['verdict'])}[/] — "
+                     f"{escape(state['text'])}" + (f" ({escape(state['note'])})" if state.get("note") else ""))
+    findings = document.get("lint") or []
+    lines.append(f"credibility lint: {lint_count(findings)}")
+    lines.extend(finding_lines(findings, own=document.get("run_id")))
+    return lines
 
 
 def _client_share(document: Mapping[str, Any]) -> str:
@@ -126,21 +167,32 @@ def _client_share(document: Mapping[str, Any]) -> str:
 
 
 def print_series(series_id: str, documents: list[dict[str, Any]], console: Console) -> None:
-    """One line for a series of repeats: the headline's median and how far the repeats spread."""
+    """One line for a series of repeats: the headline's median with its 95 % interval and how far the
+    repeats spread (:func:`fbbench.analysis.stats.summarize`), over the completed repeats only."""
+    from fbbench.analysis.stats import MIN_EXACT_MEDIAN, summarize
+
     values = [d["headline"]["value"] for d in documents
               if d["status"] == "completed" and d.get("headline") and d["headline"].get("value") is not None]
     head = (documents[0].get("headline") or {}) if documents else {}
     if not values:
         console.print(f"\n[bold]series {series_id}[/]: {len(documents)} run(s), none completed with a headline figure")
         return
-    median = statistics.median(values)
-    spread = 100 * (max(values) - min(values)) / 2 / median if median else 0.0
+    summary = summarize(values)
     unit = head.get("unit", "")
+    digits = 0 if abs(summary.median) >= 100 else 2
+    interval = (f"95 % CI {summary.low:,.{digits}f}–{summary.high:,.{digits}f}{unit}" if math.isfinite(summary.low)
+                else f"no 95 % interval below {MIN_EXACT_MEDIAN} repeats")
+    cv = f", CV {summary.cv * 100:.1f} %" if math.isfinite(summary.cv) else ""
+    arrow = "↑" if head.get("better", "higher") == "higher" else "↓"
     console.print(
         f"\n[bold]series {series_id}[/]: {len(values)} of {len(documents)} repeat(s) completed — "
-        f"{escape(head.get('name', 'score'))} median {median:,.0f}{unit}; repeats spread "
-        f"{min(values):,.0f}–{max(values):,.0f} (±{spread:.1f} %)",
+        f"{escape(head.get('name', 'score'))} {arrow} median {summary.median:,.{digits}f}{unit} ({interval}); "
+        f"repeats spread {summary.minimum:,.{digits}f}–{summary.maximum:,.{digits}f}{unit} "
+        f"(±{summary.spread * 50:.1f} % of the median{cv})",
         highlight=False, soft_wrap=True)
+    if len(values) < len(documents):
+        left = [f"{d['run_id']} ({d['status']})" for d in documents if d["status"] != "completed"]
+        console.print(f"  [yellow]not in the figures:[/] {', '.join(left)}", highlight=False, soft_wrap=True)
 
 
 def _rate(value: float | None) -> str:

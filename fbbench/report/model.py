@@ -6,8 +6,11 @@ three never disagree.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from typing import Any
+
+from fbbench.analysis import figures
 
 SCHEMA_VERSION = 1  # of the run result document: docs/run-result.md
 
@@ -20,22 +23,6 @@ def _workload_description(run: dict[str, Any]) -> str:
         return str(tomllib.loads(text).get("description", ""))
     except tomllib.TOMLDecodeError:
         return ""
-
-
-def _latency_of_intervals(intervals: list[dict[str, Any]]) -> dict[tuple[int, str], dict[str, float]]:
-    """Percentiles of each interval's histogram (via the native core's HDR code)."""
-    try:
-        from fbbench import _core
-    except ImportError:
-        return {}
-    summaries = {}
-    for row in intervals:
-        if row.get("histogram"):
-            summary = _core.histogram_summary([row["histogram"]])
-            summaries[(row["index"], row["unit"])] = {
-                key: summary[f"{key}_us"] / 1000 for key in ("p50", "p95", "p99") if f"{key}_us" in summary
-            } | {"max": summary.get("max_us", 0) / 1000}
-    return summaries
 
 
 def _conf_lines(text: str) -> dict[str, str]:
@@ -71,7 +58,7 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         # defaults), or nothing at all for a server, as firebird_conf_source says.
         conf = _conf_lines(engine.get("firebird_conf_text", ""))
         conf_set = dict(conf) or (settings.get("conf") or {})
-    interval_latency = _latency_of_intervals(run.get("intervals", []))
+    interval_latency = figures.latency_per_interval(run.get("intervals", []))
     intervals = []
     for row in run.get("intervals", []):
         seconds = row["seconds"] or 0
@@ -152,7 +139,8 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         "units": units,
         "checks": [{"name": c["name"], "passed": c["passed"], "detail": c["detail"], "value": c["value"]}
                    for c in run.get("checks", []) if c["kind"] == "check"],
-        "audits": [{"name": c["name"], "passed": c["passed"], "detail": c["detail"], "value": c["value"]}
+        "audits": [{"name": c["name"], "passed": c["passed"], "detail": c["detail"], "value": c["value"],
+                    "low": c.get("low"), "high": c.get("high"), "n": c.get("n")}
                    for c in run.get("checks", []) if c["kind"] == "audit"],
         "client_cpu_seconds": summary.get("client_cpu_seconds"),
         "thread_cpu_seconds": summary.get("thread_cpu_seconds"),
@@ -167,7 +155,49 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         "intervals": intervals,
     }
     document.update(_observation(run))
+    document.update(credibility(run))
     return document
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN or infinity replaced by None, so that the JSON stays JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(item) for item in value]
+    return value
+
+
+def steady_document(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's steady state and trend (:mod:`fbbench.analysis.steady`) as the document holds it;
+    None without measured intervals."""
+    from dataclasses import asdict
+
+    from fbbench.analysis import steady
+
+    series = steady.interval_series(run)
+    if series is None or not any(series.measured):
+        return None
+    state = steady.steady_state(series)
+    fields = asdict(state)
+    fields.pop("line_intercept")
+    fields.pop("line_slope")
+    return finite({
+        "figure": series.figure, "unit": series.unit, "note": series.note, **fields,
+        # The figure per interval (x = the interval's middle, as the report's charts place it).
+        "values": [{"at": start + seconds / 2, "value": value, "measured": measured} for value, seconds, start, measured
+                   in zip(series.values, series.seconds, series.starts, series.measured, strict=True)],
+        "trend_line": [{"at": at, "value": value} for at, value in state.trend_line(series)],
+    })
+
+
+def credibility(run: dict[str, Any]) -> dict[str, Any]:
+    """The run's own credibility lint (:func:`fbbench.analysis.lint.lint_run`) and steady state."""
+    from fbbench.analysis import lint
+
+    return {"lint": [finite(finding.to_dict()) for finding in lint.lint_run(run)], "steady": steady_document(run)}
 
 
 def _observation(run: dict[str, Any]) -> dict[str, Any]:

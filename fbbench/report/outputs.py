@@ -7,15 +7,18 @@ cannot be written does not stop the HTML report, and the caller learns what fail
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from fbbench.report import html
 
 
-def write_outputs(document: dict[str, Any], json_file: Path | None, report: Path | None,
-                  firebird_log: str = "") -> tuple[list[str], list[str]]:
-    """Write what was asked; returns (lines saying what was written, errors)."""
+def write_outputs(document: Mapping[str, Any], json_file: Path | None, report: Path | None,
+                  firebird_log: str = "",
+                  write_report: Callable[[Mapping[str, Any], Path], Path] | None = None) -> tuple[list[str], list[str]]:
+    """Write what was asked; returns (lines saying what was written, errors). ``write_report``
+    draws another page than the run report (a comparison's)."""
     written: list[str] = []
     errors: list[str] = []
     if json_file is not None:
@@ -28,7 +31,9 @@ def write_outputs(document: dict[str, Any], json_file: Path | None, report: Path
             errors.append(f"cannot write the JSON file {target}: {error.strerror or error}")
     if report is not None:
         try:
-            written.append(f"report: {html.write(document, report, firebird_log)}")
+            path = (write_report(document, report) if write_report is not None
+                    else html.write(dict(document), report, firebird_log))
+            written.append(f"report: {path}")
         except OSError as error:
             errors.append(f"cannot write the HTML report {report}: {error.strerror or error}")
     return written, errors

@@ -53,13 +53,19 @@ def clean_run(workdir: Path, run_id: str, keep_database: bool) -> list[str]:
 def remove_leftovers(store: ResultsStore, workdir: Path) -> list[str]:
     """What runs killed before their clean-up left in ``workdir``, and half-built population caches.
 
-    Only runs the results store knows, whose process is gone (status incomplete); a database the
-    run was asked to keep stays.
+    Only runs the results store knows: those whose process is gone (status incomplete), and those
+    that ended but whose files are still there; a database the run was asked to keep stays.
     """
     # First the servers of killed runs (their files are removed next): by owner, not by the store,
     # so a server whose run another results store recorded is stopped too.
     removed = [f"stopped {server}" for server in stop_abandoned_servers(workdir)]
     for run_id, kept in store.abandoned_runs():
+        removed += clean_run(workdir, run_id, kept)
+    # A run that ended but whose parent was killed before it could clean up (e.g. a sweep killed
+    # right after a run completed): its files are still there although the store says it ended.
+    present = {path.stem for path in (workdir / "databases").glob("*.fdb")}
+    present |= {path.name for path in (workdir / "runtimes").glob("*") if path.is_dir()}
+    for run_id, kept in store.ended_runs(present):
         removed += clean_run(workdir, run_id, kept)
     removed += _abandoned_builds(workdir / "dbcache")
     return removed

@@ -61,6 +61,18 @@ def check_outputs(settings: RunSettings, results: Path) -> None:
         paths.writable_file(results.parent / "reports" / "report.html", "the report directory")
 
 
+def static_findings(settings: RunSettings) -> list[Any]:
+    """The credibility lint's static rules on what the run is about to do (before anything runs):
+    rand()/gen_uuid() reached under read consistency, a tiny page cache, Classic with a large one.
+    A list of :class:`fbbench.analysis.lint.Finding`; an unknown engine version counts as 4.0+."""
+    from fbbench.analysis.lint import lint_workload
+
+    workload = load_workload(settings.workload, settings.scale)
+    engine = parse_engine(settings.engine)
+    major = engine.major if isinstance(engine, EmbeddedEngine | ManagedEngine) else None
+    return lint_workload(workload, major, settings.conf, page_buffers=settings.page_buffers)
+
+
 def new_series_id() -> str:
     return "s" + new_run_id()
 
@@ -95,10 +107,11 @@ def execute_series(settings: RunSettings, password: str | None = None,
 
 def execute(settings: RunSettings, password: str | None = None,
             on_leftovers: Callable[[list[str]], None] | None = None,
-            series: tuple[str, int] | None = None) -> RunOutcome:
+            series: tuple[str, int] | None = None, sweep: tuple[str, int] | None = None) -> RunOutcome:
     settings.validate()
     workload = load_workload(settings.workload, settings.scale)  # a broken workload fails before anything runs
     engine = parse_engine(settings.engine)
+    settings.seed_fixed = settings.seed is not None  # given by the user: a condition of the run
     if settings.seed is None:
         settings.seed = secrets.randbits(63)
     if isinstance(engine, ServerEngine) and password is None:
@@ -135,7 +148,7 @@ def execute(settings: RunSettings, password: str | None = None,
             on_leftovers(removed)
         started, clock = time.time(), time.monotonic()
         store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir),
-                        *(series or (None, None)))
+                        *(series or (None, None)), *(sweep or (None, None)))
         store.update_run(run_id, engine_label=engine.label)
         try:
             with contextlib.ExitStack() as stack:
@@ -212,7 +225,7 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
             "page_size": settings.page_size, "page_buffers": settings.page_buffers,
             # Population runs with forced writes off; the copy gets the engine's default (on) unless asked.
             "forced_writes": True if settings.forced_writes is None else settings.forced_writes,
-            "sweep_interval": None, "fresh": settings.fresh,
+            "sweep_interval": None, "fresh": settings.fresh, "grow": settings.grow,
             "load_connections": settings.load_connections,
         },
     }

@@ -23,7 +23,7 @@ from typing import Any
 
 from fbbench.errors import FbbenchError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 
 MIGRATIONS: dict[int, str] = {
     # 0 → 1: the first schema.
@@ -129,6 +129,30 @@ MIGRATIONS: dict[int, str] = {
     alter table runs add column repeat_index integer;   -- 1-based position in its series
     create index runs_series on runs(series_id);
     """,
+    # 2 → 3: an audit's sampling interval (analysis.audits): its value lies in low–high with 95 %
+    # confidence over n trials or units; null where the audit's shape has none.
+    3: """
+    alter table checks add column low real;
+    alter table checks add column high real;
+    alter table checks add column n integer;
+    """,
+    # 3 → 4: sweeps — a matrix of run settings with repeats; each cell is a series of its runs.
+    4: """
+    create table sweeps (
+        sweep_id text primary key,
+        created_at real not null,
+        ended_at real,
+        status text not null,              -- running / completed / interrupted / failed
+        host text, pid integer,
+        spec_path text,
+        spec_text text,                    -- the spec file as it was, so that --resume runs the same sweep
+        spec_json text,                    -- the parsed spec: base settings, axes, cells in their order
+        result_json text                   -- what the sweep concluded (its overhead, the best cell)
+    );
+    alter table runs add column sweep_id text;
+    alter table runs add column cell integer;            -- the cell's index in its sweep
+    create index runs_sweep on runs(sweep_id);
+    """,
 }
 
 
@@ -152,6 +176,18 @@ def _pid_alive(pid: int | None, host: str | None) -> bool:
     except OSError:
         return True  # no /proc: trust kill(0)
     return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
+
+
+def _steps_back(text: str) -> int | None:
+    """``last``/``latest`` → 0, ``last~N`` → N; None for anything else (an id or a prefix)."""
+    name, sep, steps = text.partition("~")
+    if name not in ("last", "latest"):
+        return None
+    if not sep:
+        return 0
+    if not steps.isdigit():
+        raise FbbenchError(f"'{text}': after last~ comes a number of runs back, e.g. last~1")
+    return int(steps)
 
 
 class StoreError(FbbenchError):
@@ -235,14 +271,71 @@ class ResultsStore:
     # ------------------------------------------------------------------ writing, as a run goes
 
     def begin_run(self, run_id: str, workload: str, settings: dict[str, Any], host: dict[str, Any],
-                  series_id: str | None = None, repeat_index: int | None = None) -> None:
+                  series_id: str | None = None, repeat_index: int | None = None,
+                  sweep_id: str | None = None, cell: int | None = None) -> None:
         with self.transaction():
             self.db.execute(
                 "insert into runs (run_id, started_at, status, host, pid, workload, settings_json, host_json, "
-                "series_id, repeat_index) values (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                "series_id, repeat_index, sweep_id, cell) values (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, time.time(), socket.gethostname(), os.getpid(), workload, _json(settings), _json(host),
-                 series_id, repeat_index),
+                 series_id, repeat_index, sweep_id, cell),
             )
+
+    # ------------------------------------------------------------------ sweeps
+
+    def begin_sweep(self, sweep_id: str, spec_path: str, spec_text: str, spec: dict[str, Any]) -> None:
+        with self.transaction():
+            self.db.execute(
+                "insert into sweeps (sweep_id, created_at, status, host, pid, spec_path, spec_text, spec_json) "
+                "values (?, ?, 'running', ?, ?, ?, ?, ?)",
+                (sweep_id, time.time(), socket.gethostname(), os.getpid(), spec_path, spec_text, _json(spec)))
+
+    def update_sweep_spec(self, sweep_id: str, spec: dict[str, Any]) -> None:
+        """A one-factor-at-a-time sweep adds its best combination as a cell once the rest is done."""
+        with self.transaction():
+            self.db.execute("update sweeps set spec_json = ? where sweep_id = ?", (_json(spec), sweep_id))
+
+    def claim_sweep(self, sweep_id: str) -> None:
+        with self.transaction():
+            self.db.execute("update sweeps set status = 'running', pid = ?, host = ?, ended_at = null "
+                            "where sweep_id = ?", (os.getpid(), socket.gethostname(), sweep_id))
+
+    def finish_sweep(self, sweep_id: str, status: str, result: dict[str, Any] | None = None) -> None:
+        with self.transaction():
+            self.db.execute("update sweeps set status = ?, ended_at = ?, result_json = coalesce(?, result_json) "
+                            "where sweep_id = ?", (status, time.time(), _json(result) if result else None, sweep_id))
+
+    def resolve_sweep_id(self, text: str) -> str:
+        if text in ("last", "latest"):
+            row = self.db.execute("select sweep_id from sweeps order by created_at desc limit 1").fetchone()
+        else:
+            matches = self.db.execute("select sweep_id from sweeps where sweep_id like ? order by created_at desc",
+                                      (text + "%",)).fetchall()
+            if len(matches) > 1:
+                raise FbbenchError(f"sweep id '{text}' is ambiguous: {', '.join(m[0] for m in matches[:5])}")
+            row = matches[0] if matches else None
+        if row is None:
+            raise FbbenchError(f"no sweep '{text}' in {self.path}", hint="fbbench results list --sweeps shows them")
+        return str(row[0])
+
+    def load_sweep(self, sweep_id: str) -> dict[str, Any]:
+        sweep_id = self.resolve_sweep_id(sweep_id)
+        row = self.db.execute("select sweep_id, created_at, ended_at, status, host, pid, spec_path, spec_text, "
+                              "spec_json, result_json from sweeps where sweep_id = ?", (sweep_id,)).fetchone()
+        status = row[3]
+        if status == "running" and not _pid_alive(row[5], row[4]):
+            status = "incomplete"
+        runs = [{"run_id": r, "cell": c, "repeat_index": i, "status": self.status_of((st, pid, host))}
+                for r, c, i, st, pid, host in self.db.execute(
+                    "select run_id, cell, repeat_index, status, pid, host from runs where sweep_id = ? "
+                    "order by started_at", (sweep_id,))]
+        return {"sweep_id": row[0], "created_at": row[1], "ended_at": row[2], "status": status,
+                "spec_path": row[6], "spec_text": row[7], "spec": json.loads(row[8] or "{}"),
+                "result": json.loads(row[9]) if row[9] else None, "runs": runs}
+
+    def list_sweeps(self, limit: int = 30) -> list[dict[str, Any]]:
+        rows = self.db.execute("select sweep_id from sweeps order by created_at desc limit ?", (limit,)).fetchall()
+        return [self.load_sweep(row[0]) for row in rows]
 
     def claim_run(self, run_id: str) -> None:
         """The process doing the measuring takes over the liveness of the run."""
@@ -316,10 +409,13 @@ class ResultsStore:
                   f.get("example"), _json(f.get("detail") or {})) for f in findings])
 
     def record_check(self, run_id: str, kind: str, name: str, passed: bool | None, value: float | None,
-                     detail: str) -> None:
+                     detail: str, low: float | None = None, high: float | None = None,
+                     n: int | None = None) -> None:
+        """A check's or an audit's outcome; an audit's sampling interval ``low``–``high`` over ``n``."""
         with self.transaction():
-            self.db.execute("insert or replace into checks values (?, ?, ?, ?, ?, ?)",
-                            (run_id, kind, name, None if passed is None else int(passed), value, detail))
+            self.db.execute("insert or replace into checks (run_id, kind, name, passed, value, detail, low, high, n) "
+                            "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (run_id, kind, name, None if passed is None else int(passed), value, detail, low, high, n))
 
     def finish_run(self, run_id: str, status: str, failure: str | None = None) -> None:
         with self.transaction():
@@ -340,6 +436,16 @@ class ResultsStore:
                                "where status = 'running'").fetchall()
         return [(row[3], bool(json.loads(row[4] or "{}").get("keep_database")))
                 for row in rows if self.status_of(row) == "incomplete"]
+
+    def ended_runs(self, run_ids: set[str]) -> list[tuple[str, bool]]:
+        """(run_id, kept its database) of those of ``run_ids`` this store knows to have ended."""
+        if not run_ids:
+            return []
+        marks = ", ".join("?" for _ in run_ids)
+        rows = self.db.execute(f"select status, pid, host, run_id, settings_json from runs where run_id in ({marks})",
+                               tuple(run_ids)).fetchall()
+        return [(row[3], bool(json.loads(row[4] or "{}").get("keep_database")))
+                for row in rows if row[0] != "running"]
 
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
         rows = self.db.execute(
@@ -364,8 +470,16 @@ class ResultsStore:
             "select run_id from runs where series_id = ? order by repeat_index, started_at", (series_id,))]
 
     def resolve_run_id(self, text: str) -> str:
-        if text in ("last", "latest"):
-            row = self.db.execute("select run_id from runs order by started_at desc limit 1").fetchone()
+        """A run id from a unique prefix, ``last`` (or ``latest``) or ``last~N`` (the N-th run before
+        the latest: ``last~1`` is the one before it)."""
+        back = _steps_back(text)
+        if back is not None:
+            row = self.db.execute("select run_id from runs order by started_at desc limit 1 offset ?",
+                                  (back,)).fetchone()
+            if row is None:
+                count = self.db.execute("select count(*) from runs").fetchone()[0]
+                raise FbbenchError(f"no run '{text}' in {self.path}: it holds {count} run(s)",
+                                   hint="fbbench results list shows the runs")
         else:
             matches = self.db.execute("select run_id from runs where run_id like ? order by started_at desc",
                                       (text + "%",)).fetchall()
@@ -375,6 +489,15 @@ class ResultsStore:
         if row is None:
             raise FbbenchError(f"no run '{text}' in {self.path}", hint="fbbench results list shows the runs")
         return str(row[0])
+
+    def resolve_series_id(self, text: str) -> str | None:
+        """The series whose id is ``text`` or starts with it; None when no series matches."""
+        matches = [row[0] for row in self.db.execute(
+            "select series_id from runs where series_id like ? group by series_id order by min(started_at) desc",
+            (text.replace("%", "").replace("_", "") + "%",)) if row[0].startswith(text)]
+        if len(matches) > 1 and text not in matches:
+            raise FbbenchError(f"series id '{text}' is ambiguous: {', '.join(matches[:5])}")
+        return text if text in matches else (matches[0] if matches else None)
 
     def load_run(self, run_id: str) -> dict[str, Any]:
         """Everything stored about one run, as plain data."""
@@ -436,8 +559,10 @@ class ResultsStore:
                 "where run_id = ? order by severity, kind", (run_id,))
         ]
         run["checks"] = [
-            {"kind": k, "name": n, "passed": None if p is None else bool(p), "value": v, "detail": d}
-            for k, n, p, v, d in self.db.execute(
-                "select kind, name, passed, value, detail from checks where run_id = ? order by rowid", (run_id,))
+            {"kind": k, "name": name, "passed": None if p is None else bool(p), "value": v, "detail": d,
+             "low": low, "high": high, "n": n}
+            for k, name, p, v, d, low, high, n in self.db.execute(
+                "select kind, name, passed, value, detail, low, high, n from checks where run_id = ? order by rowid",
+                (run_id,))
         ]
         return run

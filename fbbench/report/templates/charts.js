@@ -4,8 +4,9 @@
    A page script reads its data with fbb.data(), builds each part inside fbb.section() (a part that
    throws shows a one-line error instead of breaking the page) and ends with fbb.done(), which
    marks <body data-rendered="true" data-charts="N">. Charts are uPlot (vendored, unmodified):
-   fbb.lineChart (per-interval lines, shaded ranges such as the warm-up, optional 95 % CI bands)
-   and fbb.barChart (grouped bars, vertical or horizontal). The legend toggles series on click and
+   fbb.lineChart (per-interval lines, shaded ranges such as the warm-up, optional 95 % CI bands),
+   fbb.barChart (grouped bars, vertical or horizontal) and fbb.ratioChart (ratios with their 95 %
+   intervals against a line at 1). The legend toggles series on click and
    shows the values under the cursor; time charts with the same `sync` key move their cursors
    together. Every drawn chart's container gets data-rendered="true". */
 const fbb = (() => {
@@ -306,13 +307,14 @@ const fbb = (() => {
       el("i", {style: `background: ${range.colour || SHADE}`}, key);
       key.appendChild(document.createTextNode((range.key || range.label) + "  "));
     });
-    container.dataset.shaded = shown.map(r => r.label).join(",");
+    container.dataset.shaded = shown.map(r => r.name || r.label).join(",");
   }
 
   /* lineChart(container, spec): one line per series over a shared numeric x.
      spec = {x: [...], xLabel, xValue(x, idx) → legend text, yLabel (name and unit), unit (legend
              suffix), digits, whole (counts: whole-number ticks), series: [{label, values, colour,
-             width, dash, show, lo, hi}], shade: [{from, to, label, key}], refs: [{value, label}]
+             width, dash, show, lo, hi, spanGaps}], shade: [{from, to, label, key, colour, name (data-shaded; default
+             the label)}], refs: [{value, label}]
              (horizontal reference lines), sync: key, xMin, xMax, yMin0 (default true), points
              (false: no dots on the values), height, empty}
      A series with lo/hi arrays gets a shaded band between them (a 95 % CI) whose values the
@@ -337,6 +339,7 @@ const fbb = (() => {
       const lo = s.lo ? clean(s.lo) : null, hi = s.hi ? clean(s.hi) : null;
       series.push({
         label: s.label, stroke: colour, width: s.width || 1.5, dash: s.dash, show: s.show !== false,
+        spanGaps: !!s.spanGaps,  // join the values across x positions the series has no value at
         // Dots on the values where they are few enough to tell apart (uPlot decides), never otherwise.
         points: {...(spec.points === false ? {show: false} : {}), size: 4, fill: colour, stroke: colour},
         value: (u, v, si, idx) => {
@@ -462,6 +465,116 @@ const fbb = (() => {
     return track(container, u, height);
   }
 
+  /* ratioChart(container, spec): ratios with their 95 % intervals, one row per category (a figure):
+     per series a dot at the ratio and a whisker over its interval, and a dashed line at 1 (no
+     change). Categories run down the chart, the ratio across it (on a log scale when the ratios
+     span more than a factor of 4).
+     spec = {categories: [...], categoryName, series: [{label, colour, values, lo, hi}], valueLabel,
+             digits, height, empty} */
+  function ratioChart(container, spec) {
+    container.textContent = "";
+    const categories = spec.categories || [];
+    const given = (spec.series || []).filter(s => s && Array.isArray(s.values));
+    if (!categories.length || !given.some(s => s.values.some(isNumber))) {
+      return empty(container, spec.empty || "No ratio to draw.");
+    }
+    const n = categories.length, k = given.length;
+    const digits = spec.digits === undefined ? 3 : spec.digits;
+    const x = categories.map((_, i) => i);
+    const step = Math.min(0.25, 0.7 / k);
+    const offset = j => (j - (k - 1) / 2) * step;  // series side by side within a category's row
+    const data = [x];
+    const series = [{label: spec.categoryName || "figure", value: (u, v) => v === null ? "–" : categories[Math.round(v)] ?? "–"}];
+    given.forEach((s, j) => {
+      s._colour = s.colour || COLOURS[j % COLOURS.length];
+      s._lo = x.map(i => s.lo && isNumber(s.lo[i]) ? s.lo[i] : null);
+      s._hi = x.map(i => s.hi && isNumber(s.hi[i]) ? s.hi[i] : null);
+      data.push(x.map(i => isNumber(s.values[i]) ? s.values[i] : null));
+      series.push({
+        label: s.label, stroke: s._colour, width: 0, paths: () => null, points: {show: false},
+        value: (u, v, si, idx) => {
+          if (idx === null || v === null) return "–";
+          const lo = s._lo[idx], hi = s._hi[idx];
+          return fmt(v, digits) + (isNumber(lo) && isNumber(hi) ? ` [${fmt(lo, digits)} – ${fmt(hi, digits)}]` : " (no interval)");
+        },
+      });
+    });
+    const all = given.flatMap(s => [...s.values, ...s._lo, ...s._hi]).filter(v => isNumber(v) && v > 0);
+    const low = Math.min(1, ...all), high = Math.max(1, ...all);
+    // Ratios spanning more than a factor of 4 on a log scale, where 0.5 and 2 lie as far from 1;
+    // narrower ones on a linear scale, whose ticks read better.
+    const log = high / low > 4;
+    const pad = (high - low) * 0.08 || 0.02;
+    const range = log ? [low / 1.25, high * 1.25] : [Math.max(0, low - pad), high + pad];
+    const height = spec.height || Math.max(150, n * (10 + 12 * k) + 70);
+    const px = uPlot.pxRatio;
+    const draw = u => {
+      const {ctx, bbox} = u;
+      ctx.save();
+      const one = Math.round(u.valToPos(1, "y", true)) + 0.5;
+      ctx.strokeStyle = "#5f6368";
+      ctx.lineWidth = px;
+      ctx.setLineDash([4 * px, 4 * px]);
+      ctx.beginPath();
+      ctx.moveTo(one, bbox.top);
+      ctx.lineTo(one, bbox.top + bbox.height);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = "#4a5160";
+      ctx.font = `${Math.round(11 * px)}px system-ui, sans-serif`;
+      ctx.textAlign = "left";
+      ctx.textBaseline = "top";
+      ctx.fillText("no change", one + 4 * px, bbox.top + 2 * px);
+      given.forEach((s, j) => {
+        if (!u.series[j + 1].show) return;
+        x.forEach(i => {
+          const v = data[j + 1][i];
+          if (!isNumber(v)) return;
+          const y = u.valToPos(i + offset(j), "x", true);
+          ctx.strokeStyle = s._colour;
+          ctx.fillStyle = s._colour;
+          ctx.lineWidth = 2 * px;
+          if (isNumber(s._lo[i]) && isNumber(s._hi[i])) {
+            const a = u.valToPos(s._lo[i], "y", true), b = u.valToPos(s._hi[i], "y", true);
+            ctx.beginPath();
+            ctx.moveTo(a, y); ctx.lineTo(b, y);
+            ctx.moveTo(a, y - 4 * px); ctx.lineTo(a, y + 4 * px);
+            ctx.moveTo(b, y - 4 * px); ctx.lineTo(b, y + 4 * px);
+            ctx.stroke();
+          }
+          ctx.beginPath();
+          ctx.arc(u.valToPos(v, "y", true), y, 4 * px, 0, 2 * Math.PI);
+          ctx.fill();
+        });
+      });
+      ctx.restore();
+      container.dataset.rendered = "true";
+    };
+    const opts = {
+      width: widthOf(container), height,
+      scales: {
+        x: {time: false, ori: 1, dir: -1, range: () => [-0.5, n - 0.5]},
+        y: {ori: 0, dir: 1, distr: log ? 3 : 1, log: 10, range: () => range},
+      },
+      axes: [
+        {...AXIS, grid: {show: false}, ticks: {show: false}, splits: () => x, side: 3, size: axisSize,
+         values: (u, splits) => splits.map(v => Number.isInteger(v) ? categories[v] ?? "" : "")},
+        {...AXIS, label: spec.valueLabel, side: 2, size: 24, labelSize: 18, labelGap: 0, space: log ? 20 : 60,
+         // A log axis labels 1, 2 and 5 times a power of ten only (its other ticks stay unlabelled).
+         values: log ? (u, splits) => splits.map(v => {
+           const mantissa = v / 10 ** Math.floor(Math.log10(v) + 1e-9);
+           return [1, 2, 5].some(m => Math.abs(mantissa - m) < 1e-6) ? fmt(v) : "";
+         }) : tickValues},
+      ],
+      series,
+      legend: LEGEND,
+      cursor: {drag: {x: false, y: false}, points: {show: false}},
+      hooks: {draw: [draw]},
+    };
+    const u = new uPlot(opts, data, container);
+    return track(container, u, height);
+  }
+
   // Charts follow their container's width.
   function fit() {
     charts.forEach(c => {
@@ -476,5 +589,5 @@ const fbb = (() => {
   });
 
   return {COLOURS, TOTAL, SHADE, data, section, done, errors, charts, isNumber, fmt, fmtDelta, fmtMB, fmtTime,
-          perSecond, colourOf, el, note, num, table, heat, details, chartBox, lineChart, barChart};
+          perSecond, colourOf, el, note, num, table, heat, details, chartBox, lineChart, barChart, ratioChart};
 })();

@@ -87,6 +87,37 @@ fbb.section("metric-windows", node => {
                                     fbb.fmtTime(w.end_at), num(w.seconds, 2)]));
 });
 
+// ------------------------------------------------------------------ credibility
+// The run's steady state (analysis.steady) and lint findings (analysis.lint), as the document holds them.
+const steady = run.steady;
+const LINT_ORDER = ["error", "warning", "note"];
+
+fbb.section("steady", node => {
+  if (!steady) return note(node, "No measured interval: there is no steady state to judge.");
+  const settled = steady.verdict === "steady";
+  const box = el("p", {id: "steady-text", class: settled ? "note" : "warn"}, node);
+  el("b", {}, box, `Steady state of the ${steady.figure}: ${steady.verdict}`);
+  box.appendChild(document.createTextNode(` — ${steady.text}` + (steady.note ? ` (${steady.note})` : "")));
+  if (isNumber(steady.settled_after) || (steady.trend_line || []).length) {
+    note(node, "The throughput chart below shades where the run settled and draws the fitted trend (Theil–Sen).");
+  }
+});
+
+fbb.section("lint", node => {
+  const findings = [...(run.lint || [])].sort((a, b) =>
+    (LINT_ORDER.indexOf(a.severity) + 1 || 9) - (LINT_ORDER.indexOf(b.severity) + 1 || 9) || a.rule.localeCompare(b.rule));
+  if (!findings.length) return note(node, "The credibility lint found nothing to report in this run.");
+  table(node, ["severity", "rule", "finding", "why it matters"], findings.map(f => {
+    const what = el("div");
+    el("div", {}, what, f.message);
+    if (f.evidence && Object.keys(f.evidence).length) {
+      el("pre", {class: "example"}, fbb.details(what, "evidence"), JSON.stringify(f.evidence, null, 1));
+    }
+    return {cls: "lint-" + f.severity, cells: [el("span", {class: "sev-" + f.severity}, null, f.severity),
+                                               `${f.rule} ${f.title}`, what, {text: f.why, cls: "why"}]};
+  }), {id: "lint-table"});
+});
+
 // ------------------------------------------------------------------ throughput and latency
 const rowsOf = (unit) => {
   const byIndex = new Map((run.intervals || []).filter(r => r.unit === unit).map(r => [r.index, r]));
@@ -99,10 +130,32 @@ fbb.section("throughput", node => {
     const values = perUnit.map(s => s.values[k]).filter(isNumber);
     return values.length ? values.reduce((a, b) => a + b, 0) : null;
   });
+  // The steady state on the same axis: where the run settled (shaded), and the fitted trend of
+  // its figure — the score is the "all units" line; another per-minute headline gets its own line.
+  const extra = [];
+  const at = points => intervalX.map(x => {
+    const hit = (points || []).find(p => Math.abs(p.at - x) < 1e-6);
+    return hit ? hit.value : null;
+  });
+  const perMinute = steady && steady.unit === "/min";
+  if (perMinute && steady.figure !== "score") {
+    extra.push({label: `${steady.figure} (headline)`, colour: "#9334e6", width: 2, values: at(steady.values)});
+  }
+  if (perMinute && (steady.trend_line || []).length) {
+    extra.push({label: `trend of the ${steady.figure} (Theil–Sen)`, colour: "#d93025", dash: [6, 4], width: 1.5,
+                values: at(steady.trend_line)});
+  }
+  const settledShade = steady && isNumber(steady.settled_after) && isNumber(TIME.xMax)
+    // Labelled on the chart only where it does not sit on the warm-up's label (the key names it).
+    ? [{from: steady.settled_after, to: TIME.xMax, colour: "rgba(24, 128, 56, 0.07)", name: "settled",
+        label: shade.some(w => steady.settled_after < w.to) ? "" : "settled",
+        key: `settled from ${seconds(steady.settled_after)} s on (${steady.figure} within ` +
+             `${fmt(steady.band_low, 0)}–${fmt(steady.band_high, 0)}${steady.unit || ""})`}]
+    : [];
   fbb.lineChart(node, {
-    ...TIME, x: intervalX, xValue: (v, idx) => intervalLabel[idx],
+    ...TIME, shade: [...TIME.shade, ...settledShade], x: intervalX, xValue: (v, idx) => intervalLabel[idx],
     yLabel: "successful units per minute", unit: "/min", digits: 0,
-    series: [{label: "all units", colour: fbb.TOTAL, width: 2.5, values: total}, ...perUnit],
+    series: [{label: "all units", colour: fbb.TOTAL, width: 2.5, values: total}, ...perUnit, ...extra],
     empty: "No intervals were measured.",
   });
 });

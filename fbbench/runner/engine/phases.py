@@ -137,7 +137,8 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
                     store.record_check(run_id, "check", check["name"], check["passed"], check["value"], check["detail"])
                 metric_values = {name: metric["value"] for name, metric in measured.metrics.items()}
                 for audit in run_audits(workload, result["units"], metric_values):
-                    store.record_check(run_id, "audit", audit["name"], audit["passed"], audit["value"], audit["detail"])
+                    store.record_check(run_id, "audit", audit["name"], audit["passed"], audit["value"], audit["detail"],
+                                       audit["low"], audit["high"], audit["n"])
         store.update_run(run_id, summary=_summary(measured, settings, workload))
     except (KeyboardInterrupt, Interrupted):
         status, failure = "interrupted", "interrupted by the user"

@@ -50,12 +50,16 @@ class DatabasePlan:
     sweep_interval: int | None
     fresh: bool
     load_connections: int
+    grow: str | None = None  # a scale name: extend a cached smaller population instead of building anew
+
+
+def cache_material(workload: Workload, plan: DatabasePlan) -> dict[str, Any]:
+    return {"format": POPULATION_FORMAT, "workload": workload.name, "files": workload.files,
+            "scale": workload.scale, "page_size": plan.page_size, "engine": plan.engine_major}
 
 
 def cache_key(workload: Workload, plan: DatabasePlan) -> str:
-    material = {"format": POPULATION_FORMAT, "workload": workload.name, "files": workload.files,
-                "scale": workload.scale, "page_size": plan.page_size, "engine": plan.engine_major}
-    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(cache_material(workload, plan), sort_keys=True).encode()).hexdigest()[:16]
 
 
 @contextmanager
@@ -91,8 +95,12 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
                 if building.exists():  # left by a build that was killed
                     ownership.unregister(str(building))
                     building.unlink()
+                source = _grow_source(cache, workload, plan) if plan.grow and not plan.fresh else None
                 try:
-                    stats = build(str(building), workload, plan, progress)
+                    if source is not None:
+                        stats = grow(source, str(building), workload, plan, progress)
+                    else:
+                        stats = build(str(building), workload, plan, progress)
                 except BaseException:  # interrupted or failed: a half-built cache is never kept
                     ownership.unregister(str(building))
                     building.unlink(missing_ok=True)
@@ -100,8 +108,9 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
                 ownership.unregister(str(building))
                 building.rename(cached)
                 ownership.register(str(cached), _mark_token(str(cached)), {"purpose": "populated cache"})
-                meta.write_text(json.dumps({"built_at": time.time(), "key": key, "load": stats}, indent=2))
-                load = {**stats, "source": "built (now cached)"}
+                meta.write_text(json.dumps({"built_at": time.time(), "key": key, "load": stats,
+                                            "material": cache_material(workload, plan)}, indent=2, default=str))
+                load = {**stats, "source": stats.get("source", "built (now cached)")}
             else:
                 load = {**json.loads(meta.read_text())["load"], "source": "copy of cached population"}
             started = time.monotonic()
@@ -111,6 +120,92 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
         _take_ownership(plan.location)
     _apply_settings(plan)
     return load
+
+
+def _grow_source(cache: Path, workload: Workload, plan: DatabasePlan) -> tuple[Path, dict[str, Any]] | None:
+    """The largest cached population of the same workload, page size and engine whose scale
+    differs from the one wanted only by a smaller value of the growing parameter."""
+    assert plan.grow is not None
+    wanted = cache_material(workload, plan)
+    target = wanted["scale"].get(plan.grow)
+    if target is None:
+        raise FbbenchError(f"cannot grow by '{plan.grow}': workload {workload.name} has no such scale parameter",
+                           hint=f"its scale parameters: {', '.join(sorted(workload.scale))}")
+    candidates = []
+    for meta_file in cache.glob(f"{workload.name}-*.json"):
+        try:
+            meta = json.loads(meta_file.read_text())
+        except (OSError, ValueError):
+            continue
+        material = meta.get("material")
+        database = meta_file.with_suffix(".fdb")
+        if not material or not database.exists():
+            continue
+        same = all(material.get(k) == wanted[k] for k in ("format", "workload", "files", "page_size", "engine"))
+        scale = dict(material.get("scale") or {})
+        smaller = scale.pop(plan.grow, None)
+        rest = {k: v for k, v in wanted["scale"].items() if k != plan.grow}
+        if same and scale == rest and isinstance(smaller, int | float) and smaller < target:
+            candidates.append((smaller, database, {**material, "rows": (meta.get("load") or {}).get("total_rows")}))
+    if not candidates:
+        return None
+    _smaller, database, material = max(candidates, key=lambda item: item[0])
+    return database, material
+
+
+def grow(source: tuple[Path, dict[str, Any]], dsn: str, workload: Workload, plan: DatabasePlan,
+         progress: Progress) -> dict[str, Any]:
+    """A copy of a smaller population, extended by the load iterations the larger scale adds.
+
+    A load step's iterations are derived from its ``for_each`` ranges; those the smaller scale
+    already ran are skipped, and so is every step whose ranges did not grow (scripts among them):
+    each iteration's seed depends on the step and the iteration only, so the grown database holds
+    what a fresh build at the larger scale would.
+    """
+    from fbbench.workloads.spec import load_workload
+
+    database, material = source
+    smaller = load_workload(str(workload.directory), {k: str(v) for k, v in material["scale"].items()})
+    started = time.monotonic()
+    shutil.copyfile(database, dsn)
+    ownership.register(dsn, _mark_token(dsn), {"purpose": "population (growing)"})
+    with driver.connect(dsn) as connection:
+        size_before = _size(connection)
+    load_started = time.monotonic()
+    steps = []
+    with _Loaders(dsn, plan.load_connections) as loaders:
+        for step, before in zip(workload.load, smaller.load, strict=True):
+            if step.script is not None:
+                continue
+            done = set(before.iterations())
+            new = [item for item in step.iterations() if item not in done]
+            if not new:
+                continue
+            step_started = time.monotonic()
+            iterations = loaders.run(step, workload, progress, only=new)
+            steps.append({"name": step.name, "seconds": time.monotonic() - step_started, "iterations": iterations})
+    load_seconds = time.monotonic() - load_started
+    with driver.connect(dsn) as connection:
+        size_after = _size(connection)
+        rows = _row_counts(connection)
+    grown = max(size_after - size_before, 0)
+    total_rows = sum(rows.values())
+    grown_from = material["scale"].get(plan.grow)
+    return {
+        "source": f"grown from {plan.grow}={grown_from:g} (now cached)" if isinstance(grown_from, int | float)
+        else "grown (now cached)",
+        "seconds": time.monotonic() - started,
+        "load_seconds": load_seconds,
+        "load_connections": plan.load_connections,
+        "steps": steps,
+        "rows": rows,
+        "total_rows": total_rows,
+        "size_bytes": size_after,
+        "grown_bytes": grown,
+        "mb_per_second": grown / 1e6 / load_seconds if load_seconds > 0 else None,
+        "rows_per_second": (total_rows - (material.get("rows") or 0)) / load_seconds if load_seconds > 0 else None,
+        "grown_from": material["scale"],
+    }
 
 
 def _mark_token(location: str) -> str:
@@ -237,13 +332,14 @@ class _Loaders:
             self.connections.append(driver.connect(self.dsn))
         return self.connections[index]
 
-    def run(self, step: LoadStep, workload: Workload, progress: Progress) -> int:
+    def run(self, step: LoadStep, workload: Workload, progress: Progress,
+            only: list[tuple[int, ...]] | None = None) -> int:
         if step.script is not None:
             progress(step.name, 0, 1)
             scripts.run_file(self._connection(0), step.script, workload.scale)
             progress(step.name, 1, 1)
             return 1
-        iterations = step.iterations()
+        iterations = step.iterations() if only is None else only
         work: queue.Queue[tuple[int, ...]] = queue.Queue()
         for item in iterations:
             work.put(item)

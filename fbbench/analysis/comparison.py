@@ -1,0 +1,459 @@
+"""A comparison of stored runs and series: their conditions side by side, every figure as a ratio to
+the baseline with its 95 % interval, the engine's work per unit, the credibility lint, and the
+verdicts all this allows. One pure function, :func:`compare`, over runs as the store gives them
+(``ResultsStore.load_run``); :mod:`fbbench.compare` resolves what the user named.
+
+Each figure is read from the store through its one definition: the headline, the extra figures,
+the score and TPM as each run stored them (:mod:`~fbbench.analysis.figures`, computed once when
+the run ended); a unit's throughput and the conflicts and errors per minute by
+:func:`figures.value` over the stored unit totals; latency percentiles as the core's HDR
+histograms gave them; the workload's metrics as stored; the engine's work per unit by
+:func:`fbbench.analysis.engine.per_unit`. Ratios and verdicts come from
+:mod:`~fbbench.analysis.stats` — over the repeats when a side is a series, over the measured
+intervals of each run when both sides are single runs (weaker: the drift between runs is not in
+it). Only completed runs are used; a failed, interrupted or incomplete one is shown and flagged.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fbbench.analysis import conditions as cond
+from fbbench.analysis import engine, figures, lint, stats, steady
+
+SCHEMA_VERSION = 1  # of the comparison document: docs/compare-result.md
+
+# A figure of one run in each measured interval: (value, seconds), None where it has none.
+PerInterval = Callable[[Mapping[str, Any]], list[tuple[float | None, float]] | None]
+
+
+@dataclass
+class Subject:
+    """One side of a comparison: a single run or a series, with its stored runs in repeat order."""
+
+    label: str  # A, B, C … in the order the user named them
+    kind: str  # run / series
+    ident: str  # the run id or the series id
+    argument: str  # as the user wrote it (last~1, a prefix, …)
+    runs: list[dict[str, Any]]
+
+    @property
+    def used(self) -> list[dict[str, Any]]:
+        """The runs whose figures count: completed ones only."""
+        return [run for run in self.runs if run.get("status") == "completed"]
+
+    def describe(self) -> str:
+        if self.kind == "run":
+            run = self.runs[0]
+            return f"run {self.ident}" + ("" if run.get("status") == "completed" else f" ({run.get('status')})")
+        used = len(self.used)
+        shown = f"{len(self.runs)} runs" if used == len(self.runs) else f"{used} of {len(self.runs)} runs completed"
+        return f"series {self.ident} ({shown})"
+
+
+@dataclass(frozen=True)
+class FigureDef:
+    """A figure compared across the sides: how to read it from one run, whole and per interval."""
+
+    name: str
+    kind: str  # headline / figure / metric / score / tpm / unit / latency / outcomes / engine
+    unit: str
+    better: str  # higher / lower
+    rate: bool  # a rate (per minute / second): higher is "faster"
+    value: Callable[[Mapping[str, Any]], float | None]
+    per_interval: PerInterval = lambda run: None
+    definition: str = ""
+    group: str = ""  # the unit a per-unit figure belongs to
+
+
+# ------------------------------------------------------------------------------- reading runs
+
+
+def _summary(run: Mapping[str, Any]) -> Mapping[str, Any]:
+    return run.get("summary") or {}
+
+
+def _seconds(run: Mapping[str, Any]) -> float | None:
+    return _summary(run).get("measured_seconds")
+
+
+def _stored_figure(run: Mapping[str, Any], name: str, headline: bool) -> Mapping[str, Any] | None:
+    summary = _summary(run)
+    if headline:
+        stored = summary.get("headline") or {}
+        return stored if stored.get("name") == name else None
+    return next((f for f in summary.get("figures") or [] if f.get("name") == name), None)
+
+
+def _as_figure(stored: Mapping[str, Any]) -> figures.Figure:
+    known = set(figures.Figure.__dataclass_fields__)
+    return figures.Figure.from_dict({k: v for k, v in stored.items() if k in known})
+
+
+def _measured(rows: list[tuple[float | None, float, bool]]) -> list[tuple[float | None, float]] | None:
+    found = [(value, seconds) for value, seconds, measured in rows if measured]
+    return found or None
+
+
+def _by_definition(figure: figures.Figure) -> Callable[[Mapping[str, Any]], float | None]:
+    def read(run: Mapping[str, Any]) -> float | None:
+        units = {name: {k: totals.get(k) for k in figures.OUTCOMES}
+                 for name, totals in (run.get("units") or {}).items()}
+        seconds = _seconds(run)
+        return figures.value(figure, figures.names(units, None, seconds), seconds)
+    return read
+
+
+def _intervals_of(figure: figures.Figure) -> PerInterval:
+    return lambda run: _measured(steady.interval_values(run, figure))
+
+
+def _metric_intervals(name: str, per_minute: bool) -> PerInterval:
+    def read(run: Mapping[str, Any]) -> list[tuple[float | None, float]] | None:
+        found = engine.metric_per_interval(run.get("engine_samples") or {}, run.get("intervals") or [], name,
+                                           per_minute)
+        return [(value, seconds) for value, seconds in found] or None
+    return read
+
+
+def figure_defs(runs: Sequence[Mapping[str, Any]]) -> list[FigureDef]:
+    """The figures the runs have, in the order a report shows them: the headline, the workload's
+    other figures and metrics, the score (when it is not the headline), TPM, each unit's
+    throughput and latency, conflicts and errors."""
+    defs: list[FigureDef] = []
+    stored_headline = next((_summary(r).get("headline") for r in runs if _summary(r).get("headline")), None)
+    if stored_headline:
+        headline = _as_figure(stored_headline)
+        defs.append(FigureDef(headline.name, "headline", headline.unit, headline.better,
+                              headline.per in ("minute", "second"),
+                              lambda run, n=headline.name: _value_of(_stored_figure(run, n, True)),
+                              _intervals_of(headline), headline.value))
+    seen = {d.name for d in defs}
+    for run in runs:
+        for stored in _summary(run).get("figures") or []:
+            if stored.get("name") in seen:
+                continue
+            figure = _as_figure(stored)
+            seen.add(figure.name)
+            defs.append(FigureDef(figure.name, "figure", figure.unit, figure.better, figure.per in ("minute", "second"),
+                                  lambda run, n=figure.name: _value_of(_stored_figure(run, n, False)),
+                                  _intervals_of(figure), figure.value))
+    metrics: dict[str, Mapping[str, Any]] = {}
+    for run in runs:
+        for name, metric in (run.get("metrics") or {}).items():
+            metrics.setdefault(name, metric)
+    for name, metric in metrics.items():
+        if name in seen:
+            continue
+        per_minute = bool(metric.get("per_minute"))
+        defs.append(FigureDef(name, "metric", "/min" if per_minute else "", "higher", per_minute,
+                              lambda run, n=name: ((run.get("metrics") or {}).get(n) or {}).get("value"),
+                              _metric_intervals(name, per_minute), "counted by the database"))
+    if not stored_headline or stored_headline.get("name") != figures.SCORE.name:
+        defs.append(FigureDef(figures.SCORE.name, "score", figures.SCORE.unit, "higher", True,
+                              lambda run: _summary(run).get("score_per_minute"), _intervals_of(figures.SCORE),
+                              figures.SCORE.value))
+    tpm = figures.Figure("TPM", "ok + rolled_back")
+    defs.append(FigureDef("TPM", "tpm", "/min", "higher", True, lambda run: _summary(run).get("tpm"),
+                          _intervals_of(tpm), tpm.value))
+    units = sorted({name for run in runs for name in (run.get("units") or {})})
+    for unit in units:
+        throughput = figures.Figure(f"{unit} ok", f"{unit}.ok")
+        defs.append(FigureDef(f"{unit} ok", "unit", "/min", "higher", True, _by_definition(throughput),
+                              _intervals_of(throughput), throughput.value, unit))
+    for unit in units:
+        for key in ("p50", "p95", "p99"):
+            # No per-interval basis: a percentile of a run is not an average of its intervals'
+            # percentiles, and the batch means of two single runs assume it is.
+            defs.append(FigureDef(f"{unit} {key}", "latency", " ms", "lower", False,
+                                  lambda run, u=unit, k=key: (((run.get("units") or {}).get(u) or {})
+                                                              .get("latency_ms") or {}).get(k),
+                                  definition=f"{key} latency of {unit}", group=unit))
+    for outcome, meaning in (("conflicts", "units ended by an update conflict, per minute"),
+                             ("errors", "units ended by an error, per minute")):
+        figure = figures.Figure(outcome, outcome, better="lower")
+        defs.append(FigureDef(outcome, "outcomes", "/min", "lower", True, _by_definition(figure),
+                              _intervals_of(figure), meaning))
+    return defs
+
+
+def _value_of(stored: Mapping[str, Any] | None) -> float | None:
+    return None if stored is None else stored.get("result")
+
+
+def _engine_defs() -> list[FigureDef]:
+    labels = {"page_reads": "page reads", "page_writes": "page writes", "page_fetches": "page fetches",
+              "page_marks": "page marks", "backouts": "backouts", "purges": "purges", "expunges": "expunges",
+              "conflicts": "record conflicts"}
+    defs = [FigureDef(f"{label} per unit", "engine", "", "lower", False,
+                      lambda run, n=name: (_engine_per_unit(run) or {}).get(n), definition=name)
+            for name, label in labels.items()]
+    defs.append(FigureDef("largest Next − OIT", "engine", "", "lower", False,
+                          lambda run: (_engine_per_unit(run) or {}).get("largest_next_minus_oit"),
+                          definition="largest_next_minus_oit"))
+    return defs
+
+
+def _engine_per_unit(run: Mapping[str, Any]) -> dict[str, float | None] | None:
+    return engine.per_unit(run.get("engine_samples") or {}, run.get("intervals") or [])
+
+
+# ------------------------------------------------------------------------------- comparing
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _side(subject: Subject, figure: FigureDef) -> tuple[stats.Side | None, list[float | None]]:
+    """The figure of each used run, and the stats side (None when a run lacks it)."""
+    values = [figure.value(run) for run in subject.used]
+    if not values or any(v is None for v in values):
+        return None, values
+    numbers = tuple(float(v) for v in values)  # type: ignore[arg-type]
+    if len(subject.used) == 1:
+        rows = figure.per_interval(subject.used[0])
+        if rows and all(v is not None for v, _ in rows):
+            return stats.Side(numbers, tuple(float(v) for v, _ in rows),  # type: ignore[arg-type]
+                              tuple(s for _, s in rows), subject.label), values
+    return stats.Side(numbers, label=subject.label), values
+
+
+def _shown_value(values: Sequence[float | None], n_other: int) -> tuple[float | None, str | None]:
+    """The side's figure as its ratio uses it (:func:`stats.center`), and what it is."""
+    present = [v for v in values if v is not None and math.isfinite(v)]
+    if not present or len(present) != len(values):
+        return None, None
+    if all(v == 0 for v in present):
+        return 0.0, "value" if len(present) == 1 else "all zero"
+    value, kind = stats.center(present, n_other)
+    return (value if math.isfinite(value) else None), kind
+
+
+def _ratio(base: stats.Side | None, other: stats.Side | None) -> stats.Ratio | None:
+    if base is None or other is None:
+        return None
+    if all(v == 0 for v in base.values) and all(v == 0 for v in other.values):
+        return None  # none on either side (conflicts, errors): nothing to divide
+    return stats.compare(base, other, seed=0)
+
+
+def _series_spread(values: Sequence[float | None]) -> dict[str, Any] | None:
+    present = [float(v) for v in values if v is not None]
+    if len(present) < 2 or len(present) != len(values):
+        return None
+    summary = stats.summarize(present)
+    return {"n": summary.n, "median": summary.median, "low": summary.low, "high": summary.high, "cv": summary.cv,
+            "minimum": summary.minimum, "maximum": summary.maximum, "spread": summary.spread, "text": summary.text}
+
+
+def _rows(rows: Sequence[cond.DiffRow]) -> list[dict[str, Any]]:
+    return [{"key": r.key, "values": r.values, "follows": r.follows, "defaults": r.defaults,
+             "factor": r.factor} for r in rows]
+
+
+def records_of(subjects: Sequence[Subject]) -> tuple[dict[str, cond.Conditions], dict[str, list[cond.DiffRow]],
+                                                    dict[str, list[cond.Conditions]]]:
+    """Each side's conditions (a series': what its used runs share), the rows in which a series'
+    runs differ, and the per-run records of each series."""
+    records: dict[str, cond.Conditions] = {}
+    within: dict[str, list[cond.DiffRow]] = {}
+    per_run: dict[str, list[cond.Conditions]] = {}
+    for subject in subjects:
+        runs = subject.used or subject.runs
+        if subject.kind == "run":
+            records[subject.label] = cond.record(runs[0])
+            continue
+        per_run[subject.label] = [cond.record(run) for run in runs]
+        records[subject.label], within[subject.label] = cond.series_record(per_run[subject.label])
+    return records, within, per_run
+
+
+def axis_labels(subjects: Sequence[Subject], on_axis: Sequence[cond.DiffRow]) -> dict[str, str]:
+    """Each side's label with its value on the axis: ``B (5.0.4)``."""
+    primary = [row for row in on_axis if row.follows is None]
+    chosen: list[cond.DiffRow] = []
+    for row in primary:  # one row per factor: engine.version stands for the engine
+        if row.factor not in {c.factor for c in chosen}:
+            chosen.append(row)
+    def shown(row: cond.DiffRow, value: str) -> str:
+        # An engine's version or a host's name says what it is; a setting's number needs its name.
+        return value if row.factor in ("engine", "host") else f"{row.key.rsplit('.', 1)[-1]} {value}"
+
+    labels = {}
+    for subject in subjects:
+        values = [shown(row, str(row.values[subject.label])) for row in chosen
+                  if row.values.get(subject.label) is not None]
+        labels[subject.label] = f"{subject.label} ({', '.join(values)})" if values else subject.label
+    return labels
+
+
+def lint_all(subjects: Sequence[Subject], records: Mapping[str, cond.Conditions],
+             per_run: Mapping[str, list[cond.Conditions]], axis: Sequence[str] | None,
+             exclude_unused: bool = True) -> list[dict[str, Any]]:
+    """Every finding: the comparison's conditions, each series' uniformity, each run's own lint.
+    A run that is not used (not completed) has its findings marked ``excluded`` — in a
+    comparison, which leaves it out; ``exclude_unused`` False when the runs are linted for
+    themselves (``fbbench lint``), where a failed run is the finding."""
+    found: list[dict[str, Any]] = []
+    if len(records) > 1:
+        found += [{**f.to_dict(), "scope": "comparison", "side": None, "excluded": False}
+                  for f in lint.lint_comparison(records, axis)]
+    for subject in subjects:
+        if subject.kind == "series":
+            found += [{**f.to_dict(), "scope": "series", "side": subject.label, "excluded": False}
+                      for f in lint.lint_series(per_run[subject.label], subject.ident)]
+        for run in subject.runs:
+            excluded = exclude_unused and run.get("status") != "completed"
+            found += [{**f.to_dict(), "scope": "run", "side": subject.label, "excluded": excluded}
+                      for f in lint.lint_run(run)]
+    return _finite(found)
+
+
+def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: Sequence[str] | None = None,
+            force: bool = False) -> dict[str, Any]:
+    """The comparison document (docs/compare-result.md) of ``subjects`` against ``baseline`` (a
+    label; default the first). Raises :class:`fbbench.analysis.conditions.AxisError` when the
+    axis is not a difference, or none is named among several differences."""
+    base = next(s for s in subjects if s.label == (baseline or subjects[0].label))
+    others = [s for s in subjects if s is not base]
+    records, within, per_run = records_of(subjects)
+    split = cond.split(records, axis)
+    names = axis_labels(subjects, split.axis)
+    findings = lint_all(subjects, records, per_run, axis)
+    errors = [f for f in findings if f["severity"] == "error" and not f["excluded"]]
+    withheld = bool(errors) and not force
+
+    all_runs = [run for s in subjects for run in (s.used or s.runs)]
+    defs = figure_defs(all_runs)
+    figure_rows = [_figure_row(figure, base, others, names, withheld) for figure in defs]
+    engine_rows = [_figure_row(figure, base, others, names, withheld, verdicts=False) for figure in _engine_defs()]
+    engine_rows = [row for row in engine_rows if any(v is not None for v in row["values"].values())]
+
+    headline = next((row for row in figure_rows if row["kind"] == "headline"), figure_rows[0] if figure_rows else None)
+    verdicts = {other.label: _verdict(headline, base, other, names, errors, force) for other in others}
+    keys = list(dict.fromkeys(k for r in records.values() for k in r))
+    differing = {row.key for row in [*split.axis, *split.others]}
+    equal = {k: records[base.label][k] for k in keys if k not in differing and k in records[base.label]}
+    return _finite({
+        "schema_version": SCHEMA_VERSION,
+        "created_at": time.time(),
+        "workload": sorted({str(r.get("workload")) for r in all_runs}),
+        "baseline": base.label,
+        "sides": [_side_document(s, names[s.label], headline) for s in subjects],
+        "conditions": {
+            "axis_requested": list(axis) if axis else None,
+            "axis": _rows(split.axis),
+            "differences": _rows(split.others),
+            "equal": equal,
+            "series_differences": {label: _rows(rows) for label, rows in within.items() if rows},
+        },
+        "figures": figure_rows,
+        "verdicts": verdicts,
+        "engine": {"available": bool(engine_rows), "figures": engine_rows},
+        "lint": findings,
+        "valid": not errors,
+        "forced": bool(force and errors),
+        "invalid_because": [f"{f['rule']} {f['message']}" for f in errors],
+        "intervals": [_intervals(s, run) for s in subjects for run in s.runs],
+    })
+
+
+def _figure_row(figure: FigureDef, base: Subject, others: Sequence[Subject], names: Mapping[str, str],
+                withheld: bool, verdicts: bool = True) -> dict[str, Any]:
+    base_side, base_values = _side(base, figure)
+    base_value, base_centre = _shown_value(base_values, min((len(o.used) for o in others), default=1))
+    row: dict[str, Any] = {"name": figure.name, "kind": figure.kind, "unit": figure.unit, "better": figure.better,
+                           "rate": figure.rate, "definition": figure.definition, "group": figure.group,
+                           "values": {base.label: base_value}, "centres": {base.label: base_centre},
+                           "runs": {base.label: base_values},
+                           "spread": {base.label: _series_spread(base_values)},
+                           "ratios": {}, "verdicts": {}}
+    for other in others:
+        side, values = _side(other, figure)
+        row["values"][other.label], row["centres"][other.label] = _shown_value(values, len(base.used))
+        row["runs"][other.label] = values
+        row["spread"][other.label] = _series_spread(values)
+        estimate = _ratio(base_side, side)
+        if estimate is None:
+            row["ratios"][other.label] = None
+            row["verdicts"][other.label] = None
+            continue
+        row["ratios"][other.label] = estimate.to_dict()
+        if not verdicts:
+            continue
+        said = stats.verdict(estimate, figure.better, rate=figure.rate, a=names[base.label], b=names[other.label])
+        hidden = withheld and said.resolved  # an invalid comparison gets no verdict word, only its interval
+        row["verdicts"][other.label] = {
+            "resolved": said.resolved, "word": None if hidden else said.word, "better": None if hidden else said.better,
+            "change": said.change, "low": said.low, "high": said.high, "spread": said.spread,
+            "text": "verdict withheld: the comparison is invalid" if hidden else said.text, "withheld": hidden}
+    return row
+
+
+def _verdict(headline: Mapping[str, Any] | None, base: Subject, other: Subject, names: Mapping[str, str],
+             errors: Sequence[Mapping[str, Any]], force: bool) -> dict[str, Any]:
+    """The comparison's verdict for one side against the baseline: its headline's."""
+    missing = [s for s in (base, other) if not s.used]
+    if headline is None or missing:
+        why = (f"{' and '.join(s.label for s in missing)} has no completed run "
+               f"({'; '.join(str(r.get('status')) for s in missing for r in s.runs)})" if missing
+               else "the runs have no headline figure")
+        return {"figure": None, "resolved": False, "withheld": False, "text": f"no verdict: {why}", "word": None}
+    said = headline["verdicts"].get(other.label)
+    ratio = headline["ratios"].get(other.label)
+    if said is None or ratio is None:
+        return {"figure": headline["name"], "resolved": False, "withheld": False, "word": None,
+                "text": f"no verdict: {names[other.label]} or {names[base.label]} has no {headline['name']}"}
+    text = said["text"]
+    if errors and not force:
+        rules = ", ".join(sorted({f["rule"] for f in errors}))
+        return {"figure": headline["name"], "resolved": said["resolved"], "withheld": True, "word": None,
+                "text": f"verdict withheld: the comparison is invalid ({rules}): {errors[0]['message']}"
+                        + (f"; and {len(errors) - 1} more error(s)" if len(errors) > 1 else "")}
+    if errors:
+        text += f" — forced: the comparison has {len(errors)} error(s) in its lint"
+    if ratio["basis"] == "intervals" and math.isfinite(ratio["low"]):
+        text += " (single runs: the intervals of each run; repeat with --repeat for a verdict across runs)"
+    return {"figure": headline["name"], "resolved": said["resolved"], "withheld": False,
+            "word": said["word"], "text": text}
+
+
+def _side_document(subject: Subject, name: str, headline: Mapping[str, Any] | None) -> dict[str, Any]:
+    used = {id(run) for run in subject.used}
+    head = headline["name"] if headline else None
+    return {
+        "label": subject.label, "name": name, "kind": subject.kind, "id": subject.ident,
+        "argument": subject.argument, "description": subject.describe(),
+        "runs": [{"run_id": run.get("run_id"), "status": run.get("status"), "failure": run.get("failure"),
+                  "repeat_index": run.get("repeat_index"), "used": id(run) in used,
+                  "started_at": run.get("started_at"),
+                  "headline": _value_of(_stored_figure(run, head, True)) if head else None}
+                 for run in subject.runs],
+        "summary": headline["spread"].get(subject.label) if headline else None,
+    }
+
+
+def _intervals(subject: Subject, run: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's figure per interval for the chart of every run: x = the interval's middle."""
+    series = steady.interval_series(run)
+    position = subject.runs.index(run) + 1  # type: ignore[arg-type]
+    label = subject.label if subject.kind == "run" else f"{subject.label}·{position}"
+    found: dict[str, Any] = {"side": subject.label, "label": label, "run_id": run.get("run_id"),
+                             "status": run.get("status"), "used": run.get("status") == "completed",
+                             "figure": None, "unit": None, "at": [], "values": [], "measured": []}
+    if series is not None:
+        found.update(figure=series.figure, unit=series.unit,
+                     at=[start + seconds / 2 for start, seconds in zip(series.starts, series.seconds, strict=True)],
+                     values=list(series.values), measured=list(series.measured))
+    return found

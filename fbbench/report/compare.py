@@ -1,0 +1,240 @@
+"""A comparison on the console, and as the single-file HTML page ``compare`` (templates/compare.*).
+
+Both draw the comparison document (:mod:`fbbench.analysis.comparison`, docs/compare-result.md)
+as it is: nothing is computed here but text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from fbbench.report import html
+from fbbench.report.console import SEVERITY_STYLE, lint_count
+
+KIND_TITLE = {"headline": "headline", "figure": "figure", "metric": "database", "score": "score",
+              "tpm": "", "unit": "throughput", "latency": "latency", "outcomes": "", "engine": ""}
+
+
+def number(value: Any, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    digits = 0 if abs(value) >= 100 else 2 if abs(value) >= 1 or value == 0 else 3
+    return f"{value:,.{digits}f}{unit}"
+
+
+def _ratio_text(ratio: Mapping[str, Any] | None) -> tuple[str, str]:
+    if ratio is None:
+        return "–", ""
+    point = "–" if ratio.get("ratio") is None else f"{ratio['ratio']:.3f}"
+    if ratio.get("low") is None or ratio.get("high") is None:
+        return point, "no interval"
+    return point, f"{ratio['low']:.3f}–{ratio['high']:.3f}"
+
+
+def _verdict_cell(verdict: Mapping[str, Any] | None) -> str:
+    if verdict is None:
+        return ""
+    if verdict.get("withheld"):
+        return "[red]withheld[/]"
+    if not verdict.get("resolved"):
+        return "[dim]not resolved[/]"
+    word = verdict.get("word") or ""
+    colour = {True: "green", False: "red"}.get(verdict.get("better"), "")
+    return f"[{colour}]{word}[/]" if colour else word
+
+
+def condition_rows(document: Mapping[str, Any], *, followers: bool = True) -> list[tuple[str, dict[str, Any], str]]:
+    """(key, values by side, what the row is) for every condition that differs; ``followers``
+    False leaves out the axis rows that follow from it (an engine's ODS and conf defaults)."""
+    conditions = document["conditions"]
+    rows = []
+    for row in conditions["axis"]:
+        if row["follows"] and not followers:
+            continue
+        rows.append((row["key"], row["values"], "axis" + (f" (follows {row['follows']})" if row["follows"] else "")))
+    rules = {f["evidence"].get("key"): f"{f['rule']} {f['severity']}" for f in document["lint"]
+             if f["scope"] == "comparison" and isinstance(f.get("evidence"), dict) and f["evidence"].get("key")}
+    for row in conditions["differences"]:
+        what = rules.get(row["key"]) or (f"follows {row['follows']}" if row["follows"] else "differs")
+        rows.append((row["key"], row["values"], f"outside the axis: {what}"))
+    return rows
+
+
+def _grouped(findings: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], list[Mapping[str, Any]]]]:
+    """Findings of one rule on one side's runs together (a series' repeats say the same thing)."""
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for finding in findings:
+        key = (finding["rule"], finding["scope"], finding.get("side"), finding.get("excluded"),
+               finding["message"] if finding["scope"] != "run" else None)
+        groups.setdefault(key, []).append(finding)
+    order = list(SEVERITY_STYLE)
+    return sorted(((items[0], items) for items in groups.values()),
+                  key=lambda g: (order.index(g[0]["severity"]) if g[0]["severity"] in order else 9,
+                                 g[0]["excluded"], g[0]["rule"]))
+
+
+def lint_lines(findings: Sequence[Mapping[str, Any]], sides: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
+    """The findings on the console, one line per rule and side (its why beneath)."""
+    names = {s["label"]: s for s in sides or []}
+    lines = []
+    for first, items in _grouped(findings):
+        style = SEVERITY_STYLE.get(first["severity"], "")
+        where = ""
+        if first["scope"] == "run":
+            side = names.get(first.get("side"))
+            count = len(items)
+            total = len(side["runs"]) if side else count
+            runs = "the run" if side and side["kind"] == "run" else f"{count} of {total} runs"
+            where = f"{first.get('side') or ''} ({runs}): " if side else f"{first['subject']}: "
+        elif first["scope"] == "series":
+            where = f"{first.get('side')} (the series): "
+        excluded = " [dim](a run not used: its findings do not count)[/]" if first.get("excluded") else ""
+        lines.append(f"  [{style}]{first['rule']} {first['severity']}[/] {escape(where + first['message'])}{excluded}")
+        lines.append(f"      [dim]why: {escape(first['why'])}[/]")
+    return lines
+
+
+def print_comparison(document: Mapping[str, Any], console: Console) -> None:
+    sides = document["sides"]
+    names = {s["label"]: s["name"] for s in sides}
+    base = document["baseline"]
+    workload = ", ".join(document["workload"])
+    console.print(f"\n[bold]comparison[/] of {escape(workload)} — baseline {escape(names[base])}", highlight=False)
+    for side in sides:
+        flagged = [f"{r['run_id']} {r['status']}" for r in side["runs"] if not r["used"]]
+        flag = f" [red]not used: {escape(', '.join(flagged))}[/]" if flagged else ""
+        console.print(f"  {escape(side['name'])} = {escape(side['description'])}{flag}", highlight=False,
+                      soft_wrap=True)
+
+    conditions = document["conditions"]
+    rows = condition_rows(document, followers=False)
+    following = [row for row in conditions["axis"] if row["follows"]]
+    equal = len(conditions["equal"])
+    if rows:
+        console.print(f"conditions: {len(rows) + len(following)} differ, {equal} equal (folded away; all in the JSON "
+                      "and the HTML report)", highlight=False)
+        table = Table()
+        table.add_column("condition", no_wrap=True)
+        for side in sides:
+            table.add_column(side["label"], overflow="fold")
+        table.add_column("", overflow="fold")
+        for key, values, what in rows:
+            style = "bold" if what.startswith("axis") and "follows" not in what else ""
+            cells = [escape(str(values[s["label"]])) if values.get(s["label"]) is not None else "[dim]not visible[/]"
+                     for s in sides]
+            colour = "red" if " error" in what else "yellow" if "warning" in what else ""
+            table.add_row(f"[{style}]{escape(key)}[/]" if style else escape(key), *cells,
+                          f"[{colour}]{escape(what)}[/]" if colour else escape(what))
+        console.print(table)
+        if following:
+            keys = ", ".join(row["key"] for row in following[:8]) + (", …" if len(following) > 8 else "")
+            factors = ", ".join(dict.fromkeys(row["follows"] for row in following))
+            console.print(f"  and {len(following)} that follow from the axis ({escape(factors)}): {escape(keys)}",
+                          highlight=False, soft_wrap=True)
+    else:
+        console.print(f"conditions: the same in all {equal} recorded (no axis: the sides repeat each other)")
+    for label, within in (conditions.get("series_differences") or {}).items():
+        console.print(f"  [red]series {label}'s runs differ in: {', '.join(r['key'] for r in within)}[/]")
+
+    findings = document["lint"]
+    counted = [f for f in findings if not f["excluded"]]
+    console.print(f"credibility lint: {lint_count(counted)}"
+                  + (f" (and {len(findings) - len(counted)} on runs not used)" if len(counted) < len(findings) else ""),
+                  highlight=False)
+    for line in lint_lines(findings, sides):
+        console.print(line, highlight=False, soft_wrap=True)
+
+    print_figures(document, console)
+    engine = document.get("engine") or {}
+    if engine.get("available"):
+        print_figures(document, console, engine=True)
+
+    console.print()
+    for label, verdict in document["verdicts"].items():
+        colour = "red" if verdict.get("withheld") else "bold" if verdict.get("resolved") else ""
+        text = escape(verdict["text"])
+        console.print(f"[bold]verdict[/] {escape(names[label])} against {escape(names[base])}: "
+                      + (f"[{colour}]{text}[/]" if colour else text), highlight=False, soft_wrap=True)
+    if any(v.get("withheld") for v in document["verdicts"].values()):
+        console.print("  [dim]fix the errors above (or name the difference with --axis); --force shows the verdict "
+                      "anyway[/]", highlight=False)
+
+
+def print_figures(document: Mapping[str, Any], console: Console, engine: bool = False) -> None:
+    sides = document["sides"]
+    base = document["baseline"]
+    others = [s["label"] for s in sides if s["label"] != base]
+    rows = document["engine"]["figures"] if engine else document["figures"]
+    centres = sorted({c for row in rows for label, c in (row.get("centres") or {}).items()
+                      if c in ("median", "geometric mean")})
+    shown = f"a series: the {' or '.join(centres)} of its runs, as the ratio divides it" if centres else ""
+    title = ("engine work per unit the load ran (where a difference came from)" if engine
+             else "results" + (f" ({shown})" if shown else ""))
+    table = Table(title=title, title_justify="left")
+    table.add_column("figure", no_wrap=True)
+    table.add_column("better")
+    for side in sides:
+        table.add_column(side["label"], justify="right")
+    for label in others:
+        table.add_column(f"{label}/{base}", justify="right")
+        table.add_column("95 % CI", justify="right")
+        if not engine:
+            table.add_column("verdict")
+    for row in rows:
+        cells = [escape(row["name"]) + (f" [dim]({KIND_TITLE[row['kind']]})[/]" if KIND_TITLE.get(row["kind"]) else ""),
+                 "↑" if row["better"] == "higher" else "↓"]
+        cells += [number(row["values"].get(s["label"]), row["unit"] if not engine else "") for s in sides]
+        for label in others:
+            point, interval = _ratio_text(row["ratios"].get(label))
+            cells += [point, interval]
+            if not engine:
+                cells.append(_verdict_cell(row["verdicts"].get(label)))
+        table.add_row(*cells)
+    console.print(table)
+    if engine:
+        return
+    methods: dict[str, Mapping[str, Any]] = {}
+    without: dict[str, list[str]] = {}
+    for row in rows:
+        for label in others:
+            ratio = row["ratios"].get(label)
+            if ratio and ratio.get("low") is not None:
+                methods.setdefault(ratio["method"], ratio)
+            elif ratio:
+                without.setdefault(ratio.get("note") or "", []).append(row["name"])
+    for method, ratio in methods.items():
+        weaker = (" — weaker: the drift between runs is not in it; repeat the runs (--repeat) for a verdict across "
+                  "runs" if ratio["basis"] == "intervals" else "")
+        console.print(f"  [dim]95 % CI over the {ratio['basis']}: {escape(method)}{weaker}[/]", highlight=False,
+                      soft_wrap=True)
+    for note, names in without.items():
+        console.print(f"  [dim]no interval for {escape(', '.join(names))}: {escape(note)}[/]", highlight=False,
+                      soft_wrap=True)
+    for side in sides:
+        summary = side.get("summary")
+        if summary:
+            console.print(f"  [dim]{escape(side['name'])} repeats: {escape(summary['text'])}[/]", highlight=False,
+                          soft_wrap=True)
+    compared = sum(1 for row in rows for label in others if row["ratios"].get(label))
+    if compared > 1:
+        console.print(f"  [dim]the verdict is the headline's; the other {compared - 1} ratio(s) are judged each at "
+                      "95 %: about 1 in 20 resolves by chance alone[/]", highlight=False, soft_wrap=True)
+
+
+def render(document: Mapping[str, Any]) -> str:
+    sides = ", ".join(s["name"] for s in document["sides"])
+    return html.render_page("compare", f"fbbench comparison: {sides}", document)
+
+
+def write(document: Mapping[str, Any], path: Path) -> Path:
+    path = path.expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(document), encoding="utf-8")
+    return path

@@ -1,0 +1,139 @@
+"use strict";
+/* The sweep report: fills sweep.html from the sweep document (fbbench/sweep/report.py). */
+const sweep = fbb.data();
+const {el, fmt, num, note, table, isNumber} = fbb;
+const head = sweep.headline || {};
+const unit = head.unit || "";
+const better = head.better === "lower" ? "lower is better" : "higher is better";
+const axes = sweep.axes || [];
+const cells = sweep.cells || [];
+
+fbb.section("header", () => {
+  document.getElementById("sweep-id").textContent = sweep.sweep_id;
+  document.getElementById("status").textContent = sweep.status;
+  document.getElementById("subtitle").textContent =
+    `${cells.length} cell(s) × ${sweep.repeats} repeat(s), mode ${sweep.mode}; axes: ` +
+    axes.map(a => `${a.key} = ${a.values.join(", ")}${a.grow ? " (grows)" : ""}`).join("; ") +
+    `; headline ${head.name} (${better})`;
+});
+
+fbb.section("best", () => {
+  const box = document.getElementById("best");
+  const best = sweep.best;
+  if (!best) return note(box, "No cell completed a run with a headline figure.");
+  el("p", {}, box, `Best: cell ${best.cell} (${best.label}), median ${fmt(best.median)}${unit}.`);
+  if (best.versus_runner_up) {
+    el("p", {class: best.resolved ? "pass" : "warn"}, box,
+       (best.resolved ? "" : "Not distinguishable from the runner-up: ") + best.versus_runner_up);
+  }
+});
+
+fbb.section("advisor", () => {
+  const advisor = sweep.one_at_a_time;
+  if (!advisor) return;
+  const box = document.getElementById("advisor");
+  el("h2", {}, box, "One factor at a time, against the baseline");
+  note(box, `Baseline: cell ${advisor.baseline_cell}. Each cell changes one setting (the last, if any, ` +
+            "combines each axis's best value); a verdict appears only where the 95 % interval excludes no change.");
+  table(box, ["cell", "settings", "kind", "against the baseline"],
+        advisor.steps.map(s => ({cells: [String(s.cell), s.label, s.kind, s.text], cls: s.resolved ? "pass" : null})));
+  el("p", {class: "conclusion"}, box, advisor.conclusion);
+});
+
+// Curves: for each numeric axis, the headline against it, one line per combination of the others.
+fbb.section("curves", () => {
+  const box = document.getElementById("curves");
+  const numeric = axes.filter(a => a.values.every(v => isNumber(Number(v))));
+  if (!numeric.length) return note(box, "No numeric axis: see the table of cells.");
+  numeric.forEach(axis => {
+    const xs = [...new Set(axis.values.map(Number))].sort((a, b) => a - b);
+    const others = axes.filter(a => a.key !== axis.key);
+    const groups = new Map();
+    cells.forEach(cell => {
+      const key = others.map(o => `${o.key}=${cell.values[o.key]}`).join(", ") || "all cells";
+      if (!groups.has(key)) groups.set(key, new Map());
+      groups.get(key).set(Number(cell.values[axis.key]), cell);
+    });
+    const series = [...groups.entries()].map(([label, byX]) => ({
+      label,
+      values: xs.map(x => byX.get(x)?.summary?.median ?? null),
+      lo: xs.map(x => byX.get(x)?.summary?.low ?? null),
+      hi: xs.map(x => byX.get(x)?.summary?.high ?? null),
+    }));
+    const chart = fbb.chartBox(box, `curve-${axis.key}`, `${head.name} against ${axis.key}`,
+                               `median of each cell's repeats (${better})`);
+    fbb.lineChart(chart, {x: xs, xName: axis.key, xLabel: axis.key, yLabel: `${head.name} ${unit}`.trim(),
+                          unit, series, xValue: v => fmt(v)});
+    const latency = fbb.chartBox(box, `latency-${axis.key}`, `p95 latency against ${axis.key}`,
+                                 "median over the repeats of each run's p95 (all units)");
+    fbb.lineChart(latency, {x: xs, xName: axis.key, xLabel: axis.key, yLabel: "p95 ms", unit: "ms", digits: 2,
+                            series: [...groups.entries()].map(([label, byX]) => ({
+                              label, values: xs.map(x => byX.get(x)?.p95_ms_median ?? null)}))});
+  });
+  // Two axes: a heat map of the medians (rows: first axis, columns: second).
+  if (axes.length === 2) {
+    const [rowsAxis, colsAxis] = axes;
+    el("h3", {}, box, `${head.name}: ${rowsAxis.key} × ${colsAxis.key}`);
+    const byKey = new Map(cells.map(c => [`${c.values[rowsAxis.key]}|${c.values[colsAxis.key]}`, c]));
+    const t = table(box, [rowsAxis.key, ...colsAxis.values.map(v => ({label: String(v), n: true}))],
+                    rowsAxis.values.map(r => [String(r), ...colsAxis.values.map(c => {
+                      const cell = byKey.get(`${r}|${c}`);
+                      return num(cell?.summary?.median ?? null);
+                    })]), {id: "heatmap"});
+    fbb.heat(t, colsAxis.values.map((_, i) => i + 1));
+  }
+});
+
+fbb.section("cells", () => {
+  const box = document.getElementById("cells");
+  table(box, ["cell", "settings", {label: "runs", n: true}, {label: `${head.name} median`, n: true},
+              {label: "95 % CI", n: true}, {label: "CV", n: true}, {label: "min–max", n: true},
+              {label: "p95 ms", n: true}, "runs (headline each)"],
+        cells.map(cell => {
+          const s = cell.summary || {};
+          return [String(cell.index), cell.label, num(s.n ?? 0), num(s.median ?? null),
+                  isNumber(s.low) ? `${fmt(s.low)}–${fmt(s.high)}` : "–",
+                  isNumber(s.cv) ? `${fmt(s.cv * 100, 1)} %` : "–",
+                  isNumber(s.min) ? `${fmt(s.min)}–${fmt(s.max)}` : "–",
+                  num(cell.p95_ms_median, 2),
+                  cell.runs.map(r => `${r.run_id}: ${r.status === "completed" ? fmt(r.headline) : r.status}`).join("; ")];
+        }), {id: "cells-table"});
+});
+
+fbb.section("size", () => {
+  const box = document.getElementById("size");
+  const points = sweep.size_series;
+  if (!points || !points.length) {
+    document.getElementById("size-heading").style.display = "none";
+    return;
+  }
+  const x = points.map(p => (p.database_bytes || 0) / 1e6);
+  fbb.lineChart(fbb.chartBox(box, "size-throughput", `${head.name} against database size`, "median of each size's repeats"),
+                {x, xName: "database MB", xLabel: "database size, MB", yLabel: `${head.name} ${unit}`.trim(), unit,
+                 series: [{label: head.name, values: points.map(p => p.headline)}]});
+  fbb.lineChart(fbb.chartBox(box, "size-load", "load speed against database size", "MB/s of each growing step"),
+                {x, xName: "database MB", xLabel: "database size, MB", yLabel: "MB/s", unit: "MB/s", digits: 2,
+                 series: [{label: "load MB/s", values: points.map(p => p.load_mb_per_second)}]});
+  table(box, [{label: "size", n: true}, {label: "database MB", n: true}, {label: "load MB/s", n: true},
+              "load", {label: `${head.name}`, n: true}, {label: "p95 ms", n: true}],
+        points.map(p => [String(p.size), num(p.database_bytes ? p.database_bytes / 1e6 : null, 1),
+                         num(p.load_mb_per_second, 2), p.load_source || "–", num(p.headline), num(p.p95_ms, 2)]));
+});
+
+fbb.section("lint", () => {
+  const box = document.getElementById("lint");
+  const findings = sweep.lint || [];
+  if (!findings.length) return note(box, "Nothing to report.");
+  table(box, ["rule", "severity", "what", "why"],
+        findings.map(f => ({cells: [f.rule, f.severity, f.message, f.why], cls: `severity-${f.severity}`})));
+});
+
+fbb.section("overhead", () => {
+  const box = document.getElementById("overhead");
+  const o = sweep.overhead;
+  if (!o) return note(box, "No run ended yet.");
+  note(box, `The runs took ${fmt(o.runs_wall_seconds)} s for ${fmt(o.load_seconds)} s of warm-up and measurement: ` +
+            `+${fmt(o.share * 100, 1)} % for populations, start-up, checks and reports.`);
+});
+
+fbb.done();

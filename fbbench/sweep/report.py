@@ -1,0 +1,278 @@
+"""What a sweep found, built from the results store only: each cell's series (median with its
+interval, spread, p95 latency), the best cell and how sure that is, the lint across the sweep
+(conditions that drifted between cells, unstable cells), the size series of a growing axis, and
+what the sweep cost beyond its runs' load time. The console, the JSON and the HTML page all
+start from this one document (``sweep_document``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from fbbench.analysis import conditions, lint, stats
+from fbbench.store import ResultsStore
+
+SCHEMA_VERSION = 1
+
+
+def _p95_ms(run: Mapping[str, Any]) -> float | None:
+    """p95 latency over every unit of the run's measured period (the histograms merge exactly)."""
+    histograms = [unit["histogram"] for unit in (run.get("units") or {}).values() if unit.get("histogram")]
+    if not histograms:
+        return None
+    from fbbench import _core
+
+    summary = _core.histogram_summary(histograms)
+    return summary.get("p95_us", 0) / 1000 if summary.get("count") else None
+
+
+def _headline(run: Mapping[str, Any]) -> float | None:
+    value = ((run.get("summary") or {}).get("headline") or {}).get("result")
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def _summary(values: list[float]) -> dict[str, Any] | None:
+    if not values:
+        return None
+    summary = stats.summarize(values)
+    return {"n": summary.n, "median": summary.median, "low": _finite(summary.low), "high": _finite(summary.high),
+            "cv": _finite(summary.cv), "spread": _finite(summary.spread), "min": summary.minimum,
+            "max": summary.maximum, "text": summary.text}
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def sweep_document(store: ResultsStore, sweep_id: str) -> dict[str, Any]:
+    sweep = store.load_sweep(sweep_id)
+    spec = sweep["spec"]
+    runs = {run["run_id"]: store.load_run(run["run_id"]) for run in sweep["runs"]}
+    headline = next(((r.get("summary") or {}).get("headline") for r in runs.values()
+                     if (r.get("summary") or {}).get("headline")), None) or {"name": "score", "unit": "/min",
+                                                                              "better": "higher"}
+    cells = []
+    for cell in spec.get("cells", []):
+        index = cell["index"]
+        members = [runs[r["run_id"]] for r in sweep["runs"] if r["cell"] == index]
+        completed = [run for run in members if run["status"] == "completed" and _headline(run) is not None]
+        values = [_headline(run) for run in completed]
+        latencies = [v for v in (_p95_ms(run) for run in completed) if v is not None]
+        label = ", ".join(f"{key}={value}" for key, value in cell["values"].items()) or "baseline"
+        cells.append({
+            "index": index, "label": label, "values": cell["values"],
+            "runs": [{"run_id": run["run_id"], "repeat_index": run.get("repeat_index"), "status": run["status"],
+                      "headline": _headline(run), "p95_ms": _p95_ms(run),
+                      "database_bytes": ((run.get("database") or {}).get("after") or {}).get("size_bytes"),
+                      "load": {k: (run.get("load") or {}).get(k) for k in ("source", "mb_per_second",
+                                                                          "grown_bytes", "load_seconds")}}
+                     for run in members],
+            "summary": _summary(values),  # type: ignore[arg-type]
+            "p95_ms_median": sorted(latencies)[len(latencies) // 2] if latencies else None,
+            "not_completed": len(members) - len(completed),
+        })
+    document: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION, "sweep_id": sweep["sweep_id"], "status": sweep["status"],
+        "created_at": sweep["created_at"], "ended_at": sweep["ended_at"], "mode": spec.get("mode"),
+        "repeats": spec.get("repeats"), "axes": spec.get("axes", []), "base": spec.get("base", {}),
+        "headline": {k: headline.get(k) for k in ("name", "unit", "better", "per", "description")},
+        "cells": cells,
+    }
+    document["best"] = _best(cells, headline)
+    if spec.get("mode") == "one_at_a_time":
+        document["one_at_a_time"] = _one_at_a_time(cells, spec.get("baseline") or {}, headline)
+    document["lint"] = _lint(spec, sweep, runs)
+    document["overhead"] = _overhead(sweep, runs)
+    grow = next((axis for axis in spec.get("axes", []) if axis.get("grow")), None)
+    document["size_series"] = _size_series(cells, grow["key"]) if grow else None
+    return document
+
+
+def _best(cells: list[dict[str, Any]], headline: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The best cell by its median, and whether its series is distinguishable from the runner-up's."""
+    ranked = [cell for cell in cells if cell["summary"]]
+    if not ranked:
+        return None
+    lower = headline.get("better") == "lower"
+    ranked.sort(key=lambda cell: cell["summary"]["median"], reverse=not lower)
+    best = ranked[0]
+    result: dict[str, Any] = {"cell": best["index"], "label": best["label"], "median": best["summary"]["median"]}
+    if len(ranked) > 1:
+        runner = ranked[1]
+        a = [run["headline"] for run in runner["runs"] if run["status"] == "completed" and run["headline"]]
+        b = [run["headline"] for run in best["runs"] if run["status"] == "completed" and run["headline"]]
+        estimate = stats.ratio_of_series(a, b) if len(a) > 1 and len(b) > 1 else None
+        if estimate is None:
+            result["versus_runner_up"] = (f"one run per cell: whether {best['label']} beats {runner['label']} "
+                                          "cannot be told (give the sweep repeats)")
+            result["resolved"] = False
+        else:
+            verdict = stats.verdict_for(estimate, headline, a=runner["label"], b=best["label"])
+            result["versus_runner_up"] = verdict.text
+            result["resolved"] = verdict.resolved
+            result["ratio"] = estimate.to_dict()
+        result["runner_up"] = {"cell": runner["index"], "label": runner["label"],
+                               "median": runner["summary"]["median"]}
+    return result
+
+
+def _versus(base: Mapping[str, Any], other: Mapping[str, Any], headline: Mapping[str, Any]) -> dict[str, Any]:
+    a = [run["headline"] for run in base["runs"] if run["status"] == "completed" and run["headline"]]
+    b = [run["headline"] for run in other["runs"] if run["status"] == "completed" and run["headline"]]
+    if len(a) < 2 or len(b) < 2:
+        return {"text": "too few completed repeats to tell", "resolved": False}
+    estimate = stats.ratio_of_series(a, b)
+    verdict = stats.verdict_for(estimate, headline, a="the baseline", b=other["label"])
+    return {"text": verdict.text, "resolved": verdict.resolved, "ratio": estimate.to_dict()}
+
+
+def _one_at_a_time(cells: list[dict[str, Any]], baseline: Mapping[str, Any],
+                   headline: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The config advisor: each axis's values against the baseline, and the best combination
+    against the baseline — saying plainly when nothing is distinguishable."""
+    base = next((cell for cell in cells if cell["values"] == dict(baseline)), None)
+    if base is None:
+        return None
+    steps = []
+    for cell in cells:
+        differing = [key for key, value in cell["values"].items() if baseline.get(key) != value]
+        if cell is base or not differing:
+            continue
+        kind = "one factor" if len(differing) == 1 else "best combination"
+        steps.append({"cell": cell["index"], "label": cell["label"], "kind": kind, **_versus(base, cell, headline)})
+    combination = next((step for step in steps if step["kind"] == "best combination"), None)
+    resolved = [step for step in steps if step["resolved"]]
+    if combination is not None:
+        conclusion = (f"the best combination ({combination['label']}): {combination['text']}"
+                      if combination["resolved"] else
+                      f"the best combination ({combination['label']}) is not distinguishable from the baseline: "
+                      f"{combination['text']}")
+    elif not resolved:
+        conclusion = "no setting tried is distinguishable from the baseline"
+    else:
+        conclusion = "the best combination is the baseline or one of the cells already run"
+    return {"baseline_cell": base["index"], "steps": steps, "conclusion": conclusion}
+
+
+def _lint(spec: Mapping[str, Any], sweep: Mapping[str, Any], runs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Conditions that differ between cells other than the sweep's own axes, runs of one cell that
+    differ, and each run's own findings (unstable, too short, failed…), worst first."""
+    by_cell: dict[int, list[Any]] = {}
+    for item in sweep["runs"]:
+        run = runs[item["run_id"]]
+        if run["status"] == "completed":
+            by_cell.setdefault(item["cell"], []).append(run)
+    findings: list[lint.Finding] = []
+    records = {}
+    for index, members in sorted(by_cell.items()):
+        record_list = [conditions.record(run) for run in members]
+        label = f"cell {index}"
+        findings += lint.lint_series(record_list, label)
+        records[label], _ = conditions.series_record(record_list)
+    axes = [axis["key"] for axis in spec.get("axes", [])]
+    if len(records) > 1:
+        findings += [f for f in lint.lint_comparison(records, axes) if f.rule != "FB010" or len(axes) == 0]
+    for item in sweep["runs"]:
+        findings += [f for f in lint.lint_run(runs[item["run_id"]]) if f.severity != "note"]
+    order = {"error": 0, "warning": 1, "note": 2}
+    unique: dict[tuple[str, str], lint.Finding] = {}
+    for finding in findings:
+        unique.setdefault((finding.rule, finding.message), finding)
+    return [f.to_dict() for f in sorted(unique.values(), key=lambda f: order.get(f.severity, 3))]
+
+
+def _overhead(sweep: Mapping[str, Any], runs: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Wall time of the sweep's runs against their load time (warm-up + measured)."""
+    load = wall = 0.0
+    for item in sweep["runs"]:
+        run = runs[item["run_id"]]
+        if not run.get("ended_at"):
+            continue
+        wall += run["ended_at"] - run["started_at"]
+        load += ((run.get("settings") or {}).get("warmup") or 0) if (run.get("settings") or {}).get(
+            "transactions") is None else 0
+        load += (run.get("summary") or {}).get("measured_seconds") or 0
+    if load <= 0:
+        return None
+    between = (sweep.get("result") or {}).get("wall_seconds")
+    return {"runs_wall_seconds": wall, "load_seconds": load, "share": (wall - load) / load,
+            "sweep_wall_seconds": between}
+
+
+def _size_series(cells: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """Per size of the growing axis: database size, load speed of the step, the headline."""
+    points = []
+    for cell in cells:
+        completed = [run for run in cell["runs"] if run["status"] == "completed"]
+        grown = next((run["load"] for run in cell["runs"] if (run["load"] or {}).get("source", "").startswith(
+            ("grown", "built"))), None)
+        points.append({"size": cell["values"].get(key), "cell": cell["index"],
+                       "database_bytes": max((run["database_bytes"] or 0 for run in completed), default=None),
+                       "load_mb_per_second": (grown or {}).get("mb_per_second"),
+                       "load_source": (grown or {}).get("source"),
+                       "headline": (cell["summary"] or {}).get("median"),
+                       "p95_ms": cell["p95_ms_median"]})
+    return points
+
+
+# ---------------------------------------------------------------------------------- console
+
+
+def print_sweep(document: Mapping[str, Any], console: Console) -> None:
+    head = document["headline"]
+    unit = head.get("unit") or ""
+    direction = "higher is better" if head.get("better", "higher") == "higher" else "lower is better"
+    console.print(f"\n[bold]sweep {document['sweep_id']}[/] — {document['status']}; {len(document['cells'])} "
+                  f"cell(s) × {document['repeats']} repeat(s); {escape(head.get('name') or 'score')} ({direction})")
+    table = Table(title_justify="left")
+    for column in ("cell", "settings", "runs", f"{head.get('name') or 'score'} median", "95 % CI", "spread",
+                   "p95 ms"):
+        table.add_column(column, justify="left" if column in ("cell", "settings") else "right")
+    for cell in document["cells"]:
+        summary = cell["summary"] or {}
+        ci = (f"{summary['low']:,.0f}–{summary['high']:,.0f}" if summary.get("low") is not None else "–")
+        spread = f"±{summary['spread'] * 50:.1f} %" if summary.get("spread") is not None else "–"
+        runs = f"{summary.get('n', 0)}" + (f" (+{cell['not_completed']} not completed)" if cell["not_completed"]
+                                           else "")
+        table.add_row(str(cell["index"]), escape(cell["label"]), runs,
+                      f"{summary['median']:,.0f}{unit}" if summary else "–", ci, spread,
+                      f"{cell['p95_ms_median']:,.2f}" if cell["p95_ms_median"] is not None else "–")
+    console.print(table)
+    best = document.get("best")
+    if best:
+        console.print(f"best: cell {best['cell']} ({escape(best['label'])}), median {best['median']:,.0f}{unit}")
+        if best.get("versus_runner_up"):
+            sure = "" if best.get("resolved") else "[yellow]not distinguishable from the runner-up:[/] "
+            console.print(f"  {sure}{escape(best['versus_runner_up'])}")
+    advisor = document.get("one_at_a_time")
+    if advisor:
+        console.print(f"one factor at a time, against the baseline (cell {advisor['baseline_cell']}):")
+        for step in advisor["steps"]:
+            console.print(f"  cell {step['cell']} ({escape(step['label'])}): {escape(step['text'])}")
+        console.print(f"[bold]{escape(advisor['conclusion'])}[/]")
+    for finding in document.get("lint", [])[:12]:
+        colour = {"error": "red", "warning": "yellow"}.get(finding["severity"], "dim")
+        console.print(f"  [{colour}]{finding['rule']} {finding['severity']}[/]: {escape(finding['message'])}")
+    if len(document.get("lint", [])) > 12:
+        console.print(f"  … and {len(document['lint']) - 12} more finding(s) in the report")
+    overhead = document.get("overhead")
+    if overhead:
+        console.print(f"sweep overhead: the runs took {overhead['runs_wall_seconds']:,.0f} s for "
+                      f"{overhead['load_seconds']:,.0f} s of warm-up and measurement: "
+                      f"+{overhead['share'] * 100:.1f} % (population, start-up, checks, reports)")
+
+
+def write_report(document: dict[str, Any], path: Path) -> Path:
+    from fbbench.report.html import render_page
+
+    path = path.expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_page("sweep", f"fbbench sweep {document['sweep_id']}", document), encoding="utf-8")
+    return path

@@ -1,0 +1,207 @@
+"""Running a sweep: every cell's repeats, interleaved (round 1: A B C, round 2: A B C, …) so that
+the machine's drift spreads over the cells instead of landing on one of them; populated
+databases reused (cells that share a population run next to each other in each round); a sweep
+killed at any point resumes with ``--resume`` and loses at most the run it was in.
+
+Each run is an ordinary ``fbbench run`` (the same runner, the same store), tagged with its sweep
+and cell; a cell's runs form a series. The store is the truth: what is done is read back from it,
+never kept only in memory.
+"""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from fbbench import paths
+from fbbench.errors import FbbenchError, Interrupted
+from fbbench.runner.run import RunOutcome, execute
+from fbbench.store import ResultsStore
+from fbbench.sweep.spec import Cell, SweepSpec, read_sweep
+
+STARTUP_GUESS = 8.0  # seconds a run spends outside warm-up and measure when the store knows no better
+
+
+@dataclass
+class Step:
+    cell: Cell
+    repeat: int
+
+
+@dataclass
+class SweepOutcome:
+    sweep_id: str
+    status: str  # completed / interrupted / failed
+    results: Path
+    runs: list[RunOutcome] = field(default_factory=list)
+    wall_seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        return {"completed": 0, "interrupted": Interrupted.exit_code}.get(self.status, 1)
+
+
+def new_sweep_id() -> str:
+    return "w" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+def steps(spec: SweepSpec, done: set[tuple[int, int]]) -> list[Step]:
+    """Round by round, every cell once per round; what the store says is done is skipped."""
+    return [Step(cell, repeat) for repeat in range(1, spec.repeats + 1) for cell in spec.cells
+            if (cell.index, repeat) not in done]
+
+
+def done_steps(sweep: dict[str, Any]) -> set[tuple[int, int]]:
+    return {(run["cell"], run["repeat_index"]) for run in sweep["runs"] if run["status"] == "completed"}
+
+
+def run_seconds(spec: SweepSpec) -> float:
+    """The load time of one run of a cell: warm-up plus measured period (fixed work: unknown, 0)."""
+    base = spec.settings_for(spec.cells[0])
+    return 0.0 if base.transactions is not None else base.warmup + base.duration
+
+
+def overhead_per_run(store: ResultsStore) -> float:
+    """What a run costs besides its warm-up and measured period, from this store's recent runs."""
+    extra = []
+    for run in store.list_runs(20):
+        if run["status"] != "completed" or not run["ended_at"]:
+            continue
+        settings = run["settings"]
+        load = (settings.get("warmup") or 0) + (run["summary"].get("measured_seconds") or 0)
+        extra.append(max(run["ended_at"] - run["started_at"] - load, 0.0))
+    return statistics.median(extra) if extra else STARTUP_GUESS
+
+
+def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> list[str]:
+    """What --dry-run prints: the cells, the populations they need, and the time it will take."""
+    per_run = run_seconds(spec) + (overhead_per_run(store) if store else STARTUP_GUESS)
+    lines = [f"{len(spec.cells)} cell(s) × {spec.repeats} repeat(s) = {len(spec.cells) * spec.repeats} run(s), "
+             f"{len(todo)} to do; mode {spec.mode}"]
+    for cell in spec.cells:
+        settings = spec.settings_for(cell)
+        left = sum(1 for step in todo if step.cell.index == cell.index)
+        lines.append(f"  cell {cell.index:>2}: {cell.label}  [{left} run(s) left; engine {settings.engine}, "
+                     f"scale {settings.scale or 'default'}, page size {settings.page_size or 'default'}]")
+    populations = {(s.engine, tuple(sorted(s.scale.items())), s.page_size)
+                   for s in (spec.settings_for(cell) for cell in spec.cells)}
+    grow = spec.grow_axis
+    lines.append(f"populations needed: {len(populations)} (engine, scale, page size), each built once and then "
+                 "copied" + (f"; {grow.key} grows one database step by step" if grow else ""))
+    estimate = len(todo) * per_run
+    lines.append(f"estimated time: {duration_text(estimate)} ({duration_text(per_run)} per run, "
+                 "populations not included)")
+    return lines
+
+
+def duration_text(seconds: float) -> str:
+    seconds = round(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
+
+
+def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None = None,
+                  on_step: Callable[[Step, int, int, float, float], None] | None = None,
+                  on_run: Callable[[Step, RunOutcome], None] | None = None,
+                  on_leftovers: Callable[[list[str]], None] | None = None) -> SweepOutcome:
+    """Run (or resume) a sweep; returns when every step is done, or at the first interruption."""
+    base = spec.settings_for(spec.cells[0])
+    results = Path(base.results or paths.default_results()).expanduser().resolve()
+    with ResultsStore(results) as store:
+        if resume is None:
+            sweep_id = new_sweep_id()
+            store.begin_sweep(sweep_id, str(spec.path), spec.text, spec.to_dict())
+            done: set[tuple[int, int]] = set()
+        else:
+            sweep_id = store.resolve_sweep_id(resume)
+            stored = store.load_sweep(sweep_id)
+            if stored["status"] == "running":
+                raise FbbenchError(f"sweep {sweep_id} is still running (process {stored.get('pid')})")
+            store.claim_sweep(sweep_id)
+            done = done_steps(stored)
+        per_run = run_seconds(spec) + overhead_per_run(store)
+    todo = steps(spec, done)
+    outcome = SweepOutcome(sweep_id, "completed", results)
+    started = time.monotonic()
+    try:
+        _run_steps(spec, todo, sweep_id, password, outcome, started, per_run, on_step, on_run, on_leftovers)
+        if spec.mode == "one_at_a_time" and outcome.status == "completed":
+            extra = _best_combination(spec, results, sweep_id)
+            if extra is not None:
+                with ResultsStore(results) as store:
+                    store.update_sweep_spec(sweep_id, spec.to_dict())
+                extra_steps = [Step(extra, repeat) for repeat in range(1, spec.repeats + 1)
+                               if (extra.index, repeat) not in done]
+                _run_steps(spec, extra_steps, sweep_id, password, outcome, started, per_run, on_step, on_run,
+                           on_leftovers)
+    except KeyboardInterrupt:
+        outcome.status = "interrupted"
+    except FbbenchError:
+        outcome.status = "failed"
+        raise
+    finally:
+        outcome.wall_seconds = time.monotonic() - started
+        with ResultsStore(results) as store:
+            store.finish_sweep(sweep_id, outcome.status, {"wall_seconds": outcome.wall_seconds,
+                                                          "runs_this_time": len(outcome.runs)})
+    return outcome
+
+
+def _run_steps(spec: SweepSpec, todo: list[Step], sweep_id: str, password: str | None, outcome: SweepOutcome,
+               started: float, per_run: float, on_step: Callable[[Step, int, int, float, float], None] | None,
+               on_run: Callable[[Step, RunOutcome], None] | None,
+               on_leftovers: Callable[[list[str]], None] | None) -> None:
+    """Run ``todo`` in order; stops (status interrupted) at the first interrupted run."""
+    for position, step in enumerate(todo, start=1):
+        elapsed = time.monotonic() - started
+        eta = (elapsed / (position - 1) if position > 1 else per_run) * (len(todo) - position + 1)
+        if on_step is not None:
+            on_step(step, position, len(todo), elapsed, eta)
+        settings = replace(spec.settings_for(step.cell), origins={})
+        run = execute(settings, password, on_leftovers,
+                      series=(f"{sweep_id}:{step.cell.index}", step.repeat), sweep=(sweep_id, step.cell.index))
+        run = replace(run, repeat_index=step.repeat)
+        outcome.runs.append(run)
+        if on_run is not None:
+            on_run(step, run)
+        if run.status == "interrupted":
+            outcome.status = "interrupted"
+            return
+
+
+def _best_combination(spec: SweepSpec, results: Path, sweep_id: str) -> Cell | None:
+    """One factor at a time: each axis's best value (by its cell's median, the others at their
+    baseline); their combination becomes a new cell, unless it is one already."""
+    from fbbench.sweep.report import sweep_document
+
+    with ResultsStore(results) as store:
+        document = sweep_document(store, sweep_id)
+    lower = (document.get("headline") or {}).get("better") == "lower"
+    medians = {cell["index"]: cell["summary"]["median"] for cell in document["cells"] if cell["summary"]}
+    baseline = {axis.key: spec.baseline_value(axis) for axis in spec.axes}
+    best: dict[str, Any] = {}
+    for axis in spec.axes:
+        options = [(medians[cell.index], cell.value(axis.key)) for cell in spec.cells if cell.index in medians
+                   and all(cell.value(k) == v for k, v in baseline.items() if k != axis.key)]
+        if not options:
+            return None
+        best[axis.key] = (min if lower else max)(options, key=lambda item: item[0])[1]
+    combo = tuple((axis.key, best[axis.key]) for axis in spec.axes)
+    if any(cell.values == combo for cell in spec.cells):
+        return None
+    cell = Cell(len(spec.cells) + 1, combo)
+    spec.cells.append(cell)
+    return cell
+
+
+def resume_spec(results: Path, sweep: str) -> tuple[str, SweepSpec]:
+    """The spec a sweep began with, from the store (the file may have changed since)."""
+    with ResultsStore(results, create=False) as store:
+        stored = store.load_sweep(sweep)
+    return stored["sweep_id"], read_sweep(Path(stored["spec_path"]), stored["spec_text"])
