@@ -7,6 +7,12 @@ them: memory per attachment, page cache of SuperClassic/Classic included (Defaul
 is 256 there, 2048 shared under SuperServer, × 8 KB pages). fbbench/runner/limits.py uses these
 slopes, plus a margin, to refuse runs that would not fit.
 
+Classic (embedded: one process per attachment, each an engine and a Python) adds up the engine
+child's peak RSS and every attachment process's largest PSS (proportional set size: the pages
+the processes share, the engine's code and Python's, divided among them, so that the sum is
+what they really take); it also prints the threads of one attachment process (the process
+limit counts threads).
+
 Everything happens in a private FBBENCH_HOME under /tmp, deleted at the end.
 
     .venv/bin/python benchmarks/attachment_memory.py [--engines 3.0 4.0 5.0] [--modes Super SuperClassic]
@@ -27,11 +33,16 @@ TINY = ["--scale", "items=2000", "--scale", "customers=300", "--scale", "orders=
 MB = 1 << 20
 
 
+THREADS: list[int] = []
+
+
 def peak(home: Path, engine: str, mode: str, connections: int) -> float:
     run, _stored = run_tpcc(home, f"{engine}-{mode}-{connections}", "--engine", engine, *TINY,
                             "--set", f"ServerMode={mode}", "--connections", str(connections),
                             "--warmup", "2s", "--duration", "6s", "--interval", "2s", "--no-sweep")
-    return float(run["peak_rss_bytes"])
+    processes = (run["engine"].get("architecture") or {}).get("processes") or []
+    THREADS.extend(p["threads"] for p in processes if p.get("threads"))
+    return float(run["peak_rss_bytes"]) + sum(p.get("peak_pss_bytes") or 0 for p in processes)
 
 
 def main() -> None:
@@ -51,6 +62,9 @@ def main() -> None:
                 small, large = peak(home, engine, mode, low), peak(home, engine, mode, high)
                 slope = (large - small) / (high - low)
                 print(f"{engine:>6} {mode:>12} {small / MB:>11.0f} {large / MB:>12.0f} {slope / MB:>18.2f}")
+                if THREADS:
+                    print(f"{'':>6} {'':>12} threads per attachment process: at most {max(THREADS)}")
+                    THREADS.clear()
     finally:
         shutil.rmtree(home, ignore_errors=True)
 

@@ -353,8 +353,13 @@ def run(
     seed: Annotated[int | None, typer.Option("--seed", help="Seed: same seed, same units and parameters.")] = None,
     set_conf: Annotated[list[str] | None, typer.Option("--set", help="firebird.conf Key=Value for this run "
                                                        "(embedded engines).")] = None,
+    architecture: Annotated[str | None, typer.Option(
+        "--architecture", help="super, superclassic or classic (ServerMode; Classic embedded: one process per "
+        "attachment). Verified from MON$ATTACHMENTS.")] = None,
     page_size: Annotated[int | None, typer.Option("--page-size", help="Database page size.")] = None,
-    page_buffers: Annotated[int | None, typer.Option("--page-buffers", help="Database page cache size.")] = None,
+    page_buffers: Annotated[int | None, typer.Option("--page-buffers", help="Database page cache size (default: "
+                                                     "the architecture's, 2048 Super, 256 per attachment "
+                                                     "otherwise).")] = None,
     forced_writes: Annotated[OnOff | None, typer.Option("--forced-writes", help="on or off.")] = None,
     no_sweep: Annotated[bool, typer.Option("--no-sweep", help="Skip the sweep before measuring.")] = False,
     no_monitor: Annotated[bool, typer.Option("--no-monitor", help="Do not watch the engine (no MON$ sampling per "
@@ -392,7 +397,7 @@ def run(
     Examples:
 
     * `fbbench run tpcc --connections 4 --warmup 20s --duration 60s`
-    * `fbbench run tpcc --engine 4.0 --scale warehouses=4 --set ServerMode=SuperClassic --json r.json`
+    * `fbbench run tpcc --engine 4.0 --scale warehouses=4 --architecture superclassic --json r.json`
     * `fbbench run ./my-workload --transactions 1000 -c 1`
     * `ISC_PASSWORD=... fbbench run tpcc --engine db1/3050:/data/bench.fdb`
     """
@@ -401,6 +406,7 @@ def run(
     flags = {
         "workload": workload, "engine": engine, "connections": connections, "transactions": transactions,
         "seed": seed, "repeat": repeat, "page_size": page_size, "page_buffers": page_buffers,
+        "architecture": architecture,
         "forced_writes": _on_off(forced_writes),
         "load_connections": load_connections, "grow": grow, "target_rate": rate, "connect_rate": connect_rate,
         "workdir": str(workdir) if workdir else None, "results": str(results) if results else None,

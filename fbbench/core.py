@@ -184,8 +184,14 @@ BoundaryCallback = Callable[[int, float, bool], None]
 
 
 def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = None,
-             poll_seconds: float = 0.5, on_boundary: BoundaryCallback | None = None) -> LoadResult:
+             poll_seconds: float = 0.5, on_boundary: BoundaryCallback | None = None,
+             processes: bool = False) -> LoadResult:
     """Run the load to its end and return what was measured.
+
+    ``processes=True`` runs it as Classic does: one process per attachment, the database opened
+    in shared mode (the engine's ServerMode must be Classic), merged into one result of the same
+    shape (:mod:`fbbench.core_processes`); the default runs the attachments as threads of this
+    process.
 
     Ctrl-C (KeyboardInterrupt) or SIGTERM, raised while waiting or inside ``on_progress``, sets
     the stop flag; the run then ends within about two seconds and its result has status
@@ -204,7 +210,12 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
     once, when the run is over. Observers (the engine sampler) read right at the boundaries this
     way, not whenever the next poll happens to come.
     """
-    run = _core.LoadRun(json.dumps(dict(config)))
+    if processes:
+        from fbbench.core_processes import ProcessRun
+
+        run: Any = ProcessRun(json.dumps(dict(config)))
+    else:
+        run = _core.LoadRun(json.dumps(dict(config)))
     # Ctrl-C and SIGTERM become the stop flag, not libfbclient's shutdown of every attachment.
     with signals.stop_signals_interrupt():
         run.start()

@@ -23,6 +23,18 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
 MANY_CONNECTIONS = 1000  # above this, a run needs --allow-many-connections
 
+# --architecture → firebird.conf's ServerMode (canonical spelling).
+ARCHITECTURES = {"super": "Super", "superclassic": "SuperClassic", "classic": "Classic"}
+# Every ServerMode spelling Firebird accepts → the architecture it means.
+SERVER_MODES = {"super": "super", "superserver": "super", "threadeddedicated": "super",
+                "superclassic": "superclassic", "threadedshared": "superclassic",
+                "classic": "classic", "multiprocess": "classic"}
+
+
+def architecture_of_mode(mode: str | None) -> str | None:
+    """super | superclassic | classic for a ServerMode value; None if it is none of Firebird's."""
+    return SERVER_MODES.get((mode or "").strip().lower())
+
 
 def parse_duration(text: str | float | int, what: str) -> float:
     """``90``, ``30s``, ``5m``, ``1h``, ``1m30s`` → seconds."""
@@ -98,6 +110,14 @@ def _on_off(value: Any, what: str) -> bool:
     raise FbbenchError(f"{what} must be true or false (or \"on\" / \"off\"), got {_shown(value)}")
 
 
+def _architecture(value: Any, what: str) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in ARCHITECTURES:
+        raise FbbenchError(f"{what} must be super, superclassic or classic, got {_shown(value)}",
+                           hint="SuperServer (shared cache, threads), SuperClassic (a cache per attachment, "
+                                "threads) or Classic (one process per attachment)")
+    return value.strip().lower()
+
+
 def _duration(value: Any, what: str) -> float:
     return parse_duration(value, what)
 
@@ -146,6 +166,10 @@ class RunSettings:
     # drawn one is not (analysis.conditions reads it). Set by the runner, never by a spec.
     seed_fixed: bool = False
     conf: dict[str, str] = field(default_factory=dict)  # --set Key=Value for firebird.conf
+    # super | superclassic | classic; agrees with conf's ServerMode (either one sets the other).
+    # None until the engine is known: a local engine's default is Super, Firebird's own default;
+    # an external server's is whatever it runs (verified from MON$ATTACHMENTS either way).
+    architecture: str | None = None
     page_size: int | None = None
     page_buffers: int | None = None
     forced_writes: bool | None = None
@@ -193,11 +217,42 @@ class RunSettings:
             raise FbbenchError(f"{self.where('target_rate')} must be positive")
         if self.connect_rate < 0:
             raise FbbenchError(f"{self.where('connect_rate')} cannot be negative")
+        self._resolve_architecture()
         if self.connections > MANY_CONNECTIONS and not self.allow_many_connections:
             raise FbbenchError(
                 f"{self.where('connections')} {self.connections:,} is more than {MANY_CONNECTIONS:,} attachments",
                 hint="if you mean it, add --allow-many-connections (memory and process limits are still checked)")
         return self
+
+    def _server_mode_key(self) -> str | None:
+        return next((key for key in self.conf if key.strip().lower() == "servermode"), None)
+
+    def _resolve_architecture(self) -> None:
+        """--architecture and --set ServerMode=… must agree; either one alone sets the other."""
+        if self.architecture is not None:
+            self.architecture = _architecture(self.architecture, self.where("architecture"))
+        key = self._server_mode_key()
+        if key is None:
+            return
+        from_mode = architecture_of_mode(self.conf[key])
+        if from_mode is None:
+            return  # not a ServerMode Firebird knows: the engine's own check refuses it, with a hint
+        if self.architecture is not None and from_mode != self.architecture:
+            set_where = self.origins.get("conf", "--set")
+            meaning = "" if self.conf[key].strip().lower() == from_mode else f" (which is {from_mode})"
+            raise FbbenchError(f"{self.where('architecture')} {self.architecture} contradicts "
+                               f"{set_where} ServerMode={self.conf[key]}{meaning}")
+        self.architecture = from_mode
+
+    def engine_conf(self, local: bool) -> dict[str, str]:
+        """firebird.conf settings for the engine: ``conf`` plus the ServerMode of --architecture.
+
+        ``local``: an engine fbbench configures (embedded, managed); an external server's
+        firebird.conf is its own, so the architecture is then only verified."""
+        conf = dict(self.conf)
+        if local and self.architecture is not None and self._server_mode_key() is None:
+            conf["ServerMode"] = ARCHITECTURES[self.architecture]
+        return conf
 
     def recorded(self) -> dict[str, Any]:
         """What the results store keeps (no paths of output files, no secrets, no origins)."""
@@ -211,7 +266,7 @@ _FLAGS = {"conf": "set", "target_rate": "rate"}
 _KINDS: dict[str, Kind] = {
     "workload": _text, "engine": _text, "scale": _pairs, "connections": _whole, "warmup": _duration,
     "duration": _duration, "transactions": _whole, "repeat": _whole, "interval": _duration, "seed": _whole,
-    "conf": _pairs,
+    "conf": _pairs, "architecture": _architecture,
     "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "monitor": _flag,
     "fresh": _flag, "grow": _text,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,

@@ -134,6 +134,26 @@ def test_server_modes_conf_and_a_clean_stop(engine: ManagedEngine, tmp_path: Pat
     assert not (server.home / "server.json").exists()
 
 
+def test_architecture_classic_is_the_servers_own_and_verified(engine: ManagedEngine, tmp_path: Path) -> None:
+    """--architecture classic on a managed server: the server's ServerMode, whose listener forks a
+    server process per connection; the core runs threads as usual, and the run verifies from
+    MON$ATTACHMENTS that each of its attachments had a server process of its own."""
+    out = tmp_path / "run.json"
+    result = run_cli("run", str(BANK), "--engine", "server:/usr", "--architecture", "classic", "--connections", "3",
+                     "--warmup", "1s", "--duration", "3s", "--interval", "1s", "--no-sweep", "--workdir",
+                     str(tmp_path / "work"), "--results", str(tmp_path / "results.sqlite"), "--json", str(out),
+                     "--report", str(tmp_path / "r.html"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    doc = json.loads(out.read_text())
+    architecture = doc["engine"]["architecture"]
+    assert architecture["requested"] == architecture["verified"] == "classic", architecture
+    evidence = architecture["evidence"]
+    assert evidence["attachments"] == evidence["server_processes"] == 3, evidence
+    assert not evidence["shares_process_with_observer"] and evidence["database_pool_bytes"] == 0
+    assert architecture["processes"] is None  # the core ran threads: the server made the processes
+    assert doc["engine"]["firebird_conf"]["ServerMode"] == "Classic"
+
+
 # ----------------------------------------------------------------------- Ctrl-C, kill -9, leftovers
 
 

@@ -40,6 +40,10 @@ struct RawConfig {
     target_rate: Option<f64>,
     #[serde(default)]
     watchdog_seconds: Option<f64>,
+    #[serde(default)]
+    attachment_index: Option<u32>,
+    #[serde(default)]
+    hold: bool,
     units: Vec<RawUnit>,
 }
 
@@ -100,6 +104,12 @@ pub struct Config {
     /// How long after the end of the run (period over, stop, failure) an attachment may take to
     /// come back before it is abandoned: watchdog_seconds + the largest finite lock_timeout.
     pub watchdog: Duration,
+    /// Index of this run's first attachment (1-based): a process of a Classic run drives
+    /// attachment k alone, with thread k's streams, home and name.
+    pub first_attachment: u32,
+    /// After connecting, wait for `go(start)` instead of starting at once (Classic's processes
+    /// start together on a common zero).
+    pub hold: bool,
     pub units: Vec<Unit>,
     /// Cumulative weights for the unit draw.
     pub cumulative_weights: Vec<f64>,
@@ -173,6 +183,13 @@ impl Config {
         if watchdog_seconds <= 0.0 {
             return Err("watchdog_seconds must be greater than 0".into());
         }
+        let first_attachment = raw.attachment_index.unwrap_or(1);
+        if first_attachment == 0 {
+            return Err("attachment_index is 1-based: it must be at least 1".into());
+        }
+        if first_attachment.checked_add(raw.connections).is_none() {
+            return Err("attachment_index + connections is too large".into());
+        }
         if raw.units.is_empty() {
             return Err("at least one unit is required".into());
         }
@@ -213,6 +230,8 @@ impl Config {
             seed: raw.seed.unwrap_or(0),
             target_rate: raw.target_rate,
             watchdog,
+            first_attachment,
+            hold: raw.hold,
             units,
             cumulative_weights,
         })
@@ -312,6 +331,9 @@ mod tests {
         assert_eq!(config.timeline.interval, 10.0);
         assert_eq!(config.home_of(6), Some(2));
         assert_eq!(config.user, "SYSDBA");
+        assert_eq!((config.first_attachment, config.hold), (1, false));
+        let third = Config::from_json(&base(r#", "attachment_index": 3, "hold": true"#)).unwrap();
+        assert_eq!((third.first_attachment, third.hold), (3, true));
         // Unit b waits 0 s for locks, unit a for ever: the bound is the default 10 s.
         assert_eq!(config.watchdog, Duration::from_secs(10));
         let waits = base(r#", "watchdog_seconds": 2.5"#)
@@ -332,6 +354,8 @@ mod tests {
         bad(r#", "target_rate": -1"#, "target_rate");
         bad(r#", "watchdog_seconds": 0"#, "watchdog_seconds");
         bad(r#", "watchdog_seconds": -3"#, "watchdog_seconds");
+        bad(r#", "attachment_index": 0"#, "attachment_index");
+        bad(r#", "attachment_index": 4294967295"#, "too large");
         let error = Config::from_json(&base("").replace("snapshot", "dirty"))
             .err()
             .unwrap();

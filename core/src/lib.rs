@@ -5,6 +5,7 @@
 mod config;
 mod conn;
 mod ffi;
+mod merge;
 mod outcome;
 mod params;
 mod report;
@@ -79,6 +80,32 @@ impl LoadRun {
     /// the watchdog bound whatever the engine does (attachments still inside it are abandoned).
     fn stop(&self) {
         self.shared.request_stop();
+    }
+
+    /// Hold mode (`"hold": true`): start the run at `start_monotonic`, a CLOCK_MONOTONIC time in
+    /// seconds (Python's `time.monotonic()`). Every process of a Classic run gets the same one,
+    /// and the clock is the machine's, so their zeros — and their interval boundaries — agree.
+    fn go(&self, start_monotonic: f64) -> PyResult<()> {
+        if !self.shared.config.hold {
+            return Err(PyRuntimeError::new_err(
+                "go() is for a run started with \"hold\": true",
+            ));
+        }
+        if !start_monotonic.is_finite() {
+            return Err(PyValueError::new_err(
+                "the start time must be a finite number",
+            ));
+        }
+        self.shared.go(instant_at_monotonic(start_monotonic));
+        Ok(())
+    }
+
+    /// The intervals closed so far from `start` on (JSON array, in the result's interval shape),
+    /// so that a caller can stream every interval as it closes, none skipped.
+    fn intervals(&self, start: usize) -> String {
+        let state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        let closed = state.closed.get(start..).unwrap_or(&[]);
+        serde_json::Value::Array(closed.to_vec()).to_string()
     }
 
     /// Waits up to `timeout_seconds` (GIL released); True once the run has ended.
@@ -179,6 +206,52 @@ fn merge_histograms(histograms: Vec<String>) -> PyResult<String> {
     Ok(stats::serialize(&merged))
 }
 
+/// The Instant at a CLOCK_MONOTONIC time given in seconds (Instant is CLOCK_MONOTONIC on Linux,
+/// but has no constructor from a raw reading).
+fn instant_at_monotonic(seconds: f64) -> Instant {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let now = Instant::now();
+    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let mono = ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9;
+    if seconds >= mono {
+        now + Duration::from_secs_f64((seconds - mono).min(1e9))
+    } else {
+        now.checked_sub(Duration::from_secs_f64((mono - seconds).min(1e9)))
+            .unwrap_or(now)
+    }
+}
+
+/// Merges the results (JSON) of processes that each drove some attachments of one load into one
+/// result of the same shape: counts add, histograms merge exactly (see merge.rs).
+#[pyfunction]
+fn merge_results(results: Vec<String>) -> PyResult<String> {
+    let parts = results
+        .iter()
+        .map(|r| serde_json::from_str(r))
+        .collect::<Result<Vec<serde_json::Value>, _>>()
+        .map_err(|e| PyValueError::new_err(format!("a result is not JSON: {e}")))?;
+    merge::merge_results(&parts)
+        .map(|v| v.to_string())
+        .map_err(PyValueError::new_err)
+}
+
+/// Merges the same interval (same index) of several processes into one (JSON).
+#[pyfunction]
+fn merge_intervals(intervals: Vec<String>) -> PyResult<String> {
+    let parts = intervals
+        .iter()
+        .map(|r| serde_json::from_str(r))
+        .collect::<Result<Vec<serde_json::Value>, _>>()
+        .map_err(|e| PyValueError::new_err(format!("an interval is not JSON: {e}")))?;
+    merge::merge_intervals(&parts)
+        .map(|v| v.to_string())
+        .map_err(PyValueError::new_err)
+}
+
 /// The TPB the core uses for a unit (for comparison clients that must start identical
 /// transactions).
 #[pyfunction]
@@ -204,5 +277,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(histogram_summary, m)?)?;
     m.add_function(wrap_pyfunction!(merge_histograms, m)?)?;
     m.add_function(wrap_pyfunction!(build_tpb, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_results, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_intervals, m)?)?;
     Ok(())
 }

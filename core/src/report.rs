@@ -39,6 +39,8 @@ pub fn poll_json(shared: &Shared) -> String {
         "done"
     } else if state.stopping {
         "stopping"
+    } else if shared.zero().is_none() && state.ready {
+        "ready"
     } else if shared.zero().is_none() {
         "connecting"
     } else if elapsed < config.timeline.warmup {
@@ -93,7 +95,7 @@ pub fn result_json(shared: &Shared, collected: Option<Collected>) -> String {
         for (code, message) in &stats.messages {
             messages.entry(*code).or_insert_with(|| message.clone());
         }
-        let index = i as u32 + 1;
+        let index = config.first_attachment + i as u32;
         let (units, error) = match &stats.finished {
             _ if abandoned.contains(&index) => {
                 // What it recorded so far; its time and CPU are not known.

@@ -96,6 +96,12 @@ pub struct RunState {
     pub abandon_note: Option<String>,
     pub done: bool,
     pub intervals_completed: usize,
+    /// Hold mode: every attachment connected, waiting for `go`.
+    pub ready: bool,
+    /// Hold mode: the zero `go` asked for.
+    pub go_at: Option<Instant>,
+    /// Every closed interval so far, for a caller that streams them (Classic's processes).
+    pub closed: Vec<Value>,
     /// Boundaries passed: 1 once the run's zero is set, then one more per closed interval.
     pub boundaries: u64,
     /// Wall-clock time (seconds since the epoch) of the latest boundary.
@@ -212,8 +218,34 @@ impl Shared {
         self.zero.get().copied()
     }
 
+    /// Attachment `index` (1-based, counted over the whole run: a process of a Classic run has
+    /// only its own).
     pub fn slot(&self, index: u32) -> &WorkerSlot {
-        &self.slots[index as usize - 1]
+        &self.slots[(index - self.config.first_attachment) as usize]
+    }
+
+    /// The indices of this run's attachments.
+    pub fn indices(&self) -> std::ops::Range<u32> {
+        let first = self.config.first_attachment;
+        first..first + self.config.connections
+    }
+
+    /// Hold mode: start at `at`, the same moment for every process of the run.
+    pub fn go(&self, at: Instant) {
+        let mut state = lock(&self.state);
+        state.go_at.get_or_insert(at);
+        self.cond.notify_all();
+    }
+
+    /// Hold mode: waits for `go` (None if the run stops first), then until its moment.
+    fn wait_go(&self) -> Option<Instant> {
+        let mut state = lock(&self.state);
+        while state.go_at.is_none() && !self.stopping() {
+            state = self.cond.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        let at = state.go_at?;
+        drop(state);
+        self.sleep_until(at).then_some(at)
     }
 
     #[inline]
@@ -393,11 +425,24 @@ pub fn control_main(shared: Arc<Shared>) {
     if shared.api().is_some() {
         if shared.config.connect_rate > 0.0 {
             // Under a ramp-up the attachments start working as they connect: the ramp is part
-            // of the warm-up.
-            let _ = shared.zero.set(Instant::now());
+            // of the warm-up. Held, the ramp starts at the common zero, so that attachment k of
+            // every process connects at its slot of one ramp.
+            let zero = if shared.config.hold {
+                shared.wait_go()
+            } else {
+                Some(Instant::now())
+            };
+            if let Some(zero) = zero {
+                let _ = shared.zero.set(zero);
+            }
             shared.zero_boundary();
         }
-        for k in 1..=shared.config.connections {
+        let indices = if shared.stopping() {
+            0..0
+        } else {
+            shared.indices()
+        };
+        for k in indices {
             let worker_shared = Arc::clone(&shared);
             let started = std::thread::Builder::new()
                 .name(format!("fbbench-att-{k}"))
@@ -418,10 +463,19 @@ pub fn control_main(shared: Arc<Shared>) {
             while state.connected < spawned && !shared.stopping() {
                 state = shared.cond.wait(state).unwrap_or_else(|e| e.into_inner());
             }
-            if !shared.stopping() {
-                let _ = shared.zero.set(Instant::now());
+            if shared.config.hold && !shared.stopping() {
+                state.ready = true;
+                shared.cond.notify_all();
+                drop(state);
+                if let Some(zero) = shared.wait_go() {
+                    let _ = shared.zero.set(zero);
+                }
+            } else {
+                if !shared.stopping() {
+                    let _ = shared.zero.set(Instant::now());
+                }
+                drop(state);
             }
-            drop(state);
             shared.zero_boundary();
         }
     }
@@ -620,6 +674,7 @@ fn close_interval(
         .map(|zero| shared.epoch(zero + Duration::from_secs_f64(start + seconds)))
         .unwrap_or(0.0);
     let mut state = lock(&shared.state);
+    state.closed.push(interval.clone());
     state.intervals_completed += 1;
     state.boundaries += 1;
     state.boundary_at = at;
@@ -656,8 +711,10 @@ fn wait_for_workers(shared: &Arc<Shared>, spawned: u32) -> Vec<u32> {
     if all_back {
         return Vec::new();
     }
-    // Spawned attachments are 1..=spawned; the ones that have not handed in their end are left.
-    (1..=spawned)
+    // The spawned attachments are the first `spawned`; those that have not handed in their end
+    // are left.
+    let first = shared.config.first_attachment;
+    (first..first + spawned)
         .filter(|&k| lock(&shared.slot(k).stats).finished.is_none())
         .collect()
 }
@@ -776,6 +833,35 @@ mod tests {
             .as_str()
             .unwrap()
             .starts_with("the database cannot be written (attachment 2): full; attachment 1 did"));
+    }
+
+    #[test]
+    fn a_process_of_a_classic_run_numbers_its_attachments_from_its_index() {
+        let config = Config::from_json(
+            r#"{"client_library": "/x/libfbclient.so.2", "database": "/x/db.fdb",
+                "connections": 2, "attachment_index": 3, "hold": true, "measure_seconds": 1.0,
+                "watchdog_seconds": 0.2,
+                "units": [{"name": "a", "statements": [{"sql": "select 1 from rdb$database"}]}]}"#,
+        )
+        .unwrap();
+        let shared = Arc::new(Shared::new(config));
+        assert_eq!(shared.indices(), 3..5);
+        shared.worker_finished(3, 11, 0, 0, None);
+        assert_eq!(wait_for_workers(&shared, 2), vec![4]);
+        let result: Value = serde_json::from_str(&report::result_json(&shared, None)).unwrap();
+        assert_eq!(result["attachments"][0]["index"], 3);
+        assert_eq!(result["attachments"][0]["units"], 11);
+        assert_eq!(result["attachments"][1]["index"], 4);
+        // Held: no zero until go(), which a stop overtakes.
+        assert!(shared.zero().is_none());
+        shared.request_stop();
+        assert_eq!(shared.wait_go(), None);
+        let shared = self::shared(1, 1.0);
+        let at = Instant::now() + Duration::from_millis(50);
+        shared.go(at);
+        shared.go(at + Duration::from_secs(5)); // the first go counts
+        assert_eq!(shared.wait_go(), Some(at));
+        assert!(Instant::now() >= at);
     }
 
     #[test]

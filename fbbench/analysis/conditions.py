@@ -15,7 +15,8 @@ key                          from
 ``client.bits``              the fbclient library's bitness
 ``client.version``           the client library's version
 ``protocol``                 embedded, TCP (a server DSN), XNET
-``architecture``             ServerMode as the engine reports it (Super, SuperClassic, Classic)
+``architecture``             Super, SuperClassic or Classic as verified from MON$ATTACHMENTS (else
+                             ServerMode as the engine reports it)
 ``conf.<Key>``               effective firebird.conf: every key from RDB$CONFIG on 4.0+; on 3.0
                              the keys set in the generated file (the rest are engine defaults,
                              not visible). ServerMode is ``architecture``.
@@ -50,6 +51,7 @@ from typing import Any
 
 from fbbench.engines.catalog import looks_like_dsn
 from fbbench.errors import FbbenchError
+from fbbench.settings import ARCHITECTURES
 
 # Keys that describe one factor a user would name as an axis.
 _FACTORS = (("engine.", "engine"), ("host.", "host"))
@@ -172,7 +174,10 @@ def record(run: Mapping[str, Any]) -> Conditions:
         "client.version": next((str(p["detail"]["client"]) for p in run.get("phases") or []
                                 if p.get("name") == "runtime" and (p.get("detail") or {}).get("client")), None),
         "protocol": protocol,
-        "architecture": engine.get("server_mode") or run.get("architecture"),
+        # What the engine was seen to run (MON$ATTACHMENTS), spelled one way whatever ServerMode's
+        # spelling; runs from before the verification have the ServerMode as reported.
+        "architecture": ARCHITECTURES.get((engine.get("architecture_verified") or {}).get("architecture") or "")
+        or engine.get("server_mode") or run.get("architecture"),
     }
     defaults: set[str] = set()
     rows = engine.get("firebird_conf") or []

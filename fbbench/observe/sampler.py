@@ -163,6 +163,10 @@ class Sampler:
         self._transaction: TransactionManager | None = None
         self._cursor: Cursor | None = None
         self._statements: dict[str, Statement] = {}
+        # Set from another thread: read the architecture (observe.architecture) within the next
+        # readings, until they show this many attachments of the load; the latest is kept.
+        self.architecture_wanted: int | None = None
+        self.architecture: dict[str, Any] | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -298,6 +302,15 @@ class Sampler:
                 if self.tables:
                     cursor.execute(self._statements["tables"], self.tables)
                     tables = cursor.fetchall()
+            wanted = self.architecture_wanted
+            if wanted is not None:
+                from fbbench.observe import architecture
+
+                reading = architecture.read(cursor)
+                if self.architecture is None or reading["architecture"] is not None:
+                    self.architecture = reading
+                if reading["attachments"] >= wanted:
+                    self.architecture_wanted = None
             metrics: dict[str, float | None] = {}
             for name in [*self.metrics, *(self.end_metrics if full else ())]:
                 cursor.execute(self._statements[f"metric:{name}"])

@@ -47,6 +47,15 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         f"forced writes {_on_off(database.get('forced_writes'))}; "
         f"{document.get('connections')} connection(s), seed {document.get('seed')}"
     )
+    architecture = engine.get("architecture") or {}
+    if architecture.get("requested") or architecture.get("verified"):
+        evidence = architecture.get("evidence") or {}
+        seen = architecture.get("verified")
+        verified = (f"verified: {evidence.get('attachments')} attachment(s) in {evidence.get('server_processes')} "
+                    f"server process(es)" if seen and seen == architecture.get("requested") else
+                    f"the engine ran {seen}" if seen else "not verified" + (
+                        f" ({evidence['error']})" if evidence.get("error") else ""))
+        console.print(escape(f"architecture {architecture.get('requested') or seen} ({verified})"))
     measured = document.get("measure_seconds")
     if measured:
         stored = document.get("headline") or {}

@@ -97,6 +97,12 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
             "version": run.get("engine_version"),
             "engine_version": engine.get("engine_version"),
             "mode": engine.get("server_mode") or run.get("architecture"),
+            "architecture": {
+                "requested": engine.get("architecture_requested") or settings.get("architecture"),
+                "verified": (engine.get("architecture_verified") or {}).get("architecture"),
+                "evidence": engine.get("architecture_verified"),
+                "processes": engine.get("attachment_processes"),
+            },
             "firebird_conf": conf,
             "firebird_conf_set": conf_set,
             "firebird_conf_source": engine.get("firebird_conf_source"),

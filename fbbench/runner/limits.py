@@ -25,9 +25,15 @@ MB = 1 << 20
 # 10 and 100 attachments measured by benchmarks/attachment_memory.py (embedded 3.0.14 / 4.0.7 /
 # 5.0.4, 8 KB pages, 2026-11-23: Super 3.66 / 3.60 / 4.00 MB; SuperClassic 6.04 / 6.13 / 6.46 MB,
 # of which 2 MB are its own 256-page cache). The page cache is added separately (estimate()).
+# Classic, embedded, is one process per attachment (an engine and a Python): the engine child's
+# peak RSS plus every attachment process's largest PSS, slope between 4 and 16 attachments
+# (benchmarks/attachment_memory.py --modes Classic --counts 4 16, 2026-11-23: 16.25 / 16.56 /
+# 17.69 MB, of which 2 MB are its own 256-page cache). A managed Classic server's forked processes
+# have no Python and cost less: the same figure bounds them.
 PER_ATTACHMENT_BYTES = {
     "super": {"3.0": 3.66 * MB, "4.0": 3.60 * MB, "5.0": 4.00 * MB},
     "superclassic": {"3.0": 4.04 * MB, "4.0": 4.13 * MB, "5.0": 4.46 * MB},
+    "classic": {"3.0": 14.25 * MB, "4.0": 14.56 * MB, "5.0": 15.69 * MB},
 }
 BASE_BYTES = 200 * MB  # the fbbench process, Python, the engine's own start-up
 MARGIN = 1.25  # workloads heavier than TPC-C per attachment
@@ -35,6 +41,10 @@ DEFAULT_PAGE_SIZE = 8192
 # firebird.conf's DefaultDbCachePages default per architecture (Firebird 3.0+).
 DEFAULT_BUFFERS = {"super": 2048, "superclassic": 256, "classic": 256}
 THREADS_PER_ATTACHMENT = 1  # embedded: the core's attachment thread runs the engine's work
+# Classic: a process per attachment, with 8 threads at most (Python's main thread and its pipe
+# reader, the core's control, timekeeper, attachment and canceller threads, the engine's own),
+# counted by benchmarks/attachment_memory.py. The process limit (ulimit -u) counts threads.
+TASKS_PER_CLASSIC_ATTACHMENT = 8
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,7 @@ def estimate(connections: int, engine_major: str, conf: dict[str, str], page_siz
     architecture = architecture_of(conf)
     buffers = page_buffers or _int(conf.get("DefaultDbCachePages")) or DEFAULT_BUFFERS[architecture]
     cache = buffers * (page_size or DEFAULT_PAGE_SIZE)
-    measured = PER_ATTACHMENT_BYTES["super" if architecture == "super" else "superclassic"]
+    measured = PER_ATTACHMENT_BYTES[architecture]
     per = measured.get(engine_major, max(measured.values())) * MARGIN
     if architecture == "super":
         return Need(connections, per, 0.0, float(cache))
@@ -126,10 +136,16 @@ def check(connections: int, engine_label: str, engine_major: str | None, conf: d
           page_size: int | None, page_buffers: int | None) -> None:
     """Refuse a run whose attachments would not fit, naming what would; None: an external server."""
     threads, what_limits = thread_limit()
-    if connections * THREADS_PER_ATTACHMENT + 32 > threads:
+    # A local Classic engine runs a process per attachment (embedded: fbbench's; managed: the
+    # server's forks); an external server's processes are not this machine's.
+    classic = engine_major is not None and architecture_of(conf) == "classic"
+    each = TASKS_PER_CLASSIC_ATTACHMENT if classic else THREADS_PER_ATTACHMENT
+    if connections * each + 32 > threads:
+        needs = (f"a process of up to {each} threads per attachment ({connections * each:,} threads)" if classic
+                 else "as many threads")
         raise FbbenchError(
-            f"--connections {connections:,} needs as many threads, more than {what_limits} allows ({threads:,.0f})",
-            hint=f"at most about {max(int(threads) - 32, 1):,} attachments can run here")
+            f"--connections {connections:,} needs {needs}, more than {what_limits} allows ({threads:,.0f})",
+            hint=f"at most about {max((int(threads) - 32) // each, 1):,} attachments can run here")
     if engine_major is None:  # an external server's memory is not this machine's
         return
     need = estimate(connections, engine_major, conf, page_size, page_buffers)

@@ -127,7 +127,10 @@ def execute(settings: RunSettings, password: str | None = None,
     if unsupported and local_major == "3.0":
         raise FbbenchError("isolation read_consistency needs Firebird 4.0 or later",
                            hint=f"workload {workload.name} cannot run on Firebird 3.0 as written")
-    conf = check_conf(engine, settings.conf)
+    local = isinstance(engine, EmbeddedEngine | ManagedEngine)
+    if settings.architecture is None and local:
+        settings.architecture = "super"  # Firebird's default ServerMode, made explicit in the record
+    conf = check_conf(engine, settings.engine_conf(local))
     limits.check(settings.connections, engine.label, local_major, conf, settings.page_size, settings.page_buffers)
 
     workdir = Path(settings.workdir or paths.default_workdir()).expanduser().resolve()

@@ -39,8 +39,10 @@ def core_config(dsn: str, **settings: Any) -> dict[str, Any]:
             "password": password, **settings}
 
 
-def run(dsn: str, settings: dict[str, Any], interrupt_after: float | None = None) -> dict[str, Any]:
-    """One load run; with ``interrupt_after``, Ctrl-C arrives (SIGINT to this process) after that many seconds."""
+def run(dsn: str, settings: dict[str, Any], interrupt_after: float | None = None,
+        processes: bool = False) -> dict[str, Any]:
+    """One load run; with ``interrupt_after``, Ctrl-C arrives (SIGINT to this process) after that many seconds.
+    ``processes``: Classic's one process per attachment (the runtime must be ServerMode Classic)."""
     signalled: list[float] = []
 
     def interrupt() -> None:
@@ -54,7 +56,7 @@ def run(dsn: str, settings: dict[str, Any], interrupt_after: float | None = None
         timer.start()
     try:
         result = run_load(core_config(dsn, **settings), on_progress=lambda live: polls.append(live.phase),
-                          poll_seconds=0.2)
+                          poll_seconds=0.2, processes=processes)
     finally:
         if timer:
             timer.cancel()
@@ -85,3 +87,40 @@ def query(dsn: str, sql: str) -> list[list[Any]]:
         rows = [list(row) for row in cursor.fetchall()]
         connection.commit()
         return rows
+
+
+def worker_processes() -> list[int]:
+    """This process's Classic attachment processes (fbbench.core_processes workers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and b"core_processes" in command:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def run_signalling_a_worker(dsn: str, settings: dict[str, Any], after: float, signum: int) -> dict[str, Any]:
+    """A Classic run (processes) during which one attachment process gets ``signum`` after ``after`` s."""
+    signalled: list[int] = []
+
+    def send() -> None:
+        workers = worker_processes()
+        if workers:
+            signalled.append(workers[-1])
+            os.kill(workers[-1], signum)
+
+    timer = threading.Timer(after, send)
+    timer.start()
+    try:
+        document = run(dsn, settings, processes=True)
+    finally:
+        timer.cancel()
+    document["_test"]["signalled"] = signalled
+    document["_test"]["left"] = worker_processes()
+    return document

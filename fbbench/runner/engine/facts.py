@@ -56,6 +56,18 @@ def engine_facts(dsn: str, runtime: Runtime) -> dict[str, Any]:
     return facts
 
 
+def architecture_reading(dsn: str, exclude: set[int]) -> dict[str, Any]:
+    """The architecture the engine runs (fbbench.observe.architecture), through an attachment of
+    its own: for a run without a sampler."""
+    from fbbench.observe import architecture
+
+    with driver.connect(dsn) as connection:
+        with connection.cursor() as cursor:
+            reading = architecture.read(cursor, exclude)
+        connection.commit()
+    return reading
+
+
 def sweep(services_host: str, database: str) -> float:
     started = time.monotonic()
     with driver.server(services_host) as server:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import resource
 import statistics
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 from rich.console import Console
 
 from fbbench.observe.sampler import Sampler, SamplerThread
+from fbbench.runner.engine import facts
 from fbbench.runner.engine.live import LiveDisplay
 from fbbench.store import ResultsStore
 from fbbench.workloads.spec import Workload
@@ -47,6 +49,52 @@ class Measured:
     metrics: dict[str, dict[str, Any]]  # name → start, end, value, per_minute, description, window
     sample_seconds: list[float] = field(default_factory=list)  # how long each engine reading took
     sampler_errors: list[str] = field(default_factory=list)
+    architecture: dict[str, Any] | None = None  # what the engine really ran (facts.architecture_reading)
+
+
+class _ArchitectureCheck:
+    """Reads the architecture the engine runs (fbbench.observe.architecture) from the first
+    measured boundary on: within the sampler's reading at that boundary when there is a sampler,
+    else through an attachment of its own, on a thread of its own (never in the way of the
+    boundary watcher). Under a ramp-up not every attachment may be there yet: it reads again at
+    the next boundaries until it has seen them all."""
+
+    def __init__(self, dsn: str, connections: int, first_boundary: int, sampler: SamplerThread | None) -> None:
+        self.dsn, self.connections, self.first_boundary, self.sampler = dsn, connections, first_boundary, sampler
+        self.reading: dict[str, Any] | None = None
+        self._asked = False
+        self._thread: threading.Thread | None = None
+
+    def boundary(self, boundary: int) -> None:
+        """Called before the sampler hears of the boundary, so that its reading answers."""
+        if boundary < self.first_boundary:
+            return
+        if self.sampler is not None:
+            if not self._asked:
+                self._asked = True
+                self.sampler.sampler.architecture_wanted = self.connections
+            return
+        if (self._thread is not None and self._thread.is_alive()) or \
+                (self.reading is not None and self.reading.get("attachments", 0) >= self.connections):
+            return
+        self._thread = threading.Thread(target=self._read, name="fbbench-architecture", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            reading = facts.architecture_reading(self.dsn, set())
+        except Exception as error:  # evidence missing is recorded, not a reason to lose the run
+            reading = {"architecture": None, "error": f"{type(error).__name__}: {error}".strip()}
+        if self.reading is None or reading.get("architecture") is not None:
+            self.reading = reading
+
+    def result(self, timeout: float) -> dict[str, Any] | None:
+        """After the run (and after the sampler was closed)."""
+        if self.sampler is not None:
+            return self.sampler.sampler.architecture
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.reading
 
 
 class _Readings:
@@ -91,8 +139,10 @@ class _Readings:
 
 
 def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id: str, dsn: str, console: Console,
-        settings: dict[str, Any], monitor: bool, tables: list[str]) -> Measured:
-    """Warm-up and measure: the core's result, the metrics over the measured window, the samples stored."""
+        settings: dict[str, Any], monitor: bool, tables: list[str], processes: bool = False) -> Measured:
+    """Warm-up and measure: the core's result, the metrics over the measured window, the samples stored.
+
+    ``processes``: the core runs Classic's one process per attachment (embedded Classic)."""
     from fbbench import core as native
 
     warmup = config["warmup_seconds"] or 0.0
@@ -104,8 +154,12 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
         at_end = {m.name: m.sql for m in workload.metrics if m.every == "end"}
         thread = SamplerThread(Sampler(dsn, tables, monitor=monitor, metrics=every, end_metrics=at_end))
         thread.wait_ready(30)
+    architecture = _ArchitectureCheck(dsn, config["connections"], warmup_intervals + 1, thread)
+
     def on_boundary(boundary: int, at: float, last: bool) -> None:
         """Straight from the core at each boundary: the sampler reads right then."""
+        if not last:
+            architecture.boundary(boundary)
         if thread is None or boundary == 0:
             return
         at_monotonic = time.monotonic() - (time.time() - at)
@@ -133,7 +187,7 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     try:
         with LiveDisplay.measurement(console, workload, settings) as display:
             result = native.run_load(config, on_progress=lambda live: on_progress(live, display),
-                                     on_boundary=on_boundary).to_dict()
+                                     on_boundary=on_boundary, processes=processes).to_dict()
     finally:
         if thread is not None:
             thread.close(timeout=30)  # answers the boundaries already reported, then detaches
@@ -142,7 +196,8 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     result["python_cpu_seconds"] = time.thread_time() - python_before + (thread.cpu_seconds if thread else 0.0)
     measured = bool(result.get("measured_seconds"))  # a run stopped in warm-up measured nothing
     metrics = _metric_results(workload, readings.windows, result) if measured else {}
-    return Measured(result, metrics, readings.sample_seconds, list(thread.errors) if thread else [])
+    return Measured(result, metrics, readings.sample_seconds, list(thread.errors) if thread else [],
+                    architecture.result(timeout=15))
 
 
 def _metric_results(workload: Workload, windows: dict[str, MetricWindow],
@@ -176,5 +231,6 @@ def sampling_cost(sample_seconds: list[float], interval_seconds: float) -> dict[
 
 
 def _process_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """This process and its ended children: Classic's attachment processes are children."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime

@@ -25,7 +25,7 @@ from fbbench.database import driver
 from fbbench.engines import current_runtime
 from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.observe import firebird_log, gstat
+from fbbench.observe import architecture, firebird_log, gstat
 from fbbench.observe.firebird_log import LogWatch
 from fbbench.runner.engine import facts, measure, population, workload_sql
 from fbbench.runner.engine.core_config import core_config
@@ -102,10 +102,21 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
         config = core_config(workload, settings, dsn, str(runtime.client_library),
                              driver.credentials(), settings["seed"], exceptions, constants)
         with phases.phase("measure", "warm-up and measure") as detail:
-            measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables)
+            # Embedded Classic: one process per attachment. A server's Classic forks its own.
+            processes = settings.get("architecture") == "classic" and runtime.embedded
+            measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
+                                   processes=processes)
             result = measured.result
             detail.update(status=result["status"], measured_seconds=result.get("measured_seconds"),
                           sampler_errors=measured.sampler_errors[:20])
+            engine = {**engine, "architecture_requested": settings.get("architecture"),
+                      "architecture_verified": measured.architecture}
+            if processes:
+                engine["attachment_processes"] = result.get("worker_processes")
+            store.update_run(run_id, engine=engine)
+            mismatch = architecture.mismatch(settings.get("architecture"), measured.architecture)
+            if mismatch and result["status"] == "completed":
+                result["status"], result["failure"] = "failed", mismatch
         _store_result(store, run_id, result)
         for name, metric in measured.metrics.items():
             store.record_metric(run_id, name, metric["start"], metric["end"], metric["value"], metric["per_minute"],
