@@ -464,3 +464,15 @@ def test_a_30_unit_tpcc_run_is_too_short_to_fail_its_audits(tmp_path: Path) -> N
         run["units"]["new_order"]["rolled_back"]
     assert again["New-Order rolled back"]["high"] > 1.1
     assert {f.rule for f in lint.lint_run(run)} >= {"FB054"}
+
+
+def test_clopper_pearson_from_scipy_special_equals_binomtest() -> None:
+    """audits reads the exact interval from scipy.special (a lighter import on every run's path)."""
+    from scipy.stats import binomtest
+
+    from fbbench.analysis.audits import clopper_pearson
+
+    for k, n in [(0, 10), (3, 10), (10, 10), (5, 400), (397, 400), (1, 1)]:
+        low, high = clopper_pearson(k, n, 0.95)
+        exact = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+        assert abs(low - exact.low) < 1e-9 and abs(high - exact.high) < 1e-9, (k, n)

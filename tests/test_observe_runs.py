@@ -20,7 +20,7 @@ from tests.conftest import REPO, run_cli
 from tests.test_run_lifecycle import RunningCli, _query, _wait_until, background  # noqa: F401
 
 BANK = REPO / "tests" / "workloads" / "bank"
-RUN = (str(BANK), "--connections", "2", "--warmup", "1s", "--duration", "6s", "--interval", "1s")
+RUN = (str(BANK), "--connections", "2", "--warmup", "1s", "--duration", "4s", "--interval", "1s")
 CRASH = """
 vm\tMon Nov 23 21:31:05 2026
 \tFirebird Segmentation Fault.

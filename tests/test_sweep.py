@@ -23,7 +23,7 @@ from tests.chromium import legend, render_ok
 from tests.conftest import REPO, assert_clean_error, run_cli
 
 BANK = REPO / "tests" / "workloads" / "bank"
-TIMING = 'warmup = "0.5s"\nduration = "1.5s"\ninterval = "0.5s"\nsweep = false\n'
+TIMING = 'warmup = "0.5s"\nduration = "1s"\ninterval = "0.5s"\nsweep = false\n'
 
 
 def _spec(tmp_path: Path, body: str, name: str = "sweep.toml") -> Path:

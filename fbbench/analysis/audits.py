@@ -43,7 +43,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from fbbench.analysis import figures
-from fbbench.analysis.stats import scipy_stats
 from fbbench.workloads.expressions import ExpressionError, evaluate
 from fbbench.workloads.spec import Workload
 
@@ -136,13 +135,27 @@ def sampling(expression: str, available: Mapping[str, float], confidence: float 
     n = round(y)
     if set(names_x) <= set(names_y) or x <= y:
         k = min(round(x), n)
-        interval = scipy_stats().binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
-        return Sampling("proportion", scale * float(interval.low), scale * float(interval.high), n)
+        low, high = clopper_pearson(k, n, confidence)
+        return Sampling("proportion", scale * low, scale * high, n)
     if n < MIN_MEAN_UNITS:
         return Sampling("mean", None, None, n)
     mean = x / y
-    half = float(scipy_stats().norm.ppf(0.5 + confidence / 2)) * math.sqrt(mean / y)
+    from scipy.special import ndtri  # the standard normal quantile
+
+    half = float(ndtri(0.5 + confidence / 2)) * math.sqrt(mean / y)
     return Sampling("mean", scale * (mean - half), scale * (mean + half), n)
+
+
+def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
+    """The exact (Clopper–Pearson) interval of k successes in n trials: the Beta quantiles that
+    scipy.stats.binomtest(k, n).proportion_ci(method="exact") gives, read from scipy.special, whose
+    import costs a third of scipy.stats' — it runs at the end of every run, in the engine process."""
+    from scipy.special import betaincinv
+
+    alpha = 1 - confidence
+    low = 0.0 if k == 0 else float(betaincinv(k, n - k + 1, alpha / 2))
+    high = 1.0 if k == n else float(betaincinv(k + 1, n - k, 1 - alpha / 2))
+    return low, high
 
 
 def _inside(value: float, low: float | None, high: float | None) -> bool:
