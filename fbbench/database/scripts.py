@@ -13,7 +13,7 @@ Every error names the script, the line in the script and Firebird's own message.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,13 +46,17 @@ class Statement:
         return [w.upper() for w in _WORDS.findall(_strip_comments(self.text))[:3]]
 
 
-def substitute(text: str, params: Mapping[str, object], source: str) -> str:
-    """Replace ``${name}``; an unknown name is an error at its line."""
+def substitute(text: str, params: Mapping[str, object], source: str,
+               unknown: Callable[[str, int], Exception] | None = None) -> str:
+    """Replace ``${name}`` — the one substitution of workload files, SQL scripts and workload.toml
+    alike; an unknown name is an error at its line (``unknown(name, line)`` makes it)."""
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in params:
             line = text.count("\n", 0, match.start()) + 1
+            if unknown is not None:
+                raise unknown(name, line)
             known = ", ".join(sorted(params)) or "none"
             raise FbbenchError(f"{source}:{line}: unknown parameter ${{{name}}} (known: {known})")
         return str(params[name])

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fbbench.analysis.figures import PER_SECONDS, SCORE, Figure
+from fbbench.database.scripts import substitute
 from fbbench.errors import FbbenchError
 from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluate_number, names_in
 
@@ -40,7 +41,6 @@ _KEYS: dict[str, set[str]] = {
 _GENERATORS: dict[str, tuple[int, ...]] = {"uniform": (2,), "nurand": (3, 4), "home": (1,), "seed": (0,),
                                            "const": (1,), "string": (1,), "attachment": (0,)}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _BOOLEAN_WORDS = {"on": 1, "true": 1, "yes": 1, "off": 0, "false": 0, "no": 0}
 
 
@@ -386,13 +386,10 @@ def parse_scale_overrides(items: Sequence[str]) -> dict[str, str]:
 
 def _substitute(value: Any, scale: Mapping[str, int | float | str], reader: _Reader, path: list[Any]) -> Any:
     if isinstance(value, str):
-        def replace(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name not in scale:
-                raise reader.fail(path, f"unknown scale parameter ${{{name}}}; known: {', '.join(sorted(scale))}")
-            return str(scale[name])
+        def unknown(name: str, _line: int) -> Exception:
+            return reader.fail(path, f"unknown scale parameter ${{{name}}}; known: {', '.join(sorted(scale))}")
 
-        return _PLACEHOLDER.sub(replace, value)
+        return substitute(value, scale, str(reader.source), unknown)
     if isinstance(value, list):
         return [_substitute(item, scale, reader, [*path, index]) for index, item in enumerate(value)]
     if isinstance(value, dict):
