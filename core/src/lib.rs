@@ -121,20 +121,10 @@ impl LoadRun {
         let shared = Arc::clone(&self.shared);
         let timeout = Duration::from_secs_f64(timeout_seconds.clamp(0.0, 1e9));
         py.detach(move || {
-            let deadline = Instant::now() + timeout;
-            let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
-            while !state.done {
-                let now = Instant::now();
-                if now >= deadline {
-                    return false;
-                }
-                state = shared
-                    .cond
-                    .wait_timeout(state, deadline - now)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            }
-            true
+            let state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            shared
+                .wait_while(state, Instant::now() + timeout, |state| !state.done)
+                .done
         })
     }
 
@@ -146,19 +136,10 @@ impl LoadRun {
         let shared = Arc::clone(&self.shared);
         let timeout = Duration::from_secs_f64(timeout_seconds.clamp(0.0, 1e9));
         py.detach(move || {
-            let deadline = Instant::now() + timeout;
-            let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
-            while state.boundaries <= seen && !state.done {
-                let now = Instant::now();
-                if now >= deadline {
-                    break;
-                }
-                state = shared
-                    .cond
-                    .wait_timeout(state, deadline - now)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            }
+            let state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let state = shared.wait_while(state, Instant::now() + timeout, |state| {
+                state.boundaries <= seen && !state.done
+            });
             (state.boundaries, state.done, state.boundary_at)
         })
     }

@@ -387,6 +387,28 @@ impl Shared {
         }
     }
 
+    /// Waits on the run's condition variable while `waiting(state)` holds and `deadline` has not
+    /// passed (every wait of the run: for its end, a boundary, an interval's end, the attachments).
+    pub fn wait_while<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, RunState>,
+        deadline: Instant,
+        mut waiting: impl FnMut(&RunState) -> bool,
+    ) -> MutexGuard<'a, RunState> {
+        while waiting(&state) {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            state = self
+                .cond
+                .wait_timeout(state, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        state
+    }
+
     /// The run's zero is the first boundary: observers take their baseline there.
     fn zero_boundary(&self) {
         let Some(zero) = self.zero() else {
@@ -563,21 +585,11 @@ fn run_intervals(shared: &Shared, zero: Instant) -> Collected {
     loop {
         let (start, end, phase) = timeline.bounds(index);
         let deadline = zero + Duration::from_secs_f64(end);
-        let mut state = lock(&shared.state);
-        let interrupted = loop {
-            if shared.stopping() || (config.transactions.is_some() && state.finished >= workers) {
-                break true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                break false;
-            }
-            state = shared
-                .cond
-                .wait_timeout(state, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+        let ended = |state: &RunState| {
+            shared.stopping() || (config.transactions.is_some() && state.finished >= workers)
         };
+        let state = shared.wait_while(lock(&shared.state), deadline, |state| !ended(state));
+        let interrupted = ended(&state);
         drop(state);
         let (until, last) = if interrupted {
             (zero.elapsed().as_secs_f64().clamp(start, end), true)
@@ -692,18 +704,9 @@ fn wait_for_workers(shared: &Arc<Shared>, spawned: u32) -> Vec<u32> {
     let _ = std::thread::Builder::new()
         .name("fbbench-cancel".into())
         .spawn(move || cancel_until_back(&canceller, spawned));
-    let mut state = lock(&shared.state);
-    while state.finished < spawned {
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        state = shared
-            .cond
-            .wait_timeout(state, deadline - now)
-            .unwrap_or_else(|e| e.into_inner())
-            .0;
-    }
+    let mut state = shared.wait_while(lock(&shared.state), deadline, |state| {
+        state.finished < spawned
+    });
     state.watch_over = true;
     let all_back = state.finished >= spawned;
     drop(state);
@@ -726,20 +729,11 @@ fn cancel_until_back(shared: &Shared, spawned: u32) {
     let mut pause = CANCEL_GRACE;
     loop {
         let until = Instant::now() + pause;
-        let mut state = lock(&shared.state);
-        loop {
-            if state.finished >= spawned || state.watch_over {
-                return;
-            }
-            let now = Instant::now();
-            if now >= until {
-                break;
-            }
-            state = shared
-                .cond
-                .wait_timeout(state, until - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+        let state = shared.wait_while(lock(&shared.state), until, |state| {
+            state.finished < spawned && !state.watch_over
+        });
+        if state.finished >= spawned || state.watch_over {
+            return;
         }
         drop(state);
         shared.cancel_busy();

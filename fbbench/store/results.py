@@ -306,17 +306,8 @@ class ResultsStore:
                             "where sweep_id = ?", (status, time.time(), _json(result) if result else None, sweep_id))
 
     def resolve_sweep_id(self, text: str) -> str:
-        if text in ("last", "latest"):
-            row = self.db.execute("select sweep_id from sweeps order by created_at desc limit 1").fetchone()
-        else:
-            matches = self.db.execute("select sweep_id from sweeps where sweep_id like ? order by created_at desc",
-                                      (text + "%",)).fetchall()
-            if len(matches) > 1:
-                raise FbbenchError(f"sweep id '{text}' is ambiguous: {', '.join(m[0] for m in matches[:5])}")
-            row = matches[0] if matches else None
-        if row is None:
-            raise FbbenchError(f"no sweep '{text}' in {self.path}", hint="fbbench results list --sweeps shows them")
-        return str(row[0])
+        return self._resolve("sweeps", "sweep_id", "created_at", "sweep", text,
+                             "fbbench sweep --resume last finishes the latest one")
 
     def load_sweep(self, sweep_id: str) -> dict[str, Any]:
         sweep_id = self.resolve_sweep_id(sweep_id)
@@ -472,22 +463,25 @@ class ResultsStore:
     def resolve_run_id(self, text: str) -> str:
         """A run id from a unique prefix, ``last`` (or ``latest``) or ``last~N`` (the N-th run before
         the latest: ``last~1`` is the one before it)."""
+        return self._resolve("runs", "run_id", "started_at", "run", text, "fbbench results list shows the runs")
+
+    def _resolve(self, table: str, column: str, order: str, what: str, text: str, hint: str) -> str:
+        """The id in ``table`` that ``text`` names: a unique prefix, ``last``/``latest``, ``last~N``."""
         back = _steps_back(text)
         if back is not None:
-            row = self.db.execute("select run_id from runs order by started_at desc limit 1 offset ?",
+            row = self.db.execute(f"select {column} from {table} order by {order} desc limit 1 offset ?",
                                   (back,)).fetchone()
             if row is None:
-                count = self.db.execute("select count(*) from runs").fetchone()[0]
-                raise FbbenchError(f"no run '{text}' in {self.path}: it holds {count} run(s)",
-                                   hint="fbbench results list shows the runs")
+                count = self.db.execute(f"select count(*) from {table}").fetchone()[0]
+                raise FbbenchError(f"no {what} '{text}' in {self.path}: it holds {count} {what}(s)", hint=hint)
         else:
-            matches = self.db.execute("select run_id from runs where run_id like ? order by started_at desc",
+            matches = self.db.execute(f"select {column} from {table} where {column} like ? order by {order} desc",
                                       (text + "%",)).fetchall()
             if len(matches) > 1:
-                raise FbbenchError(f"run id '{text}' is ambiguous: {', '.join(m[0] for m in matches[:5])}")
+                raise FbbenchError(f"{what} id '{text}' is ambiguous: {', '.join(m[0] for m in matches[:5])}")
             row = matches[0] if matches else None
         if row is None:
-            raise FbbenchError(f"no run '{text}' in {self.path}", hint="fbbench results list shows the runs")
+            raise FbbenchError(f"no {what} '{text}' in {self.path}", hint=hint)
         return str(row[0])
 
     def resolve_series_id(self, text: str) -> str | None:

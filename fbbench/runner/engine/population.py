@@ -171,41 +171,18 @@ def grow(source: tuple[Path, dict[str, Any]], dsn: str, workload: Workload, plan
     ownership.register(dsn, _mark_token(dsn), {"purpose": "population (growing)"})
     with driver.connect(dsn) as connection:
         size_before = _size(connection)
-    load_started = time.monotonic()
     steps = []
-    with _Loaders(dsn, plan.load_connections) as loaders:
-        for step, before in zip(workload.load, smaller.load, strict=True):
-            if step.script is not None:
-                continue
-            done = set(before.iterations())
-            new = [item for item in step.iterations() if item not in done]
-            if not new:
-                continue
-            step_started = time.monotonic()
-            iterations = loaders.run(step, workload, progress, only=new)
-            steps.append({"name": step.name, "seconds": time.monotonic() - step_started, "iterations": iterations})
-    load_seconds = time.monotonic() - load_started
-    with driver.connect(dsn) as connection:
-        size_after = _size(connection)
-        rows = _row_counts(connection)
-    grown = max(size_after - size_before, 0)
-    total_rows = sum(rows.values())
+    for step, before in zip(workload.load, smaller.load, strict=True):
+        if step.script is not None:
+            continue
+        done = set(before.iterations())
+        new = [item for item in step.iterations() if item not in done]
+        if new:
+            steps.append((step, new))
+    facts = _load(dsn, workload, plan, progress, steps, started, size_before, material.get("rows") or 0)
     grown_from = material["scale"].get(plan.grow)
-    return {
-        "source": f"grown from {plan.grow}={grown_from:g} (now cached)" if isinstance(grown_from, int | float)
-        else "grown (now cached)",
-        "seconds": time.monotonic() - started,
-        "load_seconds": load_seconds,
-        "load_connections": plan.load_connections,
-        "steps": steps,
-        "rows": rows,
-        "total_rows": total_rows,
-        "size_bytes": size_after,
-        "grown_bytes": grown,
-        "mb_per_second": grown / 1e6 / load_seconds if load_seconds > 0 else None,
-        "rows_per_second": (total_rows - (material.get("rows") or 0)) / load_seconds if load_seconds > 0 else None,
-        "grown_from": material["scale"],
-    }
+    shown = f"{grown_from:g}" if isinstance(grown_from, int | float) else str(grown_from)
+    return {**facts, "source": f"grown from {plan.grow}={shown} (now cached)", "grown_from": material["scale"]}
 
 
 def _mark_token(location: str) -> str:
@@ -260,13 +237,21 @@ def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress) 
             scripts.run_file(connection, script, workload.scale)
             progress(f"script {script.name}", 1, 1)
         size_before = _size(connection)
+    return _load(dsn, workload, plan, progress, [(step, None) for step in workload.load], started, size_before)
+
+
+def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress,
+          steps: list[tuple[LoadStep, list[tuple[int, ...]] | None]], started: float, size_before: int,
+          rows_before: int = 0) -> dict[str, Any]:
+    """Run load steps (each with all its iterations, or only those given) on the load attachments;
+    the load's facts: time, rows, growth of the database, MB/s and rows/s."""
     load_started = time.monotonic()
-    steps = []
+    done = []
     with _Loaders(dsn, plan.load_connections) as loaders:
-        for step in workload.load:
+        for step, only in steps:
             step_started = time.monotonic()
-            iterations = loaders.run(step, workload, progress)
-            steps.append({"name": step.name, "seconds": time.monotonic() - step_started, "iterations": iterations})
+            iterations = loaders.run(step, workload, progress, only=only)
+            done.append({"name": step.name, "seconds": time.monotonic() - step_started, "iterations": iterations})
     load_seconds = time.monotonic() - load_started
     with driver.connect(dsn) as connection:
         size_after = _size(connection)
@@ -277,13 +262,13 @@ def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress) 
         "seconds": time.monotonic() - started,
         "load_seconds": load_seconds,
         "load_connections": plan.load_connections,
-        "steps": steps,
+        "steps": done,
         "rows": rows,
         "total_rows": total_rows,
         "size_bytes": size_after,
         "grown_bytes": grown,
         "mb_per_second": grown / 1e6 / load_seconds if load_seconds > 0 else None,
-        "rows_per_second": total_rows / load_seconds if load_seconds > 0 else None,
+        "rows_per_second": (total_rows - rows_before) / load_seconds if load_seconds > 0 else None,
     }
 
 
