@@ -185,7 +185,7 @@ BoundaryCallback = Callable[[int, float, bool], None]
 
 def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = None,
              poll_seconds: float = 0.5, on_boundary: BoundaryCallback | None = None,
-             processes: bool = False) -> LoadResult:
+             processes: bool = False, hold: Callable[[], float] | None = None) -> LoadResult:
     """Run the load to its end and return what was measured.
 
     ``processes=True`` runs it as Classic does: one process per attachment, the database opened
@@ -209,7 +209,14 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
     call that brings no boundary — with the boundary's wall-clock time; ``last`` is true exactly
     once, when the run is over. Observers (the engine sampler) read right at the boundaries this
     way, not whenever the next poll happens to come.
+
+    ``hold``: start in the core's hold mode. Once every attachment is connected (under a ramp-up:
+    at once, the ramp being part of the warm-up), ``hold()`` is called on this thread and returns
+    the CLOCK_MONOTONIC time to start at — the run's zero. Time-shared runs meet there
+    (:func:`fbbench.runner.timeshare.arrive`) so that they measure the same seconds.
     """
+    if hold is not None:
+        config = {**config, "hold": True}
     if processes:
         from fbbench.core_processes import ProcessRun
 
@@ -221,6 +228,8 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
         run.start()
         watcher = _watch_boundaries(run, on_boundary) if on_boundary is not None else None
         try:
+            if hold is not None:
+                _hold(run, hold, float(config.get("connect_rate") or 0.0) > 0)
             while not run.wait(poll_seconds):
                 if on_progress is not None:
                     on_progress(LiveCounters.from_json(run.poll()))
@@ -235,6 +244,19 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
     if on_progress is not None:
         on_progress(LiveCounters.from_json(run.poll()))
     return LoadResult.from_json(run.result())
+
+
+def _hold(run: Any, hold: Callable[[], float], ramp: bool) -> None:
+    """Hold mode: wait until the run holds connected (not under a ramp), then start it at ``hold()``."""
+    while not ramp:
+        if run.wait(HOLD_POLL_SECONDS):
+            return  # ended before it was ready (an attach refused): nothing to start
+        if json.loads(run.poll()).get("phase") == "ready":
+            break
+    run.go(hold())
+
+
+HOLD_POLL_SECONDS = 0.02  # while connecting: how soon a held run's readiness is noticed
 
 
 def _watch_boundaries(run: Any, on_boundary: BoundaryCallback) -> threading.Thread:

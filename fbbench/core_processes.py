@@ -17,7 +17,8 @@ How it works:
   streams, home and name are exactly thread k's: same seed, same work in every architecture),
   ``hold = true`` and, under a target rate, its share of the rate;
 - **start barrier**: each worker connects and holds (phase ``ready``). Once all are ready, the
-  parent sends every one ``go T`` with one CLOCK_MONOTONIC time T a little ahead; each core
+  parent sends every one ``go T`` with one CLOCK_MONOTONIC time T a little ahead (or, when the
+  run itself was started with ``hold``, the T its caller gives to :meth:`ProcessRun.go`); each core
   makes T its zero, so interval boundaries agree across the processes within a millisecond or
   so (the clock is the machine's). Under a ramp-up (``connect_rate``) the go comes as soon as
   every worker has started and the ramp itself is timed from T;
@@ -159,6 +160,7 @@ class ProcessRun:
         self._why_ended = "after the end of the measured period"
         self._zero_mono: float | None = None
         self._zero_wall: float | None = None
+        self._go_at: float | None = None  # hold mode: the zero the caller gave to go()
         self._boundaries = 0
         self._boundary_at = 0.0
         self._merged_last: tuple[int, dict[str, Any]] | None = None
@@ -196,6 +198,15 @@ class ProcessRun:
     def poll(self) -> str:
         with self._cond:
             return json.dumps(self._live())
+
+    def go(self, start_monotonic: float) -> None:
+        """Hold mode (the run's config has ``hold``): start at this CLOCK_MONOTONIC time."""
+        if not self.config.get("hold"):
+            raise RuntimeError('go() is for a run started with "hold": true')
+        with self._cond:
+            if self._go_at is None:
+                self._go_at = float(start_monotonic)
+            self._cond.notify_all()
 
     def stop(self) -> None:
         with self._cond:
@@ -353,9 +364,12 @@ class ProcessRun:
                 if self._workers and all(w.started if ramp else w.ready for w in self._workers):
                     break
                 self._cond.wait(0.1)
+            if self.config.get("hold"):
+                while not self._halting and not self._failures and self._go_at is None:
+                    self._cond.wait(0.1)
             if not self._halting and not self._failures and len(self._workers) == self.connections:
-                start = time.monotonic() + START_AHEAD
-                self._zero_mono, self._zero_wall = start, time.time() + START_AHEAD
+                start = self._go_at if self._go_at is not None else time.monotonic() + START_AHEAD
+                self._zero_mono, self._zero_wall = start, time.time() + (start - time.monotonic())
                 for worker in self._workers:
                     worker.send(f"go {start!r}")
             elif not self._halting:

@@ -165,6 +165,10 @@ class RunSettings:
     # Whether the user gave the seed (flag or spec): a given seed is a condition of the run, a
     # drawn one is not (analysis.conditions reads it). Set by the runner, never by a spec.
     seed_fixed: bool = False
+    # Set by ``compare --paired``, never by a spec: the run shared the machine with another in
+    # turns (fbbench.runner.timeshare) — {"turn": seconds, "runs": 2} are a condition of the run
+    # (each run got part of the machine); "pair", "side" and "first" say which pair it belongs to.
+    timeshare: dict[str, Any] | None = None
     conf: dict[str, str] = field(default_factory=dict)  # --set Key=Value for firebird.conf
     # super | superclassic | classic; agrees with conf's ServerMode (either one sets the other).
     # None until the engine is known: a local engine's default is Super, Firebird's own default;
@@ -273,7 +277,7 @@ _KINDS: dict[str, Kind] = {
     "allow_many_connections": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,
 }
-assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins", "seed_fixed"}
+assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins", "seed_fixed", "timeshare"}
 
 
 def _line_of(text: str, key: str) -> int | None:

@@ -8,7 +8,9 @@ signal means depends on where it lands:
 - once a command runs, Ctrl-C is a ``KeyboardInterrupt`` the command handles
   (:func:`commands_take_over`);
 - while an engine child works, the parent forwards SIGINT / SIGTERM to it and waits
-  (:func:`forwarding_to`): the child stops its work and keeps what was measured;
+  (:func:`forwarding_to`): the child stops its work and keeps what was measured; time-shared
+  runs (``compare --paired``) are waited for on threads, and their coordinator forwards
+  (:mod:`fbbench.runner.paired`);
 - in the engine child, SIGINT and SIGTERM become ``KeyboardInterrupt`` and are remembered
   (:func:`make_interruptible`, :func:`interrupted`), so an error that follows from the signal
   (a loader thread's "connection shutdown", say) is reported as an interruption, not a failure;
@@ -59,7 +61,12 @@ def forwarding_to(process: subprocess.Popen[bytes]) -> Iterator[None]:
     """While ``process`` (an engine child in its own process group) runs, our stop signals are its.
 
     The child gets each signal once and decides what it means; the parent just keeps waiting.
+    Off the main thread (time-shared runs, each waited for on a thread of its own) signals cannot
+    be handled: the main thread's coordinator forwards them (:mod:`fbbench.runner.paired`).
     """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
 
     def forward(signum: int, _frame: FrameType | None) -> None:

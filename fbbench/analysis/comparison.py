@@ -11,7 +11,9 @@ histograms gave them; the workload's metrics as stored; the engine's work per un
 :func:`fbbench.analysis.engine.per_unit`. Ratios and verdicts come from
 :mod:`~fbbench.analysis.stats` — over the repeats when a side is a series, over the measured
 intervals of each run when both sides are single runs (weaker: the drift between runs is not in
-it). Only completed runs are used; a failed, interrupted or incomplete one is shown and flagged.
+it), pair by pair when two series ran as time-shared pairs (``fbbench compare --paired``: each
+run records its pair, :func:`pairs_of`). Only completed runs are used; a failed, interrupted or
+incomplete one is shown and flagged (and in pairs, so is its partner).
 """
 
 from __future__ import annotations
@@ -40,11 +42,16 @@ class Subject:
     ident: str  # the run id or the series id
     argument: str  # as the user wrote it (last~1, a prefix, …)
     runs: list[dict[str, Any]]
+    # Paired with the other side (compare --paired): runs whose partner did not complete are not
+    # used either, so that the used runs of both sides are the complete pairs, in pair order.
+    paired: bool = False
+    unpaired: frozenset[str] = frozenset()
 
     @property
     def used(self) -> list[dict[str, Any]]:
-        """The runs whose figures count: completed ones only."""
-        return [run for run in self.runs if run.get("status") == "completed"]
+        """The runs whose figures count: completed ones only (in pairs: whose partner completed too)."""
+        return [run for run in self.runs if run.get("status") == "completed" and str(run.get("run_id")) not in
+                self.unpaired]
 
     def describe(self) -> str:
         if self.kind == "run":
@@ -240,12 +247,49 @@ def _shown_value(values: Sequence[float | None], n_other: int) -> tuple[float | 
     return (value if math.isfinite(value) else None), kind
 
 
-def _ratio(base: stats.Side | None, other: stats.Side | None) -> stats.Ratio | None:
+def _ratio(base: stats.Side | None, other: stats.Side | None, paired: bool = False) -> stats.Ratio | None:
     if base is None or other is None:
         return None
     if all(v == 0 for v in base.values) and all(v == 0 for v in other.values):
         return None  # none on either side (conflicts, errors): nothing to divide
-    return stats.compare(base, other, seed=0)
+    return stats.compare(base, other, paired=paired, seed=0)
+
+
+def pair_of(run: Mapping[str, Any]) -> str | None:
+    """The pair a time-shared run belonged to (``fbbench compare --paired``), None for any other run."""
+    timeshare = (run.get("settings") or {}).get("timeshare")
+    return str(timeshare["pair"]) if isinstance(timeshare, Mapping) and timeshare.get("pair") else None
+
+
+def pairs_of(base: Subject, other: Subject) -> list[tuple[dict[str, Any], dict[str, Any]]] | None:
+    """The runs of two series that ran as time-shared pairs, matched by the pair each run
+    recorded, in the base's order; None unless every run of each side has its partner on the
+    other (then the sides are compared as series)."""
+    if base.kind != "series" or other.kind != "series":
+        return None
+    runs_a = {pair_of(run): run for run in base.runs}
+    runs_b = {pair_of(run): run for run in other.runs}
+    if (None in runs_a or None in runs_b or runs_a.keys() != runs_b.keys() or len(runs_a) != len(base.runs)
+            or len(runs_b) != len(other.runs)):
+        return None
+    return [(runs_a[pair], runs_b[pair]) for pair in (pair_of(run) for run in base.runs)]
+
+
+def _paired(base: Subject, other: Subject) -> tuple[Subject, Subject, dict[str, Any]] | None:
+    """The two sides as pairs (the other's runs in the base's pair order, runs whose partner did
+    not complete set aside), and what the document says of the pairing; None when not paired."""
+    pairs = pairs_of(base, other)
+    if pairs is None:
+        return None
+    complete = [(a, b) for a, b in pairs if a.get("status") == "completed" and b.get("status") == "completed"]
+    unpaired = frozenset(str(run.get("run_id")) for pair in pairs for run in pair
+                         if pair not in complete and run.get("status") == "completed")
+    turns = {str(((run.get("settings") or {}).get("timeshare") or {}).get("turn")) for pair in pairs for run in pair}
+    info = {"pairs": len(pairs), "complete": len(complete), "turn_seconds": float(turns.pop()) if len(turns) == 1
+            else None, "runs": [[a.get("run_id"), b.get("run_id")] for a, b in pairs],
+            "unused_because_partner": sorted(unpaired)}
+    return (Subject(base.label, base.kind, base.ident, base.argument, [a for a, _ in pairs], True, unpaired),
+            Subject(other.label, other.kind, other.ident, other.argument, [b for _, b in pairs], True, unpaired), info)
 
 
 def _series_spread(values: Sequence[float | None]) -> dict[str, Any] | None:
@@ -327,6 +371,11 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
     axis is not a difference, or none is named among several differences."""
     base = next(s for s in subjects if s.label == (baseline or subjects[0].label))
     others = [s for s in subjects if s is not base]
+    pairing = _paired(base, others[0]) if len(others) == 1 else None
+    if pairing is not None:
+        base, other, _info = pairing
+        subjects = [base, other] if subjects[0].label == base.label else [other, base]
+        others = [other]
     records, within, per_run = records_of(subjects)
     split = cond.split(records, axis)
     names = axis_labels(subjects, split.axis)
@@ -359,6 +408,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
             "series_differences": {label: _rows(rows) for label, rows in within.items() if rows},
         },
         "figures": figure_rows,
+        "pairing": pairing[2] if pairing is not None else None,
         "verdicts": verdicts,
         "engine": {"available": bool(engine_rows), "figures": engine_rows},
         "lint": findings,
@@ -384,7 +434,7 @@ def _figure_row(figure: FigureDef, base: Subject, others: Sequence[Subject], nam
         row["values"][other.label], row["centres"][other.label] = _shown_value(values, len(base.used))
         row["runs"][other.label] = values
         row["spread"][other.label] = _series_spread(values)
-        estimate = _ratio(base_side, side)
+        estimate = _ratio(base_side, side, paired=other.paired)
         if estimate is None:
             row["ratios"][other.label] = None
             row["verdicts"][other.label] = None
@@ -437,6 +487,7 @@ def _side_document(subject: Subject, name: str, headline: Mapping[str, Any] | No
         "argument": subject.argument, "description": subject.describe(),
         "runs": [{"run_id": run.get("run_id"), "status": run.get("status"), "failure": run.get("failure"),
                   "repeat_index": run.get("repeat_index"), "used": id(run) in used,
+                  "partner_incomplete": str(run.get("run_id")) in subject.unpaired,
                   "started_at": run.get("started_at"),
                   "headline": _value_of(_stored_figure(run, head, True)) if head else None}
                  for run in subject.runs],

@@ -25,7 +25,8 @@ key                          from
 ``workload.name``/``.hash``  the workload's name; sha256 of the files the run used
 ``scale.<name>``             the effective scale (workload defaults with the run's overrides)
 ``load.*``                   connections, warmup, duration or transactions, interval,
-                             target_rate, connect_rate, sweep; ``load.seed`` only when fixed
+                             target_rate, connect_rate, sweep; ``load.seed`` only when fixed;
+                             ``load.timeshare`` for runs that shared the machine in turns
 ``host.*``                   name, cpu_model, cpus, memory, os, kernel, machine, disk
 ``fbbench.*``                version, python
 ===========================  ===============================================================
@@ -100,6 +101,14 @@ def _on_off(value: Any) -> str | None:
 
 def _seconds(value: Any) -> str | None:
     return None if value is None else f"{float(value):g} s"
+
+
+def _timeshare(value: Any) -> str | None:
+    """A time-shared run (compare --paired) got part of the machine: its figures compare only with
+    runs that shared it the same way. Which pair it was in is not a condition."""
+    if not isinstance(value, dict) or not value.get("turn"):
+        return None
+    return f"{int(value.get('runs') or 2)} runs in turns of {float(value['turn']):g} s"
 
 
 def _gib(value: Any) -> str | None:
@@ -215,6 +224,7 @@ def record(run: Mapping[str, Any]) -> Conditions:
         "load.connect_rate": f"{settings['connect_rate']:g}/s" if settings.get("connect_rate") else None,
         "load.sweep": _on_off(settings.get("sweep")),
         "load.seed": str(settings.get("seed")) if settings.get("seed_fixed") else None,
+        "load.timeshare": _timeshare(settings.get("timeshare")),
     }
     disk = host.get("workdir_disk") or {}
     values |= {

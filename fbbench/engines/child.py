@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,13 @@ _CHILD_ENTRY = (
 )
 
 
-def run_in_engine(runtime: Runtime, target: str, *args: Any, **kwargs: Any) -> Any:
-    """Call ``target`` ("package.module:function") in a child process using ``runtime``."""
+def run_in_engine(runtime: Runtime, target: str, *args: Any,
+                  on_start: Callable[[subprocess.Popen[bytes]], None] | None = None, **kwargs: Any) -> Any:
+    """Call ``target`` ("package.module:function") in a child process using ``runtime``.
+
+    ``on_start(process)``: called once the child is started (its process group is its pid), for
+    a caller that controls it while it runs (time-shared runs: :mod:`fbbench.runner.timeshare`).
+    """
     runtime.base.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="child-", dir=runtime.base) as tmp:
         request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
@@ -55,6 +61,8 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any, **kwargs: Any) -> A
         command = [sys.executable, "-c", _CHILD_ENTRY, str(request), str(result)]
         process = subprocess.Popen(command, env=runtime.env(), process_group=0)
         with signals.forwarding_to(process):
+            if on_start is not None:
+                on_start(process)
             returncode = process.wait()
         return _read_result(result, returncode, runtime)
 

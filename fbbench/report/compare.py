@@ -108,11 +108,19 @@ def print_comparison(document: Mapping[str, Any], console: Console) -> None:
     workload = ", ".join(document["workload"])
     console.print(f"\n[bold]comparison[/] of {escape(workload)} — baseline {escape(names[base])}", highlight=False)
     for side in sides:
-        flagged = [f"{r['run_id']} {r['status']}" for r in side["runs"] if not r["used"]]
+        flagged = [f"{r['run_id']} {r['status']}" + (" (its pair's other run did not complete)"
+                                                      if r.get("partner_incomplete") else "")
+                   for r in side["runs"] if not r["used"]]
         flag = f" [red]not used: {escape(', '.join(flagged))}[/]" if flagged else ""
         console.print(f"  {escape(side['name'])} = {escape(side['description'])}{flag}", highlight=False,
                       soft_wrap=True)
 
+    pairing = document.get("pairing")
+    if pairing:
+        turn = f" in turns of {pairing['turn_seconds']:g} s" if pairing.get("turn_seconds") else ""
+        console.print(f"  paired: {pairing['complete']} of {pairing['pairs']} pair(s) complete — each pair's runs "
+                      f"shared the same seconds{turn}, and every figure is compared pair by pair", highlight=False,
+                      soft_wrap=True)
     conditions = document["conditions"]
     rows = condition_rows(document, followers=False)
     following = [row for row in conditions["axis"] if row["follows"]]

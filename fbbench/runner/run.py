@@ -105,15 +105,23 @@ def execute_series(settings: RunSettings, password: str | None = None,
     return series_id, outcomes
 
 
-def execute(settings: RunSettings, password: str | None = None,
-            on_leftovers: Callable[[list[str]], None] | None = None,
-            series: tuple[str, int] | None = None, sweep: tuple[str, int] | None = None) -> RunOutcome:
+@dataclass(frozen=True)
+class Checked:
+    """What :func:`check` found a run's settings to mean, before anything runs."""
+
+    workload: Any
+    engine: Any
+    conf: dict[str, str]
+    workdir: Path
+    results: Path
+
+
+def check(settings: RunSettings, password: str | None = None) -> Checked:
+    """Everything that can be checked before a run touches an engine; raises FbbenchError with one
+    line saying what is wrong. Fills in the architecture a local engine defaults to."""
     settings.validate()
     workload = load_workload(settings.workload, settings.scale)  # a broken workload fails before anything runs
     engine = parse_engine(settings.engine)
-    settings.seed_fixed = settings.seed is not None  # given by the user: a condition of the run
-    if settings.seed is None:
-        settings.seed = secrets.randbits(63)
     if isinstance(engine, ServerEngine) and password is None:
         raise FbbenchError(f"a password is needed for {engine.label}",
                            hint="give --password-file FILE or set ISC_PASSWORD")
@@ -140,6 +148,24 @@ def execute(settings: RunSettings, password: str | None = None,
         workdir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise FbbenchError(f"cannot create the work directory {workdir}: {error.strerror}") from None
+    return Checked(workload, engine, conf, workdir, results)
+
+
+def execute(settings: RunSettings, password: str | None = None,
+            on_leftovers: Callable[[list[str]], None] | None = None,
+            series: tuple[str, int] | None = None, sweep: tuple[str, int] | None = None, *,
+            drawn_seed: int | None = None, on_engine: Callable[[Any], None] | None = None,
+            barrier: dict[str, str] | None = None) -> RunOutcome:
+    """One run, start to end. ``drawn_seed``: the seed to use when the user gave none (runs of a
+    pair share one, so that both do the same units; it stays a drawn seed, not a condition).
+    ``on_engine(process)``: called with the engine child once it runs; ``barrier``: the run is
+    time-shared and meets its partner there (both: :mod:`fbbench.runner.paired`)."""
+    settings.seed_fixed = settings.seed is not None  # given by the user: a condition of the run
+    if settings.seed is None:
+        settings.seed = drawn_seed if drawn_seed is not None else secrets.randbits(63)
+    checked = check(settings, password)
+    workload, engine, conf, workdir, results = (checked.workload, checked.engine, checked.conf, checked.workdir,
+                                                checked.results)
     run_id = new_run_id()
 
     with ResultsStore(results) as store:
@@ -167,8 +193,11 @@ def execute(settings: RunSettings, password: str | None = None,
                                         "port": managed.server.port, "home": str(managed.server.home)}
                 store.record_phase(run_id, "runtime", started, time.monotonic() - clock, detail)
                 plan = _plan(run_id, settings, workload.directory, engine, workdir, results, managed)
+                if barrier is not None:
+                    plan |= {"barrier": barrier, "quiet": True}
                 try:
-                    outcome: dict[str, Any] = run_in_engine(runtime, "fbbench.runner.engine.phases:execute", plan)
+                    outcome: dict[str, Any] = run_in_engine(runtime, "fbbench.runner.engine.phases:execute", plan,
+                                                            on_start=on_engine)
                 finally:
                     if managed is not None:
                         _own_by_path(managed, plan["database"]["location"], cleanup.run_files(workdir, run_id).database)

@@ -139,11 +139,15 @@ class _Readings:
 
 
 def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id: str, dsn: str, console: Console,
-        settings: dict[str, Any], monitor: bool, tables: list[str], processes: bool = False) -> Measured:
+        settings: dict[str, Any], monitor: bool, tables: list[str], processes: bool = False,
+        barrier: dict[str, str] | None = None) -> Measured:
     """Warm-up and measure: the core's result, the metrics over the measured window, the samples stored.
 
-    ``processes``: the core runs Classic's one process per attachment (embedded Classic)."""
+    ``processes``: the core runs Classic's one process per attachment (embedded Classic).
+    ``barrier``: the run is time-shared with another (fbbench compare --paired): connected, it
+    waits at the start barrier and starts at the common zero (:mod:`fbbench.runner.timeshare`)."""
     from fbbench import core as native
+    from fbbench.runner import timeshare
 
     warmup = config["warmup_seconds"] or 0.0
     warmup_intervals = math.ceil(warmup / config["interval_seconds"]) if warmup > 0 else 0
@@ -186,8 +190,9 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     process_before, python_before = _process_cpu(), time.thread_time()
     try:
         with LiveDisplay.measurement(console, workload, settings) as display:
+            hold = None if barrier is None else (lambda: timeshare.arrive(timeshare.Barrier.from_json(barrier)))
             result = native.run_load(config, on_progress=lambda live: on_progress(live, display),
-                                     on_boundary=on_boundary, processes=processes).to_dict()
+                                     on_boundary=on_boundary, processes=processes, hold=hold).to_dict()
     finally:
         if thread is not None:
             thread.close(timeout=30)  # answers the boundaries already reported, then detaches

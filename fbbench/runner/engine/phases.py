@@ -62,7 +62,9 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
     settings = plan["settings"]
     store = ResultsStore(Path(plan["results"]))
     store.claim_run(run_id)
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+    # Quiet when time-shared: two runs writing progress to one terminal would garble it (the
+    # coordinator shows the pairs' progress instead).
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 120, quiet=bool(plan.get("quiet")))
     runtime = current_runtime()
     phases = _Phases(store, run_id, console)
     db_plan = population.DatabasePlan(**plan["database"])
@@ -105,7 +107,7 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
             # Embedded Classic: one process per attachment. A server's Classic forks its own.
             processes = settings.get("architecture") == "classic" and runtime.embedded
             measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
-                                   processes=processes)
+                                   processes=processes, barrier=plan.get("barrier"))
             result = measured.result
             detail.update(status=result["status"], measured_seconds=result.get("measured_seconds"),
                           sampler_errors=measured.sampler_errors[:20])

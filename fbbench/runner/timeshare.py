@@ -1,0 +1,233 @@
+"""Runs that share the machine in turns: the one mechanism for time-sharing in fbbench.
+
+A 2-core VM drifts by ±20 % between runs taken one after the other and by ±14 % from one second
+to the next (DESIGN.md): two runs measured at different times see different machines, and a
+difference of a few per cent drowns in that. Two runs that take turns of 0.1 s over the same
+seconds see the same machine: the one whose turn it is runs alone, the other is stopped
+(SIGSTOP / SIGCONT), and whatever the machine does in those seconds it does to both.
+
+Each member is a **process group**: an engine child runs in a group of its own
+(:func:`fbbench.engines.child.run_in_engine`), and an embedded Classic run's attachment
+processes are in it too, so a stop stops all of the run.
+
+The **start barrier** makes the members measure the same seconds:
+
+1. engine side — :func:`arrive`, called once the run's attachments are connected and holding
+   (the core's hold mode): it writes the process id to the member's ``ready`` file and stops
+   its own process;
+2. the coordinator (:class:`Turns`) sees every member stopped at the barrier
+   (:meth:`Barrier.reached`), writes one common zero — a ``CLOCK_MONOTONIC`` time a little ahead
+   — to every member's ``go`` file, and starts the turns;
+3. each member, continued for its first turn, reads that zero and starts its clock there: the
+   members' intervals and measured periods are the same seconds, so no member ever measures
+   while the other runs free. The turns end with the measured period (zero + warm-up +
+   duration); after it every member runs freely to its end.
+
+Who takes the first turn is the caller's choice (fbbench alternates it between pairs, so that
+neither side always follows the other).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fbbench.errors import FbbenchError
+
+TURN_SECONDS = 0.1
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# ------------------------------------------------------------------------- the engine side
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """The files through which one member and the coordinator meet at the start."""
+
+    ready: Path  # the member writes its process id here once it holds at the start
+    go: Path  # the coordinator writes the common zero (CLOCK_MONOTONIC seconds) here
+
+    @classmethod
+    def in_directory(cls, directory: Path, name: str) -> Barrier:
+        return cls(directory / f"{name}.ready", directory / f"{name}.go")
+
+    def to_json(self) -> dict[str, str]:
+        return {"ready": str(self.ready), "go": str(self.go)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, str]) -> Barrier:
+        return cls(Path(data["ready"]), Path(data["go"]))
+
+    def reached(self, pid: int) -> bool:
+        """The member ``pid`` announced itself and is stopped at the barrier."""
+        try:
+            announced = int(self.ready.read_text())
+        except (OSError, ValueError):
+            return False
+        return announced == pid and process_state(pid) == "T"
+
+
+def arrive(barrier: Barrier) -> float:
+    """Engine side, once the run is connected and holding: announce, stop, return the common zero.
+
+    The coordinator continues this process for its first turn once every member has arrived and
+    the zero is written; it continues it with SIGINT pending to stop it instead (Ctrl-C, or the
+    other member failed), which raises KeyboardInterrupt here like any stop.
+    """
+    _write_atomically(barrier.ready, str(os.getpid()))
+    os.kill(os.getpid(), signal.SIGSTOP)
+    try:
+        return float(barrier.go.read_text())
+    except (OSError, ValueError):
+        raise FbbenchError("the time-shared run was continued without a start time "
+                           "(its coordinator is gone?)") from None
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    # A reader never sees half a number: the file appears whole, by rename.
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    partial.replace(path)
+
+
+# ----------------------------------------------------------------------- process groups
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of a process (R, S, T stopped, Z zombie …); None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()[0]
+
+
+def alive(pid: int) -> bool:
+    return process_state(pid) not in (None, "Z", "X")
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """CPU seconds (user + system) the live processes of a process group have used so far."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue  # ended while we looked
+        # After the command name: state ppid pgrp session tty tpgid flags minflt cminflt majflt
+        # cmajflt utime stime …
+        if len(fields) > 12 and int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])
+    return total / _CLOCK_TICKS
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+# ------------------------------------------------------------------------- the coordinator
+
+
+@dataclass
+class Member:
+    """One process group taking part in the turns."""
+
+    name: str
+    pgid: int
+    running_seconds: float = 0.0  # wall time of its turns
+    turns: int = 0
+    cpu_seconds: float = 0.0  # CPU its processes used over the shared seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "running_seconds": self.running_seconds, "turns": self.turns,
+                "cpu_seconds": self.cpu_seconds}
+
+
+@dataclass
+class Turns:
+    """Process groups that run one at a time, in turns of ``turn`` seconds, the others stopped."""
+
+    members: list[Member]
+    turn: float = TURN_SECONDS
+    started_at: float | None = None  # time.time() when the turns began
+    seconds: float = 0.0  # how long they lasted
+    _cpu_before: dict[int, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, groups: Sequence[tuple[str, int]], turn: float = TURN_SECONDS) -> Turns:
+        if turn <= 0:
+            raise ValueError("a turn must last longer than 0 seconds")
+        return cls([Member(name, pgid) for name, pgid in groups], turn)
+
+    def stop_all(self) -> None:
+        for member in self.members:
+            signal_group(member.pgid, signal.SIGSTOP)
+
+    def release(self) -> None:
+        """Every member runs freely again (whatever happened: called from ``finally``)."""
+        for member in self.members:
+            signal_group(member.pgid, signal.SIGCONT)
+
+    def share(self, until: float, *, first: int = 0, abort: Callable[[], bool] | None = None) -> bool:
+        """Turns until ``until`` (time.monotonic()), member ``first`` first; the members are
+        stopped when this starts and left stopped when it returns. Returns False when ``abort()``
+        said to give up (checked between turns: a member died); Ctrl-C propagates."""
+        order = self.members[first:] + self.members[:first]
+        self.started_at, clock = time.time(), time.monotonic()
+        self._cpu_before = {m.pgid: group_cpu_seconds(m.pgid) for m in self.members}
+        try:
+            while time.monotonic() < until:
+                for member in order:
+                    left = until - time.monotonic()
+                    if left <= 0:
+                        break
+                    if abort is not None and abort():
+                        return False
+                    self._take_turn(member, min(self.turn, left))
+            return True
+        finally:
+            self.seconds = time.monotonic() - clock
+            for member in self.members:
+                member.cpu_seconds = group_cpu_seconds(member.pgid) - self._cpu_before.get(member.pgid, 0.0)
+
+    def rounds(self, count: int, *, first: int = 0) -> None:
+        """``count`` turns of each member, in order (benchmarks that run for a number of turns)."""
+        order = self.members[first:] + self.members[:first]
+        for _ in range(count):
+            for member in order:
+                self._take_turn(member, self.turn)
+
+    def _take_turn(self, member: Member, seconds: float) -> None:
+        signal_group(member.pgid, signal.SIGCONT)
+        started = time.perf_counter()
+        try:
+            time.sleep(seconds)
+        finally:
+            signal_group(member.pgid, signal.SIGSTOP)
+            member.running_seconds += time.perf_counter() - started
+            member.turns += 1
+
+    def facts(self) -> dict[str, Any]:
+        return {"turn": self.turn, "started_at": self.started_at, "seconds": self.seconds,
+                "members": [m.to_dict() for m in self.members]}
+
+
+def start_in(seconds: float) -> float:
+    """A common zero ``seconds`` from now (CLOCK_MONOTONIC, which every process on the machine shares)."""
+    return time.monotonic() + seconds
+
+
+def write_go(barriers: Sequence[Barrier], zero: float) -> None:
+    for barrier in barriers:
+        _write_atomically(barrier.go, json.dumps(zero))
