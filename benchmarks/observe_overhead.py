@@ -1,14 +1,15 @@
 """Does watching the engine change what it measures? Figures, not a timed test.
 
-Each pair runs two ``fbbench run tpcc`` at the same time on their own copies of one populated
-database: one with the engine sampler (MON$ at every interval boundary, the default), one with
-``--no-monitor``. So that both see the same machine — a 2-core VM drifts by ±20 % between runs
-taken one after the other — their engine processes take turns of 0.1 s (the other one stopped
-with SIGSTOP), as benchmarks/core_overhead.py does for the core against a C client. Each pair
-gives one throughput ratio, monitored / unmonitored (score per minute); the ratios of all pairs
-give the median ratio and its 95 % interval (fbbench.analysis.stats). Who takes the first turn
-alternates between pairs. Also printed: how long one MON$ reading took (median, max) in the
-monitored runs, and what the sampler's own attachment read.
+Each pair runs TPC-C twice at the same time on their own copies of one populated database: one
+with the engine sampler (MON$ at every interval boundary, the default), one with ``monitor =
+false``. So that both see the same machine — a 2-core VM drifts by ±20 % between runs taken one
+after the other — they run as ``fbbench compare --paired`` runs them (fbbench.runner.timeshare):
+both connect, meet at a start barrier, measure the same seconds, and their engine processes take
+turns of 0.1 s (the other one stopped). Each pair gives one throughput ratio, monitored /
+unmonitored (score per minute); the ratios of all pairs give the median ratio and its 95 %
+interval (fbbench.analysis.stats). Who takes the first turn alternates between pairs. Also
+printed: how long one MON$ reading took (median, max) in the monitored runs, and what the
+sampler's own attachment read.
 
 Target (issue "Engine observation"): ≥ 0.99 × at the default interval (10 s).
 
@@ -19,15 +20,12 @@ Target (issue "Engine observation"): ≥ 0.99 × at the default interval (10 s).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,78 +33,32 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from fbbench.analysis import stats  # noqa: E402
-
-TINY_SCALE: list[str] = []  # one TPC-C warehouse, the specification's scale
-
-
-def _engine_child(pid: int) -> int | None:
-    """The engine child process under an ``fbbench run`` (it runs ``child_main``)."""
-    todo, seen = [pid], set()
-    while todo:
-        current = todo.pop()
-        for task in Path(f"/proc/{current}/task").glob("*"):
-            try:
-                children = (task / "children").read_text().split()
-            except OSError:
-                continue
-            for child in map(int, children):
-                if child in seen:
-                    continue
-                seen.add(child)
-                try:
-                    if b"child_main" in Path(f"/proc/{child}/cmdline").read_bytes():
-                        return child
-                except OSError:
-                    pass
-                todo.append(child)
-    return None
+from fbbench.report.model import result_document  # noqa: E402
+from fbbench.store import ResultsStore  # noqa: E402
 
 
-def _signal(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-
-
-def run_pair(home: Path, engine: str, connections: int, args: argparse.Namespace, first: str) -> dict[str, Any]:
-    """Both runs at once, their engine processes taking turns; their documents."""
-    common = ["run", "tpcc", "--engine", engine, *TINY_SCALE, "--connections", str(connections),
-              "--warmup", args.warmup, "--duration", args.duration, "--interval", args.interval, "--no-sweep"]
-    env = {**os.environ, "FBBENCH_HOME": str(home), "COLUMNS": "120"}
-    processes: dict[str, subprocess.Popen[bytes]] = {}
-    outputs: dict[str, Path] = {}
-    for name, extra in (("monitored", []), ("unmonitored", ["--no-monitor"])):
-        outputs[name] = home / f"{name}-{connections}-{time.monotonic_ns()}.json"
-        processes[name] = subprocess.Popen([sys.executable, "-m", "fbbench", *common, *extra,
-                                            "--json", str(outputs[name])], env=env, cwd=HERE.parent,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    children: dict[str, int] = {}
-    deadline = time.monotonic() + 300
-    while len(children) < 2:
-        for name, process in processes.items():
-            if name not in children and (child := _engine_child(process.pid)) is not None:
-                children[name] = child
-            if process.poll() is not None and name not in children:
-                raise RuntimeError(f"the {name} run ended early: {process.stderr.read().decode()[-2000:]}")
-        if time.monotonic() > deadline:
-            raise RuntimeError("the runs did not start")
-        time.sleep(0.01)
-    order = [first, "unmonitored" if first == "monitored" else "monitored"]
-    for name in order[1:]:
-        _signal(children[name], signal.SIGSTOP)
-    try:
-        while all(process.poll() is None for process in processes.values()):
-            for name in order:
-                other = order[1] if name == order[0] else order[0]
-                _signal(children[other], signal.SIGSTOP)
-                _signal(children[name], signal.SIGCONT)
-                time.sleep(0.1)
-    finally:
-        for child in children.values():
-            _signal(child, signal.SIGCONT)
-    for name, process in processes.items():
-        if process.wait(600) != 0:
-            raise RuntimeError(f"the {name} run failed: {process.stderr.read().decode()[-2000:]}")
-    return {name: json.loads(path.read_text()) for name, path in outputs.items()}
+def run_pairs(home: Path, connections: int, args: argparse.Namespace) -> list[dict[str, dict[str, Any]]]:
+    """``--pairs`` time-shared pairs, monitored (A) and unmonitored (B): each pair's run documents."""
+    specs = []
+    for name, monitor in (("monitored", True), ("unmonitored", False)):
+        path = home / f"{name}-{connections}.toml"
+        path.write_text(f'workload = "tpcc"\nengine = "{args.engine}"\nconnections = {connections}\n'
+                        f'warmup = "{args.warmup}"\nduration = "{args.duration}"\ninterval = "{args.interval}"\n'
+                        f"sweep = false\nmonitor = {json.dumps(monitor)}\n")
+        specs.append(str(path))
+    compared = home / f"pairs-{connections}.json"
+    done = subprocess.run([sys.executable, "-m", "fbbench", "compare", "--paired", *specs, "--pairs", str(args.pairs),
+                           "--axis", "load.monitor", "--json", str(compared)], cwd=HERE.parent, text=True,
+                          env={**os.environ, "FBBENCH_HOME": str(home), "COLUMNS": "120"}, capture_output=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"compare --paired failed ({done.returncode}):\n{done.stdout[-3000:]}\n"
+                           f"{done.stderr[-2000:]}")
+    print(done.stdout, flush=True)
+    sides = {side["label"]: side["runs"] for side in json.loads(compared.read_text())["sides"]}
+    with ResultsStore(home / "results.sqlite", create=False) as store:
+        return [{"monitored": result_document(store.load_run(a["run_id"])),
+                 "unmonitored": result_document(store.load_run(b["run_id"]))}
+                for a, b in zip(sides["A"], sides["B"], strict=True)]
 
 
 def main() -> None:
@@ -124,14 +76,12 @@ def main() -> None:
     rows = []
     try:
         # The population once, before any pair: both runs of every pair copy the cached database.
-        subprocess.run([sys.executable, "-m", "fbbench", "run", "tpcc", "--engine", args.engine, *TINY_SCALE,
+        subprocess.run([sys.executable, "-m", "fbbench", "run", "tpcc", "--engine", args.engine,
                         "--connections", "1", "--transactions", "1", "--no-sweep"], check=True, cwd=HERE.parent,
                        env={**os.environ, "FBBENCH_HOME": str(home)}, stdout=subprocess.DEVNULL)
         for connections in args.connections:
             ratios, readings, worst, fetches = [], [], [], []
-            for pair in range(args.pairs):
-                documents = run_pair(home, args.engine, connections, args,
-                                     "monitored" if pair % 2 == 0 else "unmonitored")
+            for pair, documents in enumerate(run_pairs(home, connections, args)):
                 on, off = documents["monitored"], documents["unmonitored"]
                 ratios.append(on["score_per_minute"] / off["score_per_minute"])
                 sampling = on.get("sampling") or {}

@@ -7,7 +7,7 @@ warm-up + measured time (populations, start-up, sweep, gstat, checks, reports), 
 whole wall time. Target: below 15 %.
 
     .venv/bin/python benchmarks/sweep_overhead.py [--engine 5.0] [--connections 4 16 32]
-        [--architectures super superclassic classic] [--repeats 3] [--warmup 10s] [--duration 60s]
+        [--architectures super superclassic classic] [--repeats 3] [--warmup 10s] [--duration 60s] [--report sweep.html]
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warmup", default="10s")
     parser.add_argument("--duration", default="60s")
+    parser.add_argument("--report", type=Path, help="keep the sweep's HTML report here")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="fbbench-sweep-overhead-", dir="/tmp"))
     spec = home / "sweep.toml"
@@ -43,7 +44,8 @@ def main() -> None:
     load_before = os.getloadavg()
     started = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "fbbench", "sweep", str(spec), "--json", str(home / "s.json")],
+        done = subprocess.run([sys.executable, "-m", "fbbench", "sweep", str(spec), "--json", str(home / "s.json"),
+                               *(["--report", str(args.report.resolve())] if args.report else [])],
                               cwd=HERE.parent, env={**os.environ, "FBBENCH_HOME": str(home)}, capture_output=True,
                               text=True)
         wall = time.monotonic() - started

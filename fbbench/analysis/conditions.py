@@ -25,7 +25,7 @@ key                          from
 ``workload.name``/``.hash``  the workload's name; sha256 of the files the run used
 ``scale.<name>``             the effective scale (workload defaults with the run's overrides)
 ``load.*``                   connections, warmup, duration or transactions, interval,
-                             target_rate, connect_rate, sweep; ``load.seed`` only when fixed;
+                             target_rate, connect_rate, sweep, monitor; ``load.seed`` only when fixed;
                              ``load.timeshare`` for runs that shared the machine in turns
 ``host.*``                   name, cpu_model, cpus, memory, os, kernel, machine, disk
 ``fbbench.*``                version, python
@@ -223,6 +223,7 @@ def record(run: Mapping[str, Any]) -> Conditions:
         "load.target_rate": f"{settings['target_rate']:g}/s" if settings.get("target_rate") else None,
         "load.connect_rate": f"{settings['connect_rate']:g}/s" if settings.get("connect_rate") else None,
         "load.sweep": _on_off(settings.get("sweep")),
+        "load.monitor": _on_off(settings.get("monitor", True)),  # the engine sampler's own attachment
         "load.seed": str(settings.get("seed")) if settings.get("seed_fixed") else None,
         "load.timeshare": _timeshare(settings.get("timeshare")),
     }

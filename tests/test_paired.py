@@ -1,0 +1,115 @@
+"""``fbbench compare --paired SPEC_A SPEC_B``: A and B at the same time in time-shared pairs, on the
+real CLI and embedded 5.0, with the resolution benchmark's spin workload (a PSQL loop of a known
+length) at a tiny size."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fbbench.store import ResultsStore
+from tests.conftest import REPO, assert_clean_error, run_cli
+
+SPIN = REPO / "benchmarks" / "workloads" / "spin"
+
+
+def spec(directory: Path, name: str, loops: int, **extra: object) -> Path:
+    settings = {"workload": str(SPIN), "engine": "5.0", "connections": 1, "warmup": "1s", "duration": "4s",
+                "interval": "1s"} | extra
+    path = directory / f"{name}.toml"
+    path.write_text("".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
+                    + f"[scale]\nloops = {loops}\n")
+    return path
+
+
+def test_pairs_share_the_same_seconds_and_are_compared_pair_by_pair(tmp_path: Path) -> None:
+    store_path, document = tmp_path / "results.sqlite", tmp_path / "paired.json"
+    a, b = spec(tmp_path, "a", 10), spec(tmp_path, "b", 20)
+    result = run_cli("compare", "--paired", str(a), str(b), "--pairs", "2", "--axis", "scale.loops",
+                     "--results", str(store_path), "--json", str(document), timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "pair 1 of 2 (A first)" in result.stdout and "pair 2 of 2 (B first)" in result.stdout
+    compared = json.loads(document.read_text())
+    assert compared["pairing"]["pairs"] == 2 and compared["pairing"]["complete"] == 2
+    assert [row["key"] for row in compared["conditions"]["axis"]] == ["scale.loops"]
+    headline = compared["figures"][0]
+    assert headline["kind"] == "headline"
+    # B loops twice as long a unit: fewer units, and the pairs see it.
+    assert all(rb < ra for ra, rb in zip(headline["runs"]["A"], headline["runs"]["B"], strict=True))
+
+    with ResultsStore(store_path, create=False) as store:
+        pairs: dict[str, list[dict]] = {}
+        for side in compared["sides"]:
+            for run in side["runs"]:
+                loaded = store.load_run(run["run_id"])
+                assert loaded["status"] == "completed"
+                shared = next(p for p in loaded["phases"] if p["name"] == "timeshare")["detail"]
+                pairs.setdefault(shared["pair"], []).append(loaded | {"shared": shared})
+    assert len(pairs) == 2
+    for runs in pairs.values():
+        first, second = runs
+        assert first["shared"]["partner"] == second["run_id"] and second["shared"]["partner"] == first["run_id"]
+        # One common zero: both measured the same seconds.
+        assert first["shared"]["zero_at"] == second["shared"]["zero_at"]
+        # They took turns: each ran about half of the shared seconds, never both all of it.
+        both = first["shared"]["running_seconds"] + second["shared"]["running_seconds"]
+        for run in runs:
+            assert run["shared"]["turns"] > 10
+            assert 0.3 < run["shared"]["running_seconds"] / both < 0.7
+        # A condition of both: they shared the machine the same way, so it is not a difference.
+        assert first["settings"]["timeshare"]["turn"] == second["settings"]["timeshare"]["turn"] == 0.1
+
+
+def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    store_path = tmp_path / "results.sqlite"
+    a = spec(tmp_path, "a", 10)
+    one = run_cli("compare", "--paired", str(a), "--results", str(store_path))
+    assert_clean_error(one, "two run spec files")
+    missing = run_cli("compare", "--paired", str(a), str(tmp_path / "nope.toml"), "--results", str(store_path))
+    assert_clean_error(missing, "B: no run spec file")
+    longer = spec(tmp_path, "longer", 10, duration="6s")
+    differ = run_cli("compare", "--paired", str(a), str(longer), "--results", str(store_path))
+    assert_clean_error(differ, "same seconds", "duration")
+    server = spec(tmp_path, "server", 10, engine="server:/usr")
+    refused = run_cli("compare", "--paired", str(a), str(server), "--results", str(store_path))
+    assert_clean_error(refused, "embedded")
+    zero = run_cli("compare", "--paired", str(a), str(a), "--pairs", "0", "--results", str(store_path))
+    assert_clean_error(zero, "--pairs")
+    assert not store_path.exists() or not ResultsStore(store_path, create=False).list_runs(5)
+
+
+def test_ctrl_c_stops_both_runs_and_keeps_them(tmp_path: Path) -> None:
+    store_path = tmp_path / "results.sqlite"
+    a = spec(tmp_path, "a", 10, duration="60s")
+    process = subprocess.Popen([sys.executable, "-m", "fbbench", "compare", "--paired", str(a), str(a), "--pairs",
+                                "3", "--results", str(store_path)], cwd=REPO, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # wait until both runs measure
+        time.sleep(0.5)
+        if store_path.exists():
+            with ResultsStore(store_path, create=False) as store:
+                if sum(1 for run in store.list_runs(5) if run["status"] == "running") == 2:
+                    break
+    time.sleep(4)
+    process.send_signal(signal.SIGINT)
+    try:
+        out, err = process.communicate(timeout=45)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("compare --paired did not stop within 45 s of Ctrl-C")
+    assert process.returncode == 130, out[-2000:] + err[-2000:]
+    assert "Traceback" not in out + err
+    with ResultsStore(store_path, create=False) as store:
+        runs = store.list_runs(5)
+    assert len(runs) == 2 and {run["status"] for run in runs} == {"interrupted"}
+    leftover = subprocess.run(["pgrep", "-f", str(a)], capture_output=True, text=True).stdout.split()
+    assert not [pid for pid in leftover if int(pid) != os.getpid()]
