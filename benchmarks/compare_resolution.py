@@ -3,8 +3,8 @@
 Two variants of one workload differ by a known amount of work: ``benchmarks/workloads/spin``, a
 PSQL procedure that loops ``loops`` × 100 rounds of integer arithmetic and touches no table, run
 with ``--scale loops=100`` (A) and ``loops=103`` (B does 3 % more work a unit). A short run with
-``loops=0`` measures a unit's fixed cost (the call, the commit), so the true B/A throughput ratio
-is known: (f + 100·c) / (f + 103·c).
+``loops=1`` gives a unit's fixed cost f (the call, the commit) beside the cost c of a loop, so the
+true B/A throughput ratio is known: (f + 100·c) / (f + 103·c).
 
 Measured on one engine, through the real commands, in a private FBBENCH_HOME:
 
@@ -55,6 +55,7 @@ from fbbench.store import ResultsStore  # noqa: E402
 
 WORKLOAD = HERE / "workloads" / "spin"
 LOOPS_A, LOOPS_B = 100, 103
+LOOPS_FIXED = 1  # a scale value must be positive: f + 1·c
 
 
 def fbbench(home: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -141,7 +142,7 @@ def main() -> None:
     try:
         spec_a = spec(home, "a", args, LOOPS_A)
         spec_b = spec(home, "b", args, LOOPS_B)
-        fixed = spec(home, "fixed", args, 0)
+        fixed = spec(home, "fixed", args, LOOPS_FIXED)
         store_path = home / "results.sqlite"
 
         started = time.monotonic()
@@ -186,10 +187,11 @@ def main() -> None:
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
-    # The known difference: a unit costs f + loops·c; from the loops=0 and loops=100 rates.
-    per_unit_fixed = 60 / fixed_rate[0]
+    # The known difference: a unit costs f + loops·c; from the loops=1 and loops=100 rates.
+    per_unit_one = 60 / fixed_rate[0]
     per_unit_a = 60 / (sorted(seq_a)[len(seq_a) // 2])
-    per_loop = (per_unit_a - per_unit_fixed) / LOOPS_A
+    per_loop = (per_unit_a - per_unit_one) / (LOOPS_A - LOOPS_FIXED)
+    per_unit_fixed = per_unit_one - LOOPS_FIXED * per_loop
     expected = (per_unit_fixed + LOOPS_A * per_loop) / (per_unit_fixed + LOOPS_B * per_loop)
 
     print(f"compare resolution — workload spin (PSQL loop of loops×100 rounds), Firebird {args.engine} embedded, "

@@ -414,6 +414,20 @@ def test_conditions_of_a_firebird_3_run_read_its_conf_file() -> None:
     assert others == [] and {row.key for row in on_axis} == {"engine.version", "conf.ReadConsistency"}
 
 
+def test_conf_defaults_of_an_architecture_follow_it_and_a_set_key_does_not() -> None:
+    # Firebird's defaults depend on ServerMode (DefaultDbCachePages 2048 in Super, 256 in
+    # SuperClassic): a sweep or comparison over the architecture expects them to differ.
+    super_ = conditions.Conditions({"architecture": "Super", "conf.DefaultDbCachePages": "2048",
+                                    "conf.GCPolicy": "combined", "conf.LockHashSlots": "8191"},
+                                   frozenset({"conf.DefaultDbCachePages", "conf.GCPolicy"}))
+    classic = conditions.Conditions({"architecture": "SuperClassic", "conf.DefaultDbCachePages": "256",
+                                     "conf.GCPolicy": "cooperative", "conf.LockHashSlots": "30011"},
+                                    frozenset({"conf.DefaultDbCachePages", "conf.GCPolicy"}))
+    found = lint.lint_comparison({"A": super_, "B": classic}, ["architecture"])
+    assert [(f.rule, f.severity) for f in found] == [("FB007", "error")], found  # LockHashSlots was set
+    assert "conf.LockHashSlots" in found[0].message
+
+
 # ---------------------------------------------------------------------------------------- audits
 
 

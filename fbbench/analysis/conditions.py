@@ -223,7 +223,7 @@ def record(run: Mapping[str, Any]) -> Conditions:
         "load.target_rate": f"{settings['target_rate']:g}/s" if settings.get("target_rate") else None,
         "load.connect_rate": f"{settings['connect_rate']:g}/s" if settings.get("connect_rate") else None,
         "load.sweep": _on_off(settings.get("sweep")),
-        "load.monitor": _on_off(settings.get("monitor", True)),  # the engine sampler's own attachment
+        "load.monitor": _on_off(settings.get("monitor")),  # the engine sampler's own attachment
         "load.seed": str(settings.get("seed")) if settings.get("seed_fixed") else None,
         "load.timeshare": _timeshare(settings.get("timeshare")),
     }
@@ -345,9 +345,10 @@ def _consequence_of(row: DiffRow, factors: set[str]) -> str | None:
     for name in factors:
         if name != row.factor and row.key in _CONSEQUENCES.get(name, ()):
             return name
-    # firebird.conf defaults (and keys a 3.0 engine does not show) follow the engine's version.
+    # firebird.conf defaults (and keys a 3.0 engine does not show) follow the engine's version, and
+    # some follow the architecture (DefaultDbCachePages, TempCacheLimit, GCPolicy: ServerMode's defaults).
     if row.key.startswith("conf.") and (row.defaults or row.unknown):
-        for name in ("engine", "protocol"):
+        for name in ("engine", "protocol", "architecture"):
             if name in factors:
                 return name
     return None

@@ -40,6 +40,12 @@ fbb.section("advisor", () => {
   el("p", {class: "conclusion"}, box, advisor.conclusion);
 });
 
+function band(summary, interval, range) {
+  if (!summary) return null;
+  if (isNumber(summary[interval])) return summary[interval];
+  return summary.n >= 2 && isNumber(summary[range]) ? summary[range] : null;
+}
+
 // Curves: for each numeric axis, the headline against it, one line per combination of the others.
 fbb.section("curves", () => {
   const box = document.getElementById("curves");
@@ -57,11 +63,14 @@ fbb.section("curves", () => {
     const series = [...groups.entries()].map(([label, byX]) => ({
       label,
       values: xs.map(x => byX.get(x)?.summary?.median ?? null),
-      lo: xs.map(x => byX.get(x)?.summary?.low ?? null),
-      hi: xs.map(x => byX.get(x)?.summary?.high ?? null),
+      // Band: the median's 95 % interval (6+ repeats), else the repeats' range (see the note above).
+      lo: xs.map(x => band(byX.get(x)?.summary, "low", "min")),
+      hi: xs.map(x => band(byX.get(x)?.summary, "high", "max")),
     }));
+    const ranges = cells.some(c => c.summary && !isNumber(c.summary.low) && c.summary.n >= 2);
     const chart = fbb.chartBox(box, `curve-${axis.key}`, `${head.name} against ${axis.key}`,
-                               `median of each cell's repeats (${better})`);
+                               `median of each cell's repeats (${better}); band: ` +
+                               (ranges ? "range of the repeats (fewer than 6: no interval)" : "95 % interval of the median"));
     fbb.lineChart(chart, {x: xs, xName: axis.key, xLabel: axis.key, yLabel: `${head.name} ${unit}`.trim(),
                           unit, series, xValue: v => fmt(v)});
     const latency = fbb.chartBox(box, `latency-${axis.key}`, `p95 latency against ${axis.key}`,
