@@ -22,18 +22,21 @@ share their seconds), and the wall time the runs really took is printed next to 
 
 A/A — the same conditions compared with themselves: P time-shared pairs of A with A
 (``compare --paired A.toml A.toml``), and the sequential A runs and B runs split in two. The
-false-claim rate is the share of comparisons that claim a difference, over random draws of k
-disjoint runs (or pairs) a side from those runs, k being the size that resolved A/B. The draws
-reuse the same runs, so they are not independent experiments: the rate is an estimate of what
-fresh comparisons would claim, and the number of distinct runs behind it is printed. Target: ≤ 5 %.
+false-claim rate is the share of comparisons that claim a difference: over every subset of 6 and
+of k of the A/A pairs (k: the number that resolved A/B), and over random draws of k against k
+other sequential runs of one side. The subsets reuse the same runs, so they are not independent
+experiments: the rate checks the method on these data, and the number of runs behind it is
+printed. Target: ≤ 5 %.
 
     .venv/bin/python benchmarks/compare_resolution.py [--engine 5.0] [--connections 2]
-        [--warmup 5s] [--duration 20s] [--repeats 10] [--pairs 10] [--draws 400]
+        [--warmup 5s] [--duration 20s] [--repeats 10] [--pairs 10] [--draws 400] [--keep DIR]
+    .venv/bin/python benchmarks/compare_resolution.py --from DIR   # the figures of a kept home again
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -41,7 +44,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
+import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -134,58 +137,79 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=10, help="time-shared: pairs A/B, and pairs A/A")
     parser.add_argument("--draws", type=int, default=400, help="A/A: random comparisons drawn from the runs")
     parser.add_argument("--keep", type=Path, help="keep the private FBBENCH_HOME (results store) here")
+    parser.add_argument("--from", dest="source", type=Path,
+                        help="measure nothing: print the figures of a home kept with --keep")
     args = parser.parse_args()
-    load_seconds = parse_duration(args.warmup, "--warmup") + parse_duration(args.duration, "--duration")
-    home = Path(tempfile.mkdtemp(prefix="fbbench-resolution-", dir="/tmp"))
     load_before = os.getloadavg()
+    if args.source is not None:
+        home = args.source
+    else:
+        home = Path(tempfile.mkdtemp(prefix="fbbench-resolution-", dir="/tmp"))
+        try:
+            measure(home, args)
+            if args.keep:
+                shutil.copytree(home, args.keep, dirs_exist_ok=True)
+            analyse(home, args, load_before)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+        return
+    analyse(home, args, None)
+
+
+def measure(home: Path, args: argparse.Namespace) -> None:
+    """Every run, through the real commands; what they measured stays in ``home``."""
+    spec_a = spec(home, "a", args, LOOPS_A)
+    spec_b = spec(home, "b", args, LOOPS_B)
+    fbbench(home, "run", "--spec", str(spec(home, "fixed", args, LOOPS_FIXED)))
+    sweep = home / "sweep.toml"
+    sweep.write_text(spec(home, "base", args, LOOPS_A, repeats=args.repeats).read_text().replace(
+        f"[scale]\nloops = {LOOPS_A}\n", "") + f'[matrix]\n"scale.loops" = [{LOOPS_A}, {LOOPS_B}]\n')
+    fbbench(home, "sweep", str(sweep), "--json", str(home / "sweep.json"))
+    fbbench(home, "compare", "--paired", str(spec_a), str(spec_b), "--pairs", str(args.pairs), "--axis",
+            "scale.loops", "--json", str(home / "paired.json"))
+    fbbench(home, "compare", "--paired", str(spec_a), str(spec_a), "--pairs", str(args.pairs),
+            "--json", str(home / "aa.json"))
+
+
+def pairs_wall(store: ResultsStore, a: Sequence[str], b: Sequence[str]) -> float:
+    """Wall seconds of time-shared pairs: from the first start to the last end of each pair."""
+    total = 0.0
+    for run_a, run_b in zip(a, b, strict=True):
+        runs = [store.load_run(run_a), store.load_run(run_b)]
+        total += max(float(r["ended_at"]) for r in runs) - min(float(r["started_at"]) for r in runs)
+    return total
+
+
+def analyse(home: Path, args: argparse.Namespace, load_before: tuple[float, float, float] | None) -> None:
     rng = random.Random(20261124)
-    try:
-        spec_a = spec(home, "a", args, LOOPS_A)
-        spec_b = spec(home, "b", args, LOOPS_B)
-        fixed = spec(home, "fixed", args, LOOPS_FIXED)
-        store_path = home / "results.sqlite"
+    base = tomllib.loads((home / "a.toml").read_text())
+    load_seconds = parse_duration(base["warmup"], "warmup") + parse_duration(base["duration"], "duration")
+    cells = json.loads((home / "sweep.json").read_text())["cells"]
+    by_loops = {int(cell["values"]["scale.loops"]): [run["run_id"] for run in sorted(
+        cell["runs"], key=lambda run: run["repeat_index"])] for cell in cells}
 
-        started = time.monotonic()
-        fbbench(home, "run", "--spec", str(fixed))
-        with ResultsStore(store_path, create=False) as store:
-            fixed_rate, _ = headlines(store, [store.resolve_run_id("last")])
+    def paired_runs(document: str) -> dict[str, list[str]]:
+        sides = json.loads((home / document).read_text())["sides"]
+        return {side["label"]: [run["run_id"] for run in side["runs"]] for side in sides}
 
-        sweep = home / "sweep.toml"
-        sweep.write_text(spec(home, "base", args, LOOPS_A, repeats=args.repeats).read_text().replace(
-            "[scale]\nloops = 100\n", "") + f'[matrix]\n"scale.loops" = [{LOOPS_A}, {LOOPS_B}]\n')
-        sweep_started = time.monotonic()
-        fbbench(home, "sweep", str(sweep), "--json", str(home / "sweep.json"))
-        sweep_wall = time.monotonic() - sweep_started
-        cells = json.loads((home / "sweep.json").read_text())["cells"]
-        by_loops = {int(cell["values"]["scale.loops"]): [run["run_id"] for run in sorted(
-            cell["runs"], key=lambda run: run["repeat_index"])] for cell in cells}
-
-        paired_started = time.monotonic()
-        fbbench(home, "compare", "--paired", str(spec_a), str(spec_b), "--pairs", str(args.pairs), "--axis",
-                "scale.loops", "--json", str(home / "paired.json"))
-        paired_wall = time.monotonic() - paired_started
-        fbbench(home, "compare", "--paired", str(spec_a), str(spec_a), "--pairs", str(args.pairs),
-                "--json", str(home / "aa.json"))
-        aa_paired_wall = time.monotonic() - paired_started - paired_wall
-
-        def paired_runs(document: str) -> dict[str, list[str]]:
-            sides = json.loads((home / document).read_text())["sides"]
-            return {side["label"]: [run["run_id"] for run in side["runs"]] for side in sides}
-
-        with ResultsStore(store_path, create=False) as store:
-            seq_a, seq_a_wall = headlines(store, by_loops[LOOPS_A])
-            seq_b, _ = headlines(store, by_loops[LOOPS_B])
-            ab = paired_runs("paired.json")
-            par_a, par_a_wall = headlines(store, ab["A"])
-            par_b, _ = headlines(store, ab["B"])
-            aa = paired_runs("aa.json")
-            aa_a, _ = headlines(store, aa["A"])
-            aa_b, _ = headlines(store, aa["B"])
-        total_wall = time.monotonic() - started
-        if args.keep:
-            shutil.copytree(home, args.keep, dirs_exist_ok=True)
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    with ResultsStore(home / "results.sqlite", create=False) as store:
+        every = [store.load_run(run["run_id"]) for run in store.list_runs(10_000)]
+        fixed = next(run for run in every if str(run["settings"]["scale"].get("loops")) == str(LOOPS_FIXED))
+        fixed_rate, _ = headlines(store, [fixed["run_id"]])
+        seq_a, seq_a_wall = headlines(store, by_loops[LOOPS_A])
+        seq_b, seq_b_wall = headlines(store, by_loops[LOOPS_B])
+        ab = paired_runs("paired.json")
+        par_a, par_a_wall = headlines(store, ab["A"])
+        par_b, _ = headlines(store, ab["B"])
+        aa = paired_runs("aa.json")
+        aa_a, _ = headlines(store, aa["A"])
+        aa_b, _ = headlines(store, aa["B"])
+        sweep_wall = sum(seq_a_wall) + sum(seq_b_wall)
+        paired_wall = pairs_wall(store, ab["A"], ab["B"])
+        aa_paired_wall = pairs_wall(store, aa["A"], aa["B"])
+    total_wall = max(float(r["ended_at"]) for r in every) - min(float(r["started_at"]) for r in every)
+    repeats, pairs = min(len(seq_a), len(seq_b)), len(par_a)
+    engine, connections = fixed["settings"]["engine"], fixed["settings"]["connections"]
 
     # The known difference: a unit costs f + loops·c; from the loops=1 and loops=100 rates.
     per_unit_one = 60 / fixed_rate[0]
@@ -194,22 +218,23 @@ def main() -> None:
     per_unit_fixed = per_unit_one - LOOPS_FIXED * per_loop
     expected = (per_unit_fixed + LOOPS_A * per_loop) / (per_unit_fixed + LOOPS_B * per_loop)
 
-    print(f"compare resolution — workload spin (PSQL loop of loops×100 rounds), Firebird {args.engine} embedded, "
-          f"{args.connections} connections, warm-up {args.warmup}, measured {args.duration} a run")
-    print(f"host: {os.cpu_count()} CPUs; load average before: {', '.join(f'{v:.2f}' for v in load_before)}; "
-          f"the whole benchmark took {total_wall / 60:.1f} min wall time")
+    print(f"compare resolution — workload spin (PSQL loop of loops×100 rounds), Firebird {engine} embedded, "
+          f"{connections} connections, warm-up {base['warmup']}, measured {base['duration']} a run"
+          + (f" (figures of {home}, measured before)" if load_before is None else ""))
+    before = "" if load_before is None else f"load average before: {', '.join(f'{v:.2f}' for v in load_before)}; "
+    print(f"host: {os.cpu_count()} CPUs; {before}the whole benchmark took {total_wall / 60:.1f} min wall time")
     print(f"A = loops {LOOPS_A}, B = loops {LOOPS_B}; a unit's fixed cost {per_unit_fixed * 1e3:.3f} ms-attachment, "
           f"{per_loop * 1e3:.4f} ms a loop → true B/A throughput {expected:.4f} "
           f"({(expected - 1) * 100:+.2f} %)\n")
 
     seq_k, seq_rows = resolution(seq_a, seq_b, series_estimate)
     seq_per_k = 2 * load_seconds  # one run a side
-    seq_wall_per_k = sweep_wall / args.repeats
+    seq_wall_per_k = sweep_wall / repeats
     print(f"sequential, interleaved (fbbench sweep, A B A B …, compared as two series: "
           f"{seq_rows[-1][1].method}):")
     print_rows(seq_rows, seq_per_k, "repeats")
     if seq_k is None:
-        print(f"  → not resolved within {args.repeats} repeats a side ({args.repeats * seq_per_k / 60:.1f} min "
+        print(f"  → not resolved within {repeats} repeats a side ({repeats * seq_per_k / 60:.1f} min "
               "machine time)")
     else:
         print(f"  → resolved from {seq_k} repeats a side: {seq_k * seq_per_k / 60:.1f} min machine time "
@@ -220,38 +245,43 @@ def main() -> None:
 
     par_k, par_rows = resolution(par_a, par_b, lambda a, b: stats.ratio_of_pairs(a, b))
     par_per_k = load_seconds  # both runs of a pair share the same seconds
-    par_wall_per_k = paired_wall / args.pairs
+    par_wall_per_k = paired_wall / pairs
     ratios = [b / a for a, b in zip(par_a, par_b, strict=True)]
     print(f"paired, time-shared (fbbench compare --paired, turns of 0.1 s, compared pair by pair: "
           f"{par_rows[-1][1].method}):")
     print_rows(par_rows, par_per_k, "pairs")
     if par_k is None:
-        print(f"  → not resolved within {args.pairs} pairs ({args.pairs * par_per_k / 60:.1f} min machine time)")
+        print(f"  → not resolved within {pairs} pairs ({pairs * par_per_k / 60:.1f} min machine time)")
     else:
         print(f"  → resolved from {par_k} pairs: {par_k * par_per_k / 60:.1f} min machine time (wall time with "
               f"start-up, population copies, gstat and checks: {par_k * par_wall_per_k / 60:.1f} min)")
     print(f"  per-pair B/A: {', '.join(f'{r:.4f}' for r in ratios)}; "
           f"run wall time median {sorted(par_a_wall)[len(par_a_wall) // 2]:.0f} s\n")
 
-    k_seq = seq_k or max(2, args.repeats // 2)
-    k_par = par_k or max(2, args.pairs // 2)
+    k_seq = seq_k or max(2, repeats // 2)
+    k_par = par_k or max(2, pairs // 2)
     print("A/A (the same conditions against themselves; a claim is a verdict of any difference):")
     aa_ratio = stats.ratio_of_pairs(aa_a, aa_b)
-    print(f"  time-shared A/A, all {args.pairs} pairs: B/A {aa_ratio.ratio:.4f} "
+    print(f"  time-shared A/A, all {pairs} pairs: B/A {aa_ratio.ratio:.4f} "
           f"({aa_ratio.low:.4f}–{aa_ratio.high:.4f}) → {'CLAIMS a difference' if aa_ratio.resolved else 'no claim'}; "
           f"{aa_paired_wall / 60:.1f} min wall")
     pair_ratios = [b / a for a, b in zip(aa_a, aa_b, strict=True)]
-    claims = sum(stats.ratio_of_ratios(rng.sample(pair_ratios, k_par)).resolved for _ in range(args.draws))
-    print(f"  time-shared A/A, {args.draws} draws of {k_par} of its {args.pairs} pairs: {claims} claims "
-          f"({claims / args.draws * 100:.1f} %)")
-    if 2 * k_seq <= args.repeats:
+    print(f"  time-shared A/A per-pair ratios: {', '.join(f'{r:.4f}' for r in pair_ratios)}")
+    for k in sorted({min(stats.MIN_EXACT_MEDIAN, pairs), min(k_par, pairs)}):
+        # Every subset of k of the pairs (they overlap: a check of the method on these data, not
+        # independent experiments).
+        subsets = list(itertools.combinations(pair_ratios, k))
+        claims = sum(stats.ratio_of_ratios(list(subset)).resolved for subset in subsets)
+        print(f"  time-shared A/A, every {k} of its {pairs} pairs ({len(subsets)} subsets): {claims} claim(s) "
+              f"({claims / len(subsets) * 100:.1f} %)")
+    if 2 * k_seq <= repeats:
         claims_a, n_a = false_claims(seq_a, k_seq, args.draws, series_estimate, rng)
         claims_b, n_b = false_claims(seq_b, k_seq, args.draws, series_estimate, rng)
-        print(f"  sequential A/A, {args.draws} draws of {k_seq} against {k_seq} of the {args.repeats} A runs: "
+        print(f"  sequential A/A, {args.draws} draws of {k_seq} against {k_seq} of the {repeats} A runs: "
               f"{claims_a} claims ({claims_a / n_a * 100:.1f} %); of the B runs: {claims_b} claims "
               f"({claims_b / n_b * 100:.1f} %)")
     else:
-        print(f"  sequential A/A: {args.repeats} runs a side are too few to draw two disjoint groups of {k_seq}")
+        print(f"  sequential A/A: {repeats} runs a side are too few to draw two disjoint groups of {k_seq}")
     print("\ntargets: A/A false claims ≤ 5 %; A/B resolved within 15 min machine time")
 
 
