@@ -173,6 +173,18 @@ def print_comparison(document: Mapping[str, Any], console: Console) -> None:
     if any(v.get("withheld") for v in document["verdicts"].values()):
         console.print("  [dim]fix the errors above (or name the difference with --axis); --force shows the verdict "
                       "anyway[/]", highlight=False)
+    elif _paired_would_help(document):
+        console.print("  [dim]runs taken one after the other carry the machine's drift between them: compare "
+                      "--paired SPEC_A SPEC_B runs A and B at the same time in turns and resolves a few per cent in "
+                      "minutes (README, Comparing)[/]", highlight=False, soft_wrap=True)
+
+
+def _paired_would_help(document: Mapping[str, Any]) -> bool:
+    """An unresolved headline between series of embedded runs that did not share the machine."""
+    unresolved = any(not v.get("resolved") for v in document["verdicts"].values())
+    series = all(side["kind"] == "series" for side in document["sides"])
+    embedded = (document["conditions"].get("equal") or {}).get("protocol") == "embedded"
+    return unresolved and series and embedded and not document.get("pairing")
 
 
 def print_figures(document: Mapping[str, Any], console: Console, engine: bool = False) -> None:
