@@ -143,6 +143,7 @@ def test_two_series_of_the_same_conditions_resolve_no_difference(lab: Lab, five:
     out = result.stdout
     assert "conditions: the same in all" in out and f"verdict B against A: {verdict['text']}" in " ".join(out.split())
     assert "repeats: median" in out  # each series' spread
+    assert "compare --paired SPEC_A SPEC_B" in " ".join(out.split())  # unresolved, embedded series: the way on
     # A latency varies from run to run even at a fixed rate: a real interval, a word only where it excludes 1.
     p95 = next(row for row in doc["figures"] if row["name"] == "transfer p95")
     assert p95["centres"] == {"A": "geometric mean", "B": "geometric mean"}
