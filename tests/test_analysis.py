@@ -414,6 +414,21 @@ def test_conditions_of_a_firebird_3_run_read_its_conf_file() -> None:
     assert others == [] and {row.key for row in on_axis} == {"engine.version", "conf.ReadConsistency"}
 
 
+def test_a_stored_run_is_linted_with_the_scale_it_ran_at() -> None:
+    # orders calls orders_generate_${variant}: which procedure ran (and whether it draws rand()
+    # under read consistency) is known only with the run's scale substituted.
+    directory = REPO / "fbbench" / "workloads" / "builtin" / "orders"
+    files = {path.name: path.read_text() for path in directory.iterdir() if path.suffix in (".toml", ".sql")}
+
+    def rules(scale: dict[str, str]) -> set[str]:
+        run = {"run_id": "r", "status": "completed", "workload_files": files, "engine": {"engine_version": "5.0.4"},
+               "settings": {"scale": scale, "conf": {"ReadConsistency": "1"}}}
+        return {finding.rule for finding in lint.lint_run(run)}
+
+    assert "FB033" in rules({"variant": "flawed"})
+    assert "FB033" not in rules({"variant": "fixed"}) and "FB033" not in rules({})  # fixed is the default
+
+
 def test_conf_defaults_of_an_architecture_follow_it_and_a_set_key_does_not() -> None:
     # Firebird's defaults depend on ServerMode (DefaultDbCachePages 2048 in Super, 256 in
     # SuperClassic): a sweep or comparison over the architecture expects them to differ.

@@ -138,7 +138,8 @@ def conf_text_pairs(text: str) -> dict[str, str]:
     return pairs
 
 
-def _effective_scale(run: Mapping[str, Any]) -> dict[str, str]:
+def effective_scale(run: Mapping[str, Any]) -> dict[str, str]:
+    """The scale a stored run ran at: its workload's defaults with the run's overrides."""
     from fbbench.workloads.spec import parse_scale_value
 
     text = (run.get("workload_files") or {}).get("workload.toml") or ""
@@ -146,8 +147,10 @@ def _effective_scale(run: Mapping[str, Any]) -> dict[str, str]:
         defaults = tomllib.loads(text).get("scale", {}) if text else {}
     except tomllib.TOMLDecodeError:
         defaults = {}
-    merged = {**(defaults if isinstance(defaults, dict) else {}),
-              **((run.get("settings") or {}).get("scale") or {})}
+    # A scale word is a table: { default = "fixed", choices = [...] }.
+    defaults = {name: value.get("default") if isinstance(value, dict) else value
+                for name, value in (defaults if isinstance(defaults, dict) else {}).items()}
+    merged = {**defaults, **((run.get("settings") or {}).get("scale") or {})}
     scale = {}
     for name, value in merged.items():
         try:
@@ -212,7 +215,7 @@ def record(run: Mapping[str, Any]) -> Conditions:
         "workload.name": run.get("workload"),
         "workload.hash": workload_hash(run.get("workload_files") or {}) if run.get("workload_files") else None,
     }
-    values |= {f"scale.{name}": value for name, value in sorted(_effective_scale(run).items())}
+    values |= {f"scale.{name}": value for name, value in sorted(effective_scale(run).items())}
     fixed_work = settings.get("transactions") is not None
     values |= {
         "load.connections": settings.get("connections"),

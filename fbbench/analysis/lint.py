@@ -454,7 +454,7 @@ def lint_run(run: Mapping[str, Any]) -> list[Finding]:
     if files.get("workload.toml"):
         conf, _ = _conf_of(run)
         engine = run.get("engine") or {}
-        units = _units_of_toml(files["workload.toml"])
+        units = _units_of_toml(files["workload.toml"], cond.effective_scale(run))
         findings += _random_findings(units, files, _engine_major(engine.get("engine_version")
                                                                  or run.get("engine_version")), conf)
     return findings
@@ -470,18 +470,31 @@ class _UnitSql:
     statements: tuple[str, ...]
 
 
-def _units_of_toml(text: str) -> list[_UnitSql]:
+def _units_of_toml(text: str, scale: Mapping[str, str] | None = None) -> list[_UnitSql]:
+    """The units of a stored workload.toml, their SQL with the run's scale substituted (a unit may
+    call ``orders_generate_${variant}``: which procedure ran depends on the scale)."""
+    from fbbench.database.scripts import substitute
+    from fbbench.errors import FbbenchError
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
         return []
+
+    def scaled(sql: str) -> str:
+        try:
+            return substitute(sql, scale or {}, "workload.toml")
+        except FbbenchError:
+            return sql  # a name the run did not record: the text as written
+
     units = []
     for table in data.get("units") or []:
         if not isinstance(table, dict):
             continue
         sql = [table["sql"]] if isinstance(table.get("sql"), str) else [
             s["sql"] for s in table.get("statements") or [] if isinstance(s, dict) and isinstance(s.get("sql"), str)]
-        units.append(_UnitSql(str(table.get("name", "?")), str(table.get("isolation", "read_committed")), tuple(sql)))
+        units.append(_UnitSql(str(table.get("name", "?")), str(table.get("isolation", "read_committed")),
+                              tuple(scaled(statement) for statement in sql)))
     return units
 
 
