@@ -93,7 +93,16 @@ def main() -> None:
             done = fbbench(home, *compare_args, check=False)
             if done.returncode not in (0,):
                 sys.exit(f"compare failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-            comparisons.append((title, a, b, json.loads(out.read_text()), done.stdout))
+            document = json.loads(out.read_text())
+            verdict = next(iter(document["verdicts"].values()), {})
+            forced = None
+            if verdict.get("withheld"):  # the lint found the flaw: the figures as measured, with --force
+                forced_args = [*compare_args[:-2], "--force", "--json", str(out.with_suffix(".forced.json"))]
+                commands.append(shown(forced_args))
+                if fbbench(home, *forced_args, check=False).returncode != 0:
+                    sys.exit("compare --force failed")
+                forced = next(iter(json.loads(out.with_suffix(".forced.json").read_text())["verdicts"].values()))
+            comparisons.append((title, a, b, document, forced))
     finally:
         shutil.rmtree(home, ignore_errors=True)
     page = render(args, load_before, commands, documents, comparisons)
@@ -178,9 +187,11 @@ def render(args: argparse.Namespace, load_before: tuple[float, ...], commands: l
         lines.append(f"| {variant} | {consistency} | {_figure(headline, 'v')} | {_figure(docs, 'score_per_minute')} | "
                      f"{_conflicts(docs)} | {_codes(docs)} | {_restarts(docs)} |")
     lines += ["", "## What fbbench's comparisons say", ""]
-    for title, _a, _b, document, _stdout in comparisons:
+    for title, _a, _b, document, forced in comparisons:
         verdict = next(iter(document["verdicts"].values()), {})
         lines += [f"### {title}", "", f"- verdict: {verdict.get('text')}"]
+        if forced is not None:
+            lines.append(f"- with `--force` (the figures as measured, the flaw in them): {forced.get('text')}")
         # One line per rule: its first finding, and how many more of the compared runs had one.
         by_rule: dict[str, list[dict[str, Any]]] = {}
         for finding in document["lint"]:
