@@ -148,6 +148,14 @@ class _Stop:
             for process in self.processes.values():
                 stop_run(process)
 
+    def continue_all(self) -> None:
+        """Continue every run again. A run about to stop itself at the start barrier
+        (:func:`timeshare.arrive`) may take our SIGCONT first and its own SIGSTOP after it, with
+        the SIGINT still pending: stopped for good unless continued again."""
+        with self.lock:
+            for process in self.processes.values():
+                timeshare.signal_group(process.pid, signal.SIGCONT)
+
 
 def stop_run(process: subprocess.Popen[bytes]) -> None:
     """Stop one run as Ctrl-C would: SIGINT to its engine child, then continue its process group
@@ -289,6 +297,8 @@ def _join(threads: dict[str, threading.Thread], stop: _Stop, result: PairResult)
             except KeyboardInterrupt:
                 result.interrupted = True
                 stop.all()
+            if stop.requested.is_set():
+                stop.continue_all()
 
 
 def _conclude(result: PairResult, errors: dict[str, str]) -> None:
