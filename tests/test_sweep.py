@@ -36,8 +36,13 @@ def _runs(store: Path) -> list[tuple[str, int, int, str]]:
     if not store.exists():
         return []
     with closing(sqlite3.connect(store)) as db:
-        return db.execute("select run_id, cell, repeat_index, status from runs where sweep_id is not null "
-                          "order by started_at").fetchall()
+        try:
+            return db.execute("select run_id, cell, repeat_index, status from runs where sweep_id is not null "
+                              "order by started_at").fetchall()
+        except sqlite3.OperationalError as error:
+            if "no such table" in str(error):
+                return []  # the sweep has created the file, not yet its tables
+            raise
 
 
 MATRIX = ('repeats = 2\n[scale]\naccounts = 200\n[matrix]\nconnections = [1, 2]\n'
