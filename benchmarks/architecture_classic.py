@@ -63,6 +63,8 @@ MODES = {"classic": "Classic", "superclassic": "SuperClassic"}
 
 
 def create_database(path: str) -> dict[str, Any]:
+    from core_overhead import engine_facts  # a sibling script: the same facts, read the same way
+
     from fbbench.database import driver
 
     with driver.create_database(path, page_size=8192, forced_writes=False) as connection:
@@ -78,14 +80,7 @@ def create_database(path: str) -> dict[str, Any]:
               end
             end""")
         connection.commit()
-        with connection.cursor() as cursor:
-            cursor.execute("select rdb$get_context('SYSTEM', 'ENGINE_VERSION'), mon$forced_writes, mon$page_buffers "
-                           "from mon$database")
-            version, forced_writes, buffers = cursor.fetchone()
-            cursor.execute("select rdb$config_value from rdb$config where rdb$config_name = 'ServerMode'")
-            mode = cursor.fetchone()[0]
-        connection.commit()
-    return {"version": version, "forced_writes": bool(forced_writes), "page_buffers": buffers, "server_mode": mode}
+        return engine_facts(connection)
 
 
 def measure(path: str, connections: int, warmup: float, seconds: float, processes: bool) -> dict[str, Any]:

@@ -106,13 +106,18 @@ def create_database(path: str) -> dict[str, Any]:
         for statement in SCHEMA:
             connection.execute_immediate(statement)
             connection.commit()
-        with connection.cursor() as cursor:
-            cursor.execute("select rdb$get_context('SYSTEM', 'ENGINE_VERSION'), mon$forced_writes, mon$page_buffers "
-                           "from mon$database")
-            version, forced_writes, buffers = cursor.fetchone()
-            cursor.execute("select rdb$config_value from rdb$config where rdb$config_name = 'ServerMode'")
-            mode = cursor.fetchone()[0]
-        connection.commit()
+        return engine_facts(connection)
+
+
+def engine_facts(connection: Any) -> dict[str, Any]:
+    """The engine version, forced writes, page buffers and ServerMode a benchmark database runs with."""
+    with connection.cursor() as cursor:
+        cursor.execute("select rdb$get_context('SYSTEM', 'ENGINE_VERSION'), mon$forced_writes, mon$page_buffers "
+                       "from mon$database")
+        version, forced_writes, buffers = cursor.fetchone()
+        cursor.execute("select rdb$config_value from rdb$config where rdb$config_name = 'ServerMode'")
+        mode = cursor.fetchone()[0]
+    connection.commit()
     return {"version": version, "forced_writes": bool(forced_writes), "page_buffers": buffers, "server_mode": mode}
 
 

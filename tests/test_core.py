@@ -136,14 +136,19 @@ def test_outcome_classes(embedded: Target) -> None:
     check_outcomes(result)
 
 
-def test_same_seed_same_units_and_parameters(embedded: Target) -> None:
-    units = [
+def logging_units() -> list[dict[str, Any]]:
+    """Two units that log every parameter they get (procedures log_a, log_b): what a seed drew."""
+    return [
         unit("A", statement("execute procedure log_a(?, ?, ?, ?, ?, ?)", ("const", [0]), ("attachment", []),
                             ("uniform", [1, 1_000_000]), ("nurand", [255, 0, 999, 123]), ("seed", []),
                             ("string", [12])), weight=2),
         unit("B", statement("execute procedure log_b(?, ?, ?, ?)", ("const", [0]), ("attachment", []),
                             ("home", [2]), ("seed", []), repeat=2), weight=1),
     ]
+
+
+def test_same_seed_same_units_and_parameters(embedded: Target) -> None:
+    units = logging_units()
 
     def logged(run_no: int, seed: int) -> dict[int, list[tuple[Any, ...]]]:
         for u in units:

@@ -18,7 +18,7 @@ import pytest
 from fbbench import core
 from fbbench.core_processes import PROCESS_GRACE
 from fbbench.engines import prepare_runtime
-from tests.test_core import Target, statement, unit
+from tests.test_core import Target, logging_units, statement, unit
 
 SELECT = [unit("select", statement("select qty from items where id = ?", ("uniform", [1, 100])))]
 
@@ -46,13 +46,7 @@ def assert_merged_exactly(result: dict[str, Any]) -> None:
 
 
 def test_classic_processes_do_exactly_the_work_of_superclassic_threads(tmp_path: Path) -> None:
-    units = [
-        unit("A", statement("execute procedure log_a(?, ?, ?, ?, ?, ?)", ("const", [0]), ("attachment", []),
-                            ("uniform", [1, 1_000_000]), ("nurand", [255, 0, 999, 123]), ("seed", []),
-                            ("string", [12])), weight=2),
-        unit("B", statement("execute procedure log_b(?, ?, ?, ?)", ("const", [0]), ("attachment", []),
-                            ("home", [2]), ("seed", []), repeat=2), weight=1),
-    ]
+    units = logging_units()
     settings = {"connections": 3, "transactions": 40, "interval_seconds": 0.2, "seed": 77, "units": units}
     threads_target = target(tmp_path, "SuperClassic", "threads")
     processes_target = target(tmp_path, "Classic", "processes")
