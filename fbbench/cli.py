@@ -759,10 +759,11 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
                json_file: Path | None, report: Path | None) -> tuple[list[str], Path, int]:
     """compare --paired: run the pairs; the two series to compare (none when no pair ran), the
     results store, and the exit code the command ends with."""
-    from fbbench.runner.paired import execute_pairs
+    from fbbench.runner.paired import check_counts, execute_pairs
     from fbbench.runner.run import static_findings
     from fbbench.settings import from_sources
 
+    check_counts(pairs, turn)
     if len(specs) != 2:
         raise FbbenchError(f"--paired takes two run spec files, A and B; got {len(specs)}",
                            hint="e.g. fbbench compare --paired base.toml new.toml --pairs 8")

@@ -83,6 +83,9 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     assert_clean_error(refused, "embedded")
     zero = run_cli("compare", "--paired", str(a), str(a), "--pairs", "0", "--results", str(store_path))
     assert_clean_error(zero, "--pairs")
+    assert "paired:" not in zero.stdout  # refused before it announces anything
+    no_turn = run_cli("compare", "--paired", str(a), str(a), "--turn", "0", "--results", str(store_path))
+    assert_clean_error(no_turn, "--turn")
     assert not store_path.exists() or not ResultsStore(store_path, create=False).list_runs(5)
 
 

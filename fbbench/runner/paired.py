@@ -182,14 +182,19 @@ def _stop_signals_raise() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def execute_pairs(a: RunSettings, b: RunSettings, pairs: int, *, turn: float = timeshare.TURN_SECONDS,
-                  force: bool = False, on_leftovers: Callable[[list[str]], None] | None = None,
-                  on_pair: Callable[[PairResult], None] | None = None) -> PairedOutcome:
-    """``pairs`` pairs of A and B, time-shared; stops at the first pair that does not complete."""
+def check_counts(pairs: int, turn: float) -> None:
+    """--pairs and --turn, refused before anything is said or run."""
     if pairs < 1:
         raise FbbenchError(f"--pairs must be at least 1, got {pairs}")
     if turn <= 0:
         raise FbbenchError(f"--turn must be longer than 0 seconds, got {turn:g}")
+
+
+def execute_pairs(a: RunSettings, b: RunSettings, pairs: int, *, turn: float = timeshare.TURN_SECONDS,
+                  force: bool = False, on_leftovers: Callable[[list[str]], None] | None = None,
+                  on_pair: Callable[[PairResult], None] | None = None) -> PairedOutcome:
+    """``pairs`` pairs of A and B, time-shared; stops at the first pair that does not complete."""
+    check_counts(pairs, turn)
     checked_a, _ = check_pair(a, b, force=force)
     outcome = PairedOutcome({label: new_series_id() for label in LABELS}, checked_a.results)
     with _stop_signals_raise():
