@@ -301,3 +301,27 @@ def test_report_of_a_document_with_nothing_in_it(tmp_path: Path) -> None:
     assert "No intervals were measured" in dom.by_id("throughput").text
     assert "No engine readings" in dom.by_id("engine-note").text
     assert "No gstat was taken" in dom.by_id("gstat").text
+
+
+def test_charts_of_values_within_rounding_error_of_each_other_draw(tmp_path: Path) -> None:
+    # Two series' geometric means of the same runs differ in the last bit (a ratio of
+    # 1.0000000000000004): a scale that narrow made uPlot's tick step vanish and its tick loop
+    # grow an array until "RangeError: Invalid array length" (a compare page of a CI run).
+    (tmp_path / "edge.html").write_text('<div class="chart" id="ratios"></div><div class="chart" id="line"></div>'
+                                        '<div class="chart" id="flat"></div>')
+    (tmp_path / "edge.js").write_text("""
+const page = fbb.data();
+fbb.section("ratios", node => fbb.ratioChart(node, {categories: ["score", "TPM"], series: [
+  {label: "B / A", values: page.ratios, lo: [null, null], hi: [null, null]}]}));
+fbb.section("line", node => fbb.lineChart(node, {x: [1, 2, 3], yMin0: false,
+  series: [{label: "score", values: page.close}]}));
+fbb.section("flat", node => fbb.lineChart(node, {x: [1, 2, 3], yMin0: false,
+  series: [{label: "score", values: page.flat}]}));
+fbb.done();
+""")
+    data = {"ratios": [1.0000000000000004, 0.9999999999999998], "close": [3096.0000000000014, 3096.0, 3096.0],
+            "flat": [1e6, 1e6, 1e6 + 1e-9]}
+    page = tmp_path / "page.html"
+    page.write_text(html.render_page(tmp_path / "edge.html", "edge", data), encoding="utf-8")
+    dom = _render(page, tmp_path).body
+    assert int(dom.attrs["data-charts"]) == 3

@@ -368,6 +368,7 @@ class _Boundary:
     interval: int  # -1: the run's zero (the reading becomes the baseline)
     at: float  # time.monotonic() of the boundary (or of its report)
     full: bool = False  # read the end-only metrics too
+    answered: threading.Event | None = None  # set once this boundary's reading was made (or failed)
 
 
 class SamplerThread:
@@ -412,10 +413,18 @@ class SamplerThread:
         """Interval ``interval`` closed (at ``at``, time.monotonic(); default: now)."""
         self._queue.put(_Boundary(interval, time.monotonic() if at is None else at, full))
 
-    def zero(self, at: float | None = None) -> None:
+    def zero(self, at: float | None = None, wait: float | None = None) -> bool:
         """The run's zero: the next reading replaces the baseline (reported as interval -1, its
-        levels and metrics only), so that interval 0 does not count connecting and preparing."""
-        self._queue.put(_Boundary(-1, time.monotonic() if at is None else at, True))
+        levels and metrics only), so that interval 0 does not count connecting and preparing.
+
+        ``wait``: seconds to wait for that reading — for a load held at its start, so that the
+        baseline is read before any of its work (a reading after the zero races the first units).
+        True once it was made (or when not waiting)."""
+        if wait is not None and not self.running:
+            return False
+        answered = threading.Event() if wait is not None else None
+        self._queue.put(_Boundary(-1, time.monotonic() if at is None else at, True, answered))
+        return answered.wait(wait) if answered is not None else True
 
     def take(self) -> list[tuple[int, list[Row]]]:
         """The readings made since the last call, as (interval, rows); never waits."""
@@ -468,6 +477,7 @@ class SamplerThread:
                     current = self.sampler.sample(full=any(b.full for b in boundaries))
                 except Exception as error:
                     self._failed(latest.interval, error)
+                    _answer(boundaries)
                     continue
                 if previous is None or zero:  # a new baseline (the zero, or after a failed one)
                     previous, unanswered = current, 0
@@ -478,6 +488,7 @@ class SamplerThread:
                             self.on_sample(-1, rows)
                         except Exception as error:
                             self._failed(-1, error)
+                    _answer(boundaries)
                     continue
                 rows = deltas(previous, current)
                 rows += [("sample", "intervals_covered", unanswered), ("sample", "delay_seconds", delay),
@@ -487,6 +498,15 @@ class SamplerThread:
                     self.on_sample(latest.interval, rows)
                 except Exception as error:
                     self._failed(latest.interval, error)
+                _answer(boundaries)
         finally:
             self.sampler.close()
             self.cpu_seconds = time.thread_time()
+            while not self._queue.empty():  # nobody waits past the thread's end
+                _answer([b for b in [self._queue.get()] if b is not None])
+
+
+def _answer(boundaries: list[_Boundary]) -> None:
+    for boundary in boundaries:
+        if boundary.answered is not None:
+            boundary.answered.set()

@@ -504,7 +504,10 @@ const fbb = (() => {
     // Ratios spanning more than a factor of 4 on a log scale, where 0.5 and 2 lie as far from 1;
     // narrower ones on a linear scale, whose ticks read better.
     const log = high / low > 4;
-    const pad = (high - low) * 0.08 || 0.02;
+    // At least ±0.5 % around the ratios: a span within rounding error of them (1 and
+    // 1.0000000000000004) leaves uPlot no tick step above their precision, and its tick loop
+    // grows an array until "Invalid array length".
+    const pad = Math.max((high - low) * 0.08, 0.005);
     const range = log ? [low / 1.25, high * 1.25] : [Math.max(0, low - pad), high + pad];
     const height = spec.height || Math.max(150, n * (10 + 12 * k) + 70);
     const px = uPlot.pxRatio;

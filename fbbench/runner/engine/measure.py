@@ -31,6 +31,7 @@ from fbbench.store import ResultsStore
 from fbbench.workloads.spec import Workload
 
 ZERO = -1  # the sampler's reading at the run's zero
+BASELINE_WAIT_SECONDS = 30.0  # for the baseline reading while the load holds at its start
 
 
 @dataclass
@@ -160,6 +161,18 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
         thread.wait_ready(30)
     architecture = _ArchitectureCheck(dsn, config["connections"], warmup_intervals + 1, thread)
 
+    baseline_before_zero = [False]
+
+    def hold() -> float:
+        """The load holds connected at its start: the baseline is read before any of its work (a
+        reading at the zero itself races the first units, and a counted metric such as NOPM would
+        miss one), then the load starts — time-shared, at the pair's common zero."""
+        if thread is not None:
+            baseline_before_zero[0] = thread.zero(wait=BASELINE_WAIT_SECONDS)
+        if barrier is not None:
+            return timeshare.arrive(timeshare.Barrier.from_json(barrier))
+        return time.monotonic()
+
     def on_boundary(boundary: int, at: float, last: bool) -> None:
         """Straight from the core at each boundary: the sampler reads right then."""
         if not last:
@@ -168,7 +181,8 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
             return
         at_monotonic = time.monotonic() - (time.time() - at)
         if boundary == 1:
-            thread.zero(at_monotonic)
+            if not baseline_before_zero[0]:
+                thread.zero(at_monotonic)
             return
         interval = boundary - 2
         # The end-only metrics are read where the measured window starts and at the last boundary.
@@ -190,9 +204,10 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     process_before, python_before = _process_cpu(), time.thread_time()
     try:
         with LiveDisplay.measurement(console, workload, settings) as display:
-            hold = None if barrier is None else (lambda: timeshare.arrive(timeshare.Barrier.from_json(barrier)))
+            held = barrier is not None or thread is not None
             result = native.run_load(config, on_progress=lambda live: on_progress(live, display),
-                                     on_boundary=on_boundary, processes=processes, hold=hold).to_dict()
+                                     on_boundary=on_boundary, processes=processes,
+                                     hold=hold if held else None).to_dict()
     finally:
         if thread is not None:
             thread.close(timeout=30)  # answers the boundaries already reported, then detaches
