@@ -93,9 +93,13 @@ def test_a_crashed_attachment_process_fails_the_run_with_its_stderr(tmp_path: Pa
     assert failure.startswith(f"attachment {crashed}: its process was killed by signal {int(signal.SIGSEGV)} "
                               "without a result during the run"), failure
     assert "Segmentation fault" in failure  # the tail of its stderr (faulthandler's report)
-    assert result["_test"]["seconds"] < 10 and result["_test"]["left"] == []  # the others were stopped
+    # The others were stopped, long before the 30 s measured period: at once (about 3 s in all), or —
+    # one waiting on a lock the dead process held, which the lock manager is slower to free — by the
+    # core's watchdog (10 s after the stop; seen once in a fresh-clone suite), listed as abandoned.
+    assert result["_test"]["seconds"] < 2.0 + 10.0 + 5.0 and result["_test"]["left"] == []
     others = [a for a in result["attachments"] if a["index"] != crashed]
-    assert all(a["units"] > 0 and a["error"] is None for a in others)
+    assert all(a["units"] > 0 and (a["error"] is None or a["index"] in result["abandoned"]) for a in others)
+    assert result["_test"]["seconds"] < 10 or result["abandoned"], result["_test"]["seconds"]
     assert result["units"]["select"]["ok"] > 0
     assert_merged_exactly(result)
 
