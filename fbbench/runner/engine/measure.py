@@ -7,7 +7,8 @@ Python never runs per transaction here: the main thread polls the core's live co
 display and the store; the sampler thread only ever waits for boundaries and the database.
 
 The metric window is the score's window: the readings at the boundary where the measured period
-starts (the end of the warm-up, or the run's zero) and at the last boundary; their times are
+starts (the end of the warm-up, or the run's zero — read while the load holds connected, before
+its first unit) and at the last boundary; their times are
 stored with each metric, and the change per interval is stored too, so NOPM has a value per
 interval that adds up to the whole.
 """
