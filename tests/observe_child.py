@@ -205,6 +205,7 @@ def sampler_thread(dsn: str, boundaries: int = 3) -> dict[str, Any]:
     calls: list[float] = []
     thread = SamplerThread(Sampler(dsn))
     ready = thread.wait_ready(10)
+    zero_made = thread.zero(wait=10)  # as a held load does: the baseline, before any work
     for interval in range(boundaries):
         with driver.connect(dsn) as writer, writer.cursor() as cursor:
             cursor.executemany("insert into items values (?, ?, ?)", [(interval * 1000 + i, i, "x") for i in range(50)])
@@ -217,8 +218,8 @@ def sampler_thread(dsn: str, boundaries: int = 3) -> dict[str, Any]:
         thread.boundary(interval)
     thread.close()
     received = thread.take()
-    return {"ready": ready, "received": received, "taken_again": thread.take(), "errors": thread.errors,
-            "running": thread.running, "boundary_call_seconds": calls}
+    return {"ready": ready, "zero_made": zero_made, "received": received, "taken_again": thread.take(),
+            "errors": thread.errors, "running": thread.running, "boundary_call_seconds": calls}
 
 
 def sample_timing(dsn: str, attachments: int, readings: int = 200) -> dict[str, float]:
@@ -296,7 +297,11 @@ def sampler_thread_without_database(dsn: str) -> dict[str, Any]:
     seen: list[int | None] = []
     thread = SamplerThread(Sampler(dsn), on_error=lambda interval, _error: seen.append(interval))
     ready = thread.wait_ready(10)
+    started = time.monotonic()
+    zero_made = thread.zero(wait=10)
+    zero_seconds = time.monotonic() - started
     thread.boundary(0)
     thread.boundary(1)
     thread.close()
-    return {"ready": ready, "errors": thread.errors, "seen": seen, "taken": thread.take(), "running": thread.running}
+    return {"ready": ready, "errors": thread.errors, "seen": seen, "taken": thread.take(), "running": thread.running,
+            "zero_made": zero_made, "zero_seconds": zero_seconds}

@@ -150,6 +150,9 @@ def _identify(entry: Entry) -> tuple[str, str]:
         # A catch-all such as 'Database: {database}\n{err_msg}' (any database error): the
         # error itself is the kind.
         pattern_head = head
+    # The message's parameters as <name>: "Sweep is started by <user>" reads as the kind it is,
+    # where firebird-lib's "{user}" read as a placeholder left unfilled.
+    pattern_head = re.sub(r"\{(\w+)\}", r"<\1>", pattern_head)
     return f"{message.facility.name.lower()}: {pattern_head}", message.level.name.lower()
 
 

@@ -369,6 +369,7 @@ class _Boundary:
     at: float  # time.monotonic() of the boundary (or of its report)
     full: bool = False  # read the end-only metrics too
     answered: threading.Event | None = None  # set once this boundary's reading was made (or failed)
+    made: bool = False  # the reading was made
 
 
 class SamplerThread:
@@ -419,12 +420,15 @@ class SamplerThread:
 
         ``wait``: seconds to wait for that reading — for a load held at its start, so that the
         baseline is read before any of its work (a reading after the zero races the first units).
-        True once it was made (or when not waiting)."""
+        True once it was made (or when not waiting); False if it failed or took longer."""
         if wait is not None and not self.running:
             return False
-        answered = threading.Event() if wait is not None else None
-        self._queue.put(_Boundary(-1, time.monotonic() if at is None else at, True, answered))
-        return answered.wait(wait) if answered is not None else True
+        boundary = _Boundary(-1, time.monotonic() if at is None else at, True,
+                             threading.Event() if wait is not None else None)
+        self._queue.put(boundary)
+        if boundary.answered is None:
+            return True
+        return boundary.answered.wait(wait) and boundary.made
 
     def take(self) -> list[tuple[int, list[Row]]]:
         """The readings made since the last call, as (interval, rows); never waits."""
@@ -479,6 +483,8 @@ class SamplerThread:
                     self._failed(latest.interval, error)
                     _answer(boundaries)
                     continue
+                for boundary in boundaries:
+                    boundary.made = True
                 if previous is None or zero:  # a new baseline (the zero, or after a failed one)
                     previous, unanswered = current, 0
                     if zero:
