@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,23 @@ def test_new_store_has_the_current_schema(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
     ResultsStore(path).close()
     assert sqlite3.connect(path).execute("pragma user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_new_store_opened_by_several_processes_at_once(tmp_path: Path) -> None:
+    # compare --paired starts two runs that open the store together, and a user may list results
+    # while a run creates it: whoever comes second must find the schema made, not fail to make it.
+    script = ("import sys, time; from pathlib import Path; from fbbench.store import ResultsStore\n"
+              "start = float(sys.argv[2])\n"
+              "while time.time() < start: pass\n"
+              "ResultsStore(Path(sys.argv[1])).close()\n")
+    for attempt in range(6):
+        path = tmp_path / f"r{attempt}.sqlite"
+        start = str(time.time() + 0.5)  # all four past their start-up, then at once
+        openers = [subprocess.Popen([sys.executable, "-c", script, str(path), start], stderr=subprocess.PIPE,
+                                    text=True) for _ in range(4)]
+        errors = [opener.communicate(timeout=60)[1] for opener in openers]
+        assert all(opener.returncode == 0 for opener in openers), [e for e in errors if e][:1]
+        assert sqlite3.connect(path).execute("pragma user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 def test_newer_store_is_refused(tmp_path: Path) -> None:

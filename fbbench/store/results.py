@@ -24,6 +24,7 @@ from typing import Any
 from fbbench.errors import FbbenchError
 
 SCHEMA_VERSION = 4
+OPEN_TIMEOUT_SECONDS = 30.0  # how long a store busy with another fbbench process is waited for
 
 MIGRATIONS: dict[int, str] = {
     # 0 → 1: the first schema.
@@ -220,8 +221,8 @@ class ResultsStore:
         except OSError as error:
             raise _store_error(self.path, error, "create") from None
         try:
-            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            self.db.execute("pragma journal_mode = wal")
+            self.db = sqlite3.connect(self.path, timeout=OPEN_TIMEOUT_SECONDS, isolation_level=None)
+            self._write_ahead_log()
             self.db.execute("pragma foreign_keys = on")
             self._migrate()
         except sqlite3.DatabaseError as error:
@@ -236,6 +237,19 @@ class ResultsStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _write_ahead_log(self) -> None:
+        # Switching a new store to WAL while another process does the same can fail at once with
+        # "database is locked": SQLite's busy timeout does not cover that switch.
+        deadline = time.monotonic() + OPEN_TIMEOUT_SECONDS
+        while True:
+            try:
+                self.db.execute("pragma journal_mode = wal")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
     def _migrate(self) -> None:
         version = self.db.execute("pragma user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
@@ -243,7 +257,16 @@ class ResultsStore:
                                hint="upgrade fbbench, or use another --results file")
         for target in range(version + 1, SCHEMA_VERSION + 1):
             # One script per step, schema change and version bump committed together.
-            self.db.executescript(f"begin immediate;\n{MIGRATIONS[target]}\npragma user_version = {target};\ncommit;")
+            try:
+                self.db.executescript(f"begin immediate;\n{MIGRATIONS[target]}\npragma user_version = {target};\n"
+                                      "commit;")
+            except sqlite3.OperationalError:
+                with suppress(sqlite3.DatabaseError):
+                    self.db.execute("rollback")
+                # Another fbbench process (the other run of a pair, a `results list`) opened the new
+                # store at the same time and made this step while we waited for its lock.
+                if self.db.execute("pragma user_version").fetchone()[0] < target:
+                    raise
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
