@@ -509,10 +509,10 @@ class SamplerThread:
             self.sampler.close()
             self.cpu_seconds = time.thread_time()
             while not self._queue.empty():  # nobody waits past the thread's end
-                _answer([b for b in [self._queue.get()] if b is not None])
+                _answer([self._queue.get()])
 
 
-def _answer(boundaries: list[_Boundary]) -> None:
+def _answer(boundaries: list[_Boundary | None]) -> None:
     for boundary in boundaries:
-        if boundary.answered is not None:
+        if boundary is not None and boundary.answered is not None:
             boundary.answered.set()

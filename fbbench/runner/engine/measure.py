@@ -162,14 +162,15 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
         thread.wait_ready(30)
     architecture = _ArchitectureCheck(dsn, config["connections"], warmup_intervals + 1, thread)
 
-    baseline_before_zero = [False]
+    baseline_before_zero = False  # the held load's baseline was read: the zero itself needs none
 
     def hold() -> float:
         """The load holds connected at its start: the baseline is read before any of its work (a
         reading at the zero itself races the first units, and a counted metric such as NOPM would
         miss one), then the load starts — time-shared, at the pair's common zero."""
+        nonlocal baseline_before_zero
         if thread is not None:
-            baseline_before_zero[0] = thread.zero(wait=BASELINE_WAIT_SECONDS)
+            baseline_before_zero = thread.zero(wait=BASELINE_WAIT_SECONDS)
         if barrier is not None:
             return timeshare.arrive(timeshare.Barrier.from_json(barrier))
         return time.monotonic()
@@ -182,7 +183,7 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
             return
         at_monotonic = time.monotonic() - (time.time() - at)
         if boundary == 1:
-            if not baseline_before_zero[0]:
+            if not baseline_before_zero:
                 thread.zero(at_monotonic)
             return
         interval = boundary - 2
