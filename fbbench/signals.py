@@ -4,7 +4,7 @@ fbbench runs as a CLI process (the parent) and one engine child process per engi
 signal means depends on where it lands:
 
 - while the CLI still loads (imports, building its commands) nothing has started: Ctrl-C ends
-  it quietly with 130 (:func:`quit_while_starting`), not with a traceback from inside an import;
+  it quietly with 130 (:mod:`fbbench.entry`), not with a traceback from inside an import;
 - once a command runs, Ctrl-C is a ``KeyboardInterrupt`` the command handles
   (:func:`commands_take_over`);
 - while an engine child works, the parent forwards SIGINT / SIGTERM to it and waits
@@ -16,7 +16,9 @@ signal means depends on where it lands:
   (a loader thread's "connection shutdown", say) is reported as an interruption, not a failure;
 - libfbclient installs handlers of its own on its first attach and answers Ctrl-C by shutting
   down every attachment of the process; :func:`keep_ours_after_attach` puts ours back after
-  every firebird-driver attach (the native core does the same after its own attaches).
+  every firebird-driver attach (the native core does the same after its own attaches);
+- a main thread that waits for threads of its own while Ctrl-C may come waits on
+  :class:`Thread`'s ``ended`` event, never on ``join()`` or ``is_alive()`` (see there).
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
-INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 _received: list[int] = []
@@ -39,21 +41,27 @@ _received: list[int] = []
 # ------------------------------------------------------------------------------------ the CLI
 
 
-def _quit(_signum: int, _frame: FrameType | None) -> None:
-    os.write(2, b"interrupted while starting\n")
-    os._exit(INTERRUPTED)
-
-
-def quit_while_starting() -> None:
-    """Until a command starts, Ctrl-C ends the process at once (an ignored SIGINT stays ignored)."""
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _quit)
-
-
 def commands_take_over() -> None:
-    """Called as a command starts: from here on Ctrl-C is a KeyboardInterrupt the command handles."""
-    if signal.getsignal(signal.SIGINT) is _quit:
+    """Called as a command starts: from here on Ctrl-C is a KeyboardInterrupt the command handles
+    (until now it ended the process quietly: :mod:`fbbench.entry`). An ignored SIGINT stays ignored."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@contextlib.contextmanager
+def handled_by(handler: Callable[[int, FrameType | None], Any]) -> Iterator[bool]:
+    """For the duration, SIGINT and SIGTERM go to ``handler``; whoever handled them before gets
+    them back afterwards. Only the main thread handles signals: elsewhere nothing is installed,
+    and the context gives False."""
+    if threading.current_thread() is not threading.main_thread():
+        yield False
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield True
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before if before is not None else signal.SIG_DFL)
 
 
 @contextlib.contextmanager
@@ -64,22 +72,13 @@ def forwarding_to(process: subprocess.Popen[bytes]) -> Iterator[None]:
     Off the main thread (time-shared runs, each waited for on a thread of its own) signals cannot
     be handled: the main thread's coordinator forwards them (:mod:`fbbench.runner.paired`).
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         with contextlib.suppress(ProcessLookupError):
             process.send_signal(signum)
 
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, forward)
-    try:
+    with handled_by(forward):
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 # ----------------------------------------------------------------------------- the engine child
@@ -108,18 +107,29 @@ def stop_signals_interrupt() -> Iterator[None]:
     Used around the native core's run, which may be started outside an engine child (tests):
     whoever installed the handlers before gets them back afterwards.
     """
-    if threading.current_thread() is not threading.main_thread():
+    with handled_by(_raise):
         yield
-        return
-    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
-    for sig in STOP_SIGNALS:
-        if previous[sig] is not _raise:
-            signal.signal(sig, _raise)
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+class Thread(threading.Thread):
+    """A thread whose end the main thread can wait for while a Ctrl-C may come.
+
+    CPython before 3.13 marks a thread as ended when a KeyboardInterrupt interrupts ``join()``
+    or ``is_alive()`` on it while it still runs (python/cpython#90882): the main thread then
+    goes on as if the thread were done — a coordinator returned while a time-shared run was
+    still stopping, and the process exited under it. This thread's end is an Event, which an
+    interrupted wait leaves intact: wait with ``ended.wait(timeout)``, ask ``ended.is_set()``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ended = threading.Event()
+
+    def run(self) -> None:
+        try:
+            super().run()
+        finally:
+            self.ended.set()
 
 
 _SIGACTION_BYTES = 512  # more than struct sigaction takes on any Linux ABI; kept as opaque bytes

@@ -6,6 +6,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,47 @@ def test_run_recorded_as_it_goes(tmp_path: Path) -> None:
         assert run["intervals"][0]["ok"] == 5
         store.finish_run("r1", "interrupted", "interrupted by the user")
         assert store.load_run("r")["status"] == "interrupted"  # unique prefix
+
+
+def test_a_ctrl_c_anywhere_in_a_write_leaves_the_store_writable(tmp_path: Path) -> None:
+    # A Ctrl-C in an engine child lands between any two lines of a write; one that came between
+    # "begin immediate" and the body left the connection inside a transaction, and every later
+    # write of the run — its end among them — failed ("cannot start a transaction within a
+    # transaction"): the run stayed "running" after its process had gone. Interrupt the k-th line
+    # the store executes, for every k until the write gets through uninterrupted.
+    store_module = sys.modules[ResultsStore.__module__].__file__
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        store.begin_run("r1", "bank", {}, {})
+        for k in range(1, 200):
+            lines = 0
+
+            def interrupt_at_k(frame: types.FrameType, event: str, _arg: object, k: int = k) -> object:
+                nonlocal lines
+                if frame.f_code.co_filename == store_module and event == "line":
+                    lines += 1
+                    if lines == k:
+                        raise KeyboardInterrupt
+                return interrupt_at_k
+
+            sys.settrace(interrupt_at_k)
+            try:
+                store.record_phase("r1", "measure", 1.0, float(k), {"k": k})
+                interrupted = False
+            except KeyboardInterrupt:
+                interrupted = True
+            finally:
+                sys.settrace(None)
+            # All or nothing, and the next write goes through.
+            phase = [p for p in store.load_run("r1")["phases"] if p["name"] == "measure"]
+            assert phase == [] or phase[0]["seconds"] in (float(k), float(k - 1)), (k, phase)
+            store.record_phase("r1", "measure", 1.0, float(k), {"k": k})
+            if not interrupted:
+                break
+        else:
+            pytest.fail("the write never got through")
+        store.finish_run("r1", "interrupted", "interrupted by the user")
+        assert store.load_run("r1")["status"] == "interrupted"
+        assert k > 3  # it was interrupted at several places before getting through
 
 
 def test_run_of_a_dead_process_is_incomplete(tmp_path: Path) -> None:

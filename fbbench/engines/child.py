@@ -16,6 +16,8 @@ directory, so whatever ends the parent, the next run's clean-up removes it with 
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib
 import json
 import os
@@ -120,6 +122,19 @@ def current_runtime() -> Runtime:
     return _current_runtime
 
 
+def _shut_down_client_library() -> None:
+    """firebird-driver shuts the client library down at exit and prints a traceback when the
+    library refuses ("connection shutdown", after a Ctrl-C reached it): done here, quietly —
+    the result is already written."""
+    driver = sys.modules.get("firebird.driver.core")
+    shutdown = getattr(driver, "_api_shutdown", None)
+    if shutdown is None:
+        return
+    atexit.unregister(shutdown)
+    with contextlib.suppress(Exception):
+        shutdown()
+
+
 def child_main(request_file: str, result_file: str) -> int:
     global _current_runtime
     request = json.loads(Path(request_file).read_text())
@@ -144,15 +159,16 @@ def child_main(request_file: str, result_file: str) -> int:
         if type(error).__module__.startswith("firebird.driver"):  # Firebird's own refusal
             outcome = {"error": {"type": "FirebirdError", "message": str(error).strip(),
                                  "gdscodes": list(getattr(error, "gds_codes", ()) or ())}}
-            Path(result_file).write_text(json.dumps(outcome, default=str))
-            return 2
-        # A bug in fbbench: reported in one line, the traceback kept in a file for a bug report.
-        trace = Path(tempfile.gettempdir()) / f"fbbench-error-{os.getpid()}.txt"
-        trace.write_text(traceback.format_exc())
-        outcome = {"error": {"type": type(error).__name__, "message": f"{type(error).__name__}: {error}",
-                             "traceback_file": str(trace)}}
-        code = 1
+            code = 2
+        else:
+            # A bug in fbbench: reported in one line, the traceback kept in a file for a bug report.
+            trace = Path(tempfile.gettempdir()) / f"fbbench-error-{os.getpid()}.txt"
+            trace.write_text(traceback.format_exc())
+            outcome = {"error": {"type": type(error).__name__, "message": f"{type(error).__name__}: {error}",
+                                 "traceback_file": str(trace)}}
+            code = 1
     Path(result_file).write_text(json.dumps(outcome, default=str))
+    _shut_down_client_library()
     if _exit_at_once:
         sys.stdout.flush()
         sys.stderr.flush()

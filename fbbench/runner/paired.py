@@ -15,7 +15,8 @@ Ending: Ctrl-C (or SIGTERM) stops both runs of the pair in progress — each kee
 measured, as a run does — and no further pair starts. A run that fails (its engine process
 died, its workload failed) stops the other run of its pair, which records why, and no further
 pair starts. The parent waits for each run on a thread of its own; this module's main-thread
-code forwards the stop signals, since only the main thread can handle them.
+code forwards the stop signals, since only the main thread can handle them — counted by a
+handler that raises nothing, and acted on by every wait of the coordinator.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from fbbench import signals
 from fbbench.engines import EmbeddedEngine
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import timeshare
@@ -70,10 +72,11 @@ class PairedOutcome:
     series: dict[str, str]  # label → series id
     results: Path
     pairs: list[PairResult] = field(default_factory=list)
+    stopped: bool = False  # the user stopped the pairs (Ctrl-C, SIGTERM), perhaps between two of them
 
     @property
     def interrupted(self) -> bool:
-        return any(p.interrupted for p in self.pairs)
+        return self.stopped or any(p.interrupted for p in self.pairs)
 
     @property
     def failure(self) -> str | None:
@@ -127,11 +130,34 @@ def check_pair(a: RunSettings, b: RunSettings, *, force: bool = False) -> tuple[
     return checked["A"], checked["B"]
 
 
-class _Stop:
-    """Ctrl-C / SIGTERM while pairs run: recorded once, forwarded to every engine child."""
+class _StopRequest:
+    """Ctrl-C / SIGTERM while pairs run, counted by a handler that raises nothing.
+
+    A KeyboardInterrupt raised wherever the coordinator happens to be could land halfway through
+    a turn, a lock, or a wait for a run's thread (which CPython before 3.13 then takes for ended:
+    see :class:`fbbench.signals.Thread`). Counting is all the handler does; the coordinator's
+    waits (none longer than 0.2 s) act on the count.
+    """
 
     def __init__(self) -> None:
-        self.requested = threading.Event()
+        self.signals = 0
+
+    def handle(self, _signum: int, _frame: FrameType | None) -> None:
+        self.signals += 1
+
+    @property
+    def requested(self) -> bool:
+        return self.signals > 0
+
+
+class _Stop:
+    """One pair's runs, stopped together: on a Ctrl-C (each one forwarded to every engine child)
+    or when one of the two ended first."""
+
+    def __init__(self, request: _StopRequest) -> None:
+        self.request = request
+        self.forwarded = 0  # how many of the request's signals went to the runs
+        self.stopping = False
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.lock = threading.Lock()
 
@@ -139,22 +165,31 @@ class _Stop:
         """A run's engine child is running (called on the run's thread)."""
         with self.lock:
             self.processes[label] = process
-            if self.requested.is_set():
+            if self.stopping or self.request.requested:
                 stop_run(process)
 
     def all(self) -> None:
-        self.requested.set()
+        self.stopping = True
         with self.lock:
             for process in self.processes.values():
                 stop_run(process)
 
-    def continue_all(self) -> None:
-        """Continue every run again. A run about to stop itself at the start barrier
+    def forward(self) -> bool:
+        """Main thread, in every wait: a new Ctrl-C goes to both runs; once stopping, a stopped
+        run is continued again. True once the user asked to stop.
+
+        Continued again, because a run about to stop itself at the start barrier
         (:func:`timeshare.arrive`) may take our SIGCONT first and its own SIGSTOP after it, with
         the SIGINT still pending: stopped for good unless continued again."""
-        with self.lock:
-            for process in self.processes.values():
-                timeshare.signal_group(process.pid, signal.SIGCONT)
+        signals_seen = self.request.signals
+        if signals_seen > self.forwarded:
+            self.forwarded = signals_seen
+            self.all()
+        elif self.stopping:
+            with self.lock:
+                for process in self.processes.values():
+                    timeshare.signal_group(process.pid, signal.SIGCONT)
+        return self.request.requested
 
 
 def stop_run(process: subprocess.Popen[bytes]) -> None:
@@ -163,23 +198,6 @@ def stop_run(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         process.send_signal(signal.SIGINT)
     timeshare.signal_group(process.pid, signal.SIGCONT)
-
-
-@contextlib.contextmanager
-def _stop_signals_raise() -> Iterator[None]:
-    """SIGTERM ends the pairs as Ctrl-C does (main thread only, where they are handled)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def check_counts(pairs: int, turn: float) -> None:
@@ -197,24 +215,29 @@ def execute_pairs(a: RunSettings, b: RunSettings, pairs: int, *, turn: float = t
     check_counts(pairs, turn)
     checked_a, _ = check_pair(a, b, force=force)
     outcome = PairedOutcome({label: new_series_id() for label in LABELS}, checked_a.results)
-    with _stop_signals_raise():
+    request = _StopRequest()
+    with signals.handled_by(request.handle):
         for index in range(1, pairs + 1):
+            if request.requested:
+                break  # a Ctrl-C between pairs: no further pair starts
             first = LABELS[(index - 1) % 2]  # alternates, so that neither side always follows the other
-            result = _run_pair(index, {"A": a, "B": b}, outcome.series, first, turn, checked_a.workdir, on_leftovers)
+            result = _run_pair(index, {"A": a, "B": b}, outcome.series, first, turn, checked_a.workdir, on_leftovers,
+                               request)
             outcome.pairs.append(result)
             if on_pair is not None:
                 on_pair(result)
             if not result.complete:
                 break
+        outcome.stopped = request.requested
     return outcome
 
 
 def _run_pair(index: int, sides: dict[str, RunSettings], series: dict[str, str], first: str, turn: float,
-              workdir: Path, on_leftovers: Callable[[list[str]], None] | None) -> PairResult:
+              workdir: Path, on_leftovers: Callable[[list[str]], None] | None, request: _StopRequest) -> PairResult:
     pair_id = "p" + new_run_id()
     seed = secrets.randbits(63)  # both runs draw the same units, unless a spec fixes the seed
     result = PairResult(index, pair_id, first, dict.fromkeys(LABELS))
-    stop = _Stop()
+    stop = _Stop(request)
     errors: dict[str, str] = {}
     began: dict[str, threading.Event] = {label: threading.Event() for label in LABELS}
     with tempfile.TemporaryDirectory(prefix="pair-", dir=workdir) as directory:
@@ -240,23 +263,22 @@ def _run_pair(index: int, sides: dict[str, RunSettings], series: dict[str, str],
             finally:
                 began[label].set()
 
-        threads = {label: threading.Thread(target=work, args=(label,), name=f"fbbench-pair-{label}", daemon=True)
+        threads = {label: signals.Thread(target=work, args=(label,), name=f"fbbench-pair-{label}", daemon=True)
                    for label in LABELS}
-        try:
-            # One after the other up to their engine children: the parent side of a run (the
-            # clean-up of what killed runs left, the runtime root) is not meant to run twice at once.
-            for label in LABELS:
-                threads[label].start()
-                while not began[label].wait(0.1):
-                    pass
-                if not threads[label].is_alive():
-                    break  # it ended before its engine ran: the other is not started
-            if _meet(stop, barriers, threads):
-                _share(result, stop, barriers, first, turn, sides["A"].warmup + sides["A"].duration)
-        except KeyboardInterrupt:
-            result.interrupted = True
-            stop.all()
-        _join(threads, stop, result)
+        # One after the other up to their engine children: the parent side of a run (the
+        # clean-up of what killed runs left, the runtime root) is not meant to run twice at once.
+        for label in LABELS:
+            if stop.forward():
+                break
+            threads[label].start()
+            while not began[label].wait(0.1):
+                stop.forward()
+            if threads[label].ended.is_set():
+                break  # it ended before its engine ran: the other is not started
+        if not stop.forward() and _meet(stop, barriers, threads):
+            _share(result, stop, barriers, first, turn, sides["A"].warmup + sides["A"].duration)
+        _join(threads, stop)
+    result.interrupted = request.requested
     _conclude(result, errors)
     return result
 
@@ -269,41 +291,39 @@ def _share(result: PairResult, stop: _Stop, barriers: dict[str, timeshare.Barrie
     turns = timeshare.Turns.of([(label, stop.processes[label].pid) for label in LABELS], turn)
     finished = False
     try:
-        finished = turns.share(zero + seconds, first=LABELS.index(first), abort=lambda: _any_gone(stop))
+        finished = turns.share(zero + seconds, first=LABELS.index(first),
+                               abort=lambda: stop.forward() or _any_gone(stop))
     finally:
         turns.release()
         result.shared = turns.facts() | {"zero_wall": time.time() + (zero - time.monotonic()), "complete": finished}
 
 
-def _meet(stop: _Stop, barriers: dict[str, timeshare.Barrier], threads: dict[str, threading.Thread]) -> bool:
+def _meet(stop: _Stop, barriers: dict[str, timeshare.Barrier], threads: dict[str, signals.Thread]) -> bool:
     """Wait until both runs hold at the start barrier (True); False when one ended first (it
-    failed, or was refused), and the other is then stopped."""
-    while True:
+    failed, or was refused), and the other is then stopped, or when the user stopped them."""
+    while not stop.forward():
         if all(label in stop.processes and barriers[label].reached(stop.processes[label].pid) for label in LABELS):
             return True
-        if any(not threads[label].is_alive() or (label in stop.processes and
-                                                 not timeshare.alive(stop.processes[label].pid))
+        if any(threads[label].ended.is_set() or (label in stop.processes and
+                                                  not timeshare.alive(stop.processes[label].pid))
                for label in LABELS):
             stop.all()
             return False
         time.sleep(POLL_SECONDS)
+    return False
 
 
 def _any_gone(stop: _Stop) -> bool:
     return any(not timeshare.alive(process.pid) for process in stop.processes.values())
 
 
-def _join(threads: dict[str, threading.Thread], stop: _Stop, result: PairResult) -> None:
+def _join(threads: dict[str, signals.Thread], stop: _Stop) -> None:
     """Wait for both runs to end; a Ctrl-C meanwhile stops them (again), as a run's parent does."""
     for thread in threads.values():
-        while thread.is_alive():
-            try:
-                thread.join(0.2)
-            except KeyboardInterrupt:
-                result.interrupted = True
-                stop.all()
-            if stop.requested.is_set():
-                stop.continue_all()
+        if thread.ident is None:
+            continue  # never started
+        while not thread.ended.wait(0.2):
+            stop.forward()
 
 
 def _conclude(result: PairResult, errors: dict[str, str]) -> None:

@@ -270,26 +270,26 @@ class ResultsStore:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write, all or nothing. A Ctrl-C (KeyboardInterrupt) may come between any two
+        statements here; whatever it interrupts is rolled back, here or at the next write, so
+        that the connection is never left inside a transaction that every later write would
+        refuse ("cannot start a transaction within a transaction": a run's end then went
+        unrecorded)."""
+        self._roll_back_leftover()
         try:
             self.db.execute("begin immediate")
-        except sqlite3.DatabaseError as error:
-            raise _store_error(self.path, error, "write") from None
-        try:
             yield self.db
-        except sqlite3.DatabaseError as error:
-            with suppress(sqlite3.DatabaseError):
-                self.db.execute("rollback")
-            raise _store_error(self.path, error, "write") from None
-        except BaseException:
-            with suppress(sqlite3.DatabaseError):
-                self.db.execute("rollback")
-            raise
-        try:
             self.db.execute("commit")
-        except sqlite3.DatabaseError as error:
+        except BaseException as error:
+            self._roll_back_leftover()
+            if isinstance(error, sqlite3.DatabaseError):
+                raise _store_error(self.path, error, "write") from None
+            raise
+
+    def _roll_back_leftover(self) -> None:
+        if self.db.in_transaction:
             with suppress(sqlite3.DatabaseError):
                 self.db.execute("rollback")
-            raise _store_error(self.path, error, "write") from None
 
     # ------------------------------------------------------------------ writing, as a run goes
 

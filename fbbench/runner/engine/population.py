@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fbbench import signals
 from fbbench.database import driver, lifecycle, ownership, scripts
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner.cleanup import BUILDING_SUFFIX
@@ -359,22 +360,23 @@ class _Loaders:
                     done[0] += 1
                     progress(step.name, done[0], len(iterations))
 
-        threads = [threading.Thread(target=worker, args=(i,), name=f"load-{i + 1}", daemon=True)
+        threads = [signals.Thread(target=worker, args=(i,), name=f"load-{i + 1}", daemon=True)
                    for i in range(workers)]
         for thread in threads:
             thread.start()
         try:
-            while any(thread.is_alive() for thread in threads):
-                for thread in threads:
-                    thread.join(timeout=0.2)
+            for thread in threads:
+                while not thread.ended.wait(0.2):
+                    pass
         except KeyboardInterrupt:
             stop.set()
             for connection in self.connections:
                 # fb_cancel_raise aborts the running statement; an idle attachment refuses, harmlessly.
                 with contextlib.suppress(Exception):
                     connection._att.cancel_operation(3)
+            deadline = time.monotonic() + 5
             for thread in threads:
-                thread.join(timeout=5)
+                thread.ended.wait(max(0.0, deadline - time.monotonic()))
             raise Interrupted("interrupted during population") from None
         if failures:
             error = failures[0]
