@@ -92,7 +92,8 @@ def one_try(directory: Path, delay: float, pairs: int, duration: str) -> tuple[s
         return NOT_CLEAN, (f"HANG at {delay:.2f}s ({moment}): no exit {STOP_SECONDS:g}s after SIGINT\n{stacks}"
                            f"\n--- stdout tail\n{out[-1500:]}\n--- stderr tail\n{err[-1500:]}")
     took = time.monotonic() - sent
-    if "Traceback" in err and str(REPO / "fbbench") not in err.split("Traceback", 1)[1]:
+    if moment == "no runs yet" and delay < 1.0 and "Traceback" in err \
+            and str(REPO / "fbbench") not in err.split("Traceback", 1)[1]:
         # Interrupted inside the interpreter's own start-up, before a line of fbbench ran: its
         # traceback is Python's, and nothing had started.
         return STARTUP, f"at {delay:.2f}s, exit {process.returncode}"
