@@ -473,8 +473,8 @@ class _UnitSql:
 def _units_of_toml(text: str, scale: Mapping[str, str] | None = None) -> list[_UnitSql]:
     """The units of a stored workload.toml, their SQL with the run's scale substituted (a unit may
     call ``orders_generate_${variant}``: which procedure ran depends on the scale)."""
-    from fbbench.database.scripts import substitute
     from fbbench.errors import FbbenchError
+    from fbbench.workloads.sqltext import substitute
 
     try:
         data = tomllib.loads(text)

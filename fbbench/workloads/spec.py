@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from fbbench.analysis.figures import PER_SECONDS, SCORE, Figure
-from fbbench.database.scripts import substitute
 from fbbench.errors import FbbenchError
 from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluate_number, names_in
+from fbbench.workloads.sqltext import substitute
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 ISOLATIONS = ("snapshot", "read_committed", "read_consistency", "serializable")
