@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fbbench.analysis import conditions as cond
-from fbbench.analysis import psql, steady
+from fbbench.analysis import figures, psql, steady
 
 ERROR, WARNING, NOTE = "error", "warning", "note"
 SEVERITIES = (ERROR, WARNING, NOTE)
@@ -338,7 +338,7 @@ def _cache_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
 def _load_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
     units = run.get("units") or {}
     counts = {key: sum(int(u.get(key) or 0) for u in units.values())
-              for key in ("ok", "rolled_back", "conflicts", "errors")}
+              for key in figures.OUTCOMES}
     total = sum(counts.values())
     findings = []
     if total:

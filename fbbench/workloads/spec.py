@@ -16,9 +16,9 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-from fbbench.analysis.figures import PER_SECONDS, SCORE, Figure
 from fbbench.errors import FbbenchError
 from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluate_number, names_in
+from fbbench.workloads.figures import OUTCOMES, PER_SECONDS, SCORE, Figure
 from fbbench.workloads.sqltext import substitute
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
@@ -638,9 +638,9 @@ def _check_names(reader: _Reader, path: list[Any], expression: str, known: set[s
 
 
 def _known_names(units: Sequence[Unit], metrics: Sequence[Metric]) -> set[str]:
-    known = {"ok", "rolled_back", "conflicts", "errors", "total", "seconds"}
+    known = {*OUTCOMES, "total", "seconds"}
     for unit in units:
-        known |= {f"{unit.name}.{key}" for key in ("ok", "rolled_back", "conflicts", "errors", "total")}
+        known |= {f"{unit.name}.{key}" for key in (*OUTCOMES, "total")}
         # The core reports tally columns in upper case, as Firebird names unquoted columns.
         known |= {f"{unit.name}.tally.{column.strip().upper()}" for column in unit.tally}
     known |= {f"metrics.{metric.name}" for metric in metrics}
