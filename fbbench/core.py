@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fbbench import _core, signals
-
-OUTCOMES = ("ok", "rolled_back", "conflicts", "errors")
-
+from fbbench.workloads.figures import OUTCOMES
 
 # --------------------------------------------------------------------------------------- results
 

@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from fbbench import _core
+from fbbench.workloads.figures import OUTCOMES
 
 # Not "-m": the worker must not run a second copy of a package module as __main__.
 _WORKER_ENTRY = (
@@ -79,7 +80,6 @@ START_AHEAD = 0.2  # seconds between sending go and the common zero: every worke
 PROCESS_GRACE = 5.0  # beyond the core's own watchdog bound: a worker writes its result and exits
 STREAM_SECONDS = 0.25  # how often a worker sends its live counters (and closed intervals)
 STDERR_TAIL = 2000
-OUTCOMES = ("ok", "rolled_back", "conflicts", "errors")
 
 
 @dataclass

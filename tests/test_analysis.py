@@ -505,3 +505,22 @@ def test_clopper_pearson_from_scipy_special_equals_binomtest() -> None:
         low, high = clopper_pearson(k, n, 0.95)
         exact = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
         assert abs(low - exact.low) < 1e-9 and abs(high - exact.high) < 1e-9, (k, n)
+
+
+def test_what_a_run_never_recorded_is_no_difference_to_choose_an_axis_by() -> None:
+    # Two runs of one spec stopped at different moments: one read its engine and database
+    # before the stop, the other did not. Their conditions differ only in values one of them
+    # never recorded; comparing them must not be refused for "several differences".
+    full = conditions.Conditions({"engine.version": "5.0.4", "architecture": "Super", "database.page_size": "8192",
+                                  "database.forced_writes": "on", "workload.name": "spin"}, frozenset())
+    early = conditions.Conditions({"workload.name": "spin"}, frozenset())
+    rows = conditions.diff({"A": full, "B": early})
+    assert rows and all(row.unknown and not row.told for row in rows)
+    on_axis, others = conditions.axis(rows)
+    assert on_axis == [] and {row.key for row in others} == {row.key for row in rows}
+    findings = lint.lint_comparison({"A": full, "B": early})
+    assert {finding.rule for finding in findings} == {"FB009"}  # "cannot be compared", a note
+    # A difference both recorded is still the axis, and the unrecorded ones stay notes beside it.
+    other_page = conditions.Conditions({**full.data, "database.page_size": "16384"}, frozenset())
+    on_axis, others = conditions.axis(conditions.diff({"A": full, "B": other_page, "C": early}))
+    assert [row.key for row in on_axis] == ["database.page_size"] and all(not row.told for row in others)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from fbbench.analysis import gstat as gstat_judgement
 from fbbench.engines import prepare_runtime, run_in_engine
 from fbbench.observe import firebird_log, gstat
 from tests.conftest import ENGINES, fb3_server_or_skip
@@ -140,11 +141,11 @@ def check_before_after(before: gstat.GstatSnapshot, after: gstat.GstatSnapshot, 
         assert "CUSTOMER_LAST" in snapshot.tables["CUSTOMER"].indices
     assert before.tables["CUSTOMER"].versions == 0
     assert after.tables["CUSTOMER"].versions >= 1200  # 600 rows updated 3 times under one snapshot
-    change = gstat.delta(before, after)
+    change = gstat_judgement.delta(before, after)
     assert change["table:CUSTOMER"]["versions"] == after.tables["CUSTOMER"].versions
     assert change["table:CUSTOMER"]["records"] == 0
     assert change["header"]["next_transaction"] > 0
-    found = {(flag.rule, flag.table): flag for flag in gstat.flags(before, after)}
+    found = {(flag.rule, flag.table): flag for flag in gstat_judgement.flags(before, after)}
     assert found[("versions", "CUSTOMER")].new and found[("versions", "DISTRICT")].new
     assert found[("versions", "CUSTOMER")].before == 0
     assert ("versions", "ORDER_LINE") not in found
@@ -218,8 +219,8 @@ def test_gstat_parse_failure_is_recorded_not_raised() -> None:
     snapshot = gstat.parse(cut)
     assert snapshot.parse_error and "firebird-lib" in snapshot.parse_error
     assert snapshot.raw == cut and not snapshot.tables and not snapshot.usable
-    assert gstat.flags(None, snapshot) == []
-    assert gstat.delta(snapshot, gstat.parse(text))["header"]["next_transaction"] is None
+    assert gstat_judgement.flags(None, snapshot) == []
+    assert gstat_judgement.delta(snapshot, gstat.parse(text))["header"]["next_transaction"] is None
     garbage = gstat.parse("this is not gstat output\n")
     assert garbage.parse_error and garbage.raw == "this is not gstat output\n"
     # One line firebird-lib rejects (written here: a header item of some future engine) is left
@@ -236,7 +237,7 @@ def test_gstat_flags_fire(version: str, tmp_path: Path, workdir: Path) -> None:
     texts = run_in_engine(runtime, f"{CHILD}:gstat_flagged", str(tmp_path / "flagged.fdb"))
     before, after = gstat.parse(texts["before"]), gstat.parse(texts["after"])
     assert before.usable and after.usable
-    found = {(flag.rule, flag.index or flag.table): flag for flag in gstat.flags(before, after)}
+    found = {(flag.rule, flag.index or flag.table): flag for flag in gstat_judgement.flags(before, after)}
     assert found[("versions", "HOT")].value > 100
     assert found[("max_versions", "HOT")].value > 100 and found[("max_versions", "HOT")].new
     assert found[("low_fill", "SPARSE")].value < 50 and found[("low_fill", "SPARSE")].new

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from fbbench.database.scripts import split, substitute
 from fbbench.engines import prepare_runtime, run_in_engine
 from fbbench.errors import FbbenchError, FirebirdError
+from fbbench.workloads.sqltext import split, substitute
 
 SCRIPT = """\
 /* An isql script as people write them. */

@@ -96,7 +96,7 @@ def _with_scale(bank: Path, definition: str, description: str = "Transfers") -> 
 
 
 def test_scale_choice_is_a_word_checked_against_its_choices(bank_copy: Path) -> None:
-    from fbbench.database.scripts import substitute
+    from fbbench.workloads.sqltext import substitute
 
     _with_scale(bank_copy, 'mode = { default = "small", choices = ["small", "medium", "large", "heavy"] }',
                 "${mode} transfers")

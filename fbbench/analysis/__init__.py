@@ -7,5 +7,6 @@ stored run (``ResultsStore.load_run``) or plain numbers:
 - :mod:`~fbbench.analysis.steady`: steady state, warm-up needed and trend of one run;
 - :mod:`~fbbench.analysis.conditions`: a run's conditions, their diff and the comparison's axis;
 - :mod:`~fbbench.analysis.lint`: the credibility lint (rules FB001…);
+- :mod:`~fbbench.analysis.gstat`: gstat before and after, read as an expert would (what to flag);
 - :mod:`~fbbench.analysis.psql`: what a unit's SQL reaches inside the engine (for the lint).
 """

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fbbench.analysis import figures
-from fbbench.workloads.expressions import ExpressionError, evaluate
+from fbbench.workloads.expressions import ExpressionError, dotted_name, evaluate
 from fbbench.workloads.spec import Workload
 
 CONFIDENCE = 0.95
@@ -58,15 +58,6 @@ class Sampling:
     low: float | None
     high: float | None
     n: int
-
-
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
 
 
 def _constant(node: ast.AST) -> float | None:
@@ -94,7 +85,7 @@ def _sum_of_counts(node: ast.AST) -> list[str] | None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _sum_of_counts(node.left), _sum_of_counts(node.right)
         return None if left is None or right is None else left + right
-    name = _dotted(node)
+    name = dotted_name(node)
     if name is None or name.startswith("metrics.") or name == "seconds":
         return None
     return [name]

@@ -298,6 +298,12 @@ class DiffRow:
         """Some record does not have the key: a difference that cannot be told."""
         return any(value is None for value in self.values.values())
 
+    @property
+    def told(self) -> bool:
+        """The records that have the key differ in it (not only some record missing it: a run
+        that failed before its engine was read has no engine version, which is no difference)."""
+        return len({value for value in self.values.values() if value is not None}) > 1
+
     def shown(self) -> str:
         return "; ".join(f"{label}: {'not visible' if value is None else value}"
                          for label, value in self.values.items())
@@ -373,7 +379,8 @@ def axis(rows: Sequence[DiffRow], requested: Sequence[str] | None = None,
 
     ``requested``: what the user named with ``--axis`` — a key (``database.page_size``), its last
     part (``page_size``, ``DefaultDbCachePages``) or a factor (``engine``, ``host``). None: the
-    one factor the runs differ in, when there is exactly one. Rows that follow from an axis
+    one factor the runs are known to differ in, when there is exactly one (none: no axis, and a
+    key some record does not have is not a difference by itself). Rows that follow from an axis
     factor (:data:`_CONSEQUENCES`, conf defaults of two engine versions) join the axis, with
     ``follows`` set; among the other differences, ``follows`` names the other difference a row
     follows from. ``known``: every key of the records, so that a misspelt axis gets a
@@ -381,10 +388,10 @@ def axis(rows: Sequence[DiffRow], requested: Sequence[str] | None = None,
     and when none is requested and the runs differ in several factors.
     """
     factors = {row.factor for row in rows}
-    primary = [row for row in rows if _consequence_of(row, factors) is None]
+    primary = [row for row in rows if row.told and _consequence_of(row, factors) is None]
     primary_factors = list(dict.fromkeys(row.factor for row in primary))
+    chosen: set[str] = set()
     if requested:
-        chosen: set[str] = set()
         for name in requested:
             hits = {row.factor for row in rows if _matches(name, row.key)}
             if not hits:
@@ -394,7 +401,7 @@ def axis(rows: Sequence[DiffRow], requested: Sequence[str] | None = None,
         return [], []
     elif len(primary_factors) == 1:
         chosen = set(primary_factors)
-    else:
+    elif primary_factors:
         raise AxisError(f"several differences: say which is the axis with --axis ({', '.join(primary_factors)})",
                         hint="every difference that is not the axis is reported as a lint finding")
     on_axis, others = [], []

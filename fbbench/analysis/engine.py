@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fbbench.workloads.figures import OUTCOMES
+
 IO = ("page_reads", "page_writes", "page_fetches", "page_marks")
 RECORDS = ("seq_reads", "idx_reads", "inserts", "updates", "deletes")
 GARBAGE = ("backouts", "purges", "expunges", "imgc")
@@ -126,7 +128,7 @@ def per_unit(samples: Samples, intervals_rows: list[Mapping[str, Any]]) -> dict[
         count = int((samples[index].get("sample") or {}).get("intervals_covered") or 1)
         covered |= set(range(index - count + 1, index + 1))
     units = sum(int(row[key] or 0) for row in intervals_rows if row["index"] in covered
-                for key in ("ok", "rolled_back", "conflicts", "errors"))
+                for key in OUTCOMES)
     if units <= 0:
         return None
     found: dict[str, float | None] = {}

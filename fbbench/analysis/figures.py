@@ -1,4 +1,7 @@
-"""The figures a run reports, each defined once: the workload's headline, the score, TPM.
+"""The figures a run reports, each computed once: the workload's headline, the score, TPM.
+
+What a figure *is* (``Figure``, the score, the outcome names) is the workload format's
+(:mod:`fbbench.workloads.figures`); how its value comes out of a run's counts is here.
 
 Every place that shows one of them — the summary stored with the run, the live line, the
 per-interval chart, ``results list``, comparisons — computes it here, from the same inputs the
@@ -15,39 +18,10 @@ Names a figure's expression can use (also the names audits use):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from fbbench.workloads.expressions import ExpressionError, evaluate
-
-OUTCOMES = ("ok", "rolled_back", "conflicts", "errors")
-PER_SECONDS = {"minute": 60.0, "second": 1.0, "run": None}
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A figure defined by a workload: ``value`` is an expression over the names above."""
-
-    name: str = "score"
-    value: str = "ok"
-    per: str = "minute"  # minute | second | run
-    better: str = "higher"  # higher | lower
-    unit: str = "/min"
-    description: str = "successful units per minute of the measured period"
-    when: str = "always"  # always | timed | fixed_work: the kind of run the figure is meant for
-
-    def applies(self, fixed_work: bool) -> bool:
-        return self.when == "always" or self.when == ("fixed_work" if fixed_work else "timed")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> Figure:
-        return cls(**data) if data else cls()
-
-
-SCORE = Figure()
+from fbbench.workloads.figures import OUTCOMES, PER_SECONDS, SCORE, Figure
 
 
 def names(units: Mapping[str, Mapping[str, Any]], metrics: Mapping[str, float | None] | None = None,

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fbbench.analysis import conditions as cond
-from fbbench.analysis import psql, steady
+from fbbench.analysis import figures, psql, steady
+from fbbench.errors import FbbenchError
+from fbbench.workloads.spec import Unit, Workload, stored_workload
 
 ERROR, WARNING, NOTE = "error", "warning", "note"
 SEVERITIES = (ERROR, WARNING, NOTE)
@@ -338,7 +339,7 @@ def _cache_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
 def _load_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
     units = run.get("units") or {}
     counts = {key: sum(int(u.get(key) or 0) for u in units.values())
-              for key in ("ok", "rolled_back", "conflicts", "errors")}
+              for key in figures.OUTCOMES}
     total = sum(counts.values())
     findings = []
     if total:
@@ -452,50 +453,19 @@ def lint_run(run: Mapping[str, Any]) -> list[Finding]:
         findings += _steady_findings(run, subject)
     files = run.get("workload_files") or {}
     if files.get("workload.toml"):
+        try:
+            # The units the run ran, with its scale (a unit may call orders_generate_${variant}).
+            workload = stored_workload(files, cond.effective_scale(run))
+        except FbbenchError:
+            return findings  # a stored workload this fbbench no longer reads: no static findings
         conf, _ = _conf_of(run)
         engine = run.get("engine") or {}
-        units = _units_of_toml(files["workload.toml"], cond.effective_scale(run))
-        findings += _random_findings(units, files, _engine_major(engine.get("engine_version")
-                                                                 or run.get("engine_version")), conf)
+        findings += _random_findings(workload.units, files, _engine_major(engine.get("engine_version")
+                                                                          or run.get("engine_version")), conf)
     return findings
 
 
 # -------------------------------------------------------------------------------- static rules
-
-
-@dataclass(frozen=True)
-class _UnitSql:
-    name: str
-    isolation: str
-    statements: tuple[str, ...]
-
-
-def _units_of_toml(text: str, scale: Mapping[str, str] | None = None) -> list[_UnitSql]:
-    """The units of a stored workload.toml, their SQL with the run's scale substituted (a unit may
-    call ``orders_generate_${variant}``: which procedure ran depends on the scale)."""
-    from fbbench.database.scripts import substitute
-    from fbbench.errors import FbbenchError
-
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return []
-
-    def scaled(sql: str) -> str:
-        try:
-            return substitute(sql, scale or {}, "workload.toml")
-        except FbbenchError:
-            return sql  # a name the run did not record: the text as written
-
-    units = []
-    for table in data.get("units") or []:
-        if not isinstance(table, dict):
-            continue
-        sql = [table["sql"]] if isinstance(table.get("sql"), str) else [
-            s["sql"] for s in table.get("statements") or [] if isinstance(s, dict) and isinstance(s.get("sql"), str)]
-        units.append(_UnitSql(str(table.get("name", "?")), str(table.get("isolation", "read_committed")),
-                              tuple(scaled(statement) for statement in sql)))
-    return units
 
 
 def reads_consistently(isolation: str, engine_major: int | None, conf: Mapping[str, str]) -> bool:
@@ -511,14 +481,14 @@ def reads_consistently(isolation: str, engine_major: int | None, conf: Mapping[s
     return isolation == "read_committed" and _truthy(_lookup(conf, "ReadConsistency")) is not False
 
 
-def _random_findings(units: Sequence[_UnitSql], files: Mapping[str, str], engine_major: int | None,
+def _random_findings(units: Sequence[Unit], files: Mapping[str, str], engine_major: int | None,
                      conf: Mapping[str, str]) -> list[Finding]:
     defined = psql.routines(files)
     findings = []
     for unit in units:
         if not reads_consistently(unit.isolation, engine_major, conf):
             continue
-        reached = psql.random_reached(unit.statements, defined, unit.name)
+        reached = psql.random_reached(tuple(statement.sql for statement in unit.statements), defined, unit.name)
         if not reached:
             continue
         paths = []
@@ -534,7 +504,7 @@ def _random_findings(units: Sequence[_UnitSql], files: Mapping[str, str], engine
     return findings
 
 
-def lint_workload(workload: Any, engine_major: int | str | None = None, conf: Mapping[str, str] | None = None,
+def lint_workload(workload: Workload, engine_major: int | str | None = None, conf: Mapping[str, str] | None = None,
                   *, page_buffers: int | None = None) -> list[Finding]:
     """Static findings before a run, from the workload (:class:`~fbbench.workloads.spec.Workload`),
     the engine's major version (5, "5.0", None for unknown) and the run's firebird.conf settings
@@ -542,8 +512,7 @@ def lint_workload(workload: Any, engine_major: int | str | None = None, conf: Ma
     conf = dict(conf or {})
     major = engine_major if isinstance(engine_major, int) or engine_major is None else _engine_major(
         f"{engine_major}.0" if "." not in str(engine_major) else engine_major)
-    units = [_UnitSql(u.name, u.isolation, tuple(s.sql for s in u.statements)) for u in workload.units]
-    findings = _random_findings(units, workload.files, major, conf)
+    findings = _random_findings(workload.units, workload.files, major, conf)
     buffers = page_buffers
     if buffers is None and _lookup(conf, "DefaultDbCachePages"):
         try:

@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from fbbench.database.scripts import split
 from fbbench.errors import FbbenchError
+from fbbench.workloads.sqltext import split
 
 RANDOM_CALLS = ("rand", "gen_uuid")
 

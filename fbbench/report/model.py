@@ -203,7 +203,8 @@ def credibility(run: dict[str, Any]) -> dict[str, Any]:
 def _observation(run: dict[str, Any]) -> dict[str, Any]:
     """What the engine did: samples per interval, per-table activity and gstat, firebird.log findings."""
     from fbbench.analysis import engine
-    from fbbench.observe.gstat import GstatSnapshot, delta, flags
+    from fbbench.analysis.gstat import delta, flags
+    from fbbench.observe.gstat import GstatSnapshot
 
     samples = run.get("engine_samples") or {}
     intervals = engine.interval_table(run.get("intervals", []))

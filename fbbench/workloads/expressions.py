@@ -22,11 +22,12 @@ class ExpressionError(ValueError):
     pass
 
 
-def _dotted(node: ast.AST) -> str | None:
+def dotted_name(node: ast.AST) -> str | None:
+    """``new_order.ok`` of a Name or an Attribute chain; None for anything else."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
+        base = dotted_name(node.value)
         return None if base is None else f"{base}.{node.attr}"
     return None
 
@@ -54,7 +55,7 @@ def evaluate(text: str, names: Mapping[str, float] | None = None) -> float | int
                 raise ExpressionError(f"division by zero in '{text}'{divisor}") from None
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
             return _UNARY[type(node.op)](walk(node.operand))
-        name = _dotted(node)
+        name = dotted_name(node)
         if name is not None:
             if names is None:
                 raise ExpressionError(f"'{text}' must be a number (names are not allowed here)")
@@ -96,7 +97,7 @@ def names_in(text: str) -> set[str]:
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute | ast.Name):
-            name = _dotted(node)
+            name = dotted_name(node)
             if name is not None:
                 found.add(name)
     # "a.b.c" also yields "a.b" and "a" while walking: keep only the longest chains.

@@ -16,10 +16,10 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-from fbbench.analysis.figures import PER_SECONDS, SCORE, Figure
-from fbbench.database.scripts import substitute
 from fbbench.errors import FbbenchError
 from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluate_number, names_in
+from fbbench.workloads.figures import OUTCOMES, PER_SECONDS, SCORE, Figure
+from fbbench.workloads.sqltext import substitute
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 ISOLATIONS = ("snapshot", "read_committed", "read_consistency", "serializable")
@@ -414,10 +414,50 @@ def find_workload(name_or_path: str) -> Path:
     )
 
 
+@dataclass(frozen=True)
+class _Source:
+    """Where a workload's files come from: its directory, or the texts a run stored with itself
+    (``stored``: relative name → text; nothing is read from disk then)."""
+
+    directory: Path
+    stored: Mapping[str, str] | None = None
+
+    def script(self, reader: _Reader, path: list[Any], name: str) -> Path:
+        """A script of the workload: a file inside its directory (never ../ or an absolute path)."""
+        script = (self.directory / name).resolve()
+        if not script.is_relative_to(self.directory.resolve()):
+            raise reader.fail(path, f"script '{name}' is outside the workload directory {self.directory}",
+                              hint="a workload's scripts live in its own directory")
+        if not (self.relative(script) in self.stored if self.stored is not None else script.is_file()):
+            raise reader.fail(path, f"script '{name}' not found in {self.directory}")
+        return script
+
+    def relative(self, script: Path) -> str:
+        return str(script.relative_to(self.directory.resolve()))
+
+    def text(self, script: Path) -> str:
+        return self.stored[self.relative(script)] if self.stored is not None else script.read_text()
+
+
 def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | None = None) -> Workload:
     directory = find_workload(name_or_path)
+    return _parse(_Source(directory), (directory / "workload.toml").read_text(), scale_overrides)
+
+
+STORED_DIRECTORY = Path("/(stored with the run)")
+
+
+def stored_workload(files: Mapping[str, str], scale_overrides: Mapping[str, object] | None = None) -> Workload:
+    """The workload a run ran, from the files stored with it (``workload.toml`` and its scripts):
+    judged by the same reader as a workload directory, with the run's scale."""
+    if "workload.toml" not in files:
+        raise FbbenchError("the run stored no workload.toml")
+    return _parse(_Source(STORED_DIRECTORY, files), files["workload.toml"], scale_overrides)
+
+
+def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | None) -> Workload:
+    directory = files.directory
     source = directory / "workload.toml"
-    text = source.read_text()
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -461,7 +501,7 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
     if not isinstance(raw_scripts, list) or not all(isinstance(item, str) for item in raw_scripts):
         raise reader.fail(["scripts"], "'scripts' must be a list of file names")
     for script in raw_scripts:
-        scripts.append(_script_path(reader, ["scripts"], directory, script))
+        scripts.append(files.script(reader, ["scripts"], script))
 
     constants = _read_constants(reader, resolved.get("constants", {}))
     units = tuple(_read_unit(reader, table, index, set(constants))
@@ -475,7 +515,7 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
         seen.add(unit.name)
 
     load_tables = reader.array(resolved, "load")
-    load = tuple(_read_load(reader, table, index, directory) for index, table in enumerate(load_tables))
+    load = tuple(_read_load(reader, table, index, files) for index, table in enumerate(load_tables))
     metrics = []
     for index, table in enumerate(reader.array(resolved, "metrics")):
         path = ["metrics", index]
@@ -505,14 +545,14 @@ def load_workload(name_or_path: str, scale_overrides: Mapping[str, object] | Non
     headlines = _read_figures(reader, resolved, "headline", known) or (SCORE,)
     figures = _read_figures(reader, resolved, "figures", known)
 
-    files = {"workload.toml": text}
+    texts = {"workload.toml": text}
     for path in [*scripts, *(step.script for step in load if step.script)]:
-        files[str(path.relative_to(directory))] = path.read_text()
+        texts[files.relative(path)] = files.text(path)
     return Workload(
         name=name, description=resolved.get("description", ""), directory=directory, scale=scale,
         scale_defaults=defaults, scripts=tuple(scripts), load=load, units=units, metrics=tuple(metrics),
         checks=tuple(checks), audits=tuple(audits), constants=constants, headlines=headlines, figures=figures,
-        builtin=directory.is_relative_to(BUILTIN_DIR), files=files, scale_choices=choices,
+        builtin=directory.is_relative_to(BUILTIN_DIR), files=texts, scale_choices=choices,
     )
 
 
@@ -560,17 +600,6 @@ def _read_unit(reader: _Reader, table: dict[str, Any], index: int, constants: se
         rollback_on=reader.names(table, "rollback_on", path), tally=reader.names(table, "tally", path),
         keying_time=float(keying), think_time=float(think), description=table.get("description", ""),
     )
-
-
-def _script_path(reader: _Reader, path: list[Any], directory: Path, name: str) -> Path:
-    """A script of the workload: a file inside its directory (never ../ or an absolute path)."""
-    script = (directory / name).resolve()
-    if not script.is_relative_to(directory.resolve()):
-        raise reader.fail(path, f"script '{name}' is outside the workload directory {directory}",
-                          hint="a workload's scripts live in its own directory")
-    if not script.is_file():
-        raise reader.fail(path, f"script '{name}' not found in {directory}")
-    return script
 
 
 def _read_constants(reader: _Reader, table: Any) -> dict[str, str]:
@@ -638,23 +667,23 @@ def _check_names(reader: _Reader, path: list[Any], expression: str, known: set[s
 
 
 def _known_names(units: Sequence[Unit], metrics: Sequence[Metric]) -> set[str]:
-    known = {"ok", "rolled_back", "conflicts", "errors", "total", "seconds"}
+    known = {*OUTCOMES, "total", "seconds"}
     for unit in units:
-        known |= {f"{unit.name}.{key}" for key in ("ok", "rolled_back", "conflicts", "errors", "total")}
+        known |= {f"{unit.name}.{key}" for key in (*OUTCOMES, "total")}
         # The core reports tally columns in upper case, as Firebird names unquoted columns.
         known |= {f"{unit.name}.tally.{column.strip().upper()}" for column in unit.tally}
     known |= {f"metrics.{metric.name}" for metric in metrics}
     return known
 
 
-def _read_load(reader: _Reader, table: dict[str, Any], index: int, directory: Path) -> LoadStep:
+def _read_load(reader: _Reader, table: dict[str, Any], index: int, files: _Source) -> LoadStep:
     path: list[Any] = ["load", index]
     reader.check_keys(table, "load", path)
     if ("sql" in table) == ("script" in table):
         raise reader.fail(path, "a [[load]] step needs exactly one of 'sql' or 'script'")
     script = None
     if "script" in table:
-        script = _script_path(reader, [*path, "script"], directory, reader.text(table, "script", path) or "")
+        script = files.script(reader, [*path, "script"], reader.text(table, "script", path) or "")
     ranges: list[tuple[int, int]] = []
     raw = table.get("for_each", [])
     for item in [raw] if isinstance(raw, str) else raw:

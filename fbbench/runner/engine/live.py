@@ -18,8 +18,6 @@ from rich.table import Table
 
 from fbbench.analysis import figures
 
-_COUNTS = ("ok", "rolled_back", "conflicts", "errors")
-
 
 class LiveDisplay:
     def __init__(self, console: Console, units: list[str], settings: dict[str, Any]) -> None:
@@ -119,11 +117,11 @@ class LiveDisplay:
         table = Table(title=title, title_justify="left", expand=False)
         label, totals = self._counts(snapshot, phase)
         table.add_column(f"unit ({label})")
-        for column in _COUNTS:
+        for column in figures.OUTCOMES:
             table.add_column(column.replace("_", " "), justify="right")
         for unit in self.units:
             counts = totals.get(unit, {})
-            table.add_row(unit, *(f"{counts.get(c, 0):,}" for c in _COUNTS))
+            table.add_row(unit, *(f"{counts.get(c, 0):,}" for c in figures.OUTCOMES))
         if snapshot.get("failure"):
             table.caption = f"[red]{snapshot['failure']}[/]"
         return table
