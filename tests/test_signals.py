@@ -1,0 +1,60 @@
+"""fbbench.signals without an engine: waiting for threads while a Ctrl-C may come."""
+
+from __future__ import annotations
+
+import linecache
+import sys
+import threading
+import types
+from collections.abc import Callable
+
+from fbbench import signals
+
+TraceFunction = Callable[[types.FrameType, str, object], object]
+
+
+def _interrupting_acquire_in(function: str) -> TraceFunction:
+    """A trace that raises KeyboardInterrupt where ``function`` (of threading.py) acquires a lock:
+    what a Ctrl-C that lands inside that wait does."""
+
+    def calls(frame: types.FrameType, event: str, _arg: object) -> TraceFunction | None:
+        if event == "call" and frame.f_code.co_name == function and frame.f_code.co_filename == threading.__file__:
+            return lines
+        return None
+
+    def lines(frame: types.FrameType, event: str, _arg: object) -> TraceFunction:
+        if event == "line" and "acquire" in linecache.getline(frame.f_code.co_filename, frame.f_lineno):
+            raise KeyboardInterrupt
+        return lines
+
+    return calls
+
+
+def _interrupted(wait: Callable[[], object], function: str) -> None:
+    sys.settrace(_interrupting_acquire_in(function))
+    try:
+        wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+
+
+def test_a_ctrl_c_while_waiting_for_a_thread_does_not_end_it() -> None:
+    # CPython before 3.13 marks a thread as ended when a KeyboardInterrupt interrupts join() on
+    # it (python/cpython#90882): compare --paired's coordinator then went on while a run was
+    # still stopping. signals.Thread's end is an Event, which an interrupted wait leaves alone.
+    release = threading.Event()
+    plain = threading.Thread(target=release.wait, daemon=True)
+    ours = signals.Thread(target=release.wait, daemon=True)
+    plain.start()
+    ours.start()
+    try:
+        _interrupted(lambda: plain.join(0.1), "_wait_for_tstate_lock")
+        if sys.version_info < (3, 13):
+            assert not plain.is_alive()  # the hazard: it still runs
+        _interrupted(lambda: ours.ended.wait(0.1), "wait")
+        assert not ours.ended.is_set()
+    finally:
+        release.set()
+    assert ours.ended.wait(5)
