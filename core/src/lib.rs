@@ -11,6 +11,7 @@ mod params;
 mod report;
 mod rng;
 mod run;
+mod signals;
 mod sqlda;
 mod stats;
 mod timeline;
@@ -59,7 +60,7 @@ impl LoadRun {
         if control.is_some() {
             return Err(PyRuntimeError::new_err("this run was already started"));
         }
-        let _ = self.shared.signals.set(run::SavedSignals::capture());
+        let _ = self.shared.signals.set(signals::SavedSignals::capture());
         let shared = Arc::clone(&self.shared);
         let handle = std::thread::Builder::new()
             .name("fbbench-control".into())
