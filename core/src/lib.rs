@@ -74,7 +74,7 @@ impl LoadRun {
 
     /// Live counters as JSON; cheap enough to call a few times per second.
     fn poll(&self) -> String {
-        report::poll_json(&self.shared)
+        report::poll_json(&self.shared.config, self.shared.live())
     }
 
     /// Sets the stop flag: the attachments end within about 2 seconds, and the run ends within

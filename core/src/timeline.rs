@@ -5,6 +5,8 @@
 //! `interval` long except the last of each phase, so the phase boundary is always an interval
 //! boundary. In fixed-work runs M is unbounded.
 
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timeline {
     pub interval: f64,
@@ -82,6 +84,36 @@ impl Timeline {
             None => false,
         }
     }
+}
+
+/// The run's moments as wall-clock times (seconds since the epoch), as the documents give them:
+/// both clocks are read once, when the run is created, and moments are placed from there on the
+/// monotonic clock.
+#[derive(Debug, Clone, Copy)]
+pub struct WallClock {
+    created: Instant,
+    /// The wall-clock time of `created`.
+    pub created_wall: f64,
+}
+
+impl WallClock {
+    pub fn now() -> WallClock {
+        WallClock {
+            created: Instant::now(),
+            created_wall: wall_now(),
+        }
+    }
+
+    pub fn epoch(&self, at: Instant) -> f64 {
+        self.created_wall + at.saturating_duration_since(self.created).as_secs_f64()
+    }
+}
+
+fn wall_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 #[cfg(test)]

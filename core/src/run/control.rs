@@ -104,7 +104,7 @@ pub fn control_main(shared: Arc<Shared>) {
         state.abandon_note = Some(abandon_note(&abandoned, shared.config.watchdog, ended));
         state.abandoned = abandoned;
     }
-    let result = report::result_json(&shared, collected);
+    let result = report::result_json(&shared.config, shared.ended(), collected);
     let mut state = lock(&shared.state);
     state.result = Some(result);
     state.done = true;

@@ -20,7 +20,6 @@ mod watchdog;
 
 pub use control::control_main;
 pub use state::Shared;
-pub use timekeeper::Collected;
 
 /// A run of `connections` attachments on a library that is never loaded, for the tests.
 #[cfg(test)]

@@ -4,15 +4,17 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::config::Config;
 use crate::ffi::{FbApi, Handle, StatusVector, FB_CANCEL_RAISE, STATUS_LEN};
 use crate::outcome::Outcome;
+use crate::report::{AttachmentEnd, Ended, Finished, Live};
 use crate::signals::SavedSignals;
 use crate::stats::{local_histogram, UnitStats};
+use crate::timeline::WallClock;
 
 pub struct IntervalSlot {
     pub index: usize,
@@ -30,13 +32,6 @@ impl IntervalSlot {
                 .collect(),
         }
     }
-}
-
-pub struct Finished {
-    pub units: u64,
-    pub core_ns: u64,
-    pub cpu_ns: u64,
-    pub error: Option<String>,
 }
 
 pub struct WorkerStats {
@@ -107,20 +102,12 @@ pub struct Shared {
     pub state: Mutex<RunState>,
     pub cond: Condvar,
     pub slots: Vec<WorkerSlot>,
-    pub created: Instant,
-    pub created_wall: f64,
+    pub clock: WallClock,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panicking attachment thread must not take the whole run's bookkeeping with it.
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn wall_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 impl Shared {
@@ -150,8 +137,7 @@ impl Shared {
             state: Mutex::new(RunState::default()),
             cond: Condvar::new(),
             slots,
-            created: Instant::now(),
-            created_wall: wall_now(),
+            clock: WallClock::now(),
         }
     }
 
@@ -362,12 +348,73 @@ impl Shared {
         };
         let mut state = lock(&self.state);
         state.boundaries = 1;
-        state.boundary_at = self.epoch(zero);
+        state.boundary_at = self.clock.epoch(zero);
         self.cond.notify_all();
     }
 
-    pub fn epoch(&self, at: Instant) -> f64 {
-        self.created_wall + at.saturating_duration_since(self.created).as_secs_f64()
+    /// What `poll` reports: every attachment's live counters, then the run's state.
+    pub fn live(&self) -> Live {
+        let units = self.config.units.len();
+        let mut counts = vec![[0u64; 4]; units];
+        let mut measure_counts = vec![[0u64; 4]; units];
+        for slot in &self.slots {
+            let stats = lock(&slot.stats);
+            for (unit, live) in stats.live.iter().enumerate() {
+                for k in 0..4 {
+                    counts[unit][k] += live[k];
+                    measure_counts[unit][k] += stats.live_measure[unit][k];
+                }
+            }
+        }
+        let state = lock(&self.state);
+        Live {
+            counts,
+            measure_counts,
+            elapsed: self.zero().map(|z| z.elapsed().as_secs_f64()),
+            done: state.done,
+            stopping: state.stopping,
+            ready: state.ready,
+            connected: state.connected,
+            intervals_completed: state.intervals_completed,
+            last_interval: state.last_interval.clone(),
+            failure: state.failure_text(),
+        }
+    }
+
+    /// What the result reports of the run once it has ended: how it ended, then what each
+    /// attachment handed in (or recorded, if it was abandoned).
+    pub fn ended(&self) -> Ended {
+        let state = lock(&self.state);
+        let failure = state.failure_text();
+        let run_failed = state.failure.is_some();
+        let user_stopped = state.user_stopped;
+        let abandoned = state.abandoned.clone();
+        let abandon_note = state.abandon_note.clone();
+        drop(state);
+        let mut messages: HashMap<i64, String> = HashMap::new();
+        let mut attachments = Vec::new();
+        for (index, slot) in self.indices().zip(&self.slots) {
+            let stats = lock(&slot.stats);
+            for (code, message) in &stats.messages {
+                messages.entry(*code).or_insert_with(|| message.clone());
+            }
+            attachments.push(AttachmentEnd {
+                index,
+                recorded: stats.live.iter().flatten().sum(),
+                finished: stats.finished.clone(),
+            });
+        }
+        Ended {
+            failure,
+            run_failed,
+            user_stopped,
+            abandoned,
+            abandon_note,
+            attachments,
+            messages,
+            clock: self.clock,
+            zero: self.zero(),
+        }
     }
 }
 
@@ -395,7 +442,9 @@ mod tests {
         assert_eq!(shared.indices(), 3..5);
         shared.worker_finished(3, 11, 0, 0, None);
         assert_eq!(wait_for_workers(&shared, 2), vec![4]);
-        let result: Value = serde_json::from_str(&report::result_json(&shared, None)).unwrap();
+        let result: Value =
+            serde_json::from_str(&report::result_json(&shared.config, shared.ended(), None))
+                .unwrap();
         assert_eq!(result["attachments"][0]["index"], 3);
         assert_eq!(result["attachments"][0]["units"], 11);
         assert_eq!(result["attachments"][1]["index"], 4);

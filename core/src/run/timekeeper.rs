@@ -7,16 +7,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use super::state::{lock, IntervalSlot, RunState, Shared};
+use crate::report::Collected;
 use crate::stats::{full_histogram, UnitStats};
 use crate::timeline::Phase;
-
-/// What the timekeeper accumulates while the run goes on.
-pub struct Collected {
-    pub intervals: Vec<Value>,
-    pub totals: Vec<UnitStats>,
-    /// Offset from zero at which counting ended.
-    pub end_offset: f64,
-}
 
 pub(super) fn run_intervals(shared: &Shared, zero: Instant) -> Collected {
     let config = &shared.config;
@@ -138,7 +131,11 @@ fn close_interval(
     collected.intervals.push(interval.clone());
     let at = shared
         .zero()
-        .map(|zero| shared.epoch(zero + Duration::from_secs_f64(start + seconds)))
+        .map(|zero| {
+            shared
+                .clock
+                .epoch(zero + Duration::from_secs_f64(start + seconds))
+        })
         .unwrap_or(0.0);
     let mut state = lock(&shared.state);
     state.closed.push(interval.clone());

@@ -139,7 +139,8 @@ mod tests {
                     "after the end of the measured period",
                 ));
             }
-            serde_json::from_str(&report::result_json(&shared, None)).unwrap()
+            serde_json::from_str(&report::result_json(&shared.config, shared.ended(), None))
+                .unwrap()
         };
         let note = "attachment 1 did not return within 10 s after the end of the measured period";
         let failed = result(false, None);
