@@ -16,7 +16,6 @@ mod sqlda;
 mod stats;
 mod timeline;
 mod tpb;
-mod worker;
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;

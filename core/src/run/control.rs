@@ -9,9 +9,9 @@ use std::time::Instant;
 use super::state::{lock, Shared};
 use super::timekeeper::run_intervals;
 use super::watchdog::{abandon_note, wait_for_workers};
+use super::worker::worker_main;
 use crate::ffi::FbApi;
 use crate::report;
-use crate::worker::worker_main;
 
 /// The embedded engine runs on the attachment's thread and recurses deeply.
 const WORKER_STACK: usize = 8 << 20;

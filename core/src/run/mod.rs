@@ -17,6 +17,7 @@ mod control;
 mod state;
 mod timekeeper;
 mod watchdog;
+mod worker;
 
 pub use control::control_main;
 pub use state::Shared;
