@@ -6,8 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::config::Config;
-use crate::outcome::Outcome;
-use crate::stats::{by_code_json, full_histogram, latency_ms, number, serialize, UnitStats};
+use crate::stats::{counts_json, full_histogram, UnitStats};
 use crate::timeline::WallClock;
 
 /// What the timekeeper accumulates while the run goes on.
@@ -66,14 +65,6 @@ pub struct AttachmentEnd {
     pub finished: Option<Finished>,
 }
 
-fn counts_json(counts: &[u64; 4]) -> Value {
-    let mut map = Map::new();
-    for outcome in Outcome::ALL {
-        map.insert(outcome.key().into(), json!(counts[outcome.index()]));
-    }
-    Value::Object(map)
-}
-
 pub fn poll_json(config: &Config, live: Live) -> String {
     let elapsed = live.elapsed.unwrap_or(0.0);
     let phase = if live.done {
@@ -92,8 +83,14 @@ pub fn poll_json(config: &Config, live: Live) -> String {
     let mut units = Map::new();
     let mut measure_units = Map::new();
     for (i, unit) in config.units.iter().enumerate() {
-        units.insert(unit.name.clone(), counts_json(&live.counts[i]));
-        measure_units.insert(unit.name.clone(), counts_json(&live.measure_counts[i]));
+        units.insert(
+            unit.name.clone(),
+            Value::Object(counts_json(&live.counts[i])),
+        );
+        measure_units.insert(
+            unit.name.clone(),
+            Value::Object(counts_json(&live.measure_counts[i])),
+        );
     }
     json!({
         "elapsed_seconds": elapsed,
@@ -175,25 +172,7 @@ pub fn result_json(config: &Config, ended: Ended, collected: Option<Collected>) 
     });
     let mut units = Map::new();
     for (unit, stats) in config.units.iter().zip(&totals) {
-        let mut entry = stats.counts_json();
-        entry.insert("histogram".into(), json!(serialize(&stats.latency)));
-        entry.insert("latency_ms".into(), latency_ms(&stats.latency));
-        entry.insert(
-            "errors_by_code".into(),
-            by_code_json(&stats.errors_by_code, &messages),
-        );
-        entry.insert(
-            "conflicts_by_code".into(),
-            by_code_json(&stats.conflicts_by_code, &messages),
-        );
-        let tally: Map<String, Value> = unit
-            .tally
-            .iter()
-            .zip(&stats.tally)
-            .map(|(name, v)| (name.clone(), number(*v)))
-            .collect();
-        entry.insert("tally".into(), Value::Object(tally));
-        units.insert(unit.name.clone(), Value::Object(entry));
+        units.insert(unit.name.clone(), stats.total_json(&unit.tally, &messages));
     }
 
     json!({

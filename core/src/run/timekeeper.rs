@@ -4,7 +4,7 @@
 use std::mem;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 
 use super::state::{lock, IntervalSlot, RunState, Shared};
 use crate::report::Collected;
@@ -119,12 +119,7 @@ fn close_interval(
     }
     let mut units = Map::new();
     for (unit, stats) in config.units.iter().zip(&merged) {
-        let mut counts = stats.counts_json();
-        counts.insert(
-            "histogram".into(),
-            json!(crate::stats::serialize(&stats.latency)),
-        );
-        units.insert(unit.name.clone(), Value::Object(counts));
+        units.insert(unit.name.clone(), stats.interval_json());
     }
     let interval = json!({"index": index, "phase": phase.name(), "start_offset": start,
                           "seconds": seconds, "units": units});
