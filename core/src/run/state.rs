@@ -14,7 +14,7 @@ use crate::outcome::Outcome;
 use crate::report::{AttachmentEnd, Ended, Finished, Live};
 use crate::signals::SavedSignals;
 use crate::stats::{local_histogram, UnitStats};
-use crate::timeline::WallClock;
+use crate::timeline::{WallClock, ZERO_BOUNDARY};
 
 pub struct IntervalSlot {
     pub index: usize,
@@ -347,7 +347,7 @@ impl Shared {
             return;
         };
         let mut state = lock(&self.state);
-        state.boundaries = 1;
+        state.boundaries = ZERO_BOUNDARY;
         state.boundary_at = self.clock.epoch(zero);
         self.cond.notify_all();
     }

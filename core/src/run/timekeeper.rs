@@ -9,7 +9,7 @@ use serde_json::{json, Map};
 use super::state::{lock, IntervalSlot, RunState, Shared};
 use crate::report::Collected;
 use crate::stats::{full_histogram, UnitStats};
-use crate::timeline::Phase;
+use crate::timeline::{boundary_closing, Phase};
 
 pub(super) fn run_intervals(shared: &Shared, zero: Instant) -> Collected {
     let config = &shared.config;
@@ -135,7 +135,7 @@ fn close_interval(
     let mut state = lock(&shared.state);
     state.closed.push(interval.clone());
     state.intervals_completed += 1;
-    state.boundaries += 1;
+    state.boundaries = boundary_closing(index);
     state.boundary_at = at;
     state.last_interval = Some(interval);
     shared.cond.notify_all();
