@@ -16,8 +16,8 @@ use crate::report;
 /// The embedded engine runs on the attachment's thread and recurses deeply.
 const WORKER_STACK: usize = 8 << 20;
 
-/// The timekeeper thread: loads the library, starts the attachments, closes intervals, stops
-/// the run and writes the result.
+/// The control thread, which is also the timekeeper: loads the library, starts the attachments,
+/// closes intervals, stops the run and writes the result.
 pub fn control_main(shared: Arc<Shared>) {
     let mut spawned: u32 = 0;
     match FbApi::load(Path::new(&shared.config.client_library)) {

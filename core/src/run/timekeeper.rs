@@ -1,5 +1,6 @@
-//! The timekeeper: closes each interval at its boundary (every attachment's accumulators are
-//! swapped out and merged) and adds the measured intervals into the run's totals.
+//! The timekeeper, on the control thread: closes each interval at its boundary (every
+//! attachment's accumulators are swapped out and merged) and adds the measured intervals into
+//! the run's totals.
 
 use std::mem;
 use std::time::{Duration, Instant};
