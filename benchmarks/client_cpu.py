@@ -8,7 +8,7 @@ reports and the fraction of the process's CPU that is fbbench's own:
 
     fbbench share = (client_cpu_seconds + python_cpu_seconds) / process_cpu_seconds
 
-What the figures are (fbbench/runner/engine/phases.py, core/src/worker.rs, docs/core-api.md):
+What the figures are (fbbench/runner/engine/phases.py, core/src/run/worker.rs, docs/core-api.md):
 
 - ``client_cpu_seconds`` — the native load core's own code: per unit, the time from drawing the
   unit and binding its parameters to the first client-library call, plus the time after the

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import selectors
 import signal
@@ -143,7 +142,7 @@ class ProcessRun:
     """A load run over N worker processes, one attachment each; the interface of _core.LoadRun."""
 
     def __init__(self, config_json: str) -> None:
-        _core.LoadRun(config_json)  # the same checks, the same ValueError, before anything starts
+        self._timeline = _core.Timeline(config_json)  # the core's checks and ValueError, before anything starts
         self.config: dict[str, Any] = json.loads(config_json)
         self.connections = int(self.config["connections"])
         first = int(self.config.get("attachment_index") or 1)
@@ -389,29 +388,16 @@ class ProcessRun:
                 self._cond.wait(moment - time.monotonic())
 
     def _planned_end(self) -> float | None:
-        if self._zero_mono is None or self.config.get("transactions") is not None:
-            return None
-        return self._zero_mono + float(self.config.get("warmup_seconds") or 0.0) + float(self.config["measure_seconds"])
-
-    def _interval_end(self, index: int) -> float:
-        """Offset from the zero at which interval ``index`` ends (the core's Timeline.bounds)."""
-        interval = float(self.config.get("interval_seconds") or 10.0)
-        warmup = float(self.config.get("warmup_seconds") or 0.0)
-        warmup_intervals = math.ceil(warmup / interval) if warmup > 0 else 0
-        if index < warmup_intervals:
-            return min((index + 1) * interval, warmup)
-        end = warmup + (index - warmup_intervals + 1) * interval
-        measure = self.config.get("measure_seconds")
-        return end if measure is None or self.config.get("transactions") is not None else min(end, warmup + measure)
+        end = self._timeline.end
+        return None if self._zero_mono is None or end is None else self._zero_mono + end
 
     def _pass_planned_boundaries(self) -> float | None:
         """Boundaries whose planned moment has come; the next one's time.monotonic()."""
         assert self._zero_mono is not None and self._zero_wall is not None
         while True:
-            index = self._boundaries - 1  # the interval the next boundary ends
-            offset = self._interval_end(index)
-            if index > 0 and offset <= self._interval_end(index - 1):
-                return None  # past the last interval of a timed run
+            offset = self._timeline.boundary_offset(self._boundaries + 1)
+            if offset is None:
+                return None  # past the last boundary of a timed run
             if self._zero_mono + offset > time.monotonic():
                 return self._zero_mono + offset
             self._boundaries += 1

@@ -7,6 +7,7 @@ database with forced writes off; phases are a few seconds at most.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import defaultdict
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from fbbench import core
+from fbbench import _core, core
 from fbbench.engines import prepare_runtime, run_in_engine
 from fbbench.engines.runtime import Runtime
 from tests.conftest import ENGINES, fb3_server_or_skip
@@ -235,6 +236,21 @@ def test_bad_config_is_refused_up_front() -> None:
     result = core.run_load(base)
     assert result.status == "failed" and "cannot load the Firebird client library" in (result.failure or "")
     assert result.units["u"].counts.total == 0 and result.intervals == ()
+
+
+def test_python_asks_the_core_for_its_timeline() -> None:
+    """Classic's coordinator and the sampler take intervals and boundaries from the core."""
+    base = {"client_library": "/x/libfbclient.so.2", "database": "/tmp/x.fdb", "connections": 1,
+            "units": [unit("u", statement("select 1 from rdb$database"))]}
+    timed = _core.Timeline(json.dumps({**base, "warmup_seconds": 25.0, "measure_seconds": 30.0}))
+    assert (timed.warmup_intervals, timed.end, timed.measure_start_boundary) == (3, 55.0, 4)
+    assert [timed.boundary_offset(b) for b in range(9)] == [None, 0.0, 10.0, 20.0, 25.0, 35.0, 45.0, 55.0, None]
+    assert [timed.interval_closed_by(b) for b in range(4)] == [None, None, 0, 1]
+    fixed = _core.Timeline(json.dumps({**base, "transactions": 5, "interval_seconds": 2.0}))
+    assert (fixed.warmup_intervals, fixed.end, fixed.measure_start_boundary) == (0, None, 1)
+    assert fixed.boundary_offset(1000) == 1998.0
+    with pytest.raises(ValueError, match="interval_seconds"):
+        _core.Timeline(json.dumps({**base, "measure_seconds": 1.0, "interval_seconds": 0}))
 
 
 # ------------------------------------------------------------------ the loopback Firebird 3 server

@@ -257,7 +257,8 @@ fn compile_unit(raw: RawUnit) -> Result<(Unit, f64), String> {
     let isolation_text = raw.isolation.unwrap_or_else(|| "read_committed".into());
     let isolation = Isolation::parse(&isolation_text).ok_or_else(|| {
         context(format!(
-            "isolation {isolation_text:?} is not one of snapshot, read_committed, read_consistency, serializable"
+            "isolation {isolation_text:?} is not one of {}",
+            Isolation::ALL.map(Isolation::name).join(", ")
         ))
     })?;
     let keying_seconds = positive_or(raw.keying_seconds, 0.0, "keying_seconds").map_err(context)?;
@@ -360,7 +361,9 @@ mod tests {
             .err()
             .unwrap();
         assert!(
-            error.contains("unit b") && error.contains("dirty"),
+            error.contains("unit b") && error.contains(
+                r#"isolation "dirty" is not one of snapshot, read_committed, read_consistency, serializable"#
+            ),
             "{error}"
         );
         let error =

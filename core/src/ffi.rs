@@ -29,6 +29,9 @@ pub const ARG_CSTRING: IscStatus = 3;
 pub const ARG_NUMBER: IscStatus = 4;
 pub const ARG_WARNING: IscStatus = 18;
 
+/// isc_except: a PSQL `exception`, followed in the status vector by the exception's number.
+pub const ISC_EXCEPT: i64 = 335544517;
+
 // XSQLVAR.sqltype values (the low bit means "nullable").
 pub const SQL_VARYING: i16 = 448;
 pub const SQL_DOUBLE: i16 = 480;
@@ -284,8 +287,7 @@ pub fn exception_number(status: &StatusVector) -> Option<i64> {
             number = Some(args[0] as i64);
             return false;
         }
-        after_except =
-            tag == ARG_GDS && args.first() == Some(&(crate::outcome::ISC_EXCEPT as isize));
+        after_except = tag == ARG_GDS && args.first() == Some(&(ISC_EXCEPT as isize));
         true
     });
     number

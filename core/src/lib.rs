@@ -11,11 +11,11 @@ mod params;
 mod report;
 mod rng;
 mod run;
+mod signals;
 mod sqlda;
 mod stats;
 mod timeline;
 mod tpb;
-mod worker;
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -59,7 +59,7 @@ impl LoadRun {
         if control.is_some() {
             return Err(PyRuntimeError::new_err("this run was already started"));
         }
-        let _ = self.shared.signals.set(run::SavedSignals::capture());
+        let _ = self.shared.signals.set(signals::SavedSignals::capture());
         let shared = Arc::clone(&self.shared);
         let handle = std::thread::Builder::new()
             .name("fbbench-control".into())
@@ -73,7 +73,7 @@ impl LoadRun {
 
     /// Live counters as JSON; cheap enough to call a few times per second.
     fn poll(&self) -> String {
-        report::poll_json(&self.shared)
+        report::poll_json(&self.shared.config, self.shared.live())
     }
 
     /// Sets the stop flag: the attachments end within about 2 seconds, and the run ends within
@@ -159,6 +159,54 @@ impl Drop for LoadRun {
         // Nothing is joined: the control thread and every attachment thread (abandoned ones
         // included) own their reference to the shared state and end on their own.
         self.shared.request_stop();
+    }
+}
+
+/// The run's timeline for a config (core/src/timeline.rs), for callers that must agree with the
+/// core on its intervals and boundaries: Classic's coordinator, which passes the boundaries of
+/// its processes' run, and the sampler, which reads the engine at them.
+#[pyclass(name = "Timeline", module = "fbbench._core", frozen)]
+struct RunTimeline {
+    timeline: timeline::Timeline,
+}
+
+#[pymethods]
+impl RunTimeline {
+    #[new]
+    fn new(config_json: &str) -> PyResult<Self> {
+        let config = Config::from_json(config_json).map_err(PyValueError::new_err)?;
+        Ok(RunTimeline {
+            timeline: config.timeline,
+        })
+    }
+
+    /// Warm-up intervals before the first measured one.
+    #[getter]
+    fn warmup_intervals(&self) -> usize {
+        self.timeline.warmup_intervals()
+    }
+
+    /// Offset from the zero (seconds) at which the measured period ends; None for fixed work.
+    #[getter]
+    fn end(&self) -> Option<f64> {
+        self.timeline.end()
+    }
+
+    /// The boundary at which the measured period starts: the end of the warm-up, or the zero.
+    #[getter]
+    fn measure_start_boundary(&self) -> u64 {
+        self.timeline.measure_start_boundary()
+    }
+
+    /// The interval (0-based) that boundary `boundary` closes; None for the zero (and for 0).
+    fn interval_closed_by(&self, boundary: u64) -> Option<usize> {
+        timeline::interval_closed_by(boundary)
+    }
+
+    /// The planned offset of boundary `boundary` from the zero (seconds); None past the last
+    /// boundary of a timed run.
+    fn boundary_offset(&self, boundary: u64) -> Option<f64> {
+        self.timeline.boundary_offset(boundary)
     }
 }
 
@@ -255,6 +303,7 @@ fn build_tpb<'py>(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_class::<LoadRun>()?;
+    m.add_class::<RunTimeline>()?;
     m.add_function(wrap_pyfunction!(histogram_summary, m)?)?;
     m.add_function(wrap_pyfunction!(merge_histograms, m)?)?;
     m.add_function(wrap_pyfunction!(build_tpb, m)?)?;

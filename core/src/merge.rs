@@ -9,48 +9,45 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{json, Map, Value};
 
 use crate::outcome::Outcome;
-use crate::stats::{by_code_json, deserialize, full_histogram, latency_ms, number, serialize};
+use crate::stats::{deserialize, full_histogram, UnitStats};
 
-/// One unit's figures while merging.
-struct Merged {
-    counts: [u64; 4],
-    histogram: hdrhistogram::Histogram<u64>,
-    errors: HashMap<i64, u64>,
-    conflicts: HashMap<i64, u64>,
-    tally: Vec<(String, f64)>,
+/// A unit's figures while merging: the histogram covers the contract's whole range, and the
+/// tally columns are added as the parts name them.
+fn merged_unit() -> UnitStats {
+    UnitStats::new(full_histogram(), 0)
 }
 
-impl Merged {
-    fn new() -> Merged {
-        Merged {
-            counts: [0; 4],
-            histogram: full_histogram(),
-            errors: HashMap::new(),
-            conflicts: HashMap::new(),
-            tally: Vec::new(),
-        }
+/// Adds the counts and the latency histogram of a unit's entry (an interval's or a total's).
+fn add_counts(stats: &mut UnitStats, unit: &Value) -> Result<(), String> {
+    for outcome in Outcome::ALL {
+        stats.counts[outcome.index()] +=
+            unit.get(outcome.key()).and_then(Value::as_u64).unwrap_or(0);
     }
-
-    fn add_counts(&mut self, unit: &Value) -> Result<(), String> {
-        for outcome in Outcome::ALL {
-            self.counts[outcome.index()] +=
-                unit.get(outcome.key()).and_then(Value::as_u64).unwrap_or(0);
-        }
-        if let Some(text) = unit.get("histogram").and_then(Value::as_str) {
-            let part = deserialize(text)?;
-            self.histogram
-                .add(&part)
-                .map_err(|e| format!("cannot merge histogram: {e:?}"))?;
-        }
-        Ok(())
+    if let Some(text) = unit.get("histogram").and_then(Value::as_str) {
+        let part = deserialize(text)?;
+        stats
+            .latency
+            .add(&part)
+            .map_err(|e| format!("cannot merge histogram: {e:?}"))?;
     }
+    Ok(())
+}
 
-    fn counts_json(&self) -> Map<String, Value> {
-        let mut map = Map::new();
-        for outcome in Outcome::ALL {
-            map.insert(outcome.key().into(), json!(self.counts[outcome.index()]));
+/// One unit's totals while merging, with its tally columns named as the parts name them.
+struct Total {
+    stats: UnitStats,
+    columns: Vec<String>,
+}
+
+impl Total {
+    fn add_tally(&mut self, column: &str, value: f64) {
+        match self.columns.iter().position(|c| c == column) {
+            Some(i) => self.stats.tally[i] += value,
+            None => {
+                self.columns.push(column.to_string());
+                self.stats.tally.push(value);
+            }
         }
-        map
     }
 }
 
@@ -103,15 +100,13 @@ pub fn merge_intervals(parts: &[Value]) -> Result<Value, String> {
         .collect();
     let mut units = Map::new();
     for name in unit_names(unit_maps.iter().copied()) {
-        let mut merged = Merged::new();
+        let mut merged = merged_unit();
         for map in &unit_maps {
             if let Some(unit) = map.get(&name) {
-                merged.add_counts(unit)?;
+                add_counts(&mut merged, unit)?;
             }
         }
-        let mut entry = merged.counts_json();
-        entry.insert("histogram".into(), json!(serialize(&merged.histogram)));
-        units.insert(name, Value::Object(entry));
+        units.insert(name, merged.interval_json());
     }
     let seconds = parts
         .iter()
@@ -168,12 +163,16 @@ pub fn merge_results(parts: &[Value]) -> Result<Value, String> {
 
     // Unit totals of the measured period.
     let mut messages: HashMap<i64, String> = HashMap::new();
-    let mut totals: Vec<(String, Merged)> = Vec::new();
-    let total_of = |name: &str, totals: &mut Vec<(String, Merged)>| -> usize {
+    let mut totals: Vec<(String, Total)> = Vec::new();
+    let total_of = |name: &str, totals: &mut Vec<(String, Total)>| -> usize {
         match totals.iter().position(|(n, _)| n == name) {
             Some(i) => i,
             None => {
-                totals.push((name.to_string(), Merged::new()));
+                let total = Total {
+                    stats: merged_unit(),
+                    columns: Vec::new(),
+                };
+                totals.push((name.to_string(), total));
                 totals.len() - 1
             }
         }
@@ -183,15 +182,15 @@ pub fn merge_results(parts: &[Value]) -> Result<Value, String> {
             Some(units) => {
                 for (name, unit) in units {
                     let i = total_of(name, &mut totals);
-                    let merged = &mut totals[i].1;
-                    merged.add_counts(unit)?;
+                    let total = &mut totals[i].1;
+                    add_counts(&mut total.stats, unit)?;
                     add_codes(
-                        &mut merged.errors,
+                        &mut total.stats.errors_by_code,
                         &mut messages,
                         unit.get("errors_by_code"),
                     );
                     add_codes(
-                        &mut merged.conflicts,
+                        &mut total.stats.conflicts_by_code,
                         &mut messages,
                         unit.get("conflicts_by_code"),
                     );
@@ -201,11 +200,7 @@ pub fn merge_results(parts: &[Value]) -> Result<Value, String> {
                         .into_iter()
                         .flatten()
                     {
-                        let value = value.as_f64().unwrap_or(0.0);
-                        match merged.tally.iter_mut().find(|(c, _)| c == column) {
-                            Some((_, sum)) => *sum += value,
-                            None => merged.tally.push((column.clone(), value)),
-                        }
+                        total.add_tally(column, value.as_f64().unwrap_or(0.0));
                     }
                 }
             }
@@ -224,32 +219,18 @@ pub fn merge_results(parts: &[Value]) -> Result<Value, String> {
                         .flatten()
                     {
                         let i = total_of(name, &mut totals);
-                        totals[i].1.add_counts(unit)?;
+                        add_counts(&mut totals[i].1.stats, unit)?;
                     }
                 }
             }
         }
     }
     let mut units = Map::new();
-    for (name, merged) in &totals {
-        let mut entry = merged.counts_json();
-        entry.insert("histogram".into(), json!(serialize(&merged.histogram)));
-        entry.insert("latency_ms".into(), latency_ms(&merged.histogram));
-        entry.insert(
-            "errors_by_code".into(),
-            by_code_json(&merged.errors, &messages),
+    for (name, total) in &totals {
+        units.insert(
+            name.clone(),
+            total.stats.total_json(&total.columns, &messages),
         );
-        entry.insert(
-            "conflicts_by_code".into(),
-            by_code_json(&merged.conflicts, &messages),
-        );
-        let tally: Map<String, Value> = merged
-            .tally
-            .iter()
-            .map(|(column, sum)| (column.clone(), number(*sum)))
-            .collect();
-        entry.insert("tally".into(), Value::Object(tally));
-        units.insert(name.clone(), Value::Object(entry));
     }
 
     let mut attachments: Vec<Value> = field("attachments")
@@ -298,16 +279,14 @@ pub fn merge_results(parts: &[Value]) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{local_histogram, UnitStats};
+    use crate::stats::{latency_ms, local_histogram};
 
     fn unit(values: &[u64], outcome: Outcome, code: i64, tally: f64) -> (Value, UnitStats) {
         let mut stats = UnitStats::new(local_histogram(), 1);
         for &v in values {
             stats.record(outcome, v, code, &[tally]);
         }
-        let mut json = stats.counts_json();
-        json.insert("histogram".into(), json!(serialize(&stats.latency)));
-        (Value::Object(json), stats)
+        (stats.interval_json(), stats)
     }
 
     fn interval(index: u64, phase: &str, seconds: f64, a: &Value) -> Value {

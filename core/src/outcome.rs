@@ -3,7 +3,6 @@
 
 use crate::ffi::{contains_code, exception_number, first_gdscode, StatusVector};
 
-pub const ISC_EXCEPT: i64 = 335544517;
 /// Lock conflict, deadlock, concurrent transaction, update conflict, lock time-out.
 pub const CONFLICT_CODES: [i64; 5] = [335544345, 335544336, 335544878, 335544451, 335544510];
 /// The attachment is gone: network errors, shutdown, a dead handle. Counting these as errors
@@ -104,7 +103,7 @@ pub fn classify(status: &StatusVector, rollback_on: &[i64]) -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ffi::{IscStatus, STATUS_LEN};
+    use crate::ffi::{IscStatus, ISC_EXCEPT, STATUS_LEN};
 
     fn vector(words: &[IscStatus]) -> StatusVector {
         let mut status = [0; STATUS_LEN];

@@ -1,47 +1,79 @@
 //! The JSON documents of docs/core-api.md: live counters (`poll`) and the final result.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use crate::outcome::Outcome;
-use crate::run::{Collected, Shared};
-use crate::stats::{by_code_json, full_histogram, latency_ms, number, serialize, UnitStats};
+use crate::config::Config;
+use crate::stats::{counts_json, full_histogram, UnitStats};
+use crate::timeline::WallClock;
 
-fn counts_json(counts: &[u64; 4]) -> Value {
-    let mut map = Map::new();
-    for outcome in Outcome::ALL {
-        map.insert(outcome.key().into(), json!(counts[outcome.index()]));
-    }
-    Value::Object(map)
+/// What the timekeeper accumulates while the run goes on.
+pub struct Collected {
+    pub intervals: Vec<Value>,
+    pub totals: Vec<UnitStats>,
+    /// Offset from zero at which counting ended.
+    pub end_offset: f64,
 }
 
-pub fn poll_json(shared: &Shared) -> String {
-    let config = &shared.config;
-    let mut live = vec![[0u64; 4]; config.units.len()];
-    let mut measure = vec![[0u64; 4]; config.units.len()];
-    for slot in &shared.slots {
-        let stats = slot.stats.lock().unwrap_or_else(|e| e.into_inner());
-        for (unit, counts) in stats.live.iter().enumerate() {
-            for k in 0..4 {
-                live[unit][k] += counts[k];
-                measure[unit][k] += stats.live_measure[unit][k];
-            }
-        }
-    }
-    let state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
-    let elapsed = shared
-        .zero()
-        .map(|z| z.elapsed().as_secs_f64())
-        .unwrap_or(0.0);
-    let phase = if state.done {
+/// What an attachment hands in when it comes back.
+#[derive(Clone)]
+pub struct Finished {
+    pub units: u64,
+    pub core_ns: u64,
+    pub cpu_ns: u64,
+    pub error: Option<String>,
+}
+
+/// What `poll` reads of the run, taken in one go.
+pub struct Live {
+    /// Counts by unit and outcome since the start, and within the measured period.
+    pub counts: Vec<[u64; 4]>,
+    pub measure_counts: Vec<[u64; 4]>,
+    /// Seconds since the zero; None before it.
+    pub elapsed: Option<f64>,
+    pub done: bool,
+    pub stopping: bool,
+    pub ready: bool,
+    pub connected: u32,
+    pub intervals_completed: usize,
+    pub last_interval: Option<Value>,
+    pub failure: Option<String>,
+}
+
+/// What the result reads of the run once it has ended, besides what was `Collected`.
+pub struct Ended {
+    /// The failure as reported (the run's own, then the abandoned attachments).
+    pub failure: Option<String>,
+    /// The run itself failed (not only an attachment that was abandoned).
+    pub run_failed: bool,
+    pub user_stopped: bool,
+    pub abandoned: Vec<u32>,
+    pub abandon_note: Option<String>,
+    pub attachments: Vec<AttachmentEnd>,
+    /// The first message seen for each gdscode, over all attachments.
+    pub messages: HashMap<i64, String>,
+    pub clock: WallClock,
+    pub zero: Option<Instant>,
+}
+
+pub struct AttachmentEnd {
+    pub index: u32,
+    /// Units it recorded so far (all that is known of one that was abandoned).
+    pub recorded: u64,
+    pub finished: Option<Finished>,
+}
+
+pub fn poll_json(config: &Config, live: Live) -> String {
+    let elapsed = live.elapsed.unwrap_or(0.0);
+    let phase = if live.done {
         "done"
-    } else if state.stopping {
+    } else if live.stopping {
         "stopping"
-    } else if shared.zero().is_none() && state.ready {
+    } else if live.elapsed.is_none() && live.ready {
         "ready"
-    } else if shared.zero().is_none() {
+    } else if live.elapsed.is_none() {
         "connecting"
     } else if elapsed < config.timeline.warmup {
         "warmup"
@@ -51,61 +83,64 @@ pub fn poll_json(shared: &Shared) -> String {
     let mut units = Map::new();
     let mut measure_units = Map::new();
     for (i, unit) in config.units.iter().enumerate() {
-        units.insert(unit.name.clone(), counts_json(&live[i]));
-        measure_units.insert(unit.name.clone(), counts_json(&measure[i]));
+        units.insert(
+            unit.name.clone(),
+            Value::Object(counts_json(&live.counts[i])),
+        );
+        measure_units.insert(
+            unit.name.clone(),
+            Value::Object(counts_json(&live.measure_counts[i])),
+        );
     }
     json!({
         "elapsed_seconds": elapsed,
         "phase": phase,
-        "connected": state.connected,
-        "intervals_completed": state.intervals_completed,
+        "connected": live.connected,
+        "intervals_completed": live.intervals_completed,
         "units": units,
         "measure_units": measure_units,
-        "last_interval": state.last_interval.clone(),
-        "failure": state.failure_text(),
+        "last_interval": live.last_interval,
+        "failure": live.failure,
     })
     .to_string()
 }
 
-pub fn result_json(shared: &Shared, collected: Option<Collected>) -> String {
-    let config = &shared.config;
-    let state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
-    let failure = state.failure_text();
-    let abandoned = state.abandoned.clone();
-    let abandon_note = state.abandon_note.clone();
+pub fn result_json(config: &Config, ended: Ended, collected: Option<Collected>) -> String {
+    let Ended {
+        failure,
+        run_failed,
+        user_stopped,
+        abandoned,
+        abandon_note,
+        attachments: ends,
+        messages,
+        clock,
+        zero,
+    } = ended;
     // A stop the user asked for stays "stopped" even when an attachment had to be abandoned
     // (the note says which); a failure of the run, or an attachment abandoned after a period
     // that ended normally, is "failed".
-    let status = if state.failure.is_some() {
+    let status = if run_failed {
         "failed"
-    } else if state.user_stopped {
+    } else if user_stopped {
         "stopped"
     } else if !abandoned.is_empty() {
         "failed"
     } else {
         "completed"
     };
-    drop(state);
 
-    let mut messages: HashMap<i64, String> = HashMap::new();
     let mut attachments = Vec::new();
     let (mut core_ns, mut cpu_ns) = (0u64, 0u64);
-    for (i, slot) in shared.slots.iter().enumerate() {
-        let stats = slot.stats.lock().unwrap_or_else(|e| e.into_inner());
-        for (code, message) in &stats.messages {
-            messages.entry(*code).or_insert_with(|| message.clone());
-        }
-        let index = config.first_attachment + i as u32;
-        let (units, error) = match &stats.finished {
-            _ if abandoned.contains(&index) => {
-                // What it recorded so far; its time and CPU are not known.
-                let recorded: u64 = stats.live.iter().flatten().sum();
-                (recorded, abandon_note.clone())
-            }
+    for end in ends {
+        let index = end.index;
+        let (units, error) = match end.finished {
+            // What it recorded so far; its time and CPU are not known.
+            _ if abandoned.contains(&index) => (end.recorded, abandon_note.clone()),
             Some(f) => {
                 core_ns += f.core_ns;
                 cpu_ns += f.cpu_ns;
-                (f.units, f.error.clone())
+                (f.units, f.error)
             }
             None => (0, None),
         };
@@ -115,7 +150,6 @@ pub fn result_json(shared: &Shared, collected: Option<Collected>) -> String {
     }
 
     let warmup = config.timeline.warmup;
-    let zero = shared.zero();
     let (intervals, totals, end_offset) = match collected {
         Some(c) => (c.intervals, Some(c.totals), c.end_offset),
         None => (Vec::new(), None, 0.0),
@@ -123,10 +157,10 @@ pub fn result_json(shared: &Shared, collected: Option<Collected>) -> String {
     let measured_seconds = (end_offset - warmup).max(0.0);
     let measure_started_at = zero
         .filter(|_| end_offset >= warmup)
-        .map(|z| shared.epoch(z + Duration::from_secs_f64(warmup)));
+        .map(|z| clock.epoch(z + Duration::from_secs_f64(warmup)));
     let ended_at = match zero {
-        Some(z) => shared.epoch(z + Duration::from_secs_f64(end_offset)),
-        None => shared.epoch(std::time::Instant::now()),
+        Some(z) => clock.epoch(z + Duration::from_secs_f64(end_offset)),
+        None => clock.epoch(Instant::now()),
     };
 
     let totals = totals.unwrap_or_else(|| {
@@ -138,31 +172,13 @@ pub fn result_json(shared: &Shared, collected: Option<Collected>) -> String {
     });
     let mut units = Map::new();
     for (unit, stats) in config.units.iter().zip(&totals) {
-        let mut entry = stats.counts_json();
-        entry.insert("histogram".into(), json!(serialize(&stats.latency)));
-        entry.insert("latency_ms".into(), latency_ms(&stats.latency));
-        entry.insert(
-            "errors_by_code".into(),
-            by_code_json(&stats.errors_by_code, &messages),
-        );
-        entry.insert(
-            "conflicts_by_code".into(),
-            by_code_json(&stats.conflicts_by_code, &messages),
-        );
-        let tally: Map<String, Value> = unit
-            .tally
-            .iter()
-            .zip(&stats.tally)
-            .map(|(name, v)| (name.clone(), number(*v)))
-            .collect();
-        entry.insert("tally".into(), Value::Object(tally));
-        units.insert(unit.name.clone(), Value::Object(entry));
+        units.insert(unit.name.clone(), stats.total_json(&unit.tally, &messages));
     }
 
     json!({
         "status": status,
         "failure": failure,
-        "started_at": shared.created_wall,
+        "started_at": clock.created_wall,
         "measure_started_at": measure_started_at,
         "ended_at": ended_at,
         "measured_seconds": measured_seconds,

@@ -161,17 +161,53 @@ impl UnitStats {
         self.counts.iter().all(|&c| c == 0)
     }
 
-    pub fn counts_json(&self) -> Map<String, Value> {
-        let mut map = Map::new();
-        for outcome in Outcome::ALL {
-            map.insert(outcome.key().into(), json!(self.counts[outcome.index()]));
-        }
-        map
+    /// The unit's entry in an interval of docs/core-api.md: counts by outcome and the latency
+    /// histogram.
+    pub fn interval_json(&self) -> Value {
+        Value::Object(self.interval_entry())
+    }
+
+    /// The unit's entry in the result's totals: the interval entry, the latency summary, errors
+    /// and conflicts by code (with the first message seen for each code), and the tally sums of
+    /// the columns named `columns`.
+    pub fn total_json(&self, columns: &[String], messages: &HashMap<i64, String>) -> Value {
+        let mut entry = self.interval_entry();
+        entry.insert("latency_ms".into(), latency_ms(&self.latency));
+        entry.insert(
+            "errors_by_code".into(),
+            by_code_json(&self.errors_by_code, messages),
+        );
+        entry.insert(
+            "conflicts_by_code".into(),
+            by_code_json(&self.conflicts_by_code, messages),
+        );
+        let tally: Map<String, Value> = columns
+            .iter()
+            .zip(&self.tally)
+            .map(|(name, sum)| (name.clone(), number(*sum)))
+            .collect();
+        entry.insert("tally".into(), Value::Object(tally));
+        Value::Object(entry)
+    }
+
+    fn interval_entry(&self) -> Map<String, Value> {
+        let mut entry = counts_json(&self.counts);
+        entry.insert("histogram".into(), json!(serialize(&self.latency)));
+        entry
     }
 }
 
+/// Counts by outcome, keyed by the outcomes' names.
+pub fn counts_json(counts: &[u64; 4]) -> Map<String, Value> {
+    let mut map = Map::new();
+    for outcome in Outcome::ALL {
+        map.insert(outcome.key().into(), json!(counts[outcome.index()]));
+    }
+    map
+}
+
 /// Per-code counts with the first message seen for each code, as the result lists them.
-pub fn by_code_json(counts: &HashMap<i64, u64>, messages: &HashMap<i64, String>) -> Value {
+fn by_code_json(counts: &HashMap<i64, u64>, messages: &HashMap<i64, String>) -> Value {
     let mut codes: Vec<(&i64, &u64)> = counts.iter().collect();
     codes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     Value::Array(
@@ -186,7 +222,7 @@ pub fn by_code_json(counts: &HashMap<i64, u64>, messages: &HashMap<i64, String>)
 }
 
 /// A tally sum as JSON: integral sums stay integers.
-pub fn number(value: f64) -> Value {
+fn number(value: f64) -> Value {
     if value.fract() == 0.0 && value.abs() < 9.0e15 {
         json!(value as i64)
     } else {

@@ -4,6 +4,22 @@
 //! under a ramp-up). Warm-up intervals tile [0, W); measure intervals tile [W, W + M), each
 //! `interval` long except the last of each phase, so the phase boundary is always an interval
 //! boundary. In fixed-work runs M is unbounded.
+//!
+//! Boundaries are numbered as the run passes them (what `LoadRun.wait_boundary` counts): the zero
+//! is boundary 1, then boundary `index + 2` closes interval `index`.
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+pub const ZERO_BOUNDARY: u64 = 1;
+
+pub fn boundary_closing(index: usize) -> u64 {
+    index as u64 + 2
+}
+
+/// The interval boundary `boundary` closes; None for the zero (and for 0, no boundary yet).
+pub fn interval_closed_by(boundary: u64) -> Option<usize> {
+    boundary.checked_sub(2).map(|index| index as usize)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timeline {
@@ -82,6 +98,54 @@ impl Timeline {
             None => false,
         }
     }
+
+    /// The boundary at which the measured period starts: the end of the warm-up, or the zero.
+    pub fn measure_start_boundary(&self) -> u64 {
+        match self.warmup_intervals() {
+            0 => ZERO_BOUNDARY,
+            n => boundary_closing(n - 1),
+        }
+    }
+
+    /// The planned offset of boundary `boundary` (a run that stops early closes its last interval
+    /// sooner); None for 0 and past the last boundary of a timed run.
+    pub fn boundary_offset(&self, boundary: u64) -> Option<f64> {
+        match interval_closed_by(boundary) {
+            Some(index) if index > 0 && self.is_last(index - 1) => None,
+            Some(index) => Some(self.bounds(index).1),
+            None => (boundary == ZERO_BOUNDARY).then_some(0.0),
+        }
+    }
+}
+
+/// The run's moments as wall-clock times (seconds since the epoch), as the documents give them:
+/// both clocks are read once, when the run is created, and moments are placed from there on the
+/// monotonic clock.
+#[derive(Debug, Clone, Copy)]
+pub struct WallClock {
+    created: Instant,
+    /// The wall-clock time of `created`.
+    pub created_wall: f64,
+}
+
+impl WallClock {
+    pub fn now() -> WallClock {
+        WallClock {
+            created: Instant::now(),
+            created_wall: wall_now(),
+        }
+    }
+
+    pub fn epoch(&self, at: Instant) -> f64 {
+        self.created_wall + at.saturating_duration_since(self.created).as_secs_f64()
+    }
+}
+
+fn wall_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 #[cfg(test)]
@@ -101,6 +165,25 @@ mod tests {
         assert_eq!(t.bounds(3), (25.0, 35.0, Phase::Measure));
         assert_eq!(t.bounds(5), (45.0, 55.0, Phase::Measure));
         assert!(t.is_last(5) && !t.is_last(4));
+        assert_eq!(t.measure_start_boundary(), 4);
+        assert_eq!(interval_closed_by(t.measure_start_boundary()), Some(2));
+        assert_eq!(interval_closed_by(ZERO_BOUNDARY), None);
+        assert_eq!(interval_closed_by(boundary_closing(5)), Some(5));
+        let offsets: Vec<Option<f64>> = (0..9).map(|b| t.boundary_offset(b)).collect();
+        assert_eq!(
+            offsets,
+            [
+                None,
+                Some(0.0),
+                Some(10.0),
+                Some(20.0),
+                Some(25.0),
+                Some(35.0),
+                Some(45.0),
+                Some(55.0),
+                None
+            ]
+        );
         assert_eq!(t.interval_of(0.0), Some(0));
         assert_eq!(t.interval_of(24.999), Some(2));
         assert_eq!(t.interval_of(25.0), Some(3));
@@ -129,6 +212,8 @@ mod tests {
         assert_eq!(t.bounds(0), (0.0, 2.0, Phase::Measure));
         assert_eq!(t.interval_of(1e6), Some(500_000));
         assert!(!t.is_last(1_000_000));
+        assert_eq!(t.measure_start_boundary(), ZERO_BOUNDARY);
+        assert_eq!(t.boundary_offset(1_000_002), Some(2_000_002.0));
         let short = Timeline {
             interval: 10.0,
             warmup: 0.0,
@@ -136,5 +221,7 @@ mod tests {
         };
         assert_eq!(short.bounds(0), (0.0, 4.0, Phase::Measure));
         assert!(short.is_last(0));
+        assert_eq!(short.boundary_offset(2), Some(4.0));
+        assert_eq!(short.boundary_offset(3), None);
     }
 }

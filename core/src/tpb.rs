@@ -26,14 +26,25 @@ pub enum Isolation {
 }
 
 impl Isolation {
-    pub fn parse(text: &str) -> Option<Isolation> {
-        match text {
-            "snapshot" => Some(Isolation::Snapshot),
-            "read_committed" => Some(Isolation::ReadCommitted),
-            "read_consistency" => Some(Isolation::ReadConsistency),
-            "serializable" => Some(Isolation::Serializable),
-            _ => None,
+    pub const ALL: [Isolation; 4] = [
+        Isolation::Snapshot,
+        Isolation::ReadCommitted,
+        Isolation::ReadConsistency,
+        Isolation::Serializable,
+    ];
+
+    /// Its name in the workload contract.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::Snapshot => "snapshot",
+            Isolation::ReadCommitted => "read_committed",
+            Isolation::ReadConsistency => "read_consistency",
+            Isolation::Serializable => "serializable",
         }
+    }
+
+    pub fn parse(text: &str) -> Option<Isolation> {
+        Isolation::ALL.into_iter().find(|i| i.name() == text)
     }
 }
 

@@ -15,7 +15,7 @@ interval that adds up to the whole.
 
 from __future__ import annotations
 
-import math
+import json
 import resource
 import statistics
 import threading
@@ -148,19 +148,21 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     ``processes``: the core runs Classic's one process per attachment (embedded Classic).
     ``barrier``: the run is time-shared with another (fbbench compare --paired): connected, it
     waits at the start barrier and starts at the common zero (:mod:`fbbench.runner.timeshare`)."""
+    from fbbench import _core
     from fbbench import core as native
     from fbbench.runner import timeshare
 
-    warmup = config["warmup_seconds"] or 0.0
-    warmup_intervals = math.ceil(warmup / config["interval_seconds"]) if warmup > 0 else 0
-    readings = _Readings(store, run_id, workload, warmup_intervals - 1 if warmup_intervals else ZERO)
+    timeline = _core.Timeline(json.dumps(config))
+    measure_start = timeline.measure_start_boundary  # where the metric window opens
+    opening = timeline.interval_closed_by(measure_start)
+    readings = _Readings(store, run_id, workload, ZERO if opening is None else opening)
     thread = None
     if monitor or workload.metrics:
         every = {m.name: m.sql for m in workload.metrics if m.every == "interval"}
         at_end = {m.name: m.sql for m in workload.metrics if m.every == "end"}
         thread = SamplerThread(Sampler(dsn, tables, monitor=monitor, metrics=every, end_metrics=at_end))
         thread.wait_ready(30)
-    architecture = _ArchitectureCheck(dsn, config["connections"], warmup_intervals + 1, thread)
+    architecture = _ArchitectureCheck(dsn, config["connections"], measure_start, thread)
 
     baseline_before_zero = False  # the held load's baseline was read: the zero itself needs none
 
@@ -182,13 +184,13 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
         if thread is None or boundary == 0:
             return
         at_monotonic = time.monotonic() - (time.time() - at)
-        if boundary == 1:
+        interval = timeline.interval_closed_by(boundary)
+        if interval is None:  # the run's zero
             if not baseline_before_zero:
                 thread.zero(at_monotonic)
             return
-        interval = boundary - 2
         # The end-only metrics are read where the measured window starts and at the last boundary.
-        thread.boundary(interval, at_monotonic, full=last or interval == warmup_intervals - 1)
+        thread.boundary(interval, at_monotonic, full=last or boundary == measure_start)
 
     stored = [0]
 

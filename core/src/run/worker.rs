@@ -4,13 +4,13 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::state::Shared;
 use crate::config::{Config, Unit};
 use crate::conn::{Attachment, Statement};
 use crate::ffi::{FbApi, Handle};
 use crate::outcome::{classify, Failure, Outcome};
 use crate::params::choose_unit;
 use crate::rng::{Rng, Stream};
-use crate::run::Shared;
 
 /// Think times are negative-exponential with this cap (in multiples of the mean), as TPC-C has it.
 const THINK_CAP: f64 = 10.0;
