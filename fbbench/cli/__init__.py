@@ -3,24 +3,34 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from fbbench import __version__, paths, signals
+from fbbench.cli.common import (
+    CHECKS_FAILED,
+    INTERRUPTED,
+    LINT_FAILED,
+    EngineOption,
+    OnOff,
+    PasswordFileOption,
+    ResultsOption,
+    UserOption,
+    WorkdirOption,
+    _credentials,
+    _on_off,
+    _print_error,
+    _print_static_lint,
+    _workdir,
+    console,
+)
 from fbbench.errors import FbbenchError
-
-# Piped output gets 120 columns instead of rich's 80, so tables and the live line stay readable in logs.
-console = Console(width=None if sys.stdout.isatty() else 120)
-errors = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
 app = typer.Typer(
     name="fbbench",
@@ -37,52 +47,6 @@ db_app = typer.Typer(help="Benchmark databases: create, describe, drop (only fbb
                      no_args_is_help=True)
 app.add_typer(engines_app, name="engines")
 app.add_typer(db_app, name="db")
-
-
-class OnOff(StrEnum):
-    on = "on"
-    off = "off"
-
-
-WorkdirOption = Annotated[
-    Path | None,
-    typer.Option("--workdir", help="fbbench's work directory (runtime roots, run databases). "
-                 "Default: $FBBENCH_HOME/work."),
-]
-UserOption = Annotated[str | None, typer.Option("--user", help="User for a server engine (default SYSDBA).")]
-PasswordFileOption = Annotated[
-    Path | None,
-    typer.Option("--password-file", help="File holding the password for a server engine "
-                 "(or set ISC_PASSWORD). Never given as a plain flag, never stored."),
-]
-EngineOption = Annotated[
-    str | None,
-    typer.Option("--engine", "-e", help="5.0, 4.0, 3.0 (embedded) or a full version such as 5.0.4."),
-]
-
-
-def _workdir(workdir: Path | None) -> Path:
-    chosen = (workdir or paths.default_workdir()).expanduser().resolve()
-    chosen.mkdir(parents=True, exist_ok=True)
-    return chosen
-
-
-def _credentials(user: str | None, password_file: Path | None):
-    from fbbench.database.manage import Credentials
-
-    password = None
-    if password_file is not None:
-        try:
-            password = password_file.read_text().splitlines()[0] if password_file.read_text() else ""
-        except OSError as error:
-            raise FbbenchError(f"cannot read the password file {password_file}: {error.strerror}") from None
-    elif os.environ.get("ISC_PASSWORD") is not None:
-        password = os.environ["ISC_PASSWORD"]
-    return Credentials(user or os.environ.get("ISC_USER") or None, password)
-
-
-def _on_off(value: OnOff | None) -> bool | None:
-    return None if value is None else value is OnOff.on
 
 
 # --------------------------------------------------------------------------------------- engines
@@ -330,12 +294,6 @@ def db_drop(
 results_app = typer.Typer(help="The results store: every run fbbench recorded.", no_args_is_help=True)
 app.add_typer(results_app, name="results")
 
-ResultsOption = Annotated[
-    Path | None,
-    typer.Option("--results", help="Results store (SQLite). Default: $FBBENCH_HOME/results.sqlite."),
-]
-
-
 @app.command(context_settings={"help_option_names": ["-h", "--help"]})
 def run(
     workload: Annotated[str | None, typer.Argument(help="Built-in workload (tpcc) or a workload directory.")] = None,
@@ -422,7 +380,6 @@ def run(
     credentials = _credentials(settings.user, password_file)
     settings.user = credentials.user
 
-    from fbbench.errors import Interrupted
     from fbbench.runner.run import RunOutcome, execute_series, static_findings
 
     _print_static_lint(static_findings(settings))
@@ -439,25 +396,9 @@ def run(
     series_id, outcomes = execute_series(settings, credentials.password, on_leftovers=leftovers, on_run=finished)
     if series_id is not None:
         _print_series(series_id, outcomes)
-    code = next((c for c in codes if c == Interrupted.exit_code), max(codes, default=0))
+    code = next((c for c in codes if c == INTERRUPTED), max(codes, default=0))
     if code:
         raise typer.Exit(code)
-
-
-def _print_static_lint(findings: list[Any]) -> None:
-    """The static rules' findings before a run, as warnings: the run goes on (the user may mean it,
-    as the orders workload's variant=flawed does), but the stored run carries them."""
-    from fbbench.report.console import finding_lines
-
-    if not findings:
-        return
-    console.print(f"[yellow]warning:[/] the credibility lint found {len(findings)} problem(s) before the run "
-                  "(it goes on):", highlight=False, soft_wrap=True)
-    for line in finding_lines([{**finding.to_dict(), "severity": "warning"} for finding in findings]):
-        console.print(line, highlight=False, soft_wrap=True)
-    if any(f.severity == "error" for f in findings):
-        console.print("  [yellow]a comparison that uses this run will be refused unless --force[/]",
-                      highlight=False, soft_wrap=True)
 
 
 def _conclude_run(outcome: Any, settings: Any) -> int:
@@ -495,9 +436,6 @@ def _print_series(series_id: str, outcomes: list[Any]) -> None:
     with ResultsStore(outcomes[0].results, create=False) as store:
         documents = [result_document(store.load_run(run_id)) for run_id in store.series_runs(series_id)]
     print_series(series_id, documents, console)
-
-
-CHECKS_FAILED = 3  # --fail-on-checks / --fail-on-audits: the run completed, its checks did not pass
 
 
 def _report_run(run_id: str, results: Path, json_file: str | None,
@@ -833,9 +771,6 @@ def _pair_line(pair: Any, pairs: int) -> str:
     return " ".join(parts)
 
 
-LINT_FAILED = 1  # fbbench lint: an error-severity finding (for CI)
-
-
 @app.command("lint", context_settings={"help_option_names": ["-h", "--help"]})
 def lint_command(
     items: Annotated[list[str], typer.Argument(help="Runs or series, named as for compare.", show_default=False,
@@ -884,12 +819,6 @@ def _version(
     if version:
         console.print(f"fbbench {__version__}")
         raise typer.Exit()
-
-
-def _print_error(message: str, hint: str | None = None) -> None:
-    errors.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-    if hint:
-        errors.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
 
 
 def main() -> None:
