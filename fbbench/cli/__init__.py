@@ -26,6 +26,7 @@ from fbbench.cli.common import (
     _credentials,
     _on_off,
     _print_error,
+    _print_leftovers,
     _print_static_lint,
     _workdir,
     console,
@@ -384,16 +385,12 @@ def run(
 
     _print_static_lint(static_findings(settings))
 
-    def leftovers(removed: list[str]) -> None:
-        console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False,
-                      soft_wrap=True)
-
     codes: list[int] = []
 
     def finished(outcome: RunOutcome) -> None:
         codes.append(_conclude_run(outcome, settings))
 
-    series_id, outcomes = execute_series(settings, credentials.password, on_leftovers=leftovers, on_run=finished)
+    series_id, outcomes = execute_series(settings, credentials.password, on_leftovers=_print_leftovers, on_run=finished)
     if series_id is not None:
         _print_series(series_id, outcomes)
     code = next((c for c in codes if c == INTERRUPTED), max(codes, default=0))
@@ -543,11 +540,8 @@ def sweep(
                       + (f" — {escape(outcome.failure)}" if outcome.failure and outcome.status != "completed" else ""),
                       highlight=False)
 
-    def leftovers(removed: list[str]) -> None:
-        console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False, soft_wrap=True)
-
     outcome = sweep_run.execute_sweep(parsed, credentials.password, resume=resume, on_step=on_step, on_run=on_run,
-                                      on_leftovers=leftovers)
+                                      on_leftovers=_print_leftovers)
     with ResultsStore(outcome.results, create=False) as store:
         document = sweep_report.sweep_document(store, outcome.sweep_id)
     sweep_report.print_sweep(document, console)
@@ -725,9 +719,6 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
             console.print(f"{label}:", highlight=False)
             _print_static_lint(findings)
 
-    def leftovers(removed: list[str]) -> None:
-        console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False, soft_wrap=True)
-
     def on_pair(pair: Any) -> None:
         console.print(_pair_line(pair, pairs), highlight=False, soft_wrap=True)
 
@@ -736,7 +727,7 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
                   f"at the same time in turns of {turn:g} s; about "
                   f"{pairs * (a.warmup + a.duration):,.0f} s of warm-up and measurement in all", highlight=False,
                   soft_wrap=True)
-    outcome = execute_pairs(a, b, pairs, turn=turn, force=force, on_leftovers=leftovers, on_pair=on_pair)
+    outcome = execute_pairs(a, b, pairs, turn=turn, force=force, on_leftovers=_print_leftovers, on_pair=on_pair)
     if outcome.interrupted:
         _print_error(f"interrupted after {sum(p.complete for p in outcome.pairs)} complete pair(s); what was measured "
                      "is kept", f"compare them again with: fbbench compare {outcome.series['A']} {outcome.series['B']}")

@@ -83,6 +83,11 @@ def _print_error(message: str, hint: str | None = None) -> None:
         errors.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
 
 
+def _print_leftovers(removed: list[str]) -> None:
+    """Said when a run starts by removing what killed runs left behind (run, sweep and paired runs alike)."""
+    console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False, soft_wrap=True)
+
+
 def _print_static_lint(findings: list[Any]) -> None:
     """The static rules' findings before a run, as warnings: the run goes on (the user may mean it,
     as the orders workload's variant=flawed does), but the stored run carries them."""
