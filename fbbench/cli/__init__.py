@@ -447,7 +447,7 @@ def _report_run(run_id: str, results: Path, json_file: str | None,
         stored = store.load_run(run_id)
     document = result_document(stored)
     summary.print_summary(document, console)
-    target = Path(report) if report else results.parent / "reports" / f"{run_id}.html"
+    target = Path(report) if report else paths.default_report(results, run_id)
     written, problems = write_outputs(document, Path(json_file) if json_file else None, target,
                                       stored.get("firebird_log") or "")
     for line in written:
@@ -545,7 +545,7 @@ def sweep(
     with ResultsStore(outcome.results, create=False) as store:
         document = sweep_report.sweep_document(store, outcome.sweep_id)
     sweep_report.print_sweep(document, console)
-    target = report or outcome.results.parent / "reports" / f"{outcome.sweep_id}.html"
+    target = report or paths.default_report(outcome.results, outcome.sweep_id)
     written, problems = write_outputs(document, json_file, None)
     try:
         written.append(f"report: {sweep_report.write_report(document, target)}")
@@ -676,8 +676,8 @@ def compare(
     with ResultsStore(store_path, create=False) as store:
         document = build(store, items, baseline=baseline, axis=axis, force=force)
     shown.print_comparison(document, console)
-    target = report or store_path.expanduser().resolve().parent / "reports" / (
-        "compare-" + time.strftime("%Y%m%d-%H%M%S") + ".html")
+    target = report or paths.default_report(store_path.expanduser().resolve(),
+                                            "compare-" + time.strftime("%Y%m%d-%H%M%S"))
     written, problems = write_outputs(document, json_file, target, write_report=shown.write)
     for line in written:
         console.print(line, highlight=False, soft_wrap=True)
