@@ -75,7 +75,7 @@ def run(
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Free text recorded with the run.")] = None,
     workdir: WorkdirOption = None,
     results: ResultsOption = None,
-    json_file: Annotated[Path | None, typer.Option("--json", help="Write the run result (JSON) here.")] = None,
+    json: Annotated[Path | None, typer.Option("--json", help="Write the run result (JSON) here.")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Write the HTML report here (default: next to "
                                                 "the results store, named after the run).")] = None,
     user: UserOption = None,
@@ -91,23 +91,9 @@ def run(
     * `fbbench run ./my-workload --transactions 1000 -c 1`
     * `ISC_PASSWORD=... fbbench run tpcc --engine db1/3050:/data/bench.fdb`
     """
+    flags = _flags(locals())  # first: the locals are still exactly the command's parameters
     from fbbench.settings import from_sources
 
-    flags = {
-        "workload": workload, "engine": engine, "connections": connections, "transactions": transactions,
-        "seed": seed, "repeat": repeat, "page_size": page_size, "page_buffers": page_buffers,
-        "architecture": architecture,
-        "forced_writes": _on_off(forced_writes),
-        "load_connections": load_connections, "grow": grow, "target_rate": rate, "connect_rate": connect_rate,
-        "workdir": str(workdir) if workdir else None, "results": str(results) if results else None,
-        "json": str(json_file) if json_file else None, "report": str(report) if report else None, "user": user,
-        "warmup": warmup, "duration": duration, "interval": interval, "tags": tag,
-        # Switches only ever turn their setting on (or, --no-sweep, off): absent means "as the spec says".
-        "sweep": False if no_sweep else None, "monitor": False if no_monitor else None, "fresh": fresh or None,
-        "keep_database": keep_database or None,
-        "allow_many_connections": allow_many_connections or None, "fail_on_checks": fail_on_checks or None,
-        "fail_on_audits": fail_on_audits or None,
-    }
     settings = from_sources(spec, flags, scale, set_conf)
     credentials = _credentials(settings.user, password_file)
     settings.user = credentials.user
@@ -127,6 +113,39 @@ def run(
     code = next((c for c in codes if c == INTERRUPTED), max(codes, default=0))
     if code:
         raise typer.Exit(code)
+
+
+# Key=Value lists, which from_sources lays over the spec file's tables itself.
+_KEY_VALUE_SETTINGS = ("scale", "conf")
+
+
+def _flags(parameters: dict[str, Any]) -> dict[str, Any]:
+    """The run settings as the command's parameters give them, None where not given (the spec file's
+    value stands). A setting's parameter bears its name, or its flag's where settings._FLAGS renames
+    it (--rate, --tag); one that is on by default is turned off by ``--no-NAME``. A new run setting
+    thus needs its RunSettings field, its kind and one option, nothing here."""
+    from fbbench.settings import _FLAGS, _KINDS
+
+    flags: dict[str, Any] = {}
+    for name in _KINDS:
+        if name in _KEY_VALUE_SETTINGS:
+            continue
+        parameter = _FLAGS.get(name, name)
+        if parameter in parameters:
+            flags[name] = _given(parameters[parameter])
+        elif "no_" + parameter in parameters:
+            flags[name] = False if parameters["no_" + parameter] else None
+    return flags
+
+
+def _given(value: Any) -> Any:
+    if isinstance(value, bool):  # a switch only ever turns its setting on: absent means "as the spec says"
+        return value or None
+    if isinstance(value, OnOff):
+        return _on_off(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
 
 
 def _conclude_run(outcome: Any, settings: Any) -> int:
