@@ -1,5 +1,5 @@
 """What the commands share: the consoles, the options several take, credentials, error lines,
-the printers more than one command uses, and the exit codes beyond 0, 1 and 2."""
+the printers more than one command uses, and the exit codes the commands name."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from fbbench.errors import FbbenchError, Interrupted
 console = Console(width=None if sys.stdout.isatty() else 120)
 errors = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
-# A run that failed ends its command with 1, input or outputs the command cannot use with
-# FbbenchError.exit_code (2); beyond those:
+# Besides these, a run that failed ends its command with 1 (RunOutcome.exit_code), and input or outputs
+# the command cannot use with FbbenchError.exit_code (2).
 CHECKS_FAILED = 3  # --fail-on-checks / --fail-on-audits: the run completed, its checks did not pass
 LINT_FAILED = 1  # fbbench lint: an error-severity finding (for CI)
 INTERRUPTED = Interrupted.exit_code  # Ctrl-C (130); what was measured is kept
