@@ -44,6 +44,12 @@ def default_results() -> Path:
     return home_dir() / "results.sqlite"
 
 
+def default_report(results: Path, name: str) -> Path:
+    """Where an HTML report goes when --report names no file: ``reports/NAME.html`` beside the
+    results store (a run's, a sweep's or a comparison's)."""
+    return results.parent / "reports" / f"{name}.html"
+
+
 def registry_file() -> Path:
     return home_dir() / "owned-databases.json"
 

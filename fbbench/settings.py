@@ -263,9 +263,10 @@ class RunSettings:
         return {k: v for k, v in asdict(self).items() if k not in ("json", "report", "origins")}
 
 
-# Spec keys that differ from the setting's name, and flags that differ from it.
+# Spec keys that differ from the setting's name, and flags that differ from it (fbbench run's parameter
+# for a setting bears its flag's name: fbbench.cli.run._flags).
 _SPEC_ALIASES = {"set": "conf", "rate": "target_rate"}
-_FLAGS = {"conf": "set", "target_rate": "rate"}
+_FLAGS = {"conf": "set", "target_rate": "rate", "tags": "tag"}
 
 _KINDS: dict[str, Kind] = {
     "workload": _text, "engine": _text, "scale": _pairs, "connections": _whole, "warmup": _duration,
@@ -293,7 +294,7 @@ def check_value(name: str, raw: Any, where: str) -> Any:
 def setting_name(key: str) -> str | None:
     """The setting a spec key names (``set`` → conf, ``rate`` → target_rate), or None."""
     name = _SPEC_ALIASES.get(key.replace("-", "_"), key.replace("-", "_"))
-    return name if name in _KINDS and key not in _FLAGS else None
+    return name if name in _KINDS and key not in _SPEC_ALIASES.values() else None
 
 
 def line_of(text: str, key: str) -> int | None:
@@ -323,7 +324,7 @@ def parse_settings(data: Mapping[str, Any], text: str, path: Path,
 
     ``extra``: further top-level keys the caller reads itself (a sweep's matrix); skipped here.
     """
-    accepted = sorted((set(_KINDS) - set(_FLAGS)) | set(_SPEC_ALIASES) | set(extra))
+    accepted = sorted((set(_KINDS) - set(_SPEC_ALIASES.values())) | set(_SPEC_ALIASES) | set(extra))
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for key, raw in data.items():

@@ -1,7 +1,7 @@
 """A comparison of stored runs and series: their conditions side by side, every figure as a ratio to
 the baseline with its 95 % interval, the engine's work per unit, the credibility lint, and the
 verdicts all this allows. One pure function, :func:`compare`, over runs as the store gives them
-(``ResultsStore.load_run``); :mod:`fbbench.compare` resolves what the user named.
+(``ResultsStore.load_run``); :mod:`fbbench.cli.compare` resolves what the user named.
 
 Each figure is read from the store through its one definition: the headline, the extra figures,
 the score and TPM as each run stored them (:mod:`~fbbench.analysis.figures`, computed once when

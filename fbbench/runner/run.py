@@ -58,7 +58,7 @@ def check_outputs(settings: RunSettings, results: Path) -> None:
     if settings.report:
         paths.writable_file(Path(settings.report), "--report")
     else:
-        paths.writable_file(results.parent / "reports" / "report.html", "the report directory")
+        paths.writable_file(paths.default_report(results, "report"), "the report directory")
 
 
 def static_findings(settings: RunSettings) -> list[Any]:

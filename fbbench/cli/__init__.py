@@ -1,0 +1,55 @@
+"""The ``fbbench`` command line: thin — each command hands over to its module.
+
+This file is the front door: the app, its commands in the order ``fbbench --help`` lists them,
+``--version``, and how an error the user can act on ends a command. The commands live one group
+to a module — :mod:`.run`, :mod:`.compare` (with ``lint``), :mod:`.sweep`, :mod:`.results`,
+:mod:`.engines` (with ``doctor``), :mod:`.db` — and what they share in :mod:`.common`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from fbbench import __version__, signals
+from fbbench.cli import compare, db, engines, results, run, sweep
+from fbbench.cli.common import _print_error, console
+from fbbench.errors import FbbenchError
+
+app = typer.Typer(
+    name="fbbench",
+    help="A performance lab for the Firebird RDBMS: create, fill and drive benchmark databases, "
+    "watch the engine, and report credibly how fast it was.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
+)
+app.add_typer(engines.engines_app, name="engines")
+app.add_typer(db.db_app, name="db")
+app.command()(engines.doctor)
+app.add_typer(results.results_app, name="results")
+app.command(context_settings={"help_option_names": ["-h", "--help"]})(run.run)
+app.command()(sweep.sweep)
+app.command(context_settings={"help_option_names": ["-h", "--help"]})(compare.compare)
+app.command("lint", context_settings={"help_option_names": ["-h", "--help"]})(compare.lint_command)
+
+
+@app.callback(invoke_without_command=True)
+def _version(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+) -> None:
+    signals.commands_take_over()
+    if version:
+        console.print(f"fbbench {__version__}")
+        raise typer.Exit()
+
+
+def main() -> None:
+    try:
+        app()
+    except FbbenchError as error:
+        _print_error(error.message, error.hint)
+        sys.exit(error.exit_code)

@@ -1,0 +1,300 @@
+"""``fbbench compare`` and ``fbbench lint``: what the user named, resolved in the results store, then
+handed to :mod:`fbbench.analysis.comparison` (a comparison) or :mod:`fbbench.analysis.lint`.
+
+An argument is a run id (or a unique prefix of one), a series id (``s…``, or a unique prefix),
+``last`` or ``last~N`` (the N-th run before the latest). Input that cannot make a comparison is
+refused here with one line saying why: an unknown id, a run on two sides, runs of different
+workloads (unless forced).
+
+``compare --paired`` first runs its two spec files as time-shared pairs
+(:mod:`fbbench.runner.paired`), a line per pair, then compares the two series they made.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from fbbench import paths
+from fbbench.cli.common import LINT_FAILED, ResultsOption, _print_error, _print_leftovers, _print_static_lint, console
+from fbbench.errors import FbbenchError
+
+if TYPE_CHECKING:  # imported where used, so that every command starts without the analysis (numpy) or the store
+    from fbbench.analysis.comparison import Subject
+    from fbbench.store import ResultsStore
+
+LABELS = string.ascii_uppercase
+
+
+def resolve(store: ResultsStore, arguments: Sequence[str]) -> list[Subject]:
+    """One :class:`Subject` per argument, labelled A, B, C … in the order given."""
+    from fbbench.analysis.comparison import Subject
+
+    if len(arguments) > len(LABELS):
+        raise FbbenchError(f"at most {len(LABELS)} runs or series at once, got {len(arguments)}")
+    subjects = []
+    for label, text in zip(LABELS, arguments, strict=False):
+        text = text.strip()
+        if not text:
+            raise FbbenchError("an empty run id", hint="name runs by id, a unique prefix, last or last~N")
+        if text.startswith("s") and not text.startswith("last"):
+            series = store.resolve_series_id(text)
+            if series is None:
+                raise FbbenchError(f"no series '{text}' in {store.path}",
+                                   hint="fbbench results list shows each run's series")
+            runs = [store.load_run(run_id) for run_id in store.series_runs(series)]
+            subjects.append(Subject(label, "series", series, text, runs))
+        else:
+            run = store.load_run(store.resolve_run_id(text))
+            subjects.append(Subject(label, "run", str(run["run_id"]), text, [run]))
+    seen: dict[str, str] = {}
+    for subject in subjects:
+        for run in subject.runs:
+            run_id = str(run["run_id"])
+            if run_id in seen:
+                where = (f"{subject.label} ({subject.argument})" if seen[run_id] != subject.label
+                         else f"{subject.label} twice")
+                raise FbbenchError(f"run {run_id} is in {seen[run_id]} and {where}: a run compared with itself "
+                                   "shows nothing", hint="name two different runs or series")
+            seen[run_id] = subject.label
+    return subjects
+
+
+def check_workloads(subjects: Sequence[Subject], force: bool) -> None:
+    """Runs of different workloads are refused unless forced: they compare the workloads."""
+    names = {s.label: sorted({str(run.get("workload")) for run in s.runs}) for s in subjects}
+    if len({tuple(n) for n in names.values()}) > 1 and not force:
+        shown = ", ".join(f"{label} runs {' and '.join(n)}" for label, n in names.items())
+        raise FbbenchError(f"different workloads: {shown} — their figures measure different work, not Firebird",
+                           hint="--force compares them anyway (then name the axis, e.g. --axis workload)")
+
+
+def baseline_label(subjects: Sequence[Subject], store: ResultsStore, baseline: str | None) -> str:
+    """The label of the side ``--baseline`` names: as written on the command line, its letter, or
+    any id that resolves to the same run or series."""
+    if baseline is None:
+        return subjects[0].label
+    for subject in subjects:
+        if baseline in (subject.argument, subject.label, subject.ident):
+            return subject.label
+    try:
+        wanted = store.resolve_series_id(baseline) if baseline.startswith("s") else store.resolve_run_id(baseline)
+    except FbbenchError:
+        wanted = None
+    for subject in subjects:
+        if wanted is not None and wanted == subject.ident:
+            return subject.label
+    raise FbbenchError(f"--baseline {baseline} is not one of the compared runs or series",
+                       hint="name one of them as written, or its letter: "
+                       + ", ".join(f"{s.label} = {s.argument}" for s in subjects))
+
+
+def build(store: ResultsStore, arguments: Sequence[str], *, baseline: str | None = None,
+          axis: Sequence[str] | None = None, force: bool = False) -> dict[str, Any]:
+    """The comparison document of the runs and series named (docs/compare-result.md)."""
+    from fbbench.analysis import comparison
+
+    if len(arguments) < 2:
+        raise FbbenchError("compare needs at least two runs or series",
+                           hint="e.g. fbbench compare last~1 last, or two series ids; fbbench lint RUN checks one")
+    subjects = resolve(store, arguments)
+    check_workloads(subjects, force)
+    label = baseline_label(subjects, store, baseline)
+    return comparison.compare(subjects, baseline=label, axis=axis or None, force=force)
+
+
+def lint_findings(store: ResultsStore, arguments: Sequence[str],
+                  axis: Sequence[str] | None = None) -> tuple[list[Subject], list[dict[str, Any]]]:
+    """The credibility lint alone: each run's own findings, each series' uniformity and, for
+    several runs or series, their comparison (an unclear axis is itself a finding, FB010)."""
+    from fbbench.analysis.comparison import lint_all, records_of
+
+    if not arguments:
+        raise FbbenchError("which runs? e.g. fbbench lint last, or fbbench lint SERIES_A SERIES_B")
+    subjects = resolve(store, arguments)
+    records, _, per_run = records_of(subjects)
+    return subjects, lint_all(subjects, records, per_run, axis or None, exclude_unused=False)
+
+
+def compare(
+    items: Annotated[list[str], typer.Argument(help="Runs or series: a run id (or unique prefix), a series id "
+                                               "(s…), last, or last~N (the N-th run before the latest). With "
+                                               "--paired: two run spec files.",
+                                               show_default=False, metavar="RUN|SERIES|SPEC")],
+    baseline: Annotated[str | None, typer.Option("--baseline", help="The side the others are divided by "
+                                                 "(default: the first).")] = None,
+    axis: Annotated[list[str] | None, typer.Option("--axis", help="The difference the comparison is about, e.g. "
+                                                   "engine, page_size, conf.DefaultDbCachePages (repeatable).")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write the HTML comparison here (default: next "
+                                                "to the results store).")] = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the comparison (JSON) here.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Compare different workloads, and give the verdict even "
+                                        "when the lint finds errors.")] = False,
+    paired: Annotated[bool, typer.Option("--paired", help="Run A and B now, from two run spec files (as run --spec "
+                                         "reads), at the same time in pairs, time-shared, and compare them pair by "
+                                         "pair.")] = False,
+    pairs: Annotated[int, typer.Option("--pairs", help="With --paired: how many pairs of runs.")] = 6,
+    turn: Annotated[float, typer.Option("--turn", help="With --paired: seconds each run's engine runs while the "
+                                        "other is stopped.")] = 0.1,
+    results: ResultsOption = None,
+) -> None:
+    """Compare runs or series: conditions side by side, every figure as a ratio to the baseline with its
+    95 % interval, the engine's work per unit, the credibility lint, and a verdict only where the
+    interval excludes no change. Exit code 0 once the comparison is made, valid or not (its JSON says
+    `valid`; `fbbench lint` exits 1 on an error, for CI), 2 for input it cannot compare.
+
+    With `--paired SPEC_A SPEC_B`, A and B are run first: N pairs, both runs of a pair at the same
+    time on their own database copies, their engines taking turns of 0.1 s, recorded as two series;
+    then compared pair by pair. Exit code 1 when a run failed, 130 after Ctrl-C (what was measured
+    is kept).
+
+    Examples:
+
+    * `fbbench compare S_BASE S_NEW` (two series from run --repeat)
+    * `fbbench compare last~1 last --axis engine --report cmp.html`
+    * `fbbench compare A B C --baseline B --axis conf.DefaultDbCachePages --json cmp.json`
+    * `fbbench compare --paired base.toml new.toml --pairs 8`
+    """
+    from fbbench.report import compare as shown
+    from fbbench.report.outputs import write_outputs
+    from fbbench.store import ResultsStore
+
+    code = 0
+    if paired:
+        items, store_path, code = _run_pairs(items, pairs, turn, force, results, json_file, report)
+        if not items:
+            raise typer.Exit(code)
+    else:
+        store_path = results or paths.default_results()
+    with ResultsStore(store_path, create=False) as store:
+        document = build(store, items, baseline=baseline, axis=axis, force=force)
+    shown.print_comparison(document, console)
+    target = report or paths.default_report(store_path.expanduser().resolve(),
+                                            "compare-" + time.strftime("%Y%m%d-%H%M%S"))
+    written, problems = write_outputs(document, json_file, target, write_report=shown.write)
+    for line in written:
+        console.print(line, highlight=False, soft_wrap=True)
+    if problems:
+        raise FbbenchError("; ".join(problems))
+    if code:
+        raise typer.Exit(code)
+
+
+def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: Path | None,
+               json_file: Path | None, report: Path | None) -> tuple[list[str], Path, int]:
+    """compare --paired: run the pairs; the two series to compare (none when no pair ran), the
+    results store, and the exit code the command ends with."""
+    from fbbench.runner.paired import check_counts, execute_pairs
+    from fbbench.runner.run import static_findings
+    from fbbench.settings import from_sources
+
+    check_counts(pairs, turn)
+    if len(specs) != 2:
+        raise FbbenchError(f"--paired takes two run spec files, A and B; got {len(specs)}",
+                           hint="e.g. fbbench compare --paired base.toml new.toml --pairs 8")
+    sides = []
+    for label, text in zip("AB", specs, strict=True):
+        spec = Path(text)
+        if not spec.is_file():
+            raise FbbenchError(f"{label}: no run spec file {spec}" + (" (it is a directory)" if spec.is_dir() else ""),
+                               hint="--paired compares two run spec files (TOML, as fbbench run --spec reads)")
+        try:
+            sides.append(from_sources(spec, {"results": str(results) if results else None}))
+        except FbbenchError as error:
+            message = error.message if str(spec) in error.message else f"{spec}: {error.message}"
+            raise FbbenchError(f"{label}: {message}", hint=error.hint) from None
+    for path in (json_file, report):
+        if path is not None:
+            paths.writable_file(path, "--json" if path is json_file else "--report")
+    for label, settings in zip("AB", sides, strict=True):
+        findings = static_findings(settings)
+        if findings:
+            console.print(f"{label}:", highlight=False)
+            _print_static_lint(findings)
+
+    def on_pair(pair: Any) -> None:
+        console.print(_pair_line(pair, pairs), highlight=False, soft_wrap=True)
+
+    a, b = sides
+    console.print(f"[bold]paired[/]: {pairs} pair(s) of A ({escape(specs[0])}) and B ({escape(specs[1])}), each pair "
+                  f"at the same time in turns of {turn:g} s; about "
+                  f"{pairs * (a.warmup + a.duration):,.0f} s of warm-up and measurement in all", highlight=False,
+                  soft_wrap=True)
+    outcome = execute_pairs(a, b, pairs, turn=turn, force=force, on_leftovers=_print_leftovers, on_pair=on_pair)
+    if outcome.interrupted:
+        _print_error(f"interrupted after {sum(p.complete for p in outcome.pairs)} complete pair(s); what was measured "
+                     "is kept", f"compare them again with: fbbench compare {outcome.series['A']} {outcome.series['B']}")
+    elif outcome.failure:
+        _print_error(outcome.failure)
+    begun = all(any(p.outcomes.get(label) is not None for p in outcome.pairs) for label in "AB")
+    return ([outcome.series["A"], outcome.series["B"]] if begun else []), outcome.results, outcome.exit_code
+
+
+def _pair_line(pair: Any, pairs: int) -> str:
+    """One line per pair: each run's headline and the pair's ratio B/A."""
+    from fbbench.report.console import headline_text
+    from fbbench.store import ResultsStore
+
+    parts = [f"pair {pair.index} of {pairs} ({pair.first} first):"]
+    values = {}
+    for label, run in pair.outcomes.items():
+        if run is None:
+            parts.append(f"{label} did not start;")
+            continue
+        with ResultsStore(run.results, create=False) as store:
+            summary = store.load_run(run.run_id).get("summary") or {}
+        values[label] = ((summary.get("headline") or {}).get("result"))
+        figure = headline_text(summary.get("headline"), summary.get("measured_seconds"))
+        parts.append(f"{label} run {run.run_id} {run.status}, {escape(figure)};")
+    if pair.complete and all(values.get(label) for label in "AB"):
+        parts.append(f"B/A {values['B'] / values['A']:.4f}")
+    if pair.shared:
+        shares = ", ".join(f"{m['name']} {m['cpu_seconds'] / max(pair.shared['seconds'], 1e-9):.0%}"
+                           for m in pair.shared["members"])
+        parts.append(f"(CPU while shared: {shares})")
+    return " ".join(parts)
+
+
+def lint_command(
+    items: Annotated[list[str], typer.Argument(help="Runs or series, named as for compare.", show_default=False,
+                                               metavar="RUN|SERIES")],
+    axis: Annotated[list[str] | None, typer.Option("--axis", help="With several: the difference they are meant "
+                                                   "to compare (repeatable).")] = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the findings (JSON) here.")] = None,
+    results: ResultsOption = None,
+) -> None:
+    """The credibility lint alone: each run's findings (and, for several runs or series, their
+    comparison's). Exit code 1 when a finding has severity error (for CI), 0 otherwise.
+
+    Examples: `fbbench lint last` · `fbbench lint S_BASE S_NEW --axis engine`
+    """
+    from fbbench.report.compare import lint_lines
+    from fbbench.report.console import lint_count
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(results or paths.default_results(), create=False) as store:
+        subjects, findings = lint_findings(store, items, axis)
+    sides = [{"label": s.label, "kind": s.kind, "runs": s.runs} for s in subjects]
+    for subject in subjects:
+        console.print(f"{subject.label} = {escape(subject.describe())}", highlight=False, soft_wrap=True)
+    counted = [f for f in findings if not f["excluded"]]
+    console.print(f"credibility lint: {lint_count(counted)}", highlight=False)
+    for line in lint_lines(findings, sides):
+        console.print(line, highlight=False, soft_wrap=True)
+    if json_file is not None:
+        try:
+            json_file.expanduser().write_text(json.dumps(
+                {"subjects": [{"label": s.label, "kind": s.kind, "id": s.ident, "argument": s.argument,
+                               "runs": [r["run_id"] for r in s.runs]} for s in subjects],
+                 "lint": findings}, indent=2, default=str, allow_nan=False))
+        except OSError as error:
+            raise FbbenchError(f"cannot write the JSON file {json_file}: {error.strerror or error}") from None
+    if any(f["severity"] == "error" for f in counted):
+        raise typer.Exit(LINT_FAILED)

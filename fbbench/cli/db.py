@@ -1,0 +1,125 @@
+"""``fbbench db …``: create, describe and drop benchmark databases (only fbbench's own are changed)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from fbbench.cli.common import (
+    EngineOption,
+    OnOff,
+    PasswordFileOption,
+    UserOption,
+    WorkdirOption,
+    _credentials,
+    _on_off,
+    _workdir,
+    console,
+)
+
+db_app = typer.Typer(help="Benchmark databases: create, describe, drop (only fbbench's own).",
+                     no_args_is_help=True)
+
+
+@db_app.command("create")
+def db_create(
+    path: Annotated[str, typer.Argument(help="Database file, or a server DSN host/port:/path.fdb.")],
+    engine: EngineOption = None,
+    page_size: Annotated[int | None, typer.Option(help="4096, 8192, 16384 or 32768 (4.0+).")] = None,
+    forced_writes: Annotated[OnOff | None, typer.Option(help="Synchronous writes on or off.")] = None,
+    page_buffers: Annotated[int | None, typer.Option(help="Page cache size stored in the database.")] = None,
+    sweep_interval: Annotated[int | None, typer.Option(help="Automatic sweep interval (0 = off).")] = None,
+    user: UserOption = None,
+    password_file: PasswordFileOption = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """Create a database that fbbench owns (marked, so fbbench may later fill or drop it).
+
+    Examples: `fbbench db create /tmp/x.fdb --engine 4.0 --page-size 16384` ·
+    `ISC_PASSWORD=... fbbench db create localhost/3050:/data/b.fdb --forced-writes off`
+    """
+    from fbbench.database import manage
+
+    details = manage.create(path, engine, _workdir(workdir), _credentials(user, password_file),
+                            page_size=page_size, forced_writes=_on_off(forced_writes),
+                            page_buffers=page_buffers, sweep_interval=sweep_interval)
+    console.print(f"created {details['location']} ({details['engine']}, Firebird {details['engine_version']}, "
+                  f"page size {details['page_size']})")
+
+
+@db_app.command("info")
+def db_info(
+    path: Annotated[str, typer.Argument(help="Database file, or a server DSN.")],
+    engine: EngineOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    user: UserOption = None,
+    password_file: PasswordFileOption = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """Describe a database: engine, ODS, page size, buffers, forced writes, sweep, state, size,
+    creation time, GUID, OIT/OAT/OST/Next, and whether fbbench owns it. Read from the header page
+    without attaching (a server's through its services API); only fbbench's own databases are
+    attached, for what only an attachment shows.
+
+    Example: `fbbench db info /tmp/x.fdb`
+    """
+    from fbbench.database import manage
+
+    details = manage.info(path, engine, _workdir(workdir), _credentials(user, password_file))
+    if as_json:
+        console.print_json(json.dumps(details, default=str))
+        return
+    table = Table(show_header=False, title=details["location"])
+    unknown = "unknown (not attached: fbbench does not own it)"
+    engine_text = f"Firebird {details['engine_version']}"
+    if details["server_version"]:
+        engine_text += f" ({details['server_version']})"
+    size = (f"{details['size_bytes']:,} bytes ({details['pages']:,} pages)" if details["pages"] is not None
+            else unknown)
+    buffers = details["page_buffers"]
+    states = [name for name, on in (("read only", details["read_only"]), ("no reserve", not details["reserve_space"]),
+                                    ("encrypted", details["encrypted"])) if on]
+    states += [f"shutdown {details['shutdown_mode']}"] if details["shutdown_mode"] != "online" else []
+    states += [f"backup {details['backup_state']}"] if details["backup_state"] != "normal" else []
+    states += [f"{details['replica_mode']} replica"] if details["replica_mode"] != "none" else []
+    rows = [
+        ("engine", f"{engine_text}, {details['engine']}"),
+        ("architecture", details["architecture"] or unknown),
+        ("ODS", details["ods"]), ("page size", details["page_size"]),
+        ("page buffers", f"{buffers} (engine default)" if buffers == 0 else buffers),
+        ("forced writes", "on" if details["forced_writes"] else "off"),
+        ("sweep interval", details["sweep_interval"]),
+        ("dialect", details["dialect"]),
+        ("state", ", ".join(states) or "online, read-write"),
+        ("size", size),
+        ("created", details["created_at"]),
+        ("GUID", details["guid"] or "none (Firebird 3 databases have none)"),
+        ("OIT / OAT / OST / Next", f"{details['oldest_transaction']} / {details['oldest_active']} / "
+                                   f"{details['oldest_snapshot']} / {details['next_transaction']}"),
+        ("next attachment", details["next_attachment"]),
+        ("owned by fbbench", "yes" if details["owned_by_fbbench"] else "no"),
+    ]
+    for name, value in rows:
+        table.add_row(name, str(value))
+    console.print(table)
+
+
+@db_app.command("drop")
+def db_drop(
+    path: Annotated[str, typer.Argument(help="Database file, or a server DSN.")],
+    engine: EngineOption = None,
+    user: UserOption = None,
+    password_file: PasswordFileOption = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """Drop a database fbbench created. Any other database is refused, untouched.
+
+    Example: `fbbench db drop /tmp/x.fdb`
+    """
+    from fbbench.database import manage
+
+    manage.drop(path, engine, _workdir(workdir), _credentials(user, password_file))
+    console.print(f"dropped {path}")

@@ -1,0 +1,81 @@
+"""``fbbench results …``: the runs the results store recorded, listed or shown one at a time."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from fbbench import paths
+from fbbench.cli.common import ResultsOption, console
+from fbbench.errors import FbbenchError
+
+results_app = typer.Typer(help="The results store: every run fbbench recorded.", no_args_is_help=True)
+
+
+@results_app.command("list")
+def results_list(
+    results: ResultsOption = None,
+    limit: Annotated[int, typer.Option(help="How many runs, newest first.")] = 30,
+) -> None:
+    """List recorded runs, newest first.
+
+    Example: `fbbench results list`
+    """
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(results or paths.default_results(), create=False) as store:
+        runs = store.list_runs(limit)
+    table = Table(title=f"runs in {results or paths.default_results()}")
+    # Run ids are what the user copies into the next command: that column never folds.
+    table.add_column("run", no_wrap=True, min_width=max((len(item["run_id"]) for item in runs), default=3))
+    for column in ("started", "status", "workload", "engine", "conn.", "headline", "metrics"):
+        table.add_column(column, overflow="fold")
+    # A series id is what compare takes for the repeats of one run --repeat: shown once per series.
+    table.add_column("series (compare takes its id)", overflow="fold")
+    for item in runs:
+        summary = item["summary"]
+        series = f"{item['series_id']} #{item['repeat_index']}" if item.get("series_id") else ""
+        table.add_row(item["run_id"], time.strftime("%Y-%m-%d %H:%M", time.localtime(item["started_at"])),
+                      item["status"], item["workload"], item["engine_version"] or item["engine_label"] or "?",
+                      str(item["settings"].get("connections", "")), headline_text(summary),
+                      ", ".join(f"{k} {v:,.0f}" for k, v in (summary.get("metrics") or {}).items() if v is not None),
+                      series)
+    console.print(table)
+
+
+@results_app.command("show")
+def results_show(
+    run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix, or 'last').")],
+    results: ResultsOption = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Also write the run result (JSON) here.")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Also write the HTML report here.")] = None,
+) -> None:
+    """Show one recorded run: the same summary as at the end of the run.
+
+    Example: `fbbench results show last --report last.html`
+    """
+    from fbbench.report import console as summary
+    from fbbench.report.model import result_document
+    from fbbench.report.outputs import write_outputs
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(results or paths.default_results(), create=False) as store:
+        stored = store.load_run(run_id)
+    document = result_document(stored)
+    summary.print_summary(document, console)
+    written, problems = write_outputs(document, json_file, report, stored.get("firebird_log") or "")
+    for line in written:
+        console.print(line, highlight=False, soft_wrap=True)
+    if problems:
+        raise FbbenchError("; ".join(problems))
+
+
+def headline_text(summary: dict[str, Any]) -> str:
+    """``score 12,345/min ↑``: the workload's headline figure and which way is better; – if none."""
+    from fbbench.report.console import headline_text as text
+
+    return text(summary.get("headline"), summary.get("measured_seconds"))

@@ -1,0 +1,206 @@
+"""``fbbench run``: one run, or a series of repeats, from flags and a spec file; then its summary,
+JSON and HTML, and the exit code its outcome earns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from fbbench import paths
+from fbbench.cli.common import (
+    CHECKS_FAILED,
+    INTERRUPTED,
+    OnOff,
+    PasswordFileOption,
+    ResultsOption,
+    UserOption,
+    WorkdirOption,
+    _credentials,
+    _on_off,
+    _print_error,
+    _print_leftovers,
+    _print_static_lint,
+    console,
+)
+from fbbench.errors import FbbenchError
+
+
+def run(
+    workload: Annotated[str | None, typer.Argument(help="Built-in workload (tpcc) or a workload directory.")] = None,
+    spec: Annotated[Path | None, typer.Option("--spec", help="TOML file with run settings; flags override it.")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", "-e", help="5.0 (default), 4.0, 3.0, or a DSN.")] = None,
+    scale: Annotated[list[str] | None, typer.Option("--scale", help="Workload scale, e.g. warehouses=4.")] = None,
+    connections: Annotated[int | None, typer.Option("--connections", "-c", help="Attachments doing the work.")] = None,
+    warmup: Annotated[str | None, typer.Option("--warmup", help="Warm-up before measuring, e.g. 30s.")] = None,
+    duration: Annotated[str | None, typer.Option("--duration", "-d", help="Measured period, e.g. 5m.")] = None,
+    transactions: Annotated[int | None, typer.Option("--transactions", help="Fixed work: units per attachment "
+                                                     "(instead of a timed run).")] = None,
+    repeat: Annotated[int | None, typer.Option("--repeat", help="Run the same conditions N times, each from a "
+                                               "fresh copy of the database: one series.")] = None,
+    interval: Annotated[str | None, typer.Option("--interval", help="Reporting interval, e.g. 10s.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Seed: same seed, same units and parameters.")] = None,
+    set_conf: Annotated[list[str] | None, typer.Option("--set", help="firebird.conf Key=Value for this run "
+                                                       "(embedded engines).")] = None,
+    architecture: Annotated[str | None, typer.Option(
+        "--architecture", help="super, superclassic or classic (ServerMode; Classic embedded: one process per "
+        "attachment). Verified from MON$ATTACHMENTS.")] = None,
+    page_size: Annotated[int | None, typer.Option("--page-size", help="Database page size.")] = None,
+    page_buffers: Annotated[int | None, typer.Option("--page-buffers", help="Database page cache size (default: "
+                                                     "the architecture's, 2048 Super, 256 per attachment "
+                                                     "otherwise).")] = None,
+    forced_writes: Annotated[OnOff | None, typer.Option("--forced-writes", help="on or off.")] = None,
+    no_sweep: Annotated[bool, typer.Option("--no-sweep", help="Skip the sweep before measuring.")] = False,
+    no_monitor: Annotated[bool, typer.Option("--no-monitor", help="Do not watch the engine (no MON$ sampling per "
+                                             "interval, no gstat); DB-side metrics are still read.")] = False,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Rebuild the populated database instead of copying "
+                                        "the cached one.")] = False,
+    grow: Annotated[str | None, typer.Option("--grow", help="Scale parameter (e.g. warehouses): extend the "
+                                             "largest cached smaller population instead of building anew.")] = None,
+    load_connections: Annotated[int | None, typer.Option("--load-connections", help="Attachments for "
+                                                         "population (default: CPU count).")] = None,
+    rate: Annotated[float | None, typer.Option("--rate", help="Target units/s in total (open loop; latency "
+                                               "then includes queueing).")] = None,
+    connect_rate: Annotated[float | None, typer.Option("--connect-rate", help="New attachments per second "
+                                                       "during ramp-up (0 = all at once).")] = None,
+    keep_database: Annotated[bool, typer.Option("--keep-database", help="Keep the run's database copy.")] = False,
+    allow_many_connections: Annotated[bool, typer.Option(
+        "--allow-many-connections", help="Allow more than 1,000 attachments (memory and process limits are "
+        "still checked).")] = False,
+    fail_on_checks: Annotated[bool, typer.Option("--fail-on-checks", help="Exit with code 3 when a consistency "
+                                                 "check fails (for CI).")] = False,
+    fail_on_audits: Annotated[bool, typer.Option("--fail-on-audits", help="Exit with code 3 when an audit is "
+                                                 "outside its bounds.")] = False,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Free text recorded with the run.")] = None,
+    workdir: WorkdirOption = None,
+    results: ResultsOption = None,
+    json: Annotated[Path | None, typer.Option("--json", help="Write the run result (JSON) here.")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write the HTML report here (default: next to "
+                                                "the results store, named after the run).")] = None,
+    user: UserOption = None,
+    password_file: PasswordFileOption = None,
+) -> None:
+    """Run a benchmark: runtime, database (populated, cached), sweep, warm-up, measure, checks;
+    recorded in the results store, summarised, with JSON and HTML reports.
+
+    Examples:
+
+    * `fbbench run tpcc --connections 4 --warmup 20s --duration 60s`
+    * `fbbench run tpcc --engine 4.0 --scale warehouses=4 --architecture superclassic --json r.json`
+    * `fbbench run ./my-workload --transactions 1000 -c 1`
+    * `ISC_PASSWORD=... fbbench run tpcc --engine db1/3050:/data/bench.fdb`
+    """
+    flags = _flags(locals())  # first: the locals are still exactly the command's parameters
+    from fbbench.settings import from_sources
+
+    settings = from_sources(spec, flags, scale, set_conf)
+    credentials = _credentials(settings.user, password_file)
+    settings.user = credentials.user
+
+    from fbbench.runner.run import RunOutcome, execute_series, static_findings
+
+    _print_static_lint(static_findings(settings))
+
+    codes: list[int] = []
+
+    def finished(outcome: RunOutcome) -> None:
+        codes.append(_conclude_run(outcome, settings))
+
+    series_id, outcomes = execute_series(settings, credentials.password, on_leftovers=_print_leftovers, on_run=finished)
+    if series_id is not None:
+        _print_series(series_id, outcomes)
+    code = next((c for c in codes if c == INTERRUPTED), max(codes, default=0))
+    if code:
+        raise typer.Exit(code)
+
+
+# Key=Value lists, which from_sources lays over the spec file's tables itself.
+_KEY_VALUE_SETTINGS = ("scale", "conf")
+
+
+def _flags(parameters: dict[str, Any]) -> dict[str, Any]:
+    """The run settings as the command's parameters give them, None where not given (the spec file's
+    value stands). A setting's parameter bears its name, or its flag's where settings._FLAGS renames
+    it (--rate, --tag); one that is on by default is turned off by ``--no-NAME``. A new run setting
+    thus needs its RunSettings field, its kind and one option, nothing here."""
+    from fbbench.settings import _FLAGS, _KINDS
+
+    flags: dict[str, Any] = {}
+    for name in _KINDS:
+        if name in _KEY_VALUE_SETTINGS:
+            continue
+        parameter = _FLAGS.get(name, name)
+        if parameter in parameters:
+            flags[name] = _given(parameters[parameter])
+        elif "no_" + parameter in parameters:
+            flags[name] = False if parameters["no_" + parameter] else None
+    return flags
+
+
+def _given(value: Any) -> Any:
+    if isinstance(value, bool):  # a switch only ever turns its setting on: absent means "as the spec says"
+        return value or None
+    if isinstance(value, OnOff):
+        return _on_off(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _conclude_run(outcome: Any, settings: Any) -> int:
+    """Summary, JSON and HTML of one finished run; its exit code (0, 1 failed, 2 outputs, 3 checks, 130)."""
+    json_file, report = settings.json, settings.report
+    if outcome.repeat_index is not None:  # one file per repeat: r.json → r-1.json, r-2.json …
+        json_file, report = (str(_numbered(Path(p), outcome.repeat_index)) if p else None for p in (json_file, report))
+    document, problems = _report_run(outcome.run_id, outcome.results, json_file, report)
+    code = outcome.exit_code
+    if outcome.status == "failed":  # the summary shows what was kept; stderr says what went wrong
+        _print_error(f"the run failed: {outcome.failure or 'no reason recorded'}", outcome.hint)
+    elif code == 0:
+        failed = [c["name"] for c in document.get("checks", []) if c["passed"] is False]
+        if settings.fail_on_audits:
+            failed += [a["name"] for a in document.get("audits", []) if a["passed"] is False]
+        if failed and (settings.fail_on_checks or settings.fail_on_audits):
+            _print_error(f"{len(failed)} check(s) failed: {'; '.join(failed)}")
+            code = CHECKS_FAILED
+    for problem in problems:
+        _print_error(problem, f"the run is recorded: fbbench results show {outcome.run_id} --results {outcome.results}")
+    if problems and not code:
+        code = FbbenchError.exit_code
+    return code
+
+
+def _numbered(path: Path, index: int) -> Path:
+    return path.with_name(f"{path.stem}-{index}{path.suffix}")
+
+
+def _print_series(series_id: str, outcomes: list[Any]) -> None:
+    from fbbench.report.console import print_series
+    from fbbench.report.model import result_document
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(outcomes[0].results, create=False) as store:
+        documents = [result_document(store.load_run(run_id)) for run_id in store.series_runs(series_id)]
+    print_series(series_id, documents, console)
+
+
+def _report_run(run_id: str, results: Path, json_file: str | None,
+                report: str | None) -> tuple[dict[str, Any], list[str]]:
+    """Summary on the console, then JSON and HTML; returns the document and what could not be written."""
+    from fbbench.report import console as summary
+    from fbbench.report.model import result_document
+    from fbbench.report.outputs import write_outputs
+    from fbbench.store import ResultsStore
+
+    with ResultsStore(results, create=False) as store:
+        stored = store.load_run(run_id)
+    document = result_document(stored)
+    summary.print_summary(document, console)
+    target = Path(report) if report else paths.default_report(results, run_id)
+    written, problems = write_outputs(document, Path(json_file) if json_file else None, target,
+                                      stored.get("firebird_log") or "")
+    for line in written:
+        console.print(line, highlight=False, soft_wrap=True)
+    console.print(f"results store: {results} (fbbench results show {run_id})", highlight=False, soft_wrap=True)
+    return document, problems

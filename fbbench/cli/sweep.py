@@ -1,0 +1,120 @@
+"""``fbbench sweep``: a matrix of run settings with repeats, run, resumed or only planned (--dry-run);
+then the sweep's summary, JSON and HTML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from fbbench import paths
+from fbbench.cli.common import (
+    PasswordFileOption,
+    ResultsOption,
+    _credentials,
+    _print_error,
+    _print_leftovers,
+    console,
+)
+from fbbench.errors import FbbenchError
+
+
+def sweep(
+    spec: Annotated[Path | None, typer.Argument(help="Sweep spec (TOML): run settings and a [matrix] of axes.")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="Finish a sweep that was interrupted or killed "
+                                               "(its id, a prefix, or 'last'): only the missing runs.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells, the populations they need and the "
+                                          "estimated time; run nothing.")] = False,
+    results: ResultsOption = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the sweep document (JSON) here.")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write the sweep's HTML report here (default: "
+                                                "next to the results store).")] = None,
+    password_file: PasswordFileOption = None,
+) -> None:
+    """Run a matrix of run settings with repeats: one series per cell, repeats interleaved across cells.
+
+    Examples:
+
+    * `fbbench sweep architectures.toml --dry-run`
+    * `fbbench sweep architectures.toml --report sweep.html`
+    * `fbbench sweep --resume last`
+    """
+    from fbbench.report.outputs import write_outputs
+    from fbbench.store import ResultsStore
+    from fbbench.sweep import report as sweep_report
+    from fbbench.sweep import run as sweep_run
+    from fbbench.sweep.spec import read_sweep
+
+    if (spec is None) == (resume is None):
+        raise FbbenchError("give a sweep spec file, or --resume SWEEP (not both)",
+                           hint="e.g. fbbench sweep sweep.toml, or fbbench sweep --resume last")
+    store_path = (results or paths.default_results()).expanduser().resolve()
+    if resume is not None:
+        sweep_id, parsed = sweep_run.resume_spec(store_path, resume)
+    else:
+        assert spec is not None
+        parsed = read_sweep(spec)
+    if results is not None:
+        parsed.base["results"] = str(store_path)
+    base = parsed.settings_for(parsed.cells[0])
+    store_path = Path(base.results or paths.default_results()).expanduser().resolve()
+    credentials = _credentials(base.user, password_file)
+    if dry_run:
+        done: set[tuple[int, int]] = set()
+        if resume is not None:
+            with ResultsStore(store_path, create=False) as store:
+                done = sweep_run.done_steps(store.load_sweep(sweep_id))
+        store = ResultsStore(store_path, create=False) if store_path.exists() else None
+        try:
+            for line in sweep_run.plan_text(parsed, sweep_run.steps(parsed, done), store):
+                console.print(escape(line), highlight=False)
+        finally:
+            if store is not None:
+                store.close()
+        return
+    from fbbench.runner.run import check_outputs
+
+    check_outputs(base, store_path)
+    if json_file is not None:
+        paths.writable_file(json_file, "--json")
+    if report is not None:
+        paths.writable_file(report, "--report")
+
+    def on_step(step: Any, position: int, total: int, elapsed: float, eta: float) -> None:
+        console.print(f"[bold]sweep: run {position} of {total}[/] — cell {step.cell.index} of {len(parsed.cells)} "
+                      f"({escape(step.cell.label)}), repeat {step.repeat} of {parsed.repeats}; elapsed "
+                      f"{sweep_run.duration_text(elapsed)}, about {sweep_run.duration_text(eta)} left", highlight=False)
+
+    def on_run(step: Any, outcome: Any) -> None:
+        from fbbench.report.console import headline_text
+
+        with ResultsStore(outcome.results, create=False) as store:
+            summary = store.load_run(outcome.run_id).get("summary") or {}
+        figure = headline_text(summary.get("headline"), summary.get("measured_seconds"))
+        console.print(f"  run {outcome.run_id}: {outcome.status}; {escape(figure)}"
+                      + (f" — {escape(outcome.failure)}" if outcome.failure and outcome.status != "completed" else ""),
+                      highlight=False)
+
+    outcome = sweep_run.execute_sweep(parsed, credentials.password, resume=resume, on_step=on_step, on_run=on_run,
+                                      on_leftovers=_print_leftovers)
+    with ResultsStore(outcome.results, create=False) as store:
+        document = sweep_report.sweep_document(store, outcome.sweep_id)
+    sweep_report.print_sweep(document, console)
+    target = report or paths.default_report(outcome.results, outcome.sweep_id)
+    written, problems = write_outputs(document, json_file, None)
+    try:
+        written.append(f"report: {sweep_report.write_report(document, target)}")
+    except OSError as error:
+        problems.append(f"cannot write the HTML report {target}: {error.strerror or error}")
+    for line in written:
+        console.print(line, highlight=False, soft_wrap=True)
+    if outcome.status == "interrupted":
+        _print_error(f"the sweep was interrupted after {len(outcome.runs)} run(s)",
+                     f"finish it with: fbbench sweep --resume {outcome.sweep_id}")
+    for problem in problems:
+        _print_error(problem)
+    code = outcome.exit_code or (FbbenchError.exit_code if problems else 0)
+    if code:
+        raise typer.Exit(code)
