@@ -26,6 +26,7 @@ from typing import Any
 
 from fbbench.analysis import conditions as cond
 from fbbench.analysis import engine, figures, lint, stats, steady
+from fbbench.analysis.finite import finite
 
 SCHEMA_VERSION = 1  # of the comparison document: docs/compare-result.md
 
@@ -212,16 +213,6 @@ def _engine_per_unit(run: Mapping[str, Any]) -> dict[str, float | None] | None:
 # ------------------------------------------------------------------------------- comparing
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
-
-
 def _side(subject: Subject, figure: FigureDef) -> tuple[stats.Side | None, list[float | None]]:
     """The figure of each used run, and the stats side (None when a run lacks it)."""
     values = [figure.value(run) for run in subject.used]
@@ -361,7 +352,7 @@ def lint_all(subjects: Sequence[Subject], records: Mapping[str, cond.Conditions]
             excluded = exclude_unused and run.get("status") != "completed"
             found += [{**f.to_dict(), "scope": "run", "side": subject.label, "excluded": excluded}
                       for f in lint.lint_run(run)]
-    return _finite(found)
+    return finite(found)
 
 
 def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: Sequence[str] | None = None,
@@ -394,7 +385,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
     keys = list(dict.fromkeys(k for r in records.values() for k in r))
     differing = {row.key for row in [*split.axis, *split.others]}
     equal = {k: records[base.label][k] for k in keys if k not in differing and k in records[base.label]}
-    return _finite({
+    return finite({
         "schema_version": SCHEMA_VERSION,
         "created_at": time.time(),
         "workload": sorted({str(r.get("workload")) for r in all_runs}),

@@ -69,18 +69,20 @@ def tpm(units: Mapping[str, Mapping[str, Any]], seconds: float | None) -> float 
     return value(Figure("TPM", "ok + rolled_back"), names(units), seconds)
 
 
-def latency_per_interval(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[int, str], dict[str, float]]:
-    """p50, p95, p99 and max latency in ms of each stored interval row (index, unit) that has a
-    histogram, read by the native core's HDR code (the same that summarises the whole run)."""
-    try:
-        from fbbench import _core
-    except ImportError:
+def latency_ms(histograms: Sequence[str]) -> dict[str, float]:
+    """p50, p95, p99 and max latency in ms of the merged ``histograms`` (serialized by the native
+    core, whose HDR code summarises the whole run the same way); empty without a count."""
+    if not histograms:
         return {}
-    summaries = {}
-    for row in rows:
-        if row.get("histogram"):
-            summary = _core.histogram_summary([row["histogram"]])
-            summaries[(row["index"], row["unit"])] = {
-                key: summary[f"{key}_us"] / 1000 for key in ("p50", "p95", "p99") if f"{key}_us" in summary
-            } | {"max": summary.get("max_us", 0) / 1000}
-    return summaries
+    from fbbench import _core
+
+    summary = _core.histogram_summary(list(histograms))
+    if not summary.get("count"):
+        return {}
+    return {key: summary[f"{key}_us"] / 1000 for key in ("p50", "p95", "p99") if f"{key}_us" in summary} | {
+        "max": summary.get("max_us", 0) / 1000}
+
+
+def latency_per_interval(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[int, str], dict[str, float]]:
+    """:func:`latency_ms` of each stored interval row (index, unit) that has a histogram."""
+    return {(row["index"], row["unit"]): latency_ms([row["histogram"]]) for row in rows if row.get("histogram")}

@@ -41,9 +41,10 @@ def sweep(
     * `fbbench sweep architectures.toml --report sweep.html`
     * `fbbench sweep --resume last`
     """
+    from fbbench.analysis.sweep import sweep_document
+    from fbbench.report import sweep as sweep_page
     from fbbench.report.outputs import write_outputs
     from fbbench.store import ResultsStore
-    from fbbench.sweep import report as sweep_report
     from fbbench.sweep import run as sweep_run
     from fbbench.sweep.spec import read_sweep
 
@@ -100,14 +101,11 @@ def sweep(
     outcome = sweep_run.execute_sweep(parsed, credentials.password, resume=resume, on_step=on_step, on_run=on_run,
                                       on_leftovers=_print_leftovers)
     with ResultsStore(outcome.results, create=False) as store:
-        document = sweep_report.sweep_document(store, outcome.sweep_id)
-    sweep_report.print_sweep(document, console)
+        stored = store.load_sweep(outcome.sweep_id)
+        document = sweep_document(stored, store.load_runs(r["run_id"] for r in stored["runs"]))
+    sweep_page.print_sweep(document, console)
     target = report or paths.default_report(outcome.results, outcome.sweep_id)
-    written, problems = write_outputs(document, json_file, None)
-    try:
-        written.append(f"report: {sweep_report.write_report(document, target)}")
-    except OSError as error:
-        problems.append(f"cannot write the HTML report {target}: {error.strerror or error}")
+    written, problems = write_outputs(document, json_file, target, write_report=sweep_page.write)
     for line in written:
         console.print(line, highlight=False, soft_wrap=True)
     if outcome.status == "interrupted":

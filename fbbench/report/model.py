@@ -6,11 +6,11 @@ three never disagree.
 
 from __future__ import annotations
 
-import math
 import tomllib
 from typing import Any
 
 from fbbench.analysis import figures
+from fbbench.analysis.finite import finite
 
 SCHEMA_VERSION = 1  # of the run result document: docs/run-result.md
 
@@ -157,17 +157,6 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
     document.update(_observation(run))
     document.update(credibility(run))
     return document
-
-
-def finite(value: Any) -> Any:
-    """``value`` with every NaN or infinity replaced by None, so that the JSON stays JSON."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(item) for item in value]
-    return value
 
 
 def steady_document(run: dict[str, Any]) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -515,6 +515,10 @@ class ResultsStore:
         if len(matches) > 1 and text not in matches:
             raise FbbenchError(f"series id '{text}' is ambiguous: {', '.join(matches[:5])}")
         return text if text in matches else (matches[0] if matches else None)
+
+    def load_runs(self, run_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """run id → :meth:`load_run`, in the order given."""
+        return {run_id: self.load_run(run_id) for run_id in run_ids}
 
     def load_run(self, run_id: str) -> dict[str, Any]:
         """Everything stored about one run, as plain data."""

@@ -178,10 +178,11 @@ def _run_steps(spec: SweepSpec, todo: list[Step], sweep_id: str, password: str |
 def _best_combination(spec: SweepSpec, results: Path, sweep_id: str) -> Cell | None:
     """One factor at a time: each axis's best value (by its cell's median, the others at their
     baseline); their combination becomes a new cell, unless it is one already."""
-    from fbbench.sweep.report import sweep_document
+    from fbbench.analysis.sweep import sweep_document
 
     with ResultsStore(results) as store:
-        document = sweep_document(store, sweep_id)
+        sweep = store.load_sweep(sweep_id)
+        document = sweep_document(sweep, store.load_runs(r["run_id"] for r in sweep["runs"]))
     lower = (document.get("headline") or {}).get("better") == "lower"
     medians = {cell["index"]: cell["summary"]["median"] for cell in document["cells"] if cell["summary"]}
     baseline = {axis.key: spec.baseline_value(axis) for axis in spec.axes}

@@ -1,5 +1,5 @@
 "use strict";
-/* The sweep report: fills sweep.html from the sweep document (fbbench/sweep/report.py). */
+/* The sweep report: fills sweep.html from the sweep document (fbbench/analysis/sweep.py). */
 const sweep = fbb.data();
 const {el, fmt, num, note, table, isNumber} = fbb;
 const head = sweep.headline || {};

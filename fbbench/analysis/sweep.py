@@ -1,23 +1,18 @@
-"""What a sweep found, built from the results store only: each cell's series (median with its
-interval, spread, p95 latency), the best cell and how sure that is, the lint across the sweep
-(conditions that drifted between cells, unstable cells), the size series of a growing axis, and
-what the sweep cost beyond its runs' load time. The console, the JSON and the HTML page all
-start from this one document (``sweep_document``).
+"""What a sweep found, from its stored runs: each cell's series (median with its interval,
+spread, p95 latency), the best cell and how sure that is, the lint across the sweep (conditions
+that drifted between cells, unstable cells), the size series of a growing axis, and what the
+sweep cost beyond its runs' load time. The console, the JSON and the HTML page all start from
+this one document (:func:`sweep_document`; printed and drawn by :mod:`fbbench.report.sweep`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
-from fbbench.analysis import conditions, lint, stats
-from fbbench.store import ResultsStore
+from fbbench.analysis import conditions, figures, lint, stats
+from fbbench.analysis.finite import finite
 
 SCHEMA_VERSION = 1
 
@@ -25,12 +20,7 @@ SCHEMA_VERSION = 1
 def _p95_ms(run: Mapping[str, Any]) -> float | None:
     """p95 latency over every unit of the run's measured period (the histograms merge exactly)."""
     histograms = [unit["histogram"] for unit in (run.get("units") or {}).values() if unit.get("histogram")]
-    if not histograms:
-        return None
-    from fbbench import _core
-
-    summary = _core.histogram_summary(histograms)
-    return summary.get("p95_us", 0) / 1000 if summary.get("count") else None
+    return figures.latency_ms(histograms).get("p95")
 
 
 def _headline(run: Mapping[str, Any]) -> float | None:
@@ -42,19 +32,14 @@ def _summary(values: list[float]) -> dict[str, Any] | None:
     if not values:
         return None
     summary = stats.summarize(values)
-    return {"n": summary.n, "median": summary.median, "low": _finite(summary.low), "high": _finite(summary.high),
-            "cv": _finite(summary.cv), "spread": _finite(summary.spread), "min": summary.minimum,
+    return {"n": summary.n, "median": summary.median, "low": finite(summary.low), "high": finite(summary.high),
+            "cv": finite(summary.cv), "spread": finite(summary.spread), "min": summary.minimum,
             "max": summary.maximum, "text": summary.text}
 
 
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
-def sweep_document(store: ResultsStore, sweep_id: str) -> dict[str, Any]:
-    sweep = store.load_sweep(sweep_id)
+def sweep_document(sweep: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The sweep's document (``ResultsStore.load_sweep``) from its runs (run id → ``load_run``)."""
     spec = sweep["spec"]
-    runs = {run["run_id"]: store.load_run(run["run_id"]) for run in sweep["runs"]}
     headline = next(((r.get("summary") or {}).get("headline") for r in runs.values()
                      if (r.get("summary") or {}).get("headline")), None) or {"name": "score", "unit": "/min",
                                                                               "better": "higher"}
@@ -220,59 +205,3 @@ def _size_series(cells: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
                        "headline": (cell["summary"] or {}).get("median"),
                        "p95_ms": cell["p95_ms_median"]})
     return points
-
-
-# ---------------------------------------------------------------------------------- console
-
-
-def print_sweep(document: Mapping[str, Any], console: Console) -> None:
-    head = document["headline"]
-    unit = head.get("unit") or ""
-    direction = "higher is better" if head.get("better", "higher") == "higher" else "lower is better"
-    console.print(f"\n[bold]sweep {document['sweep_id']}[/] — {document['status']}; {len(document['cells'])} "
-                  f"cell(s) × {document['repeats']} repeat(s); {escape(head.get('name') or 'score')} ({direction})")
-    table = Table(title_justify="left")
-    for column in ("cell", "settings", "runs", f"{head.get('name') or 'score'} median", "95 % CI", "spread",
-                   "p95 ms"):
-        table.add_column(column, justify="left" if column in ("cell", "settings") else "right")
-    for cell in document["cells"]:
-        summary = cell["summary"] or {}
-        ci = (f"{summary['low']:,.0f}–{summary['high']:,.0f}" if summary.get("low") is not None else "–")
-        spread = f"±{summary['spread'] * 50:.1f} %" if summary.get("spread") is not None else "–"
-        runs = f"{summary.get('n', 0)}" + (f" (+{cell['not_completed']} not completed)" if cell["not_completed"]
-                                           else "")
-        table.add_row(str(cell["index"]), escape(cell["label"]), runs,
-                      f"{summary['median']:,.0f}{unit}" if summary else "–", ci, spread,
-                      f"{cell['p95_ms_median']:,.2f}" if cell["p95_ms_median"] is not None else "–")
-    console.print(table)
-    best = document.get("best")
-    if best:
-        console.print(f"best: cell {best['cell']} ({escape(best['label'])}), median {best['median']:,.0f}{unit}")
-        if best.get("versus_runner_up"):
-            sure = "" if best.get("resolved") else "[yellow]not distinguishable from the runner-up:[/] "
-            console.print(f"  {sure}{escape(best['versus_runner_up'])}")
-    advisor = document.get("one_at_a_time")
-    if advisor:
-        console.print(f"one factor at a time, against the baseline (cell {advisor['baseline_cell']}):")
-        for step in advisor["steps"]:
-            console.print(f"  cell {step['cell']} ({escape(step['label'])}): {escape(step['text'])}")
-        console.print(f"[bold]{escape(advisor['conclusion'])}[/]")
-    for finding in document.get("lint", [])[:12]:
-        colour = {"error": "red", "warning": "yellow"}.get(finding["severity"], "dim")
-        console.print(f"  [{colour}]{finding['rule']} {finding['severity']}[/]: {escape(finding['message'])}")
-    if len(document.get("lint", [])) > 12:
-        console.print(f"  … and {len(document['lint']) - 12} more finding(s) in the report")
-    overhead = document.get("overhead")
-    if overhead:
-        console.print(f"sweep overhead: the runs took {overhead['runs_wall_seconds']:,.0f} s for "
-                      f"{overhead['load_seconds']:,.0f} s of warm-up and measurement: "
-                      f"+{overhead['share'] * 100:.1f} % (population, start-up, checks, reports)")
-
-
-def write_report(document: dict[str, Any], path: Path) -> Path:
-    from fbbench.report.html import render_page
-
-    path = path.expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_page("sweep", f"fbbench sweep {document['sweep_id']}", document), encoding="utf-8")
-    return path

@@ -1,0 +1,64 @@
+"""A sweep's document (:mod:`fbbench.analysis.sweep`) on the console and as a page."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from fbbench.report import html
+
+
+def print_sweep(document: Mapping[str, Any], console: Console) -> None:
+    head = document["headline"]
+    unit = head.get("unit") or ""
+    direction = "higher is better" if head.get("better", "higher") == "higher" else "lower is better"
+    console.print(f"\n[bold]sweep {document['sweep_id']}[/] — {document['status']}; {len(document['cells'])} "
+                  f"cell(s) × {document['repeats']} repeat(s); {escape(head.get('name') or 'score')} ({direction})")
+    table = Table(title_justify="left")
+    for column in ("cell", "settings", "runs", f"{head.get('name') or 'score'} median", "95 % CI", "spread",
+                   "p95 ms"):
+        table.add_column(column, justify="left" if column in ("cell", "settings") else "right")
+    for cell in document["cells"]:
+        summary = cell["summary"] or {}
+        ci = (f"{summary['low']:,.0f}–{summary['high']:,.0f}" if summary.get("low") is not None else "–")
+        spread = f"±{summary['spread'] * 50:.1f} %" if summary.get("spread") is not None else "–"
+        runs = f"{summary.get('n', 0)}" + (f" (+{cell['not_completed']} not completed)" if cell["not_completed"]
+                                           else "")
+        table.add_row(str(cell["index"]), escape(cell["label"]), runs,
+                      f"{summary['median']:,.0f}{unit}" if summary else "–", ci, spread,
+                      f"{cell['p95_ms_median']:,.2f}" if cell["p95_ms_median"] is not None else "–")
+    console.print(table)
+    best = document.get("best")
+    if best:
+        console.print(f"best: cell {best['cell']} ({escape(best['label'])}), median {best['median']:,.0f}{unit}")
+        if best.get("versus_runner_up"):
+            sure = "" if best.get("resolved") else "[yellow]not distinguishable from the runner-up:[/] "
+            console.print(f"  {sure}{escape(best['versus_runner_up'])}")
+    advisor = document.get("one_at_a_time")
+    if advisor:
+        console.print(f"one factor at a time, against the baseline (cell {advisor['baseline_cell']}):")
+        for step in advisor["steps"]:
+            console.print(f"  cell {step['cell']} ({escape(step['label'])}): {escape(step['text'])}")
+        console.print(f"[bold]{escape(advisor['conclusion'])}[/]")
+    for finding in document.get("lint", [])[:12]:
+        colour = {"error": "red", "warning": "yellow"}.get(finding["severity"], "dim")
+        console.print(f"  [{colour}]{finding['rule']} {finding['severity']}[/]: {escape(finding['message'])}")
+    if len(document.get("lint", [])) > 12:
+        console.print(f"  … and {len(document['lint']) - 12} more finding(s) in the report")
+    overhead = document.get("overhead")
+    if overhead:
+        console.print(f"sweep overhead: the runs took {overhead['runs_wall_seconds']:,.0f} s for "
+                      f"{overhead['load_seconds']:,.0f} s of warm-up and measurement: "
+                      f"+{overhead['share'] * 100:.1f} % (population, start-up, checks, reports)")
+
+
+def write(document: Mapping[str, Any], path: Path) -> Path:
+    path = path.expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(html.render_page("sweep", f"fbbench sweep {document['sweep_id']}", document), encoding="utf-8")
+    return path
