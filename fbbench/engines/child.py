@@ -28,7 +28,7 @@ import tempfile
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from fbbench import signals
 from fbbench.engines.runtime import Runtime
@@ -106,10 +106,10 @@ _exit_at_once = False
 
 
 def exit_at_once() -> None:
-    """Ask the child to end with os._exit once its result is written.
+    """Ask the child to end without shutting the client library down once its result is written.
 
     Needed when the native core had to abandon an attachment thread stuck inside the engine:
-    the interpreter's normal shutdown (and the client library's exit handlers) could wait for it.
+    the client library's shutdown could wait for it.
     """
     global _exit_at_once
     _exit_at_once = True
@@ -124,8 +124,10 @@ def current_runtime() -> Runtime:
 
 def _shut_down_client_library() -> None:
     """firebird-driver shuts the client library down at exit and prints a traceback when the
-    library refuses ("connection shutdown", after a Ctrl-C reached it): done here, quietly —
-    the result is already written."""
+    library refuses ("connection shutdown", after a Ctrl-C reached it), and so do the
+    finalizers of its statements and cursors that the interpreter collects after it: done
+    here, quietly — the result is already written — and the process then ends without its
+    interpreter's clean-up (:func:`child_main`)."""
     driver = sys.modules.get("firebird.driver.core")
     shutdown = getattr(driver, "_api_shutdown", None)
     if shutdown is None:
@@ -135,7 +137,7 @@ def _shut_down_client_library() -> None:
         shutdown()
 
 
-def child_main(request_file: str, result_file: str) -> int:
+def child_main(request_file: str, result_file: str) -> NoReturn:
     global _current_runtime
     request = json.loads(Path(request_file).read_text())
     for entry in reversed(request["sys_path"]):
@@ -168,10 +170,9 @@ def child_main(request_file: str, result_file: str) -> int:
                                  "traceback_file": str(trace)}}
             code = 1
     Path(result_file).write_text(json.dumps(outcome, default=str))
-    _shut_down_client_library()
-    if _exit_at_once:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+    if not _exit_at_once:  # else a thread stuck inside the engine could hold the shutdown too
+        _shut_down_client_library()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 

@@ -9,14 +9,13 @@ Two ways an attachment goes wrong for real:
   does not break (a PSQL loop swallowing the cancel in ``WHEN ANY`` does not work: on 5.0 the
   cancel ends the loop at once). Closing the listener's sockets lets that attachment come back.
 
-A stuck engine thread also holds the process at exit, as the runner's engine process would be
-held: these functions end the child with ``os._exit`` once its result is written, as the runner
-does (see :func:`exit_hard_after_result`).
+A stuck engine thread would also hold the client library's shutdown at exit, as it would hold
+the runner's engine process: these functions ask the child to skip it once its result is written,
+as the runner does (:func:`fbbench.engines.child.exit_at_once`).
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import resource
 import signal
@@ -28,6 +27,7 @@ from typing import Any
 
 from fbbench.core import LoadResult, run_load
 from fbbench.database import driver
+from fbbench.engines.child import exit_at_once
 from tests.workloads_core.child import core_config
 
 # Attachment 1 hangs on its `after`-th call; other attachments never touch the remote source.
@@ -47,12 +47,6 @@ begin
   suspend;
 end
 """
-
-
-def exit_hard_after_result() -> None:
-    """End this child with os._exit once child_main has written the result (Python's atexit
-    runs before the client library's exit handlers, which wait for stuck engine threads)."""
-    atexit.register(os._exit, 0)
 
 
 def create_fat(dsn: str) -> int:
@@ -99,7 +93,7 @@ def _timed_run(config: dict[str, Any], interrupt_after: float | None = None) -> 
 def fill_until_full(dsn: str, settings: dict[str, Any], file_size_limit: int | None) -> dict[str, Any]:
     """Inserts fat rows until the database file cannot grow. With ``file_size_limit``, the
     limit is RLIMIT_FSIZE on this process (Python ignores SIGXFSZ, so writes fail with EFBIG)."""
-    exit_hard_after_result()
+    exit_at_once()
     if file_size_limit is not None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, resource.RLIM_INFINITY))
     return _timed_run(core_config(dsn, **settings))
@@ -145,7 +139,7 @@ def stuck_attachment(dsn: str, settings: dict[str, Any], after_calls: int,
     listener lets the stuck call fail; the function then checks that the late attachment
     detached, and that a second, normal run in the same process is unaffected.
     """
-    exit_hard_after_result()
+    exit_at_once()
     with driver.connect(dsn) as connection, connection.cursor() as cursor:
         cursor.execute(HANG_PROCEDURE)
         connection.commit()
