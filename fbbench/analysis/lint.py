@@ -25,6 +25,7 @@ from typing import Any
 
 from fbbench.analysis import conditions as cond
 from fbbench.analysis import psql, steady
+from fbbench.engines.firebird_conf import CACHE_PER_ATTACHMENT, architecture_of_mode, integer, lookup, parse_conf_text
 
 ERROR, WARNING, NOTE = "error", "warning", "note"
 SEVERITIES = (ERROR, WARNING, NOTE)
@@ -242,7 +243,7 @@ def _conf_of(run: Mapping[str, Any]) -> tuple[dict[str, str], set[str]]:
     if rows:
         return ({r["name"]: "" if r.get("value") is None else str(r["value"]) for r in rows},
                 {r["name"] for r in rows if r.get("is_set")})
-    pairs = cond.conf_text_pairs(engine.get("firebird_conf_text") or "")
+    pairs = parse_conf_text(engine.get("firebird_conf_text") or "")
     return pairs, set(pairs)
 
 
@@ -250,19 +251,6 @@ def _truthy(value: str | None) -> bool | None:
     if value is None:
         return None
     return value.strip().lower() in ("1", "true", "yes", "on")
-
-
-def _lookup(conf: Mapping[str, str], name: str) -> str | None:
-    lowered = {k.lower(): v for k, v in conf.items()}
-    return lowered.get(name.lower())
-
-
-def _pages(text: str | None) -> int | None:
-    """A firebird.conf integer (``65536``, ``64K``) or None."""
-    match = re.fullmatch(r"\s*(\d+)\s*([kmg]?)\s*", str(text or ""), re.IGNORECASE)
-    if not match:
-        return None
-    return int(match.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}[match.group(2).lower()]
 
 
 def os_cache_in_play(conf: Mapping[str, str], set_keys: Iterable[str], page_buffers: int | None) -> bool:
@@ -274,11 +262,11 @@ def os_cache_in_play(conf: Mapping[str, str], set_keys: Iterable[str], page_buff
     UseFileSystemCache = true holds.
     """
     explicit = {k.lower() for k in set_keys}
-    use = _lookup(conf, "UseFileSystemCache")
+    use = lookup(conf, "UseFileSystemCache")
     if use is not None and "usefilesystemcache" in explicit:
         return bool(_truthy(use))
     if use is None or "filesystemcachethreshold" in explicit:
-        threshold = _pages(_lookup(conf, "FileSystemCacheThreshold"))
+        threshold = integer(lookup(conf, "FileSystemCacheThreshold"))
         return page_buffers is None or page_buffers < (65536 if threshold is None else threshold)
     return bool(_truthy(use))
 
@@ -306,7 +294,7 @@ def _cache_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
         findings.append(_finding(
             "FB020", f"page buffers {buffers} (< {MIN_BUFFERS}): the run measures copying pages between Firebird's "
             f"cache and {where} rather than the engine", {"page_buffers": buffers, "os_cache": in_play}, subject))
-    if architecture.lower() in ("superclassic", "classic") and buffers is not None and buffers > MAX_CLASSIC_BUFFERS:
+    if architecture.lower() in CACHE_PER_ATTACHMENT and buffers is not None and buffers > MAX_CLASSIC_BUFFERS:
         memory = buffers * (page_size or 0) * (connections or 1)
         findings.append(_finding(
             "FB021", f"{architecture} with {buffers} page buffers per attachment (> {MAX_CLASSIC_BUFFERS}): "
@@ -508,7 +496,7 @@ def reads_consistently(isolation: str, engine_major: int | None, conf: Mapping[s
         return False
     if isolation == "read_consistency":
         return True
-    return isolation == "read_committed" and _truthy(_lookup(conf, "ReadConsistency")) is not False
+    return isolation == "read_committed" and _truthy(lookup(conf, "ReadConsistency")) is not False
 
 
 def _random_findings(units: Sequence[_UnitSql], files: Mapping[str, str], engine_major: int | None,
@@ -545,18 +533,17 @@ def lint_workload(workload: Any, engine_major: int | str | None = None, conf: Ma
     units = [_UnitSql(u.name, u.isolation, tuple(s.sql for s in u.statements)) for u in workload.units]
     findings = _random_findings(units, workload.files, major, conf)
     buffers = page_buffers
-    if buffers is None and _lookup(conf, "DefaultDbCachePages"):
+    if buffers is None and lookup(conf, "DefaultDbCachePages"):
         try:
-            buffers = int(str(_lookup(conf, "DefaultDbCachePages")))
+            buffers = int(str(lookup(conf, "DefaultDbCachePages")))
         except ValueError:
             buffers = None
     if buffers is not None and buffers < MIN_BUFFERS:
         findings.append(_finding("FB020", f"page buffers {buffers} (< {MIN_BUFFERS}): the run would measure copying "
                                  "pages between Firebird's cache and the OS file cache rather than the engine",
                                  {"page_buffers": buffers}, workload.name))
-    mode = str(_lookup(conf, "ServerMode") or "")
-    if mode.lower() in ("superclassic", "classic", "threadedshared", "multiprocess") and buffers is not None \
-            and buffers > MAX_CLASSIC_BUFFERS:
+    mode = str(lookup(conf, "ServerMode") or "")
+    if architecture_of_mode(mode) in CACHE_PER_ATTACHMENT and buffers is not None and buffers > MAX_CLASSIC_BUFFERS:
         findings.append(_finding("FB021", f"ServerMode {mode} with {buffers} page buffers per attachment "
                                  f"(> {MAX_CLASSIC_BUFFERS})", {"architecture": mode, "page_buffers": buffers},
                                  workload.name))

@@ -32,6 +32,7 @@ from fbbench.engines.catalog import (
     ServerEngine,
     parse_engine,
 )
+from fbbench.engines.firebird_conf import BOOLEAN_WORDS, CHOICES, integer
 from fbbench.errors import FbbenchError
 from fbbench.paths import assert_inside
 
@@ -151,17 +152,7 @@ class ConfKey:
     negative_allowed: bool  # its documentation mentions -1 (e.g. MaxUnflushedWrites)
 
 
-# Keys with a fixed set of words (firebird.conf documents them in prose).
-_CHOICES = {
-    "ServerMode": {"super", "superserver", "threadeddedicated", "superclassic", "threadedshared", "classic",
-                   "multiprocess"},
-    "GCPolicy": {"cooperative", "background", "combined"},
-    "WireCrypt": {"required", "enabled", "disabled"},
-}
 _CHOICE_HINTS = {"ServerMode": "use Super (SuperServer), SuperClassic or Classic"}
-# What Firebird's own parser reads as a boolean; any other word silently means false there.
-_BOOLEANS = {"true", "false", "yes", "no", "y", "n", "1", "0"}
-_INTEGER = re.compile(r"^-?\d+[kmg]?$", re.IGNORECASE)
 
 
 def documented_keys(wheel_root: Path) -> dict[str, ConfKey]:
@@ -191,16 +182,16 @@ def check_value(key: ConfKey, value: str) -> str:
         raise FbbenchError(f"firebird.conf value for {key.name} must be a single line without '#': {value!r}")
     if not value:
         raise FbbenchError(f"firebird.conf value for {key.name} is empty")
-    if key.name in _CHOICES:
-        if value.lower() not in _CHOICES[key.name]:
+    if key.name in CHOICES:
+        if value.lower() not in CHOICES[key.name]:
             raise FbbenchError(f"invalid {key.name} '{value}'", hint=_CHOICE_HINTS.get(
-                key.name, "use one of " + ", ".join(sorted(_CHOICES[key.name]))))
+                key.name, "use one of " + ", ".join(sorted(CHOICES[key.name]))))
     elif key.kind == "integer":
-        if not _INTEGER.match(value):
+        if integer(value) is None:
             raise FbbenchError(f"{key.name} must be a whole number (optionally with K, M or G), got '{value}'")
         if value.startswith("-") and not (key.negative_allowed and value == "-1"):
             raise FbbenchError(f"{key.name} cannot be negative, got '{value}'")
-    elif key.kind == "boolean" and value.lower() not in _BOOLEANS:
+    elif key.kind == "boolean" and value.lower() not in BOOLEAN_WORDS:
         raise FbbenchError(f"{key.name} must be true or false, got '{value}'",
                            hint="Firebird reads true/false, yes/no or 1/0; any other word would mean false")
     return value

@@ -18,6 +18,7 @@ import resource
 from dataclasses import dataclass
 from pathlib import Path
 
+from fbbench.engines.firebird_conf import DEFAULT_PAGE_BUFFERS, integer, lookup
 from fbbench.errors import FbbenchError
 
 MB = 1 << 20
@@ -38,8 +39,6 @@ PER_ATTACHMENT_BYTES = {
 BASE_BYTES = 200 * MB  # the fbbench process, Python, the engine's own start-up
 MARGIN = 1.25  # workloads heavier than TPC-C per attachment
 DEFAULT_PAGE_SIZE = 8192
-# firebird.conf's DefaultDbCachePages default per architecture (Firebird 3.0+).
-DEFAULT_BUFFERS = {"super": 2048, "superclassic": 256, "classic": 256}
 THREADS_PER_ATTACHMENT = 1  # embedded: the core's attachment thread runs the engine's work
 # Classic: a process per attachment, with 8 threads at most (Python's main thread and its pipe
 # reader, the core's control, timekeeper, attachment and canceller threads, the engine's own),
@@ -63,36 +62,16 @@ class Need:
         return max(int((available - BASE_BYTES - self.shared_cache) // each), 0)
 
 
-def architecture_of(conf: dict[str, str]) -> str:
-    mode = conf.get("ServerMode", "Super").strip().lower()
-    if mode in ("superclassic", "threadedshared"):
-        return "superclassic"
-    if mode in ("classic", "multiprocess"):
-        return "classic"
-    return "super"
-
-
-def estimate(connections: int, engine_major: str, conf: dict[str, str], page_size: int | None,
+def estimate(connections: int, engine_major: str, architecture: str, conf: dict[str, str], page_size: int | None,
              page_buffers: int | None) -> Need:
-    architecture = architecture_of(conf)
-    buffers = page_buffers or _int(conf.get("DefaultDbCachePages")) or DEFAULT_BUFFERS[architecture]
+    """The memory ``connections`` attachments take under ``architecture`` (super | superclassic | classic)."""
+    buffers = page_buffers or integer(lookup(conf, "DefaultDbCachePages")) or DEFAULT_PAGE_BUFFERS[architecture]
     cache = buffers * (page_size or DEFAULT_PAGE_SIZE)
     measured = PER_ATTACHMENT_BYTES[architecture]
     per = measured.get(engine_major, max(measured.values())) * MARGIN
     if architecture == "super":
         return Need(connections, per, 0.0, float(cache))
     return Need(connections, per, float(cache), 0.0)
-
-
-def _int(text: str | None) -> int | None:
-    if not text:
-        return None
-    text = text.strip().lower()
-    scale = {"k": 1024, "m": MB, "g": 1 << 30}.get(text[-1:], 1)
-    try:
-        return int(text.rstrip("kmg")) * scale
-    except ValueError:
-        return None
 
 
 def available_memory() -> tuple[float, str]:
@@ -132,13 +111,15 @@ def thread_limit() -> tuple[float, str]:
     return min(candidates) if candidates else (float("inf"), "nothing")
 
 
-def check(connections: int, engine_label: str, engine_major: str | None, conf: dict[str, str],
-          page_size: int | None, page_buffers: int | None) -> None:
-    """Refuse a run whose attachments would not fit, naming what would; None: an external server."""
+def check(connections: int, engine_label: str, engine_major: str | None, architecture: str | None,
+          conf: dict[str, str], page_size: int | None, page_buffers: int | None) -> None:
+    """Refuse a run whose attachments would not fit, naming what would. ``engine_major`` None: an
+    external server; ``architecture`` None: the engine's default (SuperServer)."""
+    architecture = architecture or "super"
     threads, what_limits = thread_limit()
     # A local Classic engine runs a process per attachment (embedded: fbbench's; managed: the
     # server's forks); an external server's processes are not this machine's.
-    classic = engine_major is not None and architecture_of(conf) == "classic"
+    classic = engine_major is not None and architecture == "classic"
     each = TASKS_PER_CLASSIC_ATTACHMENT if classic else THREADS_PER_ATTACHMENT
     if connections * each + 32 > threads:
         needs = (f"a process of up to {each} threads per attachment ({connections * each:,} threads)" if classic
@@ -148,7 +129,7 @@ def check(connections: int, engine_label: str, engine_major: str | None, conf: d
             hint=f"at most about {max((int(threads) - 32) // each, 1):,} attachments can run here")
     if engine_major is None:  # an external server's memory is not this machine's
         return
-    need = estimate(connections, engine_major, conf, page_size, page_buffers)
+    need = estimate(connections, engine_major, architecture, conf, page_size, page_buffers)
     available, what_limits = available_memory()
     if need.total > available:
         each = need.per_attachment + need.cache_per_attachment
