@@ -397,6 +397,22 @@ def test_lint_run_rules_on_constructed_runs() -> None:
     assert lint.worst(found.values()) == "error"
 
 
+def test_large_cache_per_attachment_is_one_rule_for_every_server_mode_spelling() -> None:
+    """FB021 reads ServerMode as Firebird does, before a run and in a stored one alike."""
+    def stored(mode: str) -> dict[str, Any]:
+        return {"run_id": "r", "settings": {"engine": "5.0", "connections": 4},
+                "engine": {"server_mode": mode, "engine_version": "5.0.4"},
+                "database": {"before": {"page_buffers": 4096, "page_size": 8192}}}
+
+    for mode in ("SuperClassic", "ThreadedShared", "Classic", "MultiProcess"):
+        found = [f for f in lint.lint_run(stored(mode)) if f.rule == "FB021"]
+        assert len(found) == 1 and "4 attachment(s) × 32.0 MiB" in found[0].message, mode
+        static = lint.lint_workload(load_workload("tpcc"), "5.0", {"ServerMode": mode, "DefaultDbCachePages": "4096"})
+        assert [f.rule for f in static] == ["FB021"] and static[0].message.startswith(f"ServerMode {mode} with 4096")
+    for mode in ("Super", "ThreadedDedicated", "unknown (not visible from a Firebird 3 client)"):
+        assert "FB021" not in {f.rule for f in lint.lint_run(stored(mode))}
+
+
 def test_conditions_of_a_firebird_3_run_read_its_conf_file() -> None:
     run = {"run_id": "r3", "engine_label": "Firebird 3.0.14 embedded", "settings": {"engine": "3.0"},
            "engine": {"engine_version": "3.0.14", "server_mode": "Super",

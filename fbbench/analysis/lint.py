@@ -280,6 +280,22 @@ def _engine_major(text: Any) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _large_cache_per_attachment(mode: str, buffers: int | None, subject: str, shown: str,
+                                ran: tuple[int | None, int | None] | None = None) -> list[Finding]:
+    """FB021 for a ServerMode (any of Firebird's spellings) and the page buffers of each
+    attachment; ``ran``: the (connections, page size) of a run, to say what the caches cost."""
+    if architecture_of_mode(mode) not in CACHE_PER_ATTACHMENT or buffers is None or buffers <= MAX_CLASSIC_BUFFERS:
+        return []
+    message = f"{shown} with {buffers} page buffers per attachment (> {MAX_CLASSIC_BUFFERS})"
+    evidence: dict[str, Any] = {"architecture": mode, "page_buffers": buffers}
+    if ran is not None:
+        connections, page_size = ran
+        each = buffers * (page_size or 0)
+        message += f": {connections} attachment(s) × {_mib(each)} of cache = {_mib(each * (connections or 1))}"
+        evidence["connections"] = connections
+    return [_finding("FB021", message, evidence, subject)]
+
+
 def _cache_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
     database = run.get("database") or {}
     before, after = database.get("before") or {}, database.get("after") or {}
@@ -294,12 +310,8 @@ def _cache_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
         findings.append(_finding(
             "FB020", f"page buffers {buffers} (< {MIN_BUFFERS}): the run measures copying pages between Firebird's "
             f"cache and {where} rather than the engine", {"page_buffers": buffers, "os_cache": in_play}, subject))
-    if architecture.lower() in CACHE_PER_ATTACHMENT and buffers is not None and buffers > MAX_CLASSIC_BUFFERS:
-        memory = buffers * (page_size or 0) * (connections or 1)
-        findings.append(_finding(
-            "FB021", f"{architecture} with {buffers} page buffers per attachment (> {MAX_CLASSIC_BUFFERS}): "
-            f"{connections} attachment(s) × {_mib(buffers * (page_size or 0))} of cache = {_mib(memory)}",
-            {"architecture": architecture, "page_buffers": buffers, "connections": connections}, subject))
+    findings += _large_cache_per_attachment(architecture, buffers, subject, architecture,
+                                            ran=(connections, page_size))
     size = max(before.get("size_bytes") or 0, after.get("size_bytes") or 0)
     memory = (run.get("host") or {}).get("memory_bytes")
     forced = before.get("forced_writes")
@@ -543,8 +555,4 @@ def lint_workload(workload: Any, engine_major: int | str | None = None, conf: Ma
                                  "pages between Firebird's cache and the OS file cache rather than the engine",
                                  {"page_buffers": buffers}, workload.name))
     mode = str(lookup(conf, "ServerMode") or "")
-    if architecture_of_mode(mode) in CACHE_PER_ATTACHMENT and buffers is not None and buffers > MAX_CLASSIC_BUFFERS:
-        findings.append(_finding("FB021", f"ServerMode {mode} with {buffers} page buffers per attachment "
-                                 f"(> {MAX_CLASSIC_BUFFERS})", {"architecture": mode, "page_buffers": buffers},
-                                 workload.name))
-    return findings
+    return findings + _large_cache_per_attachment(mode, buffers, workload.name, f"ServerMode {mode}")
