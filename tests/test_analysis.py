@@ -354,6 +354,8 @@ def test_random_values_under_read_consistency_are_found_through_procedures_and_t
                                      "unit buy → PLACE_ORDER → ORDER_LOG_BI: rand() at schema.sql:50"]
     # read_committed restarts only while ReadConsistency = 1 (4.0+'s default); 3.0 never restarts.
     assert {f.subject for f in lint.lint_workload(workload, "5.0", {"ReadConsistency": "0"})} == {"buy"}
+    # "on" is no boolean word of Firebird's: it reads false.
+    assert {f.subject for f in lint.lint_workload(workload, "5.0", {"ReadConsistency": "on"})} == {"buy"}
     assert lint.lint_workload(workload, "3.0", {}) == []
     assert [f.rule for f in lint.lint_workload(workload, 5, {"DefaultDbCachePages": "50"})
             if f.subject == workload.name] == ["FB020"]
@@ -394,6 +396,9 @@ def test_lint_run_rules_on_constructed_runs() -> None:
     assert "FB022" not in found  # 16 GiB in a host of 16 GiB with UseFileSystemCache = false: the disk is measured
     assert lint.os_cache_in_play({"FileSystemCacheThreshold": "65536"}, [], 2048)  # 3.0: below the threshold
     assert not lint.os_cache_in_play({"FileSystemCacheThreshold": "1K"}, ["FileSystemCacheThreshold"], 2048)
+    # UseFileSystemCache read as Firebird reads a boolean: "on" is not one of its words (false), "Y" is.
+    assert not lint.os_cache_in_play({"UseFileSystemCache": "on"}, ["UseFileSystemCache"], 2048)
+    assert lint.os_cache_in_play({"UseFileSystemCache": "Y"}, ["UseFileSystemCache"], 2048)
     assert lint.worst(found.values()) == "error"
 
 

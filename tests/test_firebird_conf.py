@@ -22,3 +22,10 @@ def test_integers_with_multipliers_and_keys_in_any_case() -> None:
     conf = {"defaultdbcachepages": "2K"}
     assert firebird_conf.key_of(conf, "DefaultDbCachePages") == "defaultdbcachepages"
     assert firebird_conf.lookup(conf, "DEFAULTDBCACHEPAGES") == "2K" and firebird_conf.lookup(conf, "X") is None
+
+
+def test_booleans_are_read_as_firebird_reads_them() -> None:
+    # Parameter::asBoolean: a non-zero number, or true / yes / y in any case; anything else is false.
+    assert [firebird_conf.boolean(text) for text in ("true", "YES", "y", "1", "2", " -1")] == [True] * 6
+    assert [firebird_conf.boolean(text) for text in ("false", "no", "n", "0", "on", "enabled", "")] == [False] * 7
+    assert firebird_conf.boolean(None) is None

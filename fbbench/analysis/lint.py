@@ -25,7 +25,14 @@ from typing import Any
 
 from fbbench.analysis import conditions as cond
 from fbbench.analysis import psql, steady
-from fbbench.engines.firebird_conf import CACHE_PER_ATTACHMENT, architecture_of_mode, integer, lookup, parse_conf_text
+from fbbench.engines.firebird_conf import (
+    CACHE_PER_ATTACHMENT,
+    architecture_of_mode,
+    boolean,
+    integer,
+    lookup,
+    parse_conf_text,
+)
 
 ERROR, WARNING, NOTE = "error", "warning", "note"
 SEVERITIES = (ERROR, WARNING, NOTE)
@@ -247,12 +254,6 @@ def _conf_of(run: Mapping[str, Any]) -> tuple[dict[str, str], set[str]]:
     return pairs, set(pairs)
 
 
-def _truthy(value: str | None) -> bool | None:
-    if value is None:
-        return None
-    return value.strip().lower() in ("1", "true", "yes", "on")
-
-
 def os_cache_in_play(conf: Mapping[str, str], set_keys: Iterable[str], page_buffers: int | None) -> bool:
     """Whether the OS file cache sits under Firebird's page cache (firebird.conf of 3.0 to 5.0).
 
@@ -264,11 +265,11 @@ def os_cache_in_play(conf: Mapping[str, str], set_keys: Iterable[str], page_buff
     explicit = {k.lower() for k in set_keys}
     use = lookup(conf, "UseFileSystemCache")
     if use is not None and "usefilesystemcache" in explicit:
-        return bool(_truthy(use))
+        return bool(boolean(use))
     if use is None or "filesystemcachethreshold" in explicit:
         threshold = integer(lookup(conf, "FileSystemCacheThreshold"))
         return page_buffers is None or page_buffers < (65536 if threshold is None else threshold)
-    return bool(_truthy(use))
+    return bool(boolean(use))
 
 
 def _mib(value: float) -> str:
@@ -508,7 +509,7 @@ def reads_consistently(isolation: str, engine_major: int | None, conf: Mapping[s
         return False
     if isolation == "read_consistency":
         return True
-    return isolation == "read_committed" and _truthy(lookup(conf, "ReadConsistency")) is not False
+    return isolation == "read_committed" and boolean(lookup(conf, "ReadConsistency")) is not False
 
 
 def _random_findings(units: Sequence[_UnitSql], files: Mapping[str, str], engine_major: int | None,

@@ -7,7 +7,7 @@ run settings, the memory check, ``--set`` validation, the lint, a run's conditio
 report) reads it here, so that they read it as the engine that ran did.
 
 The readers follow Firebird's own parser (``src/common/config/config_file.cpp``:
-``ConfigFile::parseLine`` and ``Parameter::asInteger``).
+``ConfigFile::parseLine``, ``Parameter::asInteger`` and ``Parameter::asBoolean``).
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "y", "n", "1", "0"})
 
 _INTEGER = re.compile(r"\s*(-?)(\d+)([kmg]?)\s*", re.IGNORECASE)
 _MULTIPLIERS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+_LEADING_NUMBER = re.compile(r"\s*[-+]?(\d+)")  # what C's atoi reads
+_TRUE_WORDS = frozenset({"true", "yes", "y"})
 
 
 def architecture_of_mode(mode: str | None) -> str | None:
@@ -55,6 +57,15 @@ def integer(value: str | None) -> int | None:
         return None
     sign = -1 if match.group(1) else 1
     return sign * int(match.group(2)) * _MULTIPLIERS[match.group(3).lower()]
+
+
+def boolean(value: str | None) -> bool | None:
+    """A firebird.conf boolean as Firebird reads it: true, yes, y (any case) or a non-zero number;
+    every other word is false ("on" included). None when the value is missing."""
+    if value is None:
+        return None
+    number = _LEADING_NUMBER.match(value)
+    return bool(number and int(number.group(1))) or value.strip().lower() in _TRUE_WORDS
 
 
 def key_of(conf: Mapping[str, str], name: str) -> str | None:
