@@ -19,6 +19,7 @@ import pytest
 
 from fbbench.analysis import audits, conditions, lint, stats, steady
 from fbbench.analysis.steady import IntervalSeries
+from fbbench.report.model import result_document
 from fbbench.store import ResultsStore
 from fbbench.workloads.spec import load_workload
 from tests.conftest import REPO, run_cli
@@ -424,6 +425,9 @@ def test_conditions_of_a_firebird_3_run_read_its_conf_file() -> None:
                       "firebird_conf_text": "# generated\nServerMode = Super\nDefaultDbCachePages = 512  # set\n"}}
     record = conditions.record(run)
     assert record["conf.DefaultDbCachePages"] == "512" and "conf.ServerMode" not in record
+    # The run's report reads the same text the same way: an inline comment is no part of a value.
+    shown = result_document({**run, "status": "ok", "workload": "w"})["engine"]
+    assert shown["firebird_conf"] == shown["firebird_conf_set"] == {"ServerMode": "Super", "DefaultDbCachePages": "512"}
     assert not record.conf_complete and record.defaults == frozenset()
     five = conditions.Conditions({"engine.version": "5.0.4", "protocol": "embedded", "architecture": "Super",
                                   "conf.DefaultDbCachePages": "512", "conf.ReadConsistency": "true"},
