@@ -415,6 +415,9 @@ def test_large_cache_per_attachment_is_one_rule_for_every_server_mode_spelling()
         assert len(found) == 1 and "4 attachment(s) × 32.0 MiB" in found[0].message, mode
         static = lint.lint_workload(load_workload("tpcc"), "5.0", {"ServerMode": mode, "DefaultDbCachePages": "4096"})
         assert [f.rule for f in static] == ["FB021"] and static[0].message.startswith(f"ServerMode {mode} with 4096")
+    # DefaultDbCachePages with a multiplier, as Firebird reads it (4K = 4096 pages).
+    static = lint.lint_workload(load_workload("tpcc"), "5.0", {"ServerMode": "Classic", "DefaultDbCachePages": "4K"})
+    assert [f.evidence["page_buffers"] for f in static if f.rule == "FB021"] == [4096]
     for mode in ("Super", "ThreadedDedicated", "unknown (not visible from a Firebird 3 client)"):
         assert "FB021" not in {f.rule for f in lint.lint_run(stored(mode))}
 

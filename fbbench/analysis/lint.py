@@ -545,12 +545,7 @@ def lint_workload(workload: Any, engine_major: int | str | None = None, conf: Ma
         f"{engine_major}.0" if "." not in str(engine_major) else engine_major)
     units = [_UnitSql(u.name, u.isolation, tuple(s.sql for s in u.statements)) for u in workload.units]
     findings = _random_findings(units, workload.files, major, conf)
-    buffers = page_buffers
-    if buffers is None and lookup(conf, "DefaultDbCachePages"):
-        try:
-            buffers = int(str(lookup(conf, "DefaultDbCachePages")))
-        except ValueError:
-            buffers = None
+    buffers = page_buffers if page_buffers is not None else integer(lookup(conf, "DefaultDbCachePages"))
     if buffers is not None and buffers < MIN_BUFFERS:
         findings.append(_finding("FB020", f"page buffers {buffers} (< {MIN_BUFFERS}): the run would measure copying "
                                  "pages between Firebird's cache and the OS file cache rather than the engine",
