@@ -107,7 +107,8 @@ from types import TracebackType
 
 from fbbench import __version__
 from fbbench.engines.catalog import ManagedEngine
-from fbbench.engines.runtime import _NATIVE_FIXES, Runtime, _link_tree, _prepare_lib_dir, prepare_runtime
+from fbbench.engines.rootfs import link_file, link_tree, native_fix, prepare_lib_dir
+from fbbench.engines.runtime import Runtime, prepare_runtime
 from fbbench.errors import FbbenchError
 
 HOST = "127.0.0.1"
@@ -281,7 +282,7 @@ def _server_build(binary: Path, directory: Path, debian: bool) -> str:
     if missing:
         name = missing.group(1)
         raise FbbenchError(f"{binary} cannot start: {name} is missing",
-                           hint=_NATIVE_FIXES.get(name, f"install the package that provides {name}"))
+                           hint=native_fix(name))
     raise FbbenchError(f"{binary} -z did not report a Firebird server version: {first[:200]}",
                        hint="check that the binary is a Firebird 3.0 or later server")
 
@@ -290,7 +291,7 @@ def _official_library_path(directory: Path, compat: Path) -> str:
     """LD_LIBRARY_PATH for an official build: a libtommath.so.0 link (3.0 builds were linked
     against it, Debian 12 only has .so.1 with the same ABI) and the install's own bundled
     libtommath (``lib/.tm``), which its install.sh would otherwise link into the system."""
-    _prepare_lib_dir(compat)
+    prepare_lib_dir(compat)
     entries = [str(compat)]
     if (directory / "lib" / ".tm").is_dir():
         entries.append(str(directory / "lib" / ".tm"))
@@ -635,10 +636,10 @@ class ManagedServer:
         source = self.layout.directory
         skip = _OFFICIAL_SKIP | {item.name for item in source.iterdir() if item.name.endswith(".fdb")}
         try:
-            _link_tree(source, self.root, skip)
+            link_tree(source, self.root, skip)
             (self.root / "bin").mkdir()
             for name in _OFFICIAL_BINARIES:
-                _link_tree_file(source / "bin" / name, self.root / "bin" / name)
+                link_file(source / "bin" / name, self.root / "bin" / name)
         except OSError as error:
             raise FbbenchError(f"cannot mirror {source} into the server's root {self.root}: {error}",
                                hint="check that every file of the installation is readable") from None
@@ -781,13 +782,6 @@ class ManagedServer:
     def __repr__(self) -> str:
         state = "running" if self.is_running() else "stopped"
         return f"<ManagedServer {self.engine.label} {self.host}:{self.port} {state} home={self.home}>"
-
-
-def _link_tree_file(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except OSError:  # another file system, or linking someone else's file is not allowed
-        shutil.copy2(source, target)
 
 
 # Strong references on purpose: a server its owner forgot to stop is still stopped at exit.
