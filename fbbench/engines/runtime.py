@@ -30,6 +30,7 @@ from fbbench.engines.catalog import (
     parse_engine,
 )
 from fbbench.engines.firebird_conf import BOOLEAN_WORDS, CHOICES, integer
+from fbbench.engines.installation import check_reserved, conf_docs
 from fbbench.engines.rootfs import link_tree, native_fix, prepare_lib_dir
 from fbbench.errors import FbbenchError
 from fbbench.paths import assert_inside
@@ -211,10 +212,8 @@ def check_conf(engine: Engine, conf: dict[str, str]) -> dict[str, str]:
             )
         return {}
     if isinstance(engine, ManagedEngine):
-        from fbbench.engines import managed
-
-        checked = validate_conf(conf, managed.conf_docs(engine), engine.label)
-        managed.check_reserved(checked)
+        checked = validate_conf(conf, conf_docs(engine), engine.label)
+        check_reserved(checked)
         return checked
     if not installer.is_installed(engine):
         installer.install(engine)

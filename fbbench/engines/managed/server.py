@@ -84,6 +84,7 @@ engine children get it in their environment (``ISC_PASSWORD``, like any server p
 no file, log, command line, results store or report ever holds it.
 """
 
+
 from __future__ import annotations
 
 import atexit
@@ -91,7 +92,6 @@ import contextlib
 import functools
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -100,15 +100,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
 from fbbench import __version__
-from fbbench.engines.catalog import ManagedEngine
-from fbbench.engines.rootfs import link_file, link_tree, native_fix, prepare_lib_dir
-from fbbench.engines.runtime import Runtime, prepare_runtime
+from fbbench.engines.installation import (
+    MARKER,
+    ManagedEngine,
+    clean_environment,
+    layout_of,
+    official_library_path,
+)
+from fbbench.engines.rootfs import link_file, link_tree
 from fbbench.errors import FbbenchError
 
 HOST = "127.0.0.1"
@@ -122,22 +126,7 @@ DEBIAN_DATA_DIR = Path("/var/lib/firebird")
 # size 255 bytes", N = 2 x path + 57, measured on 3.0.11) once its security database's path is
 # longer than 99 characters.
 FB3_SECURITY_PATH_LIMIT = 99
-MARKER = "FBBENCH_MANAGED_SERVER"
 PID_FILE = "server.json"
-# fbbench sets these itself: a --set for them would break the instance's isolation.
-RESERVED_KEYS = {
-    "RemoteServicePort": "fbbench chooses a free port on 127.0.0.1 for each managed server",
-    "RemoteServiceName": "fbbench chooses a free port on 127.0.0.1 for each managed server",
-    "RemoteBindAddress": "a managed server listens on 127.0.0.1 only",
-    "SecurityDatabase": "a managed server has its own security database with a random SYSDBA password",
-}
-
-WHAT_IS_AN_INSTALLATION = (
-    "name the directory of a Firebird installation: /usr for Debian's firebird3.0-server "
-    "(/usr/sbin/firebird), or an official install such as /opt/firebird (bin/firebird, lib/, plugins/)"
-)
-_DEBIAN_PACKAGE = "firebird3.0-server"
-_VERSION_TEXT = re.compile(r"\b[A-Z]{2}-[A-Z](\d+)\.(\d+)\.(\d+)\.(\d+)\b")
 _LISTEN = "0A"  # TCP_LISTEN as printed in /proc/net/tcp
 # Top-level entries of an official install that a server root does not need, or must not share:
 # the installation's conf, log and security databases are replaced by the instance's own.
@@ -155,184 +144,7 @@ _DIE_WITH_OWNER = (
 )
 
 
-# ----------------------------------------------------------------------------- installations
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where the pieces of one installation are."""
-
-    directory: Path
-    debian: bool
-    server: Path  # the server binary in the installation
-    isql: Path
-    libdir: Path  # Debian: DIR/lib/<triplet>/firebird/<major>; official: DIR
-    conf_docs: Path  # the directory whose firebird.conf documents the keys
-    log_name: str  # the log file's name in its directory
-    security_name: str  # security3.fdb, security4.fdb, …
-
-
-def _layout(directory: Path, debian: bool, major: str) -> Layout:
-    major_number = major.split(".")[0]
-    if debian:
-        candidates = sorted(directory.glob(f"lib/*/firebird/{major}"))
-        libdir = next((c for c in candidates if (c / "plugins").is_dir()),
-                      candidates[0] if candidates else directory / "lib" / "firebird" / major)
-        return Layout(directory, True, directory / "sbin" / "firebird", directory / "bin" / "isql-fb", libdir,
-                      libdir, f"firebird{major}.log", f"security{major_number}.fdb")
-    return Layout(directory, False, directory / "bin" / "firebird", directory / "bin" / "isql", directory,
-                  directory, "firebird.log", f"security{major_number}.fdb")
-
-
-def layout_of(engine: ManagedEngine) -> Layout:
-    return _layout(Path(engine.directory), engine.layout == "debian", engine.major)
-
-
-def inspect_installation(text: str | Path) -> ManagedEngine:
-    """The managed engine for the installation in ``text``, or a one-line reason it is not one."""
-    given = Path(text).expanduser()
-    if not given.exists():
-        raise FbbenchError(f"{given} does not exist", hint=WHAT_IS_AN_INSTALLATION)
-    if not given.is_dir():
-        where = given.parent.parent if given.name == "firebird" else None
-        hint = f"name the installation, not the binary: server:{where}" if where else WHAT_IS_AN_INSTALLATION
-        raise FbbenchError(f"{given} is a file, not a Firebird installation directory", hint=hint)
-    directory = given.resolve()
-    if (directory / "bin" / "firebird").is_file():
-        debian = False
-        binary = directory / "bin" / "firebird"
-    elif (directory / "sbin" / "firebird").is_file():
-        debian = True
-        binary = directory / "sbin" / "firebird"
-    else:
-        raise _not_an_installation(directory)
-    try:
-        stamp = binary.stat().st_mtime_ns
-    except OSError as error:
-        raise FbbenchError(f"cannot read {binary}: {error.strerror}") from None
-    return _inspect(str(directory), debian, stamp)
-
-
-@functools.lru_cache(maxsize=16)
-def _inspect(directory_text: str, debian: bool, _binary_mtime: int) -> ManagedEngine:
-    directory = Path(directory_text)
-    binary = directory / ("sbin" if debian else "bin") / "firebird"
-    build = _server_build(binary, directory, debian)
-    numbers = _VERSION_TEXT.search(build)
-    assert numbers is not None  # _server_build checked it
-    version = ".".join(numbers.groups()[:3])
-    engine = ManagedEngine(str(directory), "debian" if debian else "official", version, build)
-    layout = layout_of(engine)
-    if debian:
-        needed = [layout.libdir / "firebird.msg", layout.libdir / "plugins", layout.libdir / "intl"]
-        fix = f"as root: apt-get install --reinstall {_DEBIAN_PACKAGE}"
-    else:
-        needed = [directory / "firebird.msg", directory / "plugins", directory / "intl", directory / "lib"]
-        fix = "reinstall Firebird from the official tarball (its install.sh)"
-    needed += [layout.isql, layout.conf_docs / "firebird.conf"]
-    for path in needed:
-        if not path.exists():
-            raise FbbenchError(f"the Firebird {version} installation in {directory} is incomplete: {path} is missing",
-                               hint=fix)
-    return engine
-
-
-def _not_an_installation(directory: Path) -> FbbenchError:
-    """Explain why ``directory`` is not an installation, pointing at the likely right one."""
-    if (directory / "firebird").is_file() and directory.name in ("bin", "sbin"):
-        return FbbenchError(f"{directory} holds the server binary but is not the installation directory",
-                            hint=f"name the installation: server:{directory.parent}")
-    if (directory / "firebird.msg").is_file() and directory.parent.name == "firebird" \
-            and directory.parent.parent.parent.name == "lib":
-        prefix = directory.parent.parent.parent.parent
-        return FbbenchError(f"{directory} is the library directory of Debian's Firebird package",
-                            hint=f"name the installation: server:{prefix}")
-    if list(directory.glob("lib/*/firebird/*/plugins")):
-        return FbbenchError(f"{directory} has Firebird's libraries but no server ({directory / 'sbin/firebird'} "
-                            "is missing)", hint=f"as root: apt-get install {_DEBIAN_PACKAGE}")
-    if list(directory.glob("plugins/libEngine*.so")) or (directory / "libfbclient.so.2").exists():
-        return FbbenchError(f"{directory} is a Firebird client or embedded runtime: it has no server binary "
-                            "(bin/firebird)", hint=WHAT_IS_AN_INSTALLATION)
-    return FbbenchError(f"{directory} is not a Firebird installation: neither bin/firebird (an official install) "
-                        "nor sbin/firebird (Debian's package) is there", hint=WHAT_IS_AN_INSTALLATION)
-
-
-def _server_build(binary: Path, directory: Path, debian: bool) -> str:
-    """What ``firebird -z`` says (e.g. LI-V3.0.11.33637), or a one-line reason it does not run."""
-    with tempfile.TemporaryDirectory(prefix="fbbench-probe-") as scratch:
-        env = _clean_env()
-        if not debian:
-            env["LD_LIBRARY_PATH"] = _official_library_path(directory, Path(scratch))
-        try:
-            probe = subprocess.run([str(binary), "-z"], capture_output=True, text=True, timeout=20, env=env,
-                                   stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise FbbenchError(f"{binary} -z did not answer within 20 s",
-                               hint="check that the binary is a Firebird server") from None
-        except OSError as error:
-            raise FbbenchError(f"{binary} cannot be run: {error.strerror}",
-                               hint="check the file's permissions (it must be executable) and its architecture"
-                               ) from None
-    output = (probe.stdout + probe.stderr).strip()
-    found = _VERSION_TEXT.search(probe.stdout)
-    if probe.returncode == 0 and found:
-        return found.group(0)
-    first = next((line.strip() for line in output.splitlines() if line.strip()), f"exit status {probe.returncode}")
-    missing = re.search(r"error while loading shared libraries: (\S+?):", output)
-    if missing:
-        name = missing.group(1)
-        raise FbbenchError(f"{binary} cannot start: {name} is missing",
-                           hint=native_fix(name))
-    raise FbbenchError(f"{binary} -z did not report a Firebird server version: {first[:200]}",
-                       hint="check that the binary is a Firebird 3.0 or later server")
-
-
-def _official_library_path(directory: Path, compat: Path) -> str:
-    """LD_LIBRARY_PATH for an official build: a libtommath.so.0 link (3.0 builds were linked
-    against it, Debian 12 only has .so.1 with the same ABI) and the install's own bundled
-    libtommath (``lib/.tm``), which its install.sh would otherwise link into the system."""
-    prepare_lib_dir(compat)
-    entries = [str(compat)]
-    if (directory / "lib" / ".tm").is_dir():
-        entries.append(str(directory / "lib" / ".tm"))
-    return os.pathsep.join(entries)
-
-
-def conf_docs(engine: ManagedEngine) -> Path:
-    """The directory holding the installation's documented firebird.conf (what ``--set`` is checked
-    against)."""
-    docs = layout_of(engine).conf_docs
-    if not (docs / "firebird.conf").is_file():
-        raise FbbenchError(f"cannot read {docs / 'firebird.conf'}, which documents the keys of {engine.label}",
-                           hint=f"reinstall that Firebird installation ({engine.directory})")
-    return docs
-
-
-def check_reserved(conf: Mapping[str, str]) -> None:
-    """Refuse ``--set`` keys fbbench sets itself for a managed server, and authentication settings
-    that would lock out the SYSDBA it creates (an SRP user)."""
-    for key, value in conf.items():
-        reason = RESERVED_KEYS.get(key)
-        if reason:
-            raise FbbenchError(f"{key} cannot be set for a managed server", hint=reason)
-        plugins = [name.lower() for name in re.split(r"[\s,;]+", value) if name]
-        if key == "AuthServer" and not any(name.startswith("srp") for name in plugins):
-            raise FbbenchError(f"AuthServer = {value} would refuse fbbench's SYSDBA on a managed server",
-                               hint="keep an Srp plugin in the list, e.g. AuthServer = Srp256, Srp, Legacy_Auth")
-        if key == "UserManager" and "srp" not in plugins:
-            raise FbbenchError(f"UserManager = {value} cannot create fbbench's SYSDBA on a managed server",
-                               hint="keep Srp in the list, e.g. UserManager = Srp, Legacy_UserManager")
-
-
 # ------------------------------------------------------------------------------------ processes
-
-
-def _clean_env() -> dict[str, str]:
-    # fbbench may carry another engine's setup (a Firebird 5 runtime on LD_LIBRARY_PATH,
-    # FIREBIRD=its root, ISC_PASSWORD for an external server): the server would then load the
-    # wrong libfbclient.so.2, read the wrong firebird.conf, or hold someone's password.
-    return {key: value for key, value in os.environ.items()
-            if not key.startswith(("FIREBIRD", "ISC_", MARKER)) and key not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
 
 
 @functools.cache
@@ -404,7 +216,7 @@ def _stat(pid: int) -> tuple[str, int] | None:
     return fields[0], int(fields[19])
 
 
-def _alive(pid: int, started: int | None = None) -> bool:
+def process_alive(pid: int, started: int | None = None) -> bool:
     """Whether ``pid`` runs (a zombie is dead), and is the process that started at ``started``."""
     stat = _stat(pid)
     if stat is None or stat[0] in ("Z", "X"):
@@ -423,12 +235,12 @@ def instance_processes(home: Path | str) -> list[int]:
             environ = Path(f"/proc/{entry}/environ").read_bytes()
         except OSError:  # gone, or another user's
             continue
-        if needle in environ.split(b"\0") and _alive(int(entry)):
+        if needle in environ.split(b"\0") and process_alive(int(entry)):
             found.append(int(entry))
     return sorted(found)
 
 
-def _kill_instance(home: Path | str, timeout: float = 5.0) -> list[int]:
+def kill_instance(home: Path | str, timeout: float = 5.0) -> list[int]:
     """SIGKILL every process of the instance until none is left; returns the pids signalled."""
     signalled: list[int] = []
     deadline = time.monotonic() + timeout
@@ -590,13 +402,13 @@ class ManagedServer:
     # -- internals ------------------------------------------------------------------------------
 
     def _env(self) -> dict[str, str]:
-        env = _clean_env()
+        env = clean_environment()
         env.update(FIREBIRD=str(self.root), FIREBIRD_LOCK=str(self.lock_dir), FIREBIRD_TMP=str(self.tmp_dir))
         env[MARKER] = str(self.home)
         if self.layout.debian:
             env["FIREBIRD_MSG"] = str(self.layout.libdir)
         else:
-            env["LD_LIBRARY_PATH"] = _official_library_path(self.layout.directory, self.home / "lib")
+            env["LD_LIBRARY_PATH"] = official_library_path(self.layout.directory, self.home / "lib")
         return env
 
     def _binary(self, name: str) -> Path:
@@ -680,7 +492,7 @@ class ManagedServer:
                                   input=sql, capture_output=True, text=True, env=self._env(), timeout=60,
                                   cwd=self.home)
         except subprocess.TimeoutExpired:
-            _kill_instance(self.home)
+            kill_instance(self.home)
             raise FbbenchError(f"creating the security database {self.security_db} took over 60 s",
                                hint=f"see {self.log_path}") from None
         except OSError as error:
@@ -774,7 +586,7 @@ class ManagedServer:
                 os.killpg(process.pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError):
                 process.wait()
-        _kill_instance(self.home)
+        kill_instance(self.home)
         _running.discard(self)
         with contextlib.suppress(OSError):
             (self.home / PID_FILE).unlink()
@@ -792,78 +604,3 @@ _running: set[ManagedServer] = set()
 def _stop_all() -> None:
     for server in list(_running):
         server.stop(timeout=3)
-
-
-# ------------------------------------------------------------------------------------ for a run
-
-
-@dataclass
-class ManagedRun:
-    """What a run needs from its managed server."""
-
-    engine: ManagedEngine
-    server: ManagedServer
-    runtime: Runtime  # the Firebird 5 client that reaches the server, its user and password set
-
-    @property
-    def data_dir(self) -> Path:
-        """The server's own data directory (inside the run's runtime directory)."""
-        return self.server.data_dir
-
-    def dsn(self, path: Path | str) -> str:
-        return self.server.dsn(path)
-
-    @property
-    def services_host(self) -> str:
-        return self.server.services_host
-
-    @property
-    def user(self) -> str:
-        return self.server.user
-
-    @property
-    def password(self) -> str:
-        return self.server.password
-
-
-def server_home(runtime_base: Path) -> Path:
-    """Where a run's managed server lives: beside its client root, removed with it."""
-    return runtime_base / "server"
-
-
-@contextlib.contextmanager
-def running(engine: ManagedEngine, workdir: Path, conf: Mapping[str, str] | None, name: str) -> Iterator[ManagedRun]:
-    """A managed server for one run named ``name``, with the client runtime that reaches it.
-
-    The client runtime (Firebird 5 client library, as for any server) is the run's runtime root
-    ``workdir/runtimes/<name>``; the server lives in its ``server`` directory. The server is
-    stopped when the block ends, whatever ends it; the files stay for the run's clean-up.
-    """
-    runtime = prepare_runtime(engine, workdir, dict(conf or {}), name=name)
-    server = ManagedServer.start(engine, server_home(runtime.base), conf=runtime.conf)
-    runtime.user, runtime.password = server.user, server.password
-    try:
-        yield ManagedRun(engine, server, runtime)
-    finally:
-        server.stop()
-
-
-def stop_abandoned_servers(workdir: Path) -> list[str]:
-    """Kill the managed servers in ``workdir`` whose owner is gone (fbbench killed with -9, a
-    crash); returns what was stopped. Servers of live fbbench processes are left alone."""
-    stopped = []
-    for record_file in sorted(workdir.glob(f"runtimes/*/server/{PID_FILE}")):
-        home = record_file.parent
-        try:
-            record = json.loads(record_file.read_text())
-            owner, owner_started = int(record["owner_pid"]), record.get("owner_started")
-        except (OSError, ValueError, KeyError, TypeError):
-            owner, owner_started, record = -1, None, {}
-        if owner > 0 and _alive(owner, owner_started):
-            continue
-        killed = _kill_instance(record.get("home") or home)  # the marker holds the path the owner used
-        if killed:
-            stopped.append(f"{record.get('engine', 'managed server')} (pid {', '.join(map(str, killed))}) in {home}")
-        with contextlib.suppress(OSError):
-            record_file.unlink()
-    return stopped
