@@ -13,11 +13,11 @@ per attachment, or a bigger statement cache, costs more than TPC-C.
 
 from __future__ import annotations
 
-import os
-import resource
 from dataclasses import dataclass
-from pathlib import Path
 
+import psutil
+
+from fbbench.engines import platform
 from fbbench.engines.firebird_conf import DEFAULT_PAGE_BUFFERS, integer, lookup
 from fbbench.errors import FbbenchError
 
@@ -76,39 +76,14 @@ def estimate(connections: int, engine_major: str, architecture: str, conf: dict[
 
 def available_memory() -> tuple[float, str]:
     """Memory this process may still use, and what limits it."""
-    candidates: list[tuple[float, str]] = []
-    for line in _read("/proc/meminfo").splitlines():
-        if line.startswith("MemAvailable:"):
-            candidates.append((int(line.split()[1]) * 1024, "available memory (MemAvailable)"))
-    limit, usage = _read("/sys/fs/cgroup/memory.max").strip(), _read("/sys/fs/cgroup/memory.current").strip()
-    if limit.isdigit():
-        candidates.append((int(limit) - int(usage or 0), "the container's memory limit (cgroup memory.max)"))
-    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY:
-        candidates.append((soft, "the address-space limit (ulimit -v)"))
-    return min(candidates) if candidates else (float("inf"), "nothing")
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
+    candidates = [(float(psutil.virtual_memory().available), "available memory (MemAvailable)"),
+                  *platform.memory_limits()]
+    return min(candidates)
 
 
 def thread_limit() -> tuple[float, str]:
     """How many more threads (or processes) this user may start, and what limits it."""
-    candidates: list[tuple[float, str]] = []
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NPROC)
-    if soft != resource.RLIM_INFINITY and os.geteuid() != 0:
-        candidates.append((soft, "the process/thread limit (ulimit -u)"))
-    threads_max = _read("/proc/sys/kernel/threads-max").strip()
-    if threads_max.isdigit():
-        candidates.append((int(threads_max), "the kernel's threads-max"))
-    pid_max = _read("/sys/fs/cgroup/pids.max").strip()
-    if pid_max.isdigit():
-        candidates.append((int(pid_max), "the container's task limit (cgroup pids.max)"))
-    return min(candidates) if candidates else (float("inf"), "nothing")
+    return min(platform.task_limits(), default=(float("inf"), "nothing"))
 
 
 def check(connections: int, engine_label: str, engine_major: str | None, architecture: str | None,

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from fbbench.engines import EmbeddedEngine
+from fbbench.engines import EmbeddedEngine, platform
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import timeshare
 from fbbench.runner.run import Checked, RunOutcome, check, execute, new_run_id, new_series_id
@@ -154,7 +154,7 @@ class _Stop:
         the SIGINT still pending: stopped for good unless continued again."""
         with self.lock:
             for process in self.processes.values():
-                timeshare.signal_group(process.pid, signal.SIGCONT)
+                platform.continue_group(process.pid)
 
 
 def stop_run(process: subprocess.Popen[bytes]) -> None:
@@ -162,7 +162,7 @@ def stop_run(process: subprocess.Popen[bytes]) -> None:
     in case it is stopped (a stopped process acts on a signal only once continued)."""
     with contextlib.suppress(ProcessLookupError):
         process.send_signal(signal.SIGINT)
-    timeshare.signal_group(process.pid, signal.SIGCONT)
+    platform.continue_group(process.pid)
 
 
 @contextlib.contextmanager
@@ -282,7 +282,7 @@ def _meet(stop: _Stop, barriers: dict[str, timeshare.Barrier], threads: dict[str
         if all(label in stop.processes and barriers[label].reached(stop.processes[label].pid) for label in LABELS):
             return True
         if any(not threads[label].is_alive() or (label in stop.processes and
-                                                 not timeshare.alive(stop.processes[label].pid))
+                                                 not platform.process_alive(stop.processes[label].pid))
                for label in LABELS):
             stop.all()
             return False
@@ -290,7 +290,7 @@ def _meet(stop: _Stop, barriers: dict[str, timeshare.Barrier], threads: dict[str
 
 
 def _any_gone(stop: _Stop) -> bool:
-    return any(not timeshare.alive(process.pid) for process in stop.processes.values())
+    return any(not platform.process_alive(process.pid) for process in stop.processes.values())
 
 
 def _join(threads: dict[str, threading.Thread], stop: _Stop, result: PairResult) -> None:

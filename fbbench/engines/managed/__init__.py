@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fbbench.engines.installation import ManagedEngine
-from fbbench.engines.managed.server import PID_FILE, ManagedServer, kill_instance, process_alive
+from fbbench.engines.managed.server import PID_FILE, ManagedServer, kill_instance
+from fbbench.engines.platform import process_alive
 from fbbench.engines.runtime import Runtime, prepare_runtime
 
 __all__ = ["ManagedRun", "ManagedServer", "running", "server_home", "stop_abandoned_servers"]
@@ -80,10 +81,11 @@ def stop_abandoned_servers(workdir: Path) -> list[str]:
         home = record_file.parent
         try:
             record = json.loads(record_file.read_text())
-            owner, owner_started = int(record["owner_pid"]), record.get("owner_started")
+            # Records of fbbench versions before owner_create_time: the owner's pid alone.
+            owner, owner_created = int(record["owner_pid"]), record.get("owner_create_time")
         except (OSError, ValueError, KeyError, TypeError):
-            owner, owner_started, record = -1, None, {}
-        if owner > 0 and process_alive(owner, owner_started):
+            owner, owner_created, record = -1, None, {}
+        if owner > 0 and process_alive(owner, owner_created):
             continue
         killed = kill_instance(record.get("home") or home)  # the marker holds the path the owner used
         if killed:

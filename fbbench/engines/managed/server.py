@@ -60,8 +60,8 @@ the code):
   more likely (1 start in 30), so a start waits for that attachment's footprint first.
 * If the port is taken, the 3.0 server does not exit: it retries ``bind`` for about a minute,
   while a "does the port accept connections" probe would happily talk to the other listener.
-  Readiness is therefore "a LISTEN socket on our port whose inode is one of our server
-  process's file descriptors", read from /proc without connecting.
+  Readiness is therefore "a LISTEN socket on our port held by our server process", read from
+  the process's sockets (psutil) without connecting.
 
 Kill safety — no server outlives its owner:
 
@@ -89,7 +89,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import json
 import os
 import secrets
@@ -97,12 +96,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import Any
+
+import psutil
 
 from fbbench import __version__
 from fbbench.engines.installation import (
@@ -111,6 +111,15 @@ from fbbench.engines.installation import (
     clean_environment,
     layout_of,
     official_library_path,
+)
+from fbbench.engines.platform import (
+    dying_with_owner,
+    in_own_session,
+    kill_group,
+    open_paths,
+    private_mount_namespace,
+    process_alive,
+    with_bind_mounts,
 )
 from fbbench.engines.rootfs import link_file, link_tree
 from fbbench.errors import FbbenchError
@@ -127,43 +136,17 @@ DEBIAN_DATA_DIR = Path("/var/lib/firebird")
 # longer than 99 characters.
 FB3_SECURITY_PATH_LIMIT = 99
 PID_FILE = "server.json"
-_LISTEN = "0A"  # TCP_LISTEN as printed in /proc/net/tcp
+# The addresses whose LISTEN socket holds a port for 127.0.0.1: itself, any IPv4 address, or
+# (dual-stack) any or the mapped loopback IPv6 address.
+_HOLDS_LOOPBACK = {HOST, "0.0.0.0", "::", "::ffff:127.0.0.1"}
 # Top-level entries of an official install that a server root does not need, or must not share:
 # the installation's conf, log and security databases are replaced by the instance's own.
 _OFFICIAL_SKIP = {"firebird.conf", "databases.conf", "firebird.log", "SYSDBA.password", "fb_guard", "bin", "doc",
                   "examples", "include", "misc", "help"}
 _OFFICIAL_BINARIES = ("firebird", "isql")
 
-# The wrapper between fork and the server's exec: die with the owner (see the module docstring).
-_DIE_WITH_OWNER = (
-    "import ctypes, os, sys\n"
-    "ctypes.CDLL(None, use_errno=True).prctl(1, 9)\n"  # PR_SET_PDEATHSIG, SIGKILL
-    "if os.getppid() != int(sys.argv[1]):\n"
-    "    os._exit(70)\n"  # the owner died before the setting took effect
-    "os.execv(sys.argv[2], sys.argv[2:])\n"
-)
-
 
 # ------------------------------------------------------------------------------------ processes
-
-
-@functools.cache
-def _namespace_prefix() -> tuple[str, ...] | None:
-    """The ``unshare`` prefix that gives a child its own mount namespace here, or None."""
-    if shutil.which("unshare") is None or not DEBIAN_LOG_DIR.is_dir() or not DEBIAN_DATA_DIR.is_dir():
-        return None
-    prefix: tuple[str, ...] = ("unshare", "--mount", "--propagation", "private")
-    if os.geteuid() != 0:
-        # A user namespace makes the bind mount legal without privileges (where the kernel allows it).
-        prefix = ("unshare", "--map-root-user", "--mount", "--propagation", "private")
-    with tempfile.TemporaryDirectory(prefix="fbbench-ns-probe-") as scratch:
-        try:
-            probe = subprocess.run([*prefix, "--", "sh", "-c", 'mount --bind "$1" "$2" && mount --bind "$1" "$3"',
-                                    "sh", scratch, str(DEBIAN_LOG_DIR), str(DEBIAN_DATA_DIR)],
-                                   capture_output=True, timeout=20)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    return prefix if probe.returncode == 0 else None
 
 
 def _free_port() -> int:
@@ -181,62 +164,35 @@ def _port_is_free(port: int) -> bool:
     return True
 
 
-def _listen_inodes(port: int) -> set[str]:
-    """Inodes of LISTEN sockets that hold ``port`` for 127.0.0.1: bound to it, to any IPv4 address,
-    or (dual-stack) to any or the mapped loopback IPv6 address."""
-    wanted = {f"0100007F:{port:04X}", f"00000000:{port:04X}", f"{'0' * 32}:{port:04X}",
-              f"0000000000000000FFFF00000100007F:{port:04X}"}
-    inodes: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError), open(table, encoding="ascii") as lines:
-            next(lines)
-            for line in lines:
-                fields = line.split()
-                if fields[1] in wanted and fields[3] == _LISTEN:
-                    inodes.add(fields[9])
-    return inodes
+def _holds_port(connection: Any, port: int) -> bool:
+    return (connection.status == psutil.CONN_LISTEN and connection.laddr.port == port
+            and connection.laddr.ip in _HOLDS_LOOPBACK)
 
 
-def _open_files(pid: int) -> set[str]:
-    """What the process's file descriptors point to: paths, or ``socket:[inode]``."""
-    targets: set[str] = set()
-    with contextlib.suppress(OSError):
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            with contextlib.suppress(OSError):
-                targets.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
-    return targets
-
-
-def _stat(pid: int) -> tuple[str, int] | None:
-    """(state, start time in clock ticks since boot) of a process, or None if there is none."""
+def _listens(pid: int, port: int) -> bool:
+    """Whether the process ``pid`` has a LISTEN socket holding ``port`` for 127.0.0.1."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields[0], int(fields[19])
-
-
-def process_alive(pid: int, started: int | None = None) -> bool:
-    """Whether ``pid`` runs (a zombie is dead), and is the process that started at ``started``."""
-    stat = _stat(pid)
-    if stat is None or stat[0] in ("Z", "X"):
+        return any(_holds_port(connection, port) for connection in psutil.Process(pid).net_connections("tcp"))
+    except psutil.Error:
         return False
-    return started is None or stat[1] == started
+
+
+def _port_held(port: int) -> bool:
+    """Whether any process has a LISTEN socket holding ``port`` for 127.0.0.1."""
+    try:
+        return any(_holds_port(connection, port) for connection in psutil.net_connections("tcp"))
+    except psutil.Error:
+        return False
 
 
 def instance_processes(home: Path | str) -> list[int]:
     """Live processes of the instance in ``home``: those whose environment carries its marker."""
-    needle = f"{MARKER}={home}".encode()
+    home = str(home)
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-        except OSError:  # gone, or another user's
-            continue
-        if needle in environ.split(b"\0") and process_alive(int(entry)):
-            found.append(int(entry))
+    for process in psutil.process_iter(["environ"]):
+        environ = process.info["environ"]  # None: another user's, or gone
+        if environ and environ.get(MARKER) == home and process_alive(process.pid):
+            found.append(process.pid)
     return sorted(found)
 
 
@@ -249,8 +205,8 @@ def kill_instance(home: Path | str, timeout: float = 5.0) -> list[int]:
         if not remaining or time.monotonic() > deadline:
             return signalled
         for pid in remaining:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
             if pid not in signalled:
                 signalled.append(pid)
         time.sleep(0.02)
@@ -286,7 +242,7 @@ class ManagedServer:
         self._fixed_port = port is not None
         self.__password = secrets.token_hex(16)
         self._process: subprocess.Popen[bytes] | None = None
-        self._namespace = _namespace_prefix() if self.layout.debian else None
+        self._namespace = private_mount_namespace(DEBIAN_LOG_DIR, DEBIAN_DATA_DIR) if self.layout.debian else None
         # As the server sees it: short inside its namespace (see the module docstring).
         self._security_path = DEBIAN_DATA_DIR / self.layout.security_name if self._namespace else self.security_db
         if not self.layout.debian:
@@ -419,9 +375,8 @@ class ManagedServer:
     def _command(self, *argv: str) -> list[str]:
         if self._namespace is None:
             return list(argv)
-        script = 'mount --bind "$1" "$2" && mount --bind "$3" "$4" && shift 4 && exec "$@"'
-        return [*self._namespace, "--", "sh", "-c", script, "sh", str(self.log_dir), str(DEBIAN_LOG_DIR),
-                str(self.security_dir), str(DEBIAN_DATA_DIR), *argv]
+        return with_bind_mounts(self._namespace, [(self.log_dir, DEBIAN_LOG_DIR), (self.security_dir, DEBIAN_DATA_DIR)],
+                                argv)
 
     def _scrub(self, text: str) -> str:
         return text.replace(self.__password, "********")
@@ -529,15 +484,14 @@ class ManagedServer:
                            hint="another program listens on it; fbbench picks a free port unless one is given")
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-I", "-c", _DIE_WITH_OWNER, str(os.getpid()), str(self._binary("firebird"))]
+        argv = dying_with_owner([str(self._binary("firebird"))])
         # Its own session: a Ctrl-C on the terminal is fbbench's to handle, and the process group
         # holds Classic's per-attachment servers. Output goes to the instance directory.
         with open(self.home / "server.out", "ab") as out:
             process = subprocess.Popen(self._command(*argv), env=self._env(), cwd=self.home,
                                        stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
-        owner = _stat(os.getpid())
-        record = {"owner_pid": os.getpid(), "owner_started": owner[1] if owner else None, "pid": process.pid,
+                                       **in_own_session())
+        record = {"owner_pid": os.getpid(), "owner_create_time": psutil.Process().create_time(), "pid": process.pid,
                   "port": self.port, "engine": self.engine.label, "home": str(self.home), "started_at": time.time()}
         (self.home / PID_FILE).write_text(json.dumps(record, indent=2) + "\n")
         return process
@@ -551,12 +505,10 @@ class ManagedServer:
             if self._process.poll() is not None:
                 raise FbbenchError(f"the {self.engine.label} exited with status {self._process.returncode} while "
                                    f"starting{self._last_log_line()}", hint=f"its log: {self.log_path}")
-            listening = _listen_inodes(self.port)
-            if listening:
-                if {f"socket:[{inode}]" for inode in listening} & _open_files(self._process.pid):
-                    return True
-                if time.monotonic() - started > 1.0:
-                    return False
+            if _listens(self._process.pid, self.port):
+                return True
+            if time.monotonic() - started > 1.0 and _port_held(self.port):
+                return False
             time.sleep(0.02)
         raise FbbenchError(f"the {self.engine.label} did not listen on {self.host}:{self.port} within "
                            f"{START_TIMEOUT:.0f} s{self._last_log_line()}", hint=f"its log: {self.log_path}")
@@ -574,7 +526,7 @@ class ManagedServer:
         names = {str(self.security_db), str(self._security_path)}
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline and self._process.poll() is None:
-            if self.security_db.stat().st_mtime_ns != launched_mtime and not names & _open_files(self._process.pid):
+            if self.security_db.stat().st_mtime_ns != launched_mtime and not names & open_paths(self._process.pid):
                 return
             time.sleep(0.005)
 
@@ -582,8 +534,7 @@ class ManagedServer:
         process = self._process
         if process is not None and process.returncode is None:
             # While the server is not reaped its pid still names our process group.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
+            kill_group(process.pid)
             with contextlib.suppress(ChildProcessError):
                 process.wait()
         kill_instance(self.home)
