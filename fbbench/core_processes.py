@@ -63,6 +63,8 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+import psutil
+
 from fbbench import _core
 from fbbench.workloads.figures import OUTCOMES
 
@@ -589,28 +591,31 @@ class ProcessRun:
 # ------------------------------------------------------------------------------- the worker side
 
 
-def _proc_kb(path: str, key: str, unit: int = 1024) -> int | None:
-    """A ``Key:  N kB`` line of a /proc file, in bytes."""
-    try:
-        with open(path) as file:
-            for line in file:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * unit
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def _peak_rss_bytes() -> int | None:
     # VmHWM, not getrusage's ru_maxrss: that one survives exec and would be the peak of the
-    # process that spawned this one.
-    return _proc_kb("/proc/self/status", "VmHWM")
+    # process that spawned this one. psutil has no peak RSS on Linux (it reports one on Windows
+    # only), so this one fact is still read from /proc.
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def _pss_bytes() -> int | None:
     """Proportional set size: this process's share of memory, the pages it shares with the other
     attachment processes (the engine's code, Python's) divided among them."""
-    return _proc_kb("/proc/self/smaps_rollup", "Pss")
+    try:
+        return int(psutil.Process().memory_full_info().pss)
+    except (psutil.Error, AttributeError):  # AttributeError: a system without PSS
+        return None
+
+
+def _thread_count() -> int | None:
+    try:
+        return psutil.Process().num_threads()
+    except psutil.Error:
+        return None
 
 
 def _process_cpu() -> float:
@@ -665,7 +670,7 @@ def worker_main() -> int:
             emit({"interval": interval})
             sent += 1
             peak_pss = max(peak_pss, _pss_bytes() or 0)  # once per interval, while attached
-            threads = max(threads, _proc_kb("/proc/self/status", "Threads", unit=1) or 0)
+            threads = max(threads, _thread_count() or 0)
         if done or time.monotonic() >= next_live:
             live = json.loads(run.poll())
             live.pop("last_interval", None)

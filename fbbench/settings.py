@@ -17,23 +17,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from fbbench.engines.firebird_conf import ARCHITECTURES, architecture_of_mode, key_of
 from fbbench.errors import FbbenchError
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
 MANY_CONNECTIONS = 1000  # above this, a run needs --allow-many-connections
-
-# --architecture → firebird.conf's ServerMode (canonical spelling).
-ARCHITECTURES = {"super": "Super", "superclassic": "SuperClassic", "classic": "Classic"}
-# Every ServerMode spelling Firebird accepts → the architecture it means.
-SERVER_MODES = {"super": "super", "superserver": "super", "threadeddedicated": "super",
-                "superclassic": "superclassic", "threadedshared": "superclassic",
-                "classic": "classic", "multiprocess": "classic"}
-
-
-def architecture_of_mode(mode: str | None) -> str | None:
-    """super | superclassic | classic for a ServerMode value; None if it is none of Firebird's."""
-    return SERVER_MODES.get((mode or "").strip().lower())
 
 
 def parse_duration(text: str | float | int, what: str) -> float:
@@ -229,7 +218,7 @@ class RunSettings:
         return self
 
     def _server_mode_key(self) -> str | None:
-        return next((key for key in self.conf if key.strip().lower() == "servermode"), None)
+        return key_of(self.conf, "ServerMode")
 
     def _resolve_architecture(self) -> None:
         """--architecture and --set ServerMode=… must agree; either one alone sets the other."""

@@ -2,7 +2,7 @@
 
 Tests need the real client/server path (a Firebird 5 client library talking TCP to another
 engine), so this runs Debian 12's ``firebird3.0-server`` as a throw-away instance through the
-product's own :class:`fbbench.engines.managed.ManagedServer` — its docstring explains how the
+product's own :class:`fbbench.engines.managed.server.ManagedServer` — its docstring explains how the
 Debian build is redirected (configuration root, lock, temp, message file; the log through a
 mount namespace), why a start waits for the security database, why stop() kills after a timeout
 (the 1-in-50 SIGTERM hang) and how a port taken by someone else is told apart.
@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fbbench.engines.catalog import ManagedEngine
-from fbbench.engines.managed import DEBIAN_LOG_DIR, ManagedServer, inspect_installation
+from fbbench.engines.installation import inspect_installation
+from fbbench.engines.managed.server import DEBIAN_LOG_DIR, ManagedServer
 from fbbench.errors import FbbenchError
 
 __all__ = ["DEBIAN_LOG_DIR", "LOG_NAME", "Fb3Server", "debian_fb3", "fb3_server_unavailable"]

@@ -19,6 +19,7 @@ import pytest
 
 from fbbench.analysis import audits, conditions, lint, stats, steady
 from fbbench.analysis.steady import IntervalSeries
+from fbbench.report.model import result_document
 from fbbench.store import ResultsStore
 from fbbench.workloads.spec import load_workload
 from tests.conftest import REPO, run_cli
@@ -354,6 +355,8 @@ def test_random_values_under_read_consistency_are_found_through_procedures_and_t
                                      "unit buy → PLACE_ORDER → ORDER_LOG_BI: rand() at schema.sql:50"]
     # read_committed restarts only while ReadConsistency = 1 (4.0+'s default); 3.0 never restarts.
     assert {f.subject for f in lint.lint_workload(workload, "5.0", {"ReadConsistency": "0"})} == {"buy"}
+    # "on" is no boolean word of Firebird's: it reads false.
+    assert {f.subject for f in lint.lint_workload(workload, "5.0", {"ReadConsistency": "on"})} == {"buy"}
     assert lint.lint_workload(workload, "3.0", {}) == []
     assert [f.rule for f in lint.lint_workload(workload, 5, {"DefaultDbCachePages": "50"})
             if f.subject == workload.name] == ["FB020"]
@@ -394,7 +397,29 @@ def test_lint_run_rules_on_constructed_runs() -> None:
     assert "FB022" not in found  # 16 GiB in a host of 16 GiB with UseFileSystemCache = false: the disk is measured
     assert lint.os_cache_in_play({"FileSystemCacheThreshold": "65536"}, [], 2048)  # 3.0: below the threshold
     assert not lint.os_cache_in_play({"FileSystemCacheThreshold": "1K"}, ["FileSystemCacheThreshold"], 2048)
+    # UseFileSystemCache read as Firebird reads a boolean: "on" is not one of its words (false), "Y" is.
+    assert not lint.os_cache_in_play({"UseFileSystemCache": "on"}, ["UseFileSystemCache"], 2048)
+    assert lint.os_cache_in_play({"UseFileSystemCache": "Y"}, ["UseFileSystemCache"], 2048)
     assert lint.worst(found.values()) == "error"
+
+
+def test_large_cache_per_attachment_is_one_rule_for_every_server_mode_spelling() -> None:
+    """FB021 reads ServerMode as Firebird does, before a run and in a stored one alike."""
+    def stored(mode: str) -> dict[str, Any]:
+        return {"run_id": "r", "settings": {"engine": "5.0", "connections": 4},
+                "engine": {"server_mode": mode, "engine_version": "5.0.4"},
+                "database": {"before": {"page_buffers": 4096, "page_size": 8192}}}
+
+    for mode in ("SuperClassic", "ThreadedShared", "Classic", "MultiProcess"):
+        found = [f for f in lint.lint_run(stored(mode)) if f.rule == "FB021"]
+        assert len(found) == 1 and "4 attachment(s) × 32.0 MiB" in found[0].message, mode
+        static = lint.lint_workload(load_workload("tpcc"), "5.0", {"ServerMode": mode, "DefaultDbCachePages": "4096"})
+        assert [f.rule for f in static] == ["FB021"] and static[0].message.startswith(f"ServerMode {mode} with 4096")
+    # DefaultDbCachePages with a multiplier, as Firebird reads it (4K = 4096 pages).
+    static = lint.lint_workload(load_workload("tpcc"), "5.0", {"ServerMode": "Classic", "DefaultDbCachePages": "4K"})
+    assert [f.evidence["page_buffers"] for f in static if f.rule == "FB021"] == [4096]
+    for mode in ("Super", "ThreadedDedicated", "unknown (not visible from a Firebird 3 client)"):
+        assert "FB021" not in {f.rule for f in lint.lint_run(stored(mode))}
 
 
 def test_conditions_of_a_firebird_3_run_read_its_conf_file() -> None:
@@ -403,6 +428,9 @@ def test_conditions_of_a_firebird_3_run_read_its_conf_file() -> None:
                       "firebird_conf_text": "# generated\nServerMode = Super\nDefaultDbCachePages = 512  # set\n"}}
     record = conditions.record(run)
     assert record["conf.DefaultDbCachePages"] == "512" and "conf.ServerMode" not in record
+    # The run's report reads the same text the same way: an inline comment is no part of a value.
+    shown = result_document({**run, "status": "ok", "workload": "w"})["engine"]
+    assert shown["firebird_conf"] == shown["firebird_conf_set"] == {"ServerMode": "Super", "DefaultDbCachePages": "512"}
     assert not record.conf_complete and record.defaults == frozenset()
     five = conditions.Conditions({"engine.version": "5.0.4", "protocol": "embedded", "architecture": "Super",
                                   "conf.DefaultDbCachePages": "512", "conf.ReadConsistency": "true"},

@@ -210,17 +210,19 @@ def test_either_one_sets_the_other() -> None:
 
 def test_classic_checks_memory_and_the_process_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     classic = {"ServerMode": "Classic"}
-    need = limits.estimate(100, "5.0", classic, 8192, None)
+    need = limits.estimate(100, "5.0", "classic", classic, 8192, None)
     # An engine and a Python per attachment, plus its own 256-page cache.
-    assert need.per_attachment > 3 * limits.estimate(100, "5.0", {}, 8192, None).per_attachment
+    assert need.per_attachment > 3 * limits.estimate(100, "5.0", "super", {}, 8192, None).per_attachment
     assert need.cache_per_attachment == 256 * 8192 and need.shared_cache == 0
+    assert limits.estimate(1, "5.0", "classic", {"DefaultDbCachePages": "1K"}, 8192, None).cache_per_attachment \
+        == 1024 * 8192
     monkeypatch.setattr(limits, "thread_limit", lambda: (500.0, "the process/thread limit (ulimit -u)"))
     monkeypatch.setattr(limits, "available_memory", lambda: (1e12, "available memory"))
-    limits.check(400, "Firebird 5.0 embedded", "5.0", {}, None, None)  # threads: 400 fit
+    limits.check(400, "Firebird 5.0 embedded", "5.0", "super", {}, None, None)  # threads: 400 fit
     with pytest.raises(FbbenchError, match="a process of up to 8 threads per attachment") as error:
-        limits.check(100, "Firebird 5.0 embedded", "5.0", classic, None, None)
+        limits.check(100, "Firebird 5.0 embedded", "5.0", "classic", classic, None, None)
     assert "at most about 58 attachments" in (error.value.hint or "")
-    limits.check(100, "a server", None, classic, None, None)  # an external server's processes are its own
+    limits.check(100, "a server", None, "classic", classic, None, None)  # an external server's processes are its own
 
 
 def test_conditions_compare_the_architecture_that_ran() -> None:

@@ -22,7 +22,9 @@ from typing import TypeVar
 import pytest
 
 from fbbench.engines import ManagedEngine, run_in_engine
-from fbbench.engines.managed import MARKER, ManagedServer, instance_processes, running, stop_abandoned_servers
+from fbbench.engines.installation import MARKER
+from fbbench.engines.managed import ManagedServer, running, stop_abandoned_servers
+from fbbench.engines.managed.server import instance_processes
 from fbbench.engines.runtime import prepare_runtime
 from fbbench.errors import FbbenchError
 from tests.conftest import REPO, assert_clean_error, run_cli

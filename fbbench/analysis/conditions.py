@@ -51,8 +51,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fbbench.engines.catalog import looks_like_dsn
+from fbbench.engines.firebird_conf import ARCHITECTURES, parse_conf_text
 from fbbench.errors import FbbenchError
-from fbbench.settings import ARCHITECTURES
 
 # Keys that describe one factor a user would name as an axis.
 _FACTORS = (("engine.", "engine"), ("host.", "host"))
@@ -127,17 +127,6 @@ def protocol_of(run: Mapping[str, Any]) -> str:
     return "XNET" if text.lower().startswith("xnet://") else "TCP"
 
 
-def conf_text_pairs(text: str) -> dict[str, str]:
-    """``Key = Value`` lines of a firebird.conf text, comments dropped."""
-    pairs = {}
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        key, sep, value = line.partition("=")
-        if sep and key.strip():
-            pairs[key.strip()] = value.strip()
-    return pairs
-
-
 def effective_scale(run: Mapping[str, Any]) -> dict[str, str]:
     """The scale a stored run ran at: its workload's defaults with the run's overrides."""
     from fbbench.workloads.spec import parse_scale_value
@@ -203,7 +192,7 @@ def record(run: Mapping[str, Any]) -> Conditions:
             if not row.get("is_set"):
                 defaults.add(key)
     else:
-        for name, value in conf_text_pairs(engine.get("firebird_conf_text") or "").items():
+        for name, value in parse_conf_text(engine.get("firebird_conf_text") or "").items():
             if name != "ServerMode":
                 values[f"conf.{name}"] = value
     values |= {

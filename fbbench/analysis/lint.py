@@ -24,6 +24,14 @@ from typing import Any
 
 from fbbench.analysis import conditions as cond
 from fbbench.analysis import figures, psql, steady
+from fbbench.engines.firebird_conf import (
+    CACHE_PER_ATTACHMENT,
+    architecture_of_mode,
+    boolean,
+    integer,
+    lookup,
+    parse_conf_text,
+)
 from fbbench.errors import FbbenchError
 from fbbench.workloads.spec import Unit, Workload, stored_workload
 
@@ -243,27 +251,8 @@ def _conf_of(run: Mapping[str, Any]) -> tuple[dict[str, str], set[str]]:
     if rows:
         return ({r["name"]: "" if r.get("value") is None else str(r["value"]) for r in rows},
                 {r["name"] for r in rows if r.get("is_set")})
-    pairs = cond.conf_text_pairs(engine.get("firebird_conf_text") or "")
+    pairs = parse_conf_text(engine.get("firebird_conf_text") or "")
     return pairs, set(pairs)
-
-
-def _truthy(value: str | None) -> bool | None:
-    if value is None:
-        return None
-    return value.strip().lower() in ("1", "true", "yes", "on")
-
-
-def _lookup(conf: Mapping[str, str], name: str) -> str | None:
-    lowered = {k.lower(): v for k, v in conf.items()}
-    return lowered.get(name.lower())
-
-
-def _pages(text: str | None) -> int | None:
-    """A firebird.conf integer (``65536``, ``64K``) or None."""
-    match = re.fullmatch(r"\s*(\d+)\s*([kmg]?)\s*", str(text or ""), re.IGNORECASE)
-    if not match:
-        return None
-    return int(match.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}[match.group(2).lower()]
 
 
 def os_cache_in_play(conf: Mapping[str, str], set_keys: Iterable[str], page_buffers: int | None) -> bool:
@@ -275,13 +264,13 @@ def os_cache_in_play(conf: Mapping[str, str], set_keys: Iterable[str], page_buff
     UseFileSystemCache = true holds.
     """
     explicit = {k.lower() for k in set_keys}
-    use = _lookup(conf, "UseFileSystemCache")
+    use = lookup(conf, "UseFileSystemCache")
     if use is not None and "usefilesystemcache" in explicit:
-        return bool(_truthy(use))
+        return bool(boolean(use))
     if use is None or "filesystemcachethreshold" in explicit:
-        threshold = _pages(_lookup(conf, "FileSystemCacheThreshold"))
+        threshold = integer(lookup(conf, "FileSystemCacheThreshold"))
         return page_buffers is None or page_buffers < (65536 if threshold is None else threshold)
-    return bool(_truthy(use))
+    return bool(boolean(use))
 
 
 def _mib(value: float) -> str:
@@ -291,6 +280,22 @@ def _mib(value: float) -> str:
 def _engine_major(text: Any) -> int | None:
     match = re.search(r"(\d+)\.\d+", str(text or ""))
     return int(match.group(1)) if match else None
+
+
+def _large_cache_per_attachment(mode: str, buffers: int | None, subject: str, shown: str,
+                                ran: tuple[int | None, int | None] | None = None) -> list[Finding]:
+    """FB021 for a ServerMode (any of Firebird's spellings) and the page buffers of each
+    attachment; ``ran``: the (connections, page size) of a run, to say what the caches cost."""
+    if architecture_of_mode(mode) not in CACHE_PER_ATTACHMENT or buffers is None or buffers <= MAX_CLASSIC_BUFFERS:
+        return []
+    message = f"{shown} with {buffers} page buffers per attachment (> {MAX_CLASSIC_BUFFERS})"
+    evidence: dict[str, Any] = {"architecture": mode, "page_buffers": buffers}
+    if ran is not None:
+        connections, page_size = ran
+        each = buffers * (page_size or 0)
+        message += f": {connections} attachment(s) × {_mib(each)} of cache = {_mib(each * (connections or 1))}"
+        evidence["connections"] = connections
+    return [_finding("FB021", message, evidence, subject)]
 
 
 def _cache_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
@@ -307,12 +312,8 @@ def _cache_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
         findings.append(_finding(
             "FB020", f"page buffers {buffers} (< {MIN_BUFFERS}): the run measures copying pages between Firebird's "
             f"cache and {where} rather than the engine", {"page_buffers": buffers, "os_cache": in_play}, subject))
-    if architecture.lower() in ("superclassic", "classic") and buffers is not None and buffers > MAX_CLASSIC_BUFFERS:
-        memory = buffers * (page_size or 0) * (connections or 1)
-        findings.append(_finding(
-            "FB021", f"{architecture} with {buffers} page buffers per attachment (> {MAX_CLASSIC_BUFFERS}): "
-            f"{connections} attachment(s) × {_mib(buffers * (page_size or 0))} of cache = {_mib(memory)}",
-            {"architecture": architecture, "page_buffers": buffers, "connections": connections}, subject))
+    findings += _large_cache_per_attachment(architecture, buffers, subject, architecture,
+                                            ran=(connections, page_size))
     size = max(before.get("size_bytes") or 0, after.get("size_bytes") or 0)
     memory = (run.get("host") or {}).get("memory_bytes")
     forced = before.get("forced_writes")
@@ -478,7 +479,7 @@ def reads_consistently(isolation: str, engine_major: int | None, conf: Mapping[s
         return False
     if isolation == "read_consistency":
         return True
-    return isolation == "read_committed" and _truthy(_lookup(conf, "ReadConsistency")) is not False
+    return isolation == "read_committed" and boolean(lookup(conf, "ReadConsistency")) is not False
 
 
 def _random_findings(units: Sequence[Unit], files: Mapping[str, str], engine_major: int | None,
@@ -513,20 +514,10 @@ def lint_workload(workload: Workload, engine_major: int | str | None = None, con
     major = engine_major if isinstance(engine_major, int) or engine_major is None else _engine_major(
         f"{engine_major}.0" if "." not in str(engine_major) else engine_major)
     findings = _random_findings(workload.units, workload.files, major, conf)
-    buffers = page_buffers
-    if buffers is None and _lookup(conf, "DefaultDbCachePages"):
-        try:
-            buffers = int(str(_lookup(conf, "DefaultDbCachePages")))
-        except ValueError:
-            buffers = None
+    buffers = page_buffers if page_buffers is not None else integer(lookup(conf, "DefaultDbCachePages"))
     if buffers is not None and buffers < MIN_BUFFERS:
         findings.append(_finding("FB020", f"page buffers {buffers} (< {MIN_BUFFERS}): the run would measure copying "
                                  "pages between Firebird's cache and the OS file cache rather than the engine",
                                  {"page_buffers": buffers}, workload.name))
-    mode = str(_lookup(conf, "ServerMode") or "")
-    if mode.lower() in ("superclassic", "classic", "threadedshared", "multiprocess") and buffers is not None \
-            and buffers > MAX_CLASSIC_BUFFERS:
-        findings.append(_finding("FB021", f"ServerMode {mode} with {buffers} page buffers per attachment "
-                                 f"(> {MAX_CLASSIC_BUFFERS})", {"architecture": mode, "page_buffers": buffers},
-                                 workload.name))
-    return findings
+    mode = str(lookup(conf, "ServerMode") or "")
+    return findings + _large_cache_per_attachment(mode, buffers, workload.name, f"ServerMode {mode}")

@@ -122,7 +122,7 @@ def doctor(
     """
     from fbbench.engines import EmbeddedEngine, parse_engine
     from fbbench.engines.catalog import known_versions
-    from fbbench.engines.doctor import check_core, check_engine
+    from fbbench.runner.doctor import check_core, check_engine
 
     work = _workdir(workdir) / "doctor"
     work.mkdir(parents=True, exist_ok=True)

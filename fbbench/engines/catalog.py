@@ -23,11 +23,12 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fbbench import paths
+from fbbench.engines.installation import ManagedEngine, inspect_installation
 from fbbench.errors import FbbenchError
 
 # Firebird version → the firebird-embedded distribution that carries it (the fourth number is
@@ -86,38 +87,6 @@ class ServerEngine:
         """The classic connection string for ``path`` (default: the DSN's own database)."""
         where = self.host + (f"/{self.port}" if self.port else "")
         return f"{where}:{path or self.path}"
-
-
-@dataclass(frozen=True)
-class ManagedEngine:
-    """A Firebird installation on this machine whose server fbbench starts for each run.
-
-    Built by :func:`fbbench.engines.managed.inspect_installation`, which ran the server binary
-    once to learn its version; the fields are plain strings so that a runtime passes it to an
-    engine child as JSON without inspecting the installation again.
-    """
-
-    directory: str  # "/usr" (Debian's package) or "/opt/firebird" (an official install)
-    layout: str  # "debian" | "official"
-    version: str  # "3.0.11"
-    build: str  # "LI-V3.0.11.33637", as the server reports itself
-
-    @property
-    def major(self) -> str:
-        return ".".join(self.version.split(".")[:2])
-
-    @property
-    def label(self) -> str:
-        where = "Debian" if self.layout == "debian" else self.directory
-        return f"Firebird {self.version} server (managed, {where})"
-
-    @property
-    def spec(self) -> str:
-        """How to name this engine on the command line."""
-        return f"server:{self.directory}"
-
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
 
 
 Engine = EmbeddedEngine | ServerEngine | ManagedEngine
@@ -180,9 +149,7 @@ def parse_engine(text: str) -> Engine:
 
 
 def managed_engine(directory: str, name: str | None = None) -> ManagedEngine:
-    """The managed server of the installation in ``directory`` (checked: see managed.py)."""
-    from fbbench.engines.managed import inspect_installation
-
+    """The managed server of the installation in ``directory`` (checked: see installation.py)."""
     if not directory.strip():
         raise FbbenchError("server: needs the directory of a Firebird installation",
                            hint="e.g. --engine server:/usr (Debian's firebird3.0-server) or "

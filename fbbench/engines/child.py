@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from fbbench import signals
+from fbbench.engines import platform
 from fbbench.engines.runtime import Runtime
 from fbbench.errors import FbbenchError, FirebirdError, Interrupted
 
@@ -61,7 +62,7 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any,
             "runtime": runtime.to_json(), "sys_path": [p for p in sys.path if p],
         }))
         command = [sys.executable, "-c", _CHILD_ENTRY, str(request), str(result)]
-        process = subprocess.Popen(command, env=runtime.env(), process_group=0)
+        process = subprocess.Popen(command, env=runtime.env(), **platform.in_own_process_group())
         with signals.forwarding_to(process):
             if on_start is not None:
                 on_start(process)

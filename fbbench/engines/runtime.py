@@ -3,16 +3,13 @@
 Firebird reads its configuration, messages, plugins and lock files relative to the directory in
 ``$FIREBIRD``. Giving every run its own root means every run has its own firebird.conf (built
 from ``--set Key=Value``), its own firebird.log (so a run can show what the engine logged during
-it) and its own lock directory (so two engine versions never share lock files).
-
-Files are hard-linked rather than symlinked: Firebird 4 refuses to load a plugin whose real path
-differs from the path it asked for ("Actual module name does not match requested").
+it) and its own lock directory (so two engine versions never share lock files). The root is
+built of hard links to the wheel's files (:mod:`fbbench.engines.rootfs` says why).
 """
 
 from __future__ import annotations
 
 import difflib
-import errno
 import json
 import os
 import re
@@ -32,19 +29,13 @@ from fbbench.engines.catalog import (
     ServerEngine,
     parse_engine,
 )
+from fbbench.engines.firebird_conf import BOOLEAN_WORDS, CHOICES, integer
+from fbbench.engines.installation import check_reserved, conf_docs
+from fbbench.engines.rootfs import link_tree, native_fix, prepare_lib_dir
 from fbbench.errors import FbbenchError
 from fbbench.paths import assert_inside
 
 _CONF_KEY = re.compile(r"^#?\s*([A-Z][A-Za-z0-9]+)\s*=", re.MULTILINE)
-
-# System libraries each runtime needs, and how to get them on Debian / Ubuntu.
-_NATIVE_FIXES = {
-    "libtommath.so.1": "sudo apt-get install -y libtommath1",
-    "libtommath.so.0": "sudo apt-get install -y libtommath1",
-    "libncurses.so.5": "sudo apt-get install -y libncurses5",
-    "libtinfo.so.5": "sudo apt-get install -y libncurses5",
-}
-
 
 @dataclass
 class Runtime:
@@ -151,17 +142,7 @@ class ConfKey:
     negative_allowed: bool  # its documentation mentions -1 (e.g. MaxUnflushedWrites)
 
 
-# Keys with a fixed set of words (firebird.conf documents them in prose).
-_CHOICES = {
-    "ServerMode": {"super", "superserver", "threadeddedicated", "superclassic", "threadedshared", "classic",
-                   "multiprocess"},
-    "GCPolicy": {"cooperative", "background", "combined"},
-    "WireCrypt": {"required", "enabled", "disabled"},
-}
 _CHOICE_HINTS = {"ServerMode": "use Super (SuperServer), SuperClassic or Classic"}
-# What Firebird's own parser reads as a boolean; any other word silently means false there.
-_BOOLEANS = {"true", "false", "yes", "no", "y", "n", "1", "0"}
-_INTEGER = re.compile(r"^-?\d+[kmg]?$", re.IGNORECASE)
 
 
 def documented_keys(wheel_root: Path) -> dict[str, ConfKey]:
@@ -191,16 +172,16 @@ def check_value(key: ConfKey, value: str) -> str:
         raise FbbenchError(f"firebird.conf value for {key.name} must be a single line without '#': {value!r}")
     if not value:
         raise FbbenchError(f"firebird.conf value for {key.name} is empty")
-    if key.name in _CHOICES:
-        if value.lower() not in _CHOICES[key.name]:
+    if key.name in CHOICES:
+        if value.lower() not in CHOICES[key.name]:
             raise FbbenchError(f"invalid {key.name} '{value}'", hint=_CHOICE_HINTS.get(
-                key.name, "use one of " + ", ".join(sorted(_CHOICES[key.name]))))
+                key.name, "use one of " + ", ".join(sorted(CHOICES[key.name]))))
     elif key.kind == "integer":
-        if not _INTEGER.match(value):
+        if integer(value) is None:
             raise FbbenchError(f"{key.name} must be a whole number (optionally with K, M or G), got '{value}'")
         if value.startswith("-") and not (key.negative_allowed and value == "-1"):
             raise FbbenchError(f"{key.name} cannot be negative, got '{value}'")
-    elif key.kind == "boolean" and value.lower() not in _BOOLEANS:
+    elif key.kind == "boolean" and value.lower() not in BOOLEAN_WORDS:
         raise FbbenchError(f"{key.name} must be true or false, got '{value}'",
                            hint="Firebird reads true/false, yes/no or 1/0; any other word would mean false")
     return value
@@ -231,54 +212,12 @@ def check_conf(engine: Engine, conf: dict[str, str]) -> dict[str, str]:
             )
         return {}
     if isinstance(engine, ManagedEngine):
-        from fbbench.engines import managed
-
-        checked = validate_conf(conf, managed.conf_docs(engine), engine.label)
-        managed.check_reserved(checked)
+        checked = validate_conf(conf, conf_docs(engine), engine.label)
+        check_reserved(checked)
         return checked
     if not installer.is_installed(engine):
         installer.install(engine)
     return validate_conf(conf, installer.wheel_root(engine), engine.label)
-
-
-def _link_tree(source: Path, target: Path, skip: set[str]) -> None:
-    target.mkdir(parents=True, exist_ok=True)
-    for item in source.iterdir():
-        if item.name in skip:
-            continue
-        destination = target / item.name
-        if item.is_dir():
-            _link_tree(item, destination, set())
-            continue
-        try:
-            os.link(item, destination)
-        except OSError as error:  # another filesystem, or links not allowed: copy instead
-            if error.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
-                raise
-            shutil.copy2(item, destination)
-
-
-def _system_library(name: str) -> Path | None:
-    """Where the dynamic loader finds a 64-bit ``name`` (from ``ldconfig -p``)."""
-    try:
-        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
-    except OSError:
-        listing = ""
-    for line in listing.splitlines():
-        soname, _, location = line.strip().partition(" => ")
-        if soname.split(" ")[0] == name and "x86-64" in soname:
-            return Path(location)
-    return next(iter(Path("/usr/lib").glob(f"*/{name}")), None)
-
-
-def _prepare_lib_dir(lib_dir: Path) -> None:
-    """Firebird 3 and 4 were linked against libtommath.so.0, which Debian 12 no longer ships;
-    its libtommath.so.1 has the same ABI for everything fbclient uses."""
-    lib_dir.mkdir(parents=True, exist_ok=True)
-    compat = lib_dir / "libtommath.so.0"
-    current = _system_library("libtommath.so.1")
-    if current and not compat.exists():
-        compat.symlink_to(current)
 
 
 def missing_native_libraries(runtime: Runtime) -> dict[str, str]:
@@ -291,7 +230,7 @@ def missing_native_libraries(runtime: Runtime) -> dict[str, str]:
         for line in result.stdout.splitlines():
             if "not found" in line:
                 name = line.strip().split(" ")[0]
-                missing[name] = _NATIVE_FIXES.get(name, f"install the package that provides {name}")
+                missing[name] = native_fix(name)
     return missing
 
 
@@ -319,7 +258,7 @@ def prepare_runtime(engine: Engine | str, workdir: Path, conf: dict[str, str] | 
     if base.exists():
         shutil.rmtree(assert_inside(base, workdir))
     root = base / "root"
-    _link_tree(source, root, skip={"firebird.conf", "firebird.log"})
+    link_tree(source, root, skip={"firebird.conf", "firebird.log"})
     runtime = Runtime(engine, client.version, root, checked, user=user, password=password)
     lines = [f"# Generated by fbbench {__version__} for {client.label}.",
              "# Settings not listed here have the engine's defaults.", ""]
@@ -330,7 +269,7 @@ def prepare_runtime(engine: Engine | str, workdir: Path, conf: dict[str, str] | 
     runtime.firebird_log.touch()
     runtime.lock_dir.mkdir(parents=True, exist_ok=True)
     runtime.tmp_dir.mkdir(parents=True, exist_ok=True)
-    _prepare_lib_dir(runtime.lib_dir)
+    prepare_lib_dir(runtime.lib_dir)
     if check_libraries:
         missing = missing_native_libraries(runtime)
         if missing:

@@ -19,11 +19,12 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from fbbench.engines.firebird_conf import ARCHITECTURE_NAMES
+
 ATTACHMENTS_SQL = ("select a.mon$attachment_id, a.mon$server_pid, coalesce(a.mon$system_flag, 0), "
                    "current_connection from mon$attachments a")
 POOL_SQL = ("select m.mon$memory_used from mon$database d "
             "join mon$memory_usage m on m.mon$stat_id = d.mon$stat_id")
-NAMES = {"super": "SuperServer", "superclassic": "SuperClassic", "classic": "Classic"}
 
 
 def read(cursor: Any, exclude: Iterable[int] = ()) -> dict[str, Any]:
@@ -67,8 +68,8 @@ def mismatch(requested: str | None, verified: dict[str, Any] | None) -> str | No
     seen = verified["architecture"]
     if seen == requested:
         return None
-    what = NAMES.get(seen, "an architecture fbbench cannot tell")
+    what = ARCHITECTURE_NAMES.get(seen, "an architecture fbbench cannot tell")
     shared = " shared with the observer" if verified["shares_process_with_observer"] else ""
-    return (f"the engine ran {what}, not the requested {NAMES[requested]}: {verified['attachments']} "
+    return (f"the engine ran {what}, not the requested {ARCHITECTURE_NAMES[requested]}: {verified['attachments']} "
             f"attachment(s) in {verified['server_processes']} server process(es){shared}, shared database pool "
             f"{verified['database_pool_bytes']:,} bytes")

@@ -11,6 +11,7 @@ from typing import Any
 
 from fbbench.analysis import figures
 from fbbench.analysis.finite import finite
+from fbbench.engines.firebird_conf import parse_conf_text
 
 SCHEMA_VERSION = 1  # of the run result document: docs/run-result.md
 
@@ -23,15 +24,6 @@ def _workload_description(run: dict[str, Any]) -> str:
         return str(tomllib.loads(text).get("description", ""))
     except tomllib.TOMLDecodeError:
         return ""
-
-
-def _conf_lines(text: str) -> dict[str, str]:
-    pairs = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and not line.lstrip().startswith("#"):
-            pairs[key.strip()] = value.strip()
-    return pairs
 
 
 def _headline(stored: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -56,7 +48,7 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
     else:
         # Firebird 3 shows no RDB$CONFIG: what the generated file set (the rest are the engine's
         # defaults), or nothing at all for a server, as firebird_conf_source says.
-        conf = _conf_lines(engine.get("firebird_conf_text", ""))
+        conf = parse_conf_text(engine.get("firebird_conf_text", ""))
         conf_set = dict(conf) or (settings.get("conf") or {})
     interval_latency = figures.latency_per_interval(run.get("intervals", []))
     intervals = []

@@ -10,7 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from fbbench import __version__
+from fbbench.engines import platform as host_os
 
 
 def _read(path: str) -> str:
@@ -18,20 +21,6 @@ def _read(path: str) -> str:
         return Path(path).read_text(errors="replace")
     except OSError:
         return ""
-
-
-def _cpu_model() -> str:
-    for line in _read("/proc/cpuinfo").splitlines():
-        if line.lower().startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def _memory_bytes() -> int | None:
-    for line in _read("/proc/meminfo").splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1]) * 1024
-    return None
 
 
 def _os_name() -> str:
@@ -70,10 +59,10 @@ def _elf_bits(library: Path) -> int | None:
 def host_facts(workdir: Path, client_library: Path | None = None) -> dict[str, Any]:
     facts: dict[str, Any] = {
         "hostname": platform.node(),
-        "cpu_model": _cpu_model(),
+        "cpu_model": host_os.cpu_model() or platform.processor() or "unknown",
         "cpu_count": os.cpu_count(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "memory_bytes": _memory_bytes(),
+        "memory_bytes": psutil.virtual_memory().total,
         "os": _os_name(),
         "kernel": platform.release(),
         "machine": platform.machine(),

@@ -13,11 +13,12 @@ per attachment, or a bigger statement cache, costs more than TPC-C.
 
 from __future__ import annotations
 
-import os
-import resource
 from dataclasses import dataclass
-from pathlib import Path
 
+import psutil
+
+from fbbench.engines import platform
+from fbbench.engines.firebird_conf import DEFAULT_PAGE_BUFFERS, integer, lookup
 from fbbench.errors import FbbenchError
 
 MB = 1 << 20
@@ -38,8 +39,6 @@ PER_ATTACHMENT_BYTES = {
 BASE_BYTES = 200 * MB  # the fbbench process, Python, the engine's own start-up
 MARGIN = 1.25  # workloads heavier than TPC-C per attachment
 DEFAULT_PAGE_SIZE = 8192
-# firebird.conf's DefaultDbCachePages default per architecture (Firebird 3.0+).
-DEFAULT_BUFFERS = {"super": 2048, "superclassic": 256, "classic": 256}
 THREADS_PER_ATTACHMENT = 1  # embedded: the core's attachment thread runs the engine's work
 # Classic: a process per attachment, with 8 threads at most (Python's main thread and its pipe
 # reader, the core's control, timekeeper, attachment and canceller threads, the engine's own),
@@ -63,19 +62,10 @@ class Need:
         return max(int((available - BASE_BYTES - self.shared_cache) // each), 0)
 
 
-def architecture_of(conf: dict[str, str]) -> str:
-    mode = conf.get("ServerMode", "Super").strip().lower()
-    if mode in ("superclassic", "threadedshared"):
-        return "superclassic"
-    if mode in ("classic", "multiprocess"):
-        return "classic"
-    return "super"
-
-
-def estimate(connections: int, engine_major: str, conf: dict[str, str], page_size: int | None,
+def estimate(connections: int, engine_major: str, architecture: str, conf: dict[str, str], page_size: int | None,
              page_buffers: int | None) -> Need:
-    architecture = architecture_of(conf)
-    buffers = page_buffers or _int(conf.get("DefaultDbCachePages")) or DEFAULT_BUFFERS[architecture]
+    """The memory ``connections`` attachments take under ``architecture`` (super | superclassic | classic)."""
+    buffers = page_buffers or integer(lookup(conf, "DefaultDbCachePages")) or DEFAULT_PAGE_BUFFERS[architecture]
     cache = buffers * (page_size or DEFAULT_PAGE_SIZE)
     measured = PER_ATTACHMENT_BYTES[architecture]
     per = measured.get(engine_major, max(measured.values())) * MARGIN
@@ -84,61 +74,27 @@ def estimate(connections: int, engine_major: str, conf: dict[str, str], page_siz
     return Need(connections, per, float(cache), 0.0)
 
 
-def _int(text: str | None) -> int | None:
-    if not text:
-        return None
-    text = text.strip().lower()
-    scale = {"k": 1024, "m": MB, "g": 1 << 30}.get(text[-1:], 1)
-    try:
-        return int(text.rstrip("kmg")) * scale
-    except ValueError:
-        return None
-
-
 def available_memory() -> tuple[float, str]:
     """Memory this process may still use, and what limits it."""
-    candidates: list[tuple[float, str]] = []
-    for line in _read("/proc/meminfo").splitlines():
-        if line.startswith("MemAvailable:"):
-            candidates.append((int(line.split()[1]) * 1024, "available memory (MemAvailable)"))
-    limit, usage = _read("/sys/fs/cgroup/memory.max").strip(), _read("/sys/fs/cgroup/memory.current").strip()
-    if limit.isdigit():
-        candidates.append((int(limit) - int(usage or 0), "the container's memory limit (cgroup memory.max)"))
-    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY:
-        candidates.append((soft, "the address-space limit (ulimit -v)"))
-    return min(candidates) if candidates else (float("inf"), "nothing")
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
+    candidates = [(float(psutil.virtual_memory().available), "available memory (MemAvailable)"),
+                  *platform.memory_limits()]
+    return min(candidates)
 
 
 def thread_limit() -> tuple[float, str]:
     """How many more threads (or processes) this user may start, and what limits it."""
-    candidates: list[tuple[float, str]] = []
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NPROC)
-    if soft != resource.RLIM_INFINITY and os.geteuid() != 0:
-        candidates.append((soft, "the process/thread limit (ulimit -u)"))
-    threads_max = _read("/proc/sys/kernel/threads-max").strip()
-    if threads_max.isdigit():
-        candidates.append((int(threads_max), "the kernel's threads-max"))
-    pid_max = _read("/sys/fs/cgroup/pids.max").strip()
-    if pid_max.isdigit():
-        candidates.append((int(pid_max), "the container's task limit (cgroup pids.max)"))
-    return min(candidates) if candidates else (float("inf"), "nothing")
+    return min(platform.task_limits(), default=(float("inf"), "nothing"))
 
 
-def check(connections: int, engine_label: str, engine_major: str | None, conf: dict[str, str],
-          page_size: int | None, page_buffers: int | None) -> None:
-    """Refuse a run whose attachments would not fit, naming what would; None: an external server."""
+def check(connections: int, engine_label: str, engine_major: str | None, architecture: str | None,
+          conf: dict[str, str], page_size: int | None, page_buffers: int | None) -> None:
+    """Refuse a run whose attachments would not fit, naming what would. ``engine_major`` None: an
+    external server; ``architecture`` None: the engine's default (SuperServer)."""
+    architecture = architecture or "super"
     threads, what_limits = thread_limit()
     # A local Classic engine runs a process per attachment (embedded: fbbench's; managed: the
     # server's forks); an external server's processes are not this machine's.
-    classic = engine_major is not None and architecture_of(conf) == "classic"
+    classic = engine_major is not None and architecture == "classic"
     each = TASKS_PER_CLASSIC_ATTACHMENT if classic else THREADS_PER_ATTACHMENT
     if connections * each + 32 > threads:
         needs = (f"a process of up to {each} threads per attachment ({connections * each:,} threads)" if classic
@@ -148,7 +104,7 @@ def check(connections: int, engine_label: str, engine_major: str | None, conf: d
             hint=f"at most about {max((int(threads) - 32) // each, 1):,} attachments can run here")
     if engine_major is None:  # an external server's memory is not this machine's
         return
-    need = estimate(connections, engine_major, conf, page_size, page_buffers)
+    need = estimate(connections, engine_major, architecture, conf, page_size, page_buffers)
     available, what_limits = available_memory()
     if need.total > available:
         each = need.per_attachment + need.cache_per_attachment

@@ -35,7 +35,7 @@ from types import FrameType
 from typing import Any
 
 from fbbench import signals
-from fbbench.engines import EmbeddedEngine
+from fbbench.engines import EmbeddedEngine, platform
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import timeshare
 from fbbench.runner.run import Checked, RunOutcome, check, execute, new_run_id, new_series_id
@@ -188,7 +188,7 @@ class _Stop:
         elif self.stopping:
             with self.lock:
                 for process in self.processes.values():
-                    timeshare.signal_group(process.pid, signal.SIGCONT)
+                    platform.continue_group(process.pid)
         return self.request.requested
 
 
@@ -197,7 +197,7 @@ def stop_run(process: subprocess.Popen[bytes]) -> None:
     in case it is stopped (a stopped process acts on a signal only once continued)."""
     with contextlib.suppress(ProcessLookupError):
         process.send_signal(signal.SIGINT)
-    timeshare.signal_group(process.pid, signal.SIGCONT)
+    platform.continue_group(process.pid)
 
 
 def check_counts(pairs: int, turn: float) -> None:
@@ -305,7 +305,7 @@ def _meet(stop: _Stop, barriers: dict[str, timeshare.Barrier], threads: dict[str
         if all(label in stop.processes and barriers[label].reached(stop.processes[label].pid) for label in LABELS):
             return True
         if any(threads[label].ended.is_set() or (label in stop.processes and
-                                                  not timeshare.alive(stop.processes[label].pid))
+                                                  not platform.process_alive(stop.processes[label].pid))
                for label in LABELS):
             stop.all()
             return False
@@ -314,7 +314,7 @@ def _meet(stop: _Stop, barriers: dict[str, timeshare.Barrier], threads: dict[str
 
 
 def _any_gone(stop: _Stop) -> bool:
-    return any(not timeshare.alive(process.pid) for process in stop.processes.values())
+    return any(not platform.process_alive(process.pid) for process in stop.processes.values())
 
 
 def _join(threads: dict[str, signals.Thread], stop: _Stop) -> None:

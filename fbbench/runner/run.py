@@ -139,7 +139,8 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     if settings.architecture is None and local:
         settings.architecture = "super"  # Firebird's default ServerMode, made explicit in the record
     conf = check_conf(engine, settings.engine_conf(local))
-    limits.check(settings.connections, engine.label, local_major, conf, settings.page_size, settings.page_buffers)
+    limits.check(settings.connections, engine.label, local_major, settings.architecture, conf, settings.page_size,
+                 settings.page_buffers)
 
     workdir = Path(settings.workdir or paths.default_workdir()).expanduser().resolve()
     results = Path(settings.results or paths.default_results()).expanduser().resolve()

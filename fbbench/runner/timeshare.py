@@ -29,20 +29,18 @@ neither side always follows the other).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fbbench.engines import platform
 from fbbench.errors import FbbenchError
 
 TURN_SECONDS = 0.1
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 # ------------------------------------------------------------------------- the engine side
@@ -72,7 +70,7 @@ class Barrier:
             announced = int(self.ready.read_text())
         except (OSError, ValueError):
             return False
-        return announced == pid and process_state(pid) == "T"
+        return announced == pid and platform.is_stopped(pid)
 
 
 def arrive(barrier: Barrier) -> float:
@@ -83,7 +81,7 @@ def arrive(barrier: Barrier) -> float:
     other member failed), which raises KeyboardInterrupt here like any stop.
     """
     _write_atomically(barrier.ready, str(os.getpid()))
-    os.kill(os.getpid(), signal.SIGSTOP)
+    platform.stop_self()
     try:
         return float(barrier.go.read_text())
     except (OSError, ValueError):
@@ -96,44 +94,6 @@ def _write_atomically(path: Path, text: str) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(text)
     partial.replace(path)
-
-
-# ----------------------------------------------------------------------- process groups
-
-
-def process_state(pid: int) -> str | None:
-    """The state letter of a process (R, S, T stopped, Z zombie …); None when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[-1].split()[0]
-
-
-def alive(pid: int) -> bool:
-    return process_state(pid) not in (None, "Z", "X")
-
-
-def group_cpu_seconds(pgid: int) -> float:
-    """CPU seconds (user + system) the live processes of a process group have used so far."""
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue  # ended while we looked
-        # After the command name: state ppid pgrp session tty tpgid flags minflt cminflt majflt
-        # cmajflt utime stime …
-        if len(fields) > 12 and int(fields[2]) == pgid:
-            total += int(fields[11]) + int(fields[12])
-    return total / _CLOCK_TICKS
-
-
-def signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 # ------------------------------------------------------------------------- the coordinator
@@ -172,12 +132,12 @@ class Turns:
 
     def stop_all(self) -> None:
         for member in self.members:
-            signal_group(member.pgid, signal.SIGSTOP)
+            platform.stop_group(member.pgid)
 
     def release(self) -> None:
         """Every member runs freely again (whatever happened: called from ``finally``)."""
         for member in self.members:
-            signal_group(member.pgid, signal.SIGCONT)
+            platform.continue_group(member.pgid)
 
     def share(self, until: float, *, first: int = 0, abort: Callable[[], bool] | None = None) -> bool:
         """Turns until ``until`` (time.monotonic()), member ``first`` first; the members are
@@ -185,7 +145,7 @@ class Turns:
         said to give up (checked between turns: a member died); Ctrl-C propagates."""
         order = self.members[first:] + self.members[:first]
         self.started_at, clock = time.time(), time.monotonic()
-        self._cpu_before = {m.pgid: group_cpu_seconds(m.pgid) for m in self.members}
+        self._cpu_before = {m.pgid: platform.group_cpu_seconds(m.pgid) for m in self.members}
         try:
             while time.monotonic() < until:
                 for member in order:
@@ -199,7 +159,7 @@ class Turns:
         finally:
             self.seconds = time.monotonic() - clock
             for member in self.members:
-                member.cpu_seconds = group_cpu_seconds(member.pgid) - self._cpu_before.get(member.pgid, 0.0)
+                member.cpu_seconds = platform.group_cpu_seconds(member.pgid) - self._cpu_before.get(member.pgid, 0.0)
 
     def rounds(self, count: int, *, first: int = 0) -> None:
         """``count`` turns of each member, in order (benchmarks that run for a number of turns)."""
@@ -209,12 +169,12 @@ class Turns:
                 self._take_turn(member, self.turn)
 
     def _take_turn(self, member: Member, seconds: float) -> None:
-        signal_group(member.pgid, signal.SIGCONT)
+        platform.continue_group(member.pgid)
         started = time.perf_counter()
         try:
             time.sleep(seconds)
         finally:
-            signal_group(member.pgid, signal.SIGSTOP)
+            platform.stop_group(member.pgid)
             member.running_seconds += time.perf_counter() - started
             member.turns += 1
 

@@ -21,6 +21,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from fbbench.errors import FbbenchError
 
 SCHEMA_VERSION = 4
@@ -164,19 +166,14 @@ def _json(value: Any) -> str:
 def _pid_alive(pid: int | None, host: str | None) -> bool:
     if pid is None or host != socket.gethostname():
         return host != socket.gethostname()  # another machine's run: cannot tell, assume alive
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     # A killed process stays a zombie until its parent reaps it, and an orphan's new parent may
     # never do so (a container whose PID 1 is not an init): it is dead all the same.
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc: trust kill(0)
-    return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
+        return psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:
+        return True  # there, but not ours to look at
 
 
 def _steps_back(text: str) -> int | None:

@@ -96,7 +96,7 @@ def check_engine(engine: EmbeddedEngine, workdir: Path) -> EngineReport:
         report.checks.append(Check("native libraries", True, "all found"))
         database = runtime.base / "doctor.fdb"
         try:
-            result = run_in_engine(runtime, "fbbench.engines.doctor:probe", str(database))
+            result = run_in_engine(runtime, "fbbench.runner.doctor:probe", str(database))
         except FbbenchError as error:
             report.checks.append(Check("create, query, gstat", False, error.message,
                                        error.hint or f"see {runtime.firebird_log}"))

@@ -60,8 +60,8 @@ the code):
   more likely (1 start in 30), so a start waits for that attachment's footprint first.
 * If the port is taken, the 3.0 server does not exit: it retries ``bind`` for about a minute,
   while a "does the port accept connections" probe would happily talk to the other listener.
-  Readiness is therefore "a LISTEN socket on our port whose inode is one of our server
-  process's file descriptors", read from /proc without connecting.
+  Readiness is therefore "a LISTEN socket on our port held by our server process", read from
+  the process's sockets (psutil) without connecting.
 
 Kill safety — no server outlives its owner:
 
@@ -84,30 +84,44 @@ engine children get it in their environment (``ISC_PASSWORD``, like any server p
 no file, log, command line, results store or report ever holds it.
 """
 
+
 from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import Any
+
+import psutil
 
 from fbbench import __version__
-from fbbench.engines.catalog import ManagedEngine
-from fbbench.engines.runtime import _NATIVE_FIXES, Runtime, _link_tree, _prepare_lib_dir, prepare_runtime
+from fbbench.engines.installation import (
+    MARKER,
+    ManagedEngine,
+    clean_environment,
+    layout_of,
+    official_library_path,
+)
+from fbbench.engines.platform import (
+    dying_with_owner,
+    in_own_session,
+    kill_group,
+    open_paths,
+    private_mount_namespace,
+    process_alive,
+    with_bind_mounts,
+)
+from fbbench.engines.rootfs import link_file, link_tree
 from fbbench.errors import FbbenchError
 
 HOST = "127.0.0.1"
@@ -121,236 +135,18 @@ DEBIAN_DATA_DIR = Path("/var/lib/firebird")
 # size 255 bytes", N = 2 x path + 57, measured on 3.0.11) once its security database's path is
 # longer than 99 characters.
 FB3_SECURITY_PATH_LIMIT = 99
-MARKER = "FBBENCH_MANAGED_SERVER"
 PID_FILE = "server.json"
-# fbbench sets these itself: a --set for them would break the instance's isolation.
-RESERVED_KEYS = {
-    "RemoteServicePort": "fbbench chooses a free port on 127.0.0.1 for each managed server",
-    "RemoteServiceName": "fbbench chooses a free port on 127.0.0.1 for each managed server",
-    "RemoteBindAddress": "a managed server listens on 127.0.0.1 only",
-    "SecurityDatabase": "a managed server has its own security database with a random SYSDBA password",
-}
-
-WHAT_IS_AN_INSTALLATION = (
-    "name the directory of a Firebird installation: /usr for Debian's firebird3.0-server "
-    "(/usr/sbin/firebird), or an official install such as /opt/firebird (bin/firebird, lib/, plugins/)"
-)
-_DEBIAN_PACKAGE = "firebird3.0-server"
-_VERSION_TEXT = re.compile(r"\b[A-Z]{2}-[A-Z](\d+)\.(\d+)\.(\d+)\.(\d+)\b")
-_LISTEN = "0A"  # TCP_LISTEN as printed in /proc/net/tcp
+# The addresses whose LISTEN socket holds a port for 127.0.0.1: itself, any IPv4 address, or
+# (dual-stack) any or the mapped loopback IPv6 address.
+_HOLDS_LOOPBACK = {HOST, "0.0.0.0", "::", "::ffff:127.0.0.1"}
 # Top-level entries of an official install that a server root does not need, or must not share:
 # the installation's conf, log and security databases are replaced by the instance's own.
 _OFFICIAL_SKIP = {"firebird.conf", "databases.conf", "firebird.log", "SYSDBA.password", "fb_guard", "bin", "doc",
                   "examples", "include", "misc", "help"}
 _OFFICIAL_BINARIES = ("firebird", "isql")
 
-# The wrapper between fork and the server's exec: die with the owner (see the module docstring).
-_DIE_WITH_OWNER = (
-    "import ctypes, os, sys\n"
-    "ctypes.CDLL(None, use_errno=True).prctl(1, 9)\n"  # PR_SET_PDEATHSIG, SIGKILL
-    "if os.getppid() != int(sys.argv[1]):\n"
-    "    os._exit(70)\n"  # the owner died before the setting took effect
-    "os.execv(sys.argv[2], sys.argv[2:])\n"
-)
-
-
-# ----------------------------------------------------------------------------- installations
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where the pieces of one installation are."""
-
-    directory: Path
-    debian: bool
-    server: Path  # the server binary in the installation
-    isql: Path
-    libdir: Path  # Debian: DIR/lib/<triplet>/firebird/<major>; official: DIR
-    conf_docs: Path  # the directory whose firebird.conf documents the keys
-    log_name: str  # the log file's name in its directory
-    security_name: str  # security3.fdb, security4.fdb, …
-
-
-def _layout(directory: Path, debian: bool, major: str) -> Layout:
-    major_number = major.split(".")[0]
-    if debian:
-        candidates = sorted(directory.glob(f"lib/*/firebird/{major}"))
-        libdir = next((c for c in candidates if (c / "plugins").is_dir()),
-                      candidates[0] if candidates else directory / "lib" / "firebird" / major)
-        return Layout(directory, True, directory / "sbin" / "firebird", directory / "bin" / "isql-fb", libdir,
-                      libdir, f"firebird{major}.log", f"security{major_number}.fdb")
-    return Layout(directory, False, directory / "bin" / "firebird", directory / "bin" / "isql", directory,
-                  directory, "firebird.log", f"security{major_number}.fdb")
-
-
-def layout_of(engine: ManagedEngine) -> Layout:
-    return _layout(Path(engine.directory), engine.layout == "debian", engine.major)
-
-
-def inspect_installation(text: str | Path) -> ManagedEngine:
-    """The managed engine for the installation in ``text``, or a one-line reason it is not one."""
-    given = Path(text).expanduser()
-    if not given.exists():
-        raise FbbenchError(f"{given} does not exist", hint=WHAT_IS_AN_INSTALLATION)
-    if not given.is_dir():
-        where = given.parent.parent if given.name == "firebird" else None
-        hint = f"name the installation, not the binary: server:{where}" if where else WHAT_IS_AN_INSTALLATION
-        raise FbbenchError(f"{given} is a file, not a Firebird installation directory", hint=hint)
-    directory = given.resolve()
-    if (directory / "bin" / "firebird").is_file():
-        debian = False
-        binary = directory / "bin" / "firebird"
-    elif (directory / "sbin" / "firebird").is_file():
-        debian = True
-        binary = directory / "sbin" / "firebird"
-    else:
-        raise _not_an_installation(directory)
-    try:
-        stamp = binary.stat().st_mtime_ns
-    except OSError as error:
-        raise FbbenchError(f"cannot read {binary}: {error.strerror}") from None
-    return _inspect(str(directory), debian, stamp)
-
-
-@functools.lru_cache(maxsize=16)
-def _inspect(directory_text: str, debian: bool, _binary_mtime: int) -> ManagedEngine:
-    directory = Path(directory_text)
-    binary = directory / ("sbin" if debian else "bin") / "firebird"
-    build = _server_build(binary, directory, debian)
-    numbers = _VERSION_TEXT.search(build)
-    assert numbers is not None  # _server_build checked it
-    version = ".".join(numbers.groups()[:3])
-    engine = ManagedEngine(str(directory), "debian" if debian else "official", version, build)
-    layout = layout_of(engine)
-    if debian:
-        needed = [layout.libdir / "firebird.msg", layout.libdir / "plugins", layout.libdir / "intl"]
-        fix = f"as root: apt-get install --reinstall {_DEBIAN_PACKAGE}"
-    else:
-        needed = [directory / "firebird.msg", directory / "plugins", directory / "intl", directory / "lib"]
-        fix = "reinstall Firebird from the official tarball (its install.sh)"
-    needed += [layout.isql, layout.conf_docs / "firebird.conf"]
-    for path in needed:
-        if not path.exists():
-            raise FbbenchError(f"the Firebird {version} installation in {directory} is incomplete: {path} is missing",
-                               hint=fix)
-    return engine
-
-
-def _not_an_installation(directory: Path) -> FbbenchError:
-    """Explain why ``directory`` is not an installation, pointing at the likely right one."""
-    if (directory / "firebird").is_file() and directory.name in ("bin", "sbin"):
-        return FbbenchError(f"{directory} holds the server binary but is not the installation directory",
-                            hint=f"name the installation: server:{directory.parent}")
-    if (directory / "firebird.msg").is_file() and directory.parent.name == "firebird" \
-            and directory.parent.parent.parent.name == "lib":
-        prefix = directory.parent.parent.parent.parent
-        return FbbenchError(f"{directory} is the library directory of Debian's Firebird package",
-                            hint=f"name the installation: server:{prefix}")
-    if list(directory.glob("lib/*/firebird/*/plugins")):
-        return FbbenchError(f"{directory} has Firebird's libraries but no server ({directory / 'sbin/firebird'} "
-                            "is missing)", hint=f"as root: apt-get install {_DEBIAN_PACKAGE}")
-    if list(directory.glob("plugins/libEngine*.so")) or (directory / "libfbclient.so.2").exists():
-        return FbbenchError(f"{directory} is a Firebird client or embedded runtime: it has no server binary "
-                            "(bin/firebird)", hint=WHAT_IS_AN_INSTALLATION)
-    return FbbenchError(f"{directory} is not a Firebird installation: neither bin/firebird (an official install) "
-                        "nor sbin/firebird (Debian's package) is there", hint=WHAT_IS_AN_INSTALLATION)
-
-
-def _server_build(binary: Path, directory: Path, debian: bool) -> str:
-    """What ``firebird -z`` says (e.g. LI-V3.0.11.33637), or a one-line reason it does not run."""
-    with tempfile.TemporaryDirectory(prefix="fbbench-probe-") as scratch:
-        env = _clean_env()
-        if not debian:
-            env["LD_LIBRARY_PATH"] = _official_library_path(directory, Path(scratch))
-        try:
-            probe = subprocess.run([str(binary), "-z"], capture_output=True, text=True, timeout=20, env=env,
-                                   stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise FbbenchError(f"{binary} -z did not answer within 20 s",
-                               hint="check that the binary is a Firebird server") from None
-        except OSError as error:
-            raise FbbenchError(f"{binary} cannot be run: {error.strerror}",
-                               hint="check the file's permissions (it must be executable) and its architecture"
-                               ) from None
-    output = (probe.stdout + probe.stderr).strip()
-    found = _VERSION_TEXT.search(probe.stdout)
-    if probe.returncode == 0 and found:
-        return found.group(0)
-    first = next((line.strip() for line in output.splitlines() if line.strip()), f"exit status {probe.returncode}")
-    missing = re.search(r"error while loading shared libraries: (\S+?):", output)
-    if missing:
-        name = missing.group(1)
-        raise FbbenchError(f"{binary} cannot start: {name} is missing",
-                           hint=_NATIVE_FIXES.get(name, f"install the package that provides {name}"))
-    raise FbbenchError(f"{binary} -z did not report a Firebird server version: {first[:200]}",
-                       hint="check that the binary is a Firebird 3.0 or later server")
-
-
-def _official_library_path(directory: Path, compat: Path) -> str:
-    """LD_LIBRARY_PATH for an official build: a libtommath.so.0 link (3.0 builds were linked
-    against it, Debian 12 only has .so.1 with the same ABI) and the install's own bundled
-    libtommath (``lib/.tm``), which its install.sh would otherwise link into the system."""
-    _prepare_lib_dir(compat)
-    entries = [str(compat)]
-    if (directory / "lib" / ".tm").is_dir():
-        entries.append(str(directory / "lib" / ".tm"))
-    return os.pathsep.join(entries)
-
-
-def conf_docs(engine: ManagedEngine) -> Path:
-    """The directory holding the installation's documented firebird.conf (what ``--set`` is checked
-    against)."""
-    docs = layout_of(engine).conf_docs
-    if not (docs / "firebird.conf").is_file():
-        raise FbbenchError(f"cannot read {docs / 'firebird.conf'}, which documents the keys of {engine.label}",
-                           hint=f"reinstall that Firebird installation ({engine.directory})")
-    return docs
-
-
-def check_reserved(conf: Mapping[str, str]) -> None:
-    """Refuse ``--set`` keys fbbench sets itself for a managed server, and authentication settings
-    that would lock out the SYSDBA it creates (an SRP user)."""
-    for key, value in conf.items():
-        reason = RESERVED_KEYS.get(key)
-        if reason:
-            raise FbbenchError(f"{key} cannot be set for a managed server", hint=reason)
-        plugins = [name.lower() for name in re.split(r"[\s,;]+", value) if name]
-        if key == "AuthServer" and not any(name.startswith("srp") for name in plugins):
-            raise FbbenchError(f"AuthServer = {value} would refuse fbbench's SYSDBA on a managed server",
-                               hint="keep an Srp plugin in the list, e.g. AuthServer = Srp256, Srp, Legacy_Auth")
-        if key == "UserManager" and "srp" not in plugins:
-            raise FbbenchError(f"UserManager = {value} cannot create fbbench's SYSDBA on a managed server",
-                               hint="keep Srp in the list, e.g. UserManager = Srp, Legacy_UserManager")
-
 
 # ------------------------------------------------------------------------------------ processes
-
-
-def _clean_env() -> dict[str, str]:
-    # fbbench may carry another engine's setup (a Firebird 5 runtime on LD_LIBRARY_PATH,
-    # FIREBIRD=its root, ISC_PASSWORD for an external server): the server would then load the
-    # wrong libfbclient.so.2, read the wrong firebird.conf, or hold someone's password.
-    return {key: value for key, value in os.environ.items()
-            if not key.startswith(("FIREBIRD", "ISC_", MARKER)) and key not in ("LD_LIBRARY_PATH", "LD_PRELOAD")}
-
-
-@functools.cache
-def _namespace_prefix() -> tuple[str, ...] | None:
-    """The ``unshare`` prefix that gives a child its own mount namespace here, or None."""
-    if shutil.which("unshare") is None or not DEBIAN_LOG_DIR.is_dir() or not DEBIAN_DATA_DIR.is_dir():
-        return None
-    prefix: tuple[str, ...] = ("unshare", "--mount", "--propagation", "private")
-    if os.geteuid() != 0:
-        # A user namespace makes the bind mount legal without privileges (where the kernel allows it).
-        prefix = ("unshare", "--map-root-user", "--mount", "--propagation", "private")
-    with tempfile.TemporaryDirectory(prefix="fbbench-ns-probe-") as scratch:
-        try:
-            probe = subprocess.run([*prefix, "--", "sh", "-c", 'mount --bind "$1" "$2" && mount --bind "$1" "$3"',
-                                    "sh", scratch, str(DEBIAN_LOG_DIR), str(DEBIAN_DATA_DIR)],
-                                   capture_output=True, timeout=20)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-    return prefix if probe.returncode == 0 else None
 
 
 def _free_port() -> int:
@@ -368,66 +164,39 @@ def _port_is_free(port: int) -> bool:
     return True
 
 
-def _listen_inodes(port: int) -> set[str]:
-    """Inodes of LISTEN sockets that hold ``port`` for 127.0.0.1: bound to it, to any IPv4 address,
-    or (dual-stack) to any or the mapped loopback IPv6 address."""
-    wanted = {f"0100007F:{port:04X}", f"00000000:{port:04X}", f"{'0' * 32}:{port:04X}",
-              f"0000000000000000FFFF00000100007F:{port:04X}"}
-    inodes: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError), open(table, encoding="ascii") as lines:
-            next(lines)
-            for line in lines:
-                fields = line.split()
-                if fields[1] in wanted and fields[3] == _LISTEN:
-                    inodes.add(fields[9])
-    return inodes
+def _holds_port(connection: Any, port: int) -> bool:
+    return (connection.status == psutil.CONN_LISTEN and connection.laddr.port == port
+            and connection.laddr.ip in _HOLDS_LOOPBACK)
 
 
-def _open_files(pid: int) -> set[str]:
-    """What the process's file descriptors point to: paths, or ``socket:[inode]``."""
-    targets: set[str] = set()
-    with contextlib.suppress(OSError):
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            with contextlib.suppress(OSError):
-                targets.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
-    return targets
-
-
-def _stat(pid: int) -> tuple[str, int] | None:
-    """(state, start time in clock ticks since boot) of a process, or None if there is none."""
+def _listens(pid: int, port: int) -> bool:
+    """Whether the process ``pid`` has a LISTEN socket holding ``port`` for 127.0.0.1."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields[0], int(fields[19])
-
-
-def _alive(pid: int, started: int | None = None) -> bool:
-    """Whether ``pid`` runs (a zombie is dead), and is the process that started at ``started``."""
-    stat = _stat(pid)
-    if stat is None or stat[0] in ("Z", "X"):
+        return any(_holds_port(connection, port) for connection in psutil.Process(pid).net_connections("tcp"))
+    except psutil.Error:
         return False
-    return started is None or stat[1] == started
+
+
+def _port_held(port: int) -> bool:
+    """Whether any process has a LISTEN socket holding ``port`` for 127.0.0.1."""
+    try:
+        return any(_holds_port(connection, port) for connection in psutil.net_connections("tcp"))
+    except psutil.Error:
+        return False
 
 
 def instance_processes(home: Path | str) -> list[int]:
     """Live processes of the instance in ``home``: those whose environment carries its marker."""
-    needle = f"{MARKER}={home}".encode()
+    home = str(home)
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-        except OSError:  # gone, or another user's
-            continue
-        if needle in environ.split(b"\0") and _alive(int(entry)):
-            found.append(int(entry))
+    for process in psutil.process_iter(["environ"]):
+        environ = process.info["environ"]  # None: another user's, or gone
+        if environ and environ.get(MARKER) == home and process_alive(process.pid):
+            found.append(process.pid)
     return sorted(found)
 
 
-def _kill_instance(home: Path | str, timeout: float = 5.0) -> list[int]:
+def kill_instance(home: Path | str, timeout: float = 5.0) -> list[int]:
     """SIGKILL every process of the instance until none is left; returns the pids signalled."""
     signalled: list[int] = []
     deadline = time.monotonic() + timeout
@@ -436,8 +205,8 @@ def _kill_instance(home: Path | str, timeout: float = 5.0) -> list[int]:
         if not remaining or time.monotonic() > deadline:
             return signalled
         for pid in remaining:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
             if pid not in signalled:
                 signalled.append(pid)
         time.sleep(0.02)
@@ -473,7 +242,7 @@ class ManagedServer:
         self._fixed_port = port is not None
         self.__password = secrets.token_hex(16)
         self._process: subprocess.Popen[bytes] | None = None
-        self._namespace = _namespace_prefix() if self.layout.debian else None
+        self._namespace = private_mount_namespace(DEBIAN_LOG_DIR, DEBIAN_DATA_DIR) if self.layout.debian else None
         # As the server sees it: short inside its namespace (see the module docstring).
         self._security_path = DEBIAN_DATA_DIR / self.layout.security_name if self._namespace else self.security_db
         if not self.layout.debian:
@@ -589,13 +358,13 @@ class ManagedServer:
     # -- internals ------------------------------------------------------------------------------
 
     def _env(self) -> dict[str, str]:
-        env = _clean_env()
+        env = clean_environment()
         env.update(FIREBIRD=str(self.root), FIREBIRD_LOCK=str(self.lock_dir), FIREBIRD_TMP=str(self.tmp_dir))
         env[MARKER] = str(self.home)
         if self.layout.debian:
             env["FIREBIRD_MSG"] = str(self.layout.libdir)
         else:
-            env["LD_LIBRARY_PATH"] = _official_library_path(self.layout.directory, self.home / "lib")
+            env["LD_LIBRARY_PATH"] = official_library_path(self.layout.directory, self.home / "lib")
         return env
 
     def _binary(self, name: str) -> Path:
@@ -606,9 +375,8 @@ class ManagedServer:
     def _command(self, *argv: str) -> list[str]:
         if self._namespace is None:
             return list(argv)
-        script = 'mount --bind "$1" "$2" && mount --bind "$3" "$4" && shift 4 && exec "$@"'
-        return [*self._namespace, "--", "sh", "-c", script, "sh", str(self.log_dir), str(DEBIAN_LOG_DIR),
-                str(self.security_dir), str(DEBIAN_DATA_DIR), *argv]
+        return with_bind_mounts(self._namespace, [(self.log_dir, DEBIAN_LOG_DIR), (self.security_dir, DEBIAN_DATA_DIR)],
+                                argv)
 
     def _scrub(self, text: str) -> str:
         return text.replace(self.__password, "********")
@@ -635,10 +403,10 @@ class ManagedServer:
         source = self.layout.directory
         skip = _OFFICIAL_SKIP | {item.name for item in source.iterdir() if item.name.endswith(".fdb")}
         try:
-            _link_tree(source, self.root, skip)
+            link_tree(source, self.root, skip)
             (self.root / "bin").mkdir()
             for name in _OFFICIAL_BINARIES:
-                _link_tree_file(source / "bin" / name, self.root / "bin" / name)
+                link_file(source / "bin" / name, self.root / "bin" / name)
         except OSError as error:
             raise FbbenchError(f"cannot mirror {source} into the server's root {self.root}: {error}",
                                hint="check that every file of the installation is readable") from None
@@ -679,7 +447,7 @@ class ManagedServer:
                                   input=sql, capture_output=True, text=True, env=self._env(), timeout=60,
                                   cwd=self.home)
         except subprocess.TimeoutExpired:
-            _kill_instance(self.home)
+            kill_instance(self.home)
             raise FbbenchError(f"creating the security database {self.security_db} took over 60 s",
                                hint=f"see {self.log_path}") from None
         except OSError as error:
@@ -716,15 +484,14 @@ class ManagedServer:
                            hint="another program listens on it; fbbench picks a free port unless one is given")
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-I", "-c", _DIE_WITH_OWNER, str(os.getpid()), str(self._binary("firebird"))]
+        argv = dying_with_owner([str(self._binary("firebird"))])
         # Its own session: a Ctrl-C on the terminal is fbbench's to handle, and the process group
         # holds Classic's per-attachment servers. Output goes to the instance directory.
         with open(self.home / "server.out", "ab") as out:
             process = subprocess.Popen(self._command(*argv), env=self._env(), cwd=self.home,
                                        stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
-        owner = _stat(os.getpid())
-        record = {"owner_pid": os.getpid(), "owner_started": owner[1] if owner else None, "pid": process.pid,
+                                       **in_own_session())
+        record = {"owner_pid": os.getpid(), "owner_create_time": psutil.Process().create_time(), "pid": process.pid,
                   "port": self.port, "engine": self.engine.label, "home": str(self.home), "started_at": time.time()}
         (self.home / PID_FILE).write_text(json.dumps(record, indent=2) + "\n")
         return process
@@ -738,12 +505,10 @@ class ManagedServer:
             if self._process.poll() is not None:
                 raise FbbenchError(f"the {self.engine.label} exited with status {self._process.returncode} while "
                                    f"starting{self._last_log_line()}", hint=f"its log: {self.log_path}")
-            listening = _listen_inodes(self.port)
-            if listening:
-                if {f"socket:[{inode}]" for inode in listening} & _open_files(self._process.pid):
-                    return True
-                if time.monotonic() - started > 1.0:
-                    return False
+            if _listens(self._process.pid, self.port):
+                return True
+            if time.monotonic() - started > 1.0 and _port_held(self.port):
+                return False
             time.sleep(0.02)
         raise FbbenchError(f"the {self.engine.label} did not listen on {self.host}:{self.port} within "
                            f"{START_TIMEOUT:.0f} s{self._last_log_line()}", hint=f"its log: {self.log_path}")
@@ -761,7 +526,7 @@ class ManagedServer:
         names = {str(self.security_db), str(self._security_path)}
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline and self._process.poll() is None:
-            if self.security_db.stat().st_mtime_ns != launched_mtime and not names & _open_files(self._process.pid):
+            if self.security_db.stat().st_mtime_ns != launched_mtime and not names & open_paths(self._process.pid):
                 return
             time.sleep(0.005)
 
@@ -769,11 +534,10 @@ class ManagedServer:
         process = self._process
         if process is not None and process.returncode is None:
             # While the server is not reaped its pid still names our process group.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
+            kill_group(process.pid)
             with contextlib.suppress(ChildProcessError):
                 process.wait()
-        _kill_instance(self.home)
+        kill_instance(self.home)
         _running.discard(self)
         with contextlib.suppress(OSError):
             (self.home / PID_FILE).unlink()
@@ -781,13 +545,6 @@ class ManagedServer:
     def __repr__(self) -> str:
         state = "running" if self.is_running() else "stopped"
         return f"<ManagedServer {self.engine.label} {self.host}:{self.port} {state} home={self.home}>"
-
-
-def _link_tree_file(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except OSError:  # another file system, or linking someone else's file is not allowed
-        shutil.copy2(source, target)
 
 
 # Strong references on purpose: a server its owner forgot to stop is still stopped at exit.
@@ -798,78 +555,3 @@ _running: set[ManagedServer] = set()
 def _stop_all() -> None:
     for server in list(_running):
         server.stop(timeout=3)
-
-
-# ------------------------------------------------------------------------------------ for a run
-
-
-@dataclass
-class ManagedRun:
-    """What a run needs from its managed server."""
-
-    engine: ManagedEngine
-    server: ManagedServer
-    runtime: Runtime  # the Firebird 5 client that reaches the server, its user and password set
-
-    @property
-    def data_dir(self) -> Path:
-        """The server's own data directory (inside the run's runtime directory)."""
-        return self.server.data_dir
-
-    def dsn(self, path: Path | str) -> str:
-        return self.server.dsn(path)
-
-    @property
-    def services_host(self) -> str:
-        return self.server.services_host
-
-    @property
-    def user(self) -> str:
-        return self.server.user
-
-    @property
-    def password(self) -> str:
-        return self.server.password
-
-
-def server_home(runtime_base: Path) -> Path:
-    """Where a run's managed server lives: beside its client root, removed with it."""
-    return runtime_base / "server"
-
-
-@contextlib.contextmanager
-def running(engine: ManagedEngine, workdir: Path, conf: Mapping[str, str] | None, name: str) -> Iterator[ManagedRun]:
-    """A managed server for one run named ``name``, with the client runtime that reaches it.
-
-    The client runtime (Firebird 5 client library, as for any server) is the run's runtime root
-    ``workdir/runtimes/<name>``; the server lives in its ``server`` directory. The server is
-    stopped when the block ends, whatever ends it; the files stay for the run's clean-up.
-    """
-    runtime = prepare_runtime(engine, workdir, dict(conf or {}), name=name)
-    server = ManagedServer.start(engine, server_home(runtime.base), conf=runtime.conf)
-    runtime.user, runtime.password = server.user, server.password
-    try:
-        yield ManagedRun(engine, server, runtime)
-    finally:
-        server.stop()
-
-
-def stop_abandoned_servers(workdir: Path) -> list[str]:
-    """Kill the managed servers in ``workdir`` whose owner is gone (fbbench killed with -9, a
-    crash); returns what was stopped. Servers of live fbbench processes are left alone."""
-    stopped = []
-    for record_file in sorted(workdir.glob(f"runtimes/*/server/{PID_FILE}")):
-        home = record_file.parent
-        try:
-            record = json.loads(record_file.read_text())
-            owner, owner_started = int(record["owner_pid"]), record.get("owner_started")
-        except (OSError, ValueError, KeyError, TypeError):
-            owner, owner_started, record = -1, None, {}
-        if owner > 0 and _alive(owner, owner_started):
-            continue
-        killed = _kill_instance(record.get("home") or home)  # the marker holds the path the owner used
-        if killed:
-            stopped.append(f"{record.get('engine', 'managed server')} (pid {', '.join(map(str, killed))}) in {home}")
-        with contextlib.suppress(OSError):
-            record_file.unlink()
-    return stopped

@@ -1,0 +1,91 @@
+"""Firebird's own words for firebird.conf, in one place.
+
+What the engine means by a ServerMode spelling (the architecture it runs), what each architecture
+defaults to, and how Firebird reads a value — an integer with K, M or G, a key in any case — and
+a conf text. Every part of fbbench that judges, records or shows a firebird.conf setting (the
+run settings, the memory check, ``--set`` validation, the lint, a run's conditions and its
+report) reads it here, so that they read it as the engine that ran did.
+
+The readers follow Firebird's own parser (``src/common/config/config_file.cpp``:
+``ConfigFile::parseLine``, ``Parameter::asInteger`` and ``Parameter::asBoolean``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+# fbbench's architecture names (--architecture) → ServerMode's canonical spelling.
+ARCHITECTURES = {"super": "Super", "superclassic": "SuperClassic", "classic": "Classic"}
+# Every ServerMode spelling Firebird accepts → the architecture it means.
+SERVER_MODES = {"super": "super", "superserver": "super", "threadeddedicated": "super",
+                "superclassic": "superclassic", "threadedshared": "superclassic",
+                "classic": "classic", "multiprocess": "classic"}
+# How a person names each architecture in a sentence.
+ARCHITECTURE_NAMES = {"super": "SuperServer", "superclassic": "SuperClassic", "classic": "Classic"}
+# Where every attachment has a page cache of its own (SuperServer shares one).
+CACHE_PER_ATTACHMENT = frozenset({"superclassic", "classic"})
+# DefaultDbCachePages' default per architecture (Firebird 3.0+).
+DEFAULT_PAGE_BUFFERS = {"super": 2048, "superclassic": 256, "classic": 256}
+
+# Keys whose values are a fixed set of words (firebird.conf documents them in prose), lower case.
+CHOICES = {
+    "ServerMode": frozenset(SERVER_MODES),
+    "GCPolicy": frozenset({"cooperative", "background", "combined"}),
+    "WireCrypt": frozenset({"required", "enabled", "disabled"}),
+}
+# The words Firebird reads as a boolean; any other word silently means false there.
+BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "y", "n", "1", "0"})
+
+_INTEGER = re.compile(r"\s*(-?)(\d+)([kmg]?)\s*", re.IGNORECASE)
+_MULTIPLIERS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+_LEADING_NUMBER = re.compile(r"\s*[-+]?(\d+)")  # what C's atoi reads
+_TRUE_WORDS = frozenset({"true", "yes", "y"})
+
+
+def architecture_of_mode(mode: str | None) -> str | None:
+    """super | superclassic | classic for a ServerMode value; None if it is none of Firebird's."""
+    return SERVER_MODES.get((mode or "").strip().lower())
+
+
+def integer(value: str | None) -> int | None:
+    """A firebird.conf integer (``65536``, ``64K``, ``-1``: digits, then K, M or G times 1024,
+    1024² or 1024³), or None for anything else (where Firebird reads 0; it also takes odd
+    spellings such as ``- 5`` that fbbench neither writes nor accepts)."""
+    match = _INTEGER.fullmatch(value or "")
+    if not match:
+        return None
+    sign = -1 if match.group(1) else 1
+    return sign * int(match.group(2)) * _MULTIPLIERS[match.group(3).lower()]
+
+
+def boolean(value: str | None) -> bool | None:
+    """A firebird.conf boolean as Firebird reads it: true, yes, y (any case) or a non-zero number;
+    every other word is false ("on" included). None when the value is missing."""
+    if value is None:
+        return None
+    number = _LEADING_NUMBER.match(value)
+    return bool(number and int(number.group(1))) or value.strip().lower() in _TRUE_WORDS
+
+
+def key_of(conf: Mapping[str, str], name: str) -> str | None:
+    """The key of ``conf`` that is ``name`` in any case (firebird.conf keys are case-insensitive)."""
+    wanted = name.lower()
+    return next((key for key in conf if key.strip().lower() == wanted), None)
+
+
+def lookup(conf: Mapping[str, str], name: str) -> str | None:
+    """The value of ``name`` in ``conf``, whatever the case of its key."""
+    key = key_of(conf, name)
+    return None if key is None else conf[key]
+
+
+def parse_conf_text(text: str) -> dict[str, str]:
+    """``Key = Value`` lines of a firebird.conf text, comments dropped."""
+    pairs = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        key, sep, value = line.partition("=")
+        if sep and key.strip():
+            pairs[key.strip()] = value.strip()
+    return pairs

@@ -1,0 +1,211 @@
+"""What fbbench asks of the operating system that only Linux (or POSIX) answers, in one place.
+
+Process facts that any system has — is a process alive, its state, its environment, its open
+sockets, a machine's memory — are read through psutil wherever they are needed. What remains
+here has no portable form, and a port to another system is the work of this module:
+
+- process groups and their signals: a run's engine child and its Classic attachment processes
+  are one group, stopped and continued as one (SIGSTOP / SIGCONT time-sharing), killed as one;
+- a child that dies with its owner, even when the owner is killed with -9 (PR_SET_PDEATHSIG);
+- a private mount namespace with bind mounts (``unshare``), which gives Debian's Firebird server
+  its own log and security directories;
+- the file descriptors of a process as that process sees them (another mount namespace's paths);
+- the limits of a container or a user (cgroup memory.max and pids.max, threads-max, rlimits).
+
+It lives in ``engines/`` because the lowest of its users is there (the managed server); the
+runner (time-sharing, the memory check) sits above it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+# ----------------------------------------------------------------------------- process groups
+
+
+def in_own_process_group() -> dict[str, Any]:
+    """subprocess.Popen arguments that make the child the leader of a process group of its own
+    (its pid is the group's id): a signal to the group reaches it and whatever it starts."""
+    return {"process_group": 0}
+
+
+def in_own_session() -> dict[str, Any]:
+    """subprocess.Popen arguments that give the child a session (and process group) of its own:
+    the terminal's Ctrl-C does not reach it."""
+    return {"start_new_session": True}
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    """Send ``sig`` to every process of a group (gone, or not ours: nothing happens)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def kill_group(pgid: int) -> None:
+    signal_group(pgid, signal.SIGKILL)
+
+
+def stop_group(pgid: int) -> None:
+    signal_group(pgid, signal.SIGSTOP)
+
+
+def continue_group(pgid: int) -> None:
+    signal_group(pgid, signal.SIGCONT)
+
+
+def process_alive(pid: int, created: float | None = None) -> bool:
+    """Whether ``pid`` runs — a zombie, ended but not yet reaped, does not — and, given
+    ``created`` (psutil's create_time), is that process and not another that reuses its number."""
+    try:
+        process = psutil.Process(pid)
+        return (process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+                and (created is None or process.create_time() == created))
+    except psutil.Error:
+        return False
+
+
+def stop_self() -> None:
+    """Stop this process until someone continues it."""
+    os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def is_stopped(pid: int) -> bool:
+    """Whether ``pid`` is stopped by a signal (SIGSTOP), and not merely asleep."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_STOPPED
+    except psutil.Error:
+        return False
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """CPU seconds (user + system) the live processes of a process group have used so far."""
+    total = 0.0
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) == pgid:
+                times = process.cpu_times()
+                total += times.user + times.system
+        except (OSError, psutil.Error):
+            continue  # ended while we looked
+    return total
+
+
+# -------------------------------------------------------------------------- dying with the owner
+
+# Runs between fork and the real program's exec: PR_SET_PDEATHSIG(SIGKILL), and an exit at once
+# if the owner is already gone (it died before the setting took effect).
+_DIE_WITH_OWNER = (
+    "import ctypes, os, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(1, 9)\n"  # PR_SET_PDEATHSIG, SIGKILL
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    os._exit(70)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def dying_with_owner(argv: Sequence[str]) -> list[str]:
+    """The command that runs ``argv`` (a program's path first) so that it is killed when this
+    process's thread that starts it ends, even by kill -9."""
+    return [sys.executable, "-I", "-c", _DIE_WITH_OWNER, str(os.getpid()), *argv]
+
+
+# ------------------------------------------------------------------------------ mount namespaces
+
+
+@functools.cache
+def private_mount_namespace(*targets: Path) -> tuple[str, ...] | None:
+    """The command prefix that gives a child a mount namespace of its own in which the
+    directories ``targets`` may be bind-mounted over, or None where that is not allowed."""
+    if shutil.which("unshare") is None or not all(target.is_dir() for target in targets):
+        return None
+    prefix: tuple[str, ...] = ("unshare", "--mount", "--propagation", "private")
+    if os.geteuid() != 0:
+        # A user namespace makes the bind mount legal without privileges (where the kernel allows it).
+        prefix = ("unshare", "--map-root-user", "--mount", "--propagation", "private")
+    with tempfile.TemporaryDirectory(prefix="fbbench-ns-probe-") as scratch:
+        mounts = " && ".join(f'mount --bind "$1" "${n}"' for n in range(2, len(targets) + 2))
+        try:
+            probe = subprocess.run([*prefix, "--", "sh", "-c", mounts, "sh", scratch, *map(str, targets)],
+                                   capture_output=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    return prefix if probe.returncode == 0 else None
+
+
+def with_bind_mounts(prefix: Sequence[str], mounts: Sequence[tuple[Path, Path]], argv: Sequence[str]) -> list[str]:
+    """``argv`` run in a private mount namespace (``prefix``) where each (source, target) of
+    ``mounts`` is bind-mounted first."""
+    binds = " && ".join(f'mount --bind "${2 * n + 1}" "${2 * n + 2}"' for n in range(len(mounts)))
+    script = f'{binds} && shift {2 * len(mounts)} && exec "$@"'
+    return [*prefix, "--", "sh", "-c", script, "sh", *(str(path) for pair in mounts for path in pair), *argv]
+
+
+def open_paths(pid: int) -> set[str]:
+    """What the process's file descriptors point to, as the process sees them: paths in its own
+    mount namespace too (psutil's open_files leaves out paths that do not exist in ours), or
+    ``socket:[inode]``."""
+    targets: set[str] = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                targets.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return targets
+
+
+# ----------------------------------------------------------------------------------- limits
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def memory_limits() -> list[tuple[float, str]]:
+    """Limits on the memory this process may still use, besides the machine's available memory:
+    (bytes, what sets the limit)."""
+    limits: list[tuple[float, str]] = []
+    limit, usage = _read("/sys/fs/cgroup/memory.max").strip(), _read("/sys/fs/cgroup/memory.current").strip()
+    if limit.isdigit():
+        limits.append((int(limit) - int(usage or 0), "the container's memory limit (cgroup memory.max)"))
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        limits.append((soft, "the address-space limit (ulimit -v)"))
+    return limits
+
+
+def task_limits() -> list[tuple[float, str]]:
+    """Limits on the threads (or processes) this user may start: (count, what sets the limit)."""
+    limits: list[tuple[float, str]] = []
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft != resource.RLIM_INFINITY and os.geteuid() != 0:
+        limits.append((soft, "the process/thread limit (ulimit -u)"))
+    threads_max = _read("/proc/sys/kernel/threads-max").strip()
+    if threads_max.isdigit():
+        limits.append((int(threads_max), "the kernel's threads-max"))
+    pid_max = _read("/sys/fs/cgroup/pids.max").strip()
+    if pid_max.isdigit():
+        limits.append((int(pid_max), "the container's task limit (cgroup pids.max)"))
+    return limits
+
+
+def cpu_model() -> str | None:
+    """The processor's model name (psutil does not tell it), or None."""
+    for line in _read("/proc/cpuinfo").splitlines():
+        if line.lower().startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return None
