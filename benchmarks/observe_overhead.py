@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from fbbench.analysis import stats  # noqa: E402
-from fbbench.report.model import result_document  # noqa: E402
+from fbbench.analysis.run import result_document  # noqa: E402
 from fbbench.store import ResultsStore  # noqa: E402
 
 

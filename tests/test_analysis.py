@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from fbbench.analysis import audits, conditions, lint, stats, steady
+from fbbench.analysis.run import result_document
 from fbbench.analysis.steady import IntervalSeries
-from fbbench.report.model import result_document
 from fbbench.store import ResultsStore
 from fbbench.workloads.spec import load_workload
 from tests.conftest import REPO, run_cli

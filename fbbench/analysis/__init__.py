@@ -8,5 +8,8 @@ stored run (``ResultsStore.load_run``) or plain numbers:
 - :mod:`~fbbench.analysis.conditions`: a run's conditions, their diff and the comparison's axis;
 - :mod:`~fbbench.analysis.lint`: the credibility lint (rules FB001…);
 - :mod:`~fbbench.analysis.gstat`: gstat before and after, read as an expert would (what to flag);
-- :mod:`~fbbench.analysis.psql`: what a unit's SQL reaches inside the engine (for the lint).
+- :mod:`~fbbench.analysis.psql`: what a unit's SQL reaches inside the engine (for the lint);
+- the documents the reports print and draw: :mod:`~fbbench.analysis.run` (one run),
+  :mod:`~fbbench.analysis.comparison` (runs and series compared), :mod:`~fbbench.analysis.sweep`
+  (a sweep), each passed once through :func:`~fbbench.analysis.finite.finite`.
 """

@@ -58,8 +58,8 @@ def results_show(
 
     Example: `fbbench results show last --report last.html`
     """
+    from fbbench.analysis.run import result_document
     from fbbench.report import console as summary
-    from fbbench.report.model import result_document
     from fbbench.report.outputs import write_outputs
     from fbbench.store import ResultsStore
 

@@ -176,8 +176,8 @@ def _numbered(path: Path, index: int) -> Path:
 
 
 def _print_series(series_id: str, outcomes: list[Any]) -> None:
+    from fbbench.analysis.run import result_document
     from fbbench.report.console import print_series
-    from fbbench.report.model import result_document
     from fbbench.store import ResultsStore
 
     with ResultsStore(outcomes[0].results, create=False) as store:
@@ -188,8 +188,8 @@ def _print_series(series_id: str, outcomes: list[Any]) -> None:
 def _report_run(run_id: str, results: Path, json_file: str | None,
                 report: str | None) -> tuple[dict[str, Any], list[str]]:
     """Summary on the console, then JSON and HTML; returns the document and what could not be written."""
+    from fbbench.analysis.run import result_document
     from fbbench.report import console as summary
-    from fbbench.report.model import result_document
     from fbbench.report.outputs import write_outputs
     from fbbench.store import ResultsStore
 

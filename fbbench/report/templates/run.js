@@ -126,10 +126,8 @@ const rowsOf = (unit) => {
 
 fbb.section("throughput", node => {
   const perUnit = units.map(u => ({label: u, colour: unitColour(u), values: rowsOf(u).map(r => r ? r.ok_per_minute : null)}));
-  const total = indices.map((_, k) => {
-    const values = perUnit.map(s => s.values[k]).filter(isNumber);
-    return values.length ? values.reduce((a, b) => a + b, 0) : null;
-  });
+  const scores = new Map((run.interval_scores || []).map(r => [r.index, r.score_per_minute]));
+  const total = indices.map(i => scores.has(i) ? scores.get(i) : null);
   // The steady state on the same axis: where the run settled (shaded), and the fitted trend of
   // its figure — the score is the "all units" line; another per-minute headline gets its own line.
   const extra = [];

@@ -1,7 +1,7 @@
-"""The run result document (DESIGN.md "Run result contract"), built from the results store only.
+"""The run result document (docs/run-result.md), built from the stored run only.
 
-The JSON file, the console summary and the HTML report all start from this one document, so the
-three never disagree.
+The JSON file, the console summary and the HTML report (:mod:`fbbench.report.console`,
+:mod:`fbbench.report.html`) all start from this one document, so the three never disagree.
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         conf_set = dict(conf) or (settings.get("conf") or {})
     interval_latency = figures.latency_per_interval(run.get("intervals", []))
     intervals = []
+    by_interval: dict[int, dict[str, Any]] = {}
     for row in run.get("intervals", []):
+        by_interval.setdefault(row["index"], {"seconds": row["seconds"], "units": {}})["units"][row["unit"]] = row
         seconds = row["seconds"] or 0
         item = {key: row[key] for key in ("index", "phase", "unit", "start_offset", "seconds", "ok", "rolled_back",
                                           "conflicts", "errors")}
@@ -145,6 +147,10 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         "host": run.get("host") or {},
         "settings": settings,
         "intervals": intervals,
+        # The score of each interval, all units together: the report draws it, never adds it up.
+        "interval_scores": [{"index": index, "score_per_minute": figures.score_per_minute(item["units"],
+                                                                                          item["seconds"])}
+                            for index, item in sorted(by_interval.items())],
     }
     document.update(_observation(run))
     document.update(credibility(run))
