@@ -5,7 +5,7 @@ one read-committed read-only transaction each, forced writes off — the select 
 benchmarks/core_overhead.py), at 2 and 4 attachments:
 
 - **Classic**: ``ServerMode = Classic``, the native core in one process per attachment
-  (fbbench.core_processes: an engine and a Python each, started together, merged exactly);
+  (fbbench.loadcore.classic: an engine and a Python each, started together, merged exactly);
 - **SuperClassic**: ``ServerMode = SuperClassic``, the same core as threads of one process.
 
 Both have a page cache per attachment (256 pages, the engine's default for both), which holds the
@@ -85,8 +85,8 @@ def create_database(path: str) -> dict[str, Any]:
 
 def measure(path: str, connections: int, warmup: float, seconds: float, processes: bool) -> dict[str, Any]:
     """Operations per second of one run (the core as threads, or as Classic's processes)."""
-    from fbbench.core import run_load
     from fbbench.engines import current_runtime
+    from fbbench.loadcore import run_load, units_completed
 
     config = {
         "client_library": str(current_runtime().client_library), "database": path, "connections": connections,
@@ -95,14 +95,14 @@ def measure(path: str, connections: int, warmup: float, seconds: float, processe
                    "statements": [{"sql": SQL, "params": [{"kind": "uniform", "args": [1, ROWS]}]}]}],
     }
     result = run_load(config, processes=processes)
-    if result.status != "completed":
-        raise RuntimeError(f"run {result.status}: {result.failure}")
-    ok = result.units["op"].counts.ok
+    if result["status"] != "completed":
+        raise RuntimeError(f"run {result['status']}: {result['failure']}")
+    ok = result["units"]["op"]["ok"]
     # The attachment threads' CPU (embedded: the engine's work included), warm-up included: the
     # same measure in both, without Classic's process start-up.
-    return {"ops_per_second": ok / result.measured_seconds, "operations": result.units_completed,
+    return {"ops_per_second": ok / result["measured_seconds"], "operations": units_completed(result),
             "cpu_seconds": result.thread_cpu_seconds,
-            "processes": len(result.raw.get("worker_processes") or [])}
+            "processes": len(result.get("worker_processes") or [])}
 
 
 # ----------------------------------------------------------------------------- the parent process

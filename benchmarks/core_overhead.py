@@ -58,8 +58,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from fbbench.analysis import stats  # noqa: E402
-from fbbench.core import build_tpb  # noqa: E402
 from fbbench.engines import prepare_runtime, run_in_engine  # noqa: E402
+from fbbench.loadcore import build_tpb  # noqa: E402
+from fbbench.runner import timeshare  # noqa: E402
 
 ROWS = 10_000
 SPAN = ROWS - 10  # the procedure touches ids a .. a+9
@@ -138,12 +139,12 @@ def core_cpu_per_op(path: str, client_library: str, sql: str, read_only: bool, c
     Not from the time-shared runs: the core times its own code by the clock, and a stop that
     lands while it is in that code would count the other client's whole turn.
     """
-    from fbbench.core import run_load
+    from fbbench.loadcore import run_load, units_completed
 
     result = run_load(load_config(path, client_library, sql, read_only, connections, 0.5, seconds))
-    if result.status != "completed" or not result.units_completed:
-        raise RuntimeError(f"core run {result.status}: {result.failure}")
-    return result.client_cpu_seconds / result.units_completed * 1e6
+    if result["status"] != "completed" or not units_completed(result):
+        raise RuntimeError(f"core run {result['status']}: {result['failure']}")
+    return result["client_cpu_seconds"] / units_completed(result) * 1e6
 
 
 def in_engine_loop(path: str, calls: int) -> float:
@@ -176,20 +177,20 @@ def time_shared_core_child() -> None:
     0 of the counter file) every PUBLISH_SECONDS: the parent reads it while this process is
     stopped. Prints the run's status and counts at the end.
     """
-    from fbbench.core import run_load
+    from fbbench.loadcore import run_load
 
     path, library, sql, read_only, connections, counter = sys.argv[1:7]
     fd = os.open(counter, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
     os.ftruncate(fd, 64)
 
     def publish(live: Any) -> None:
-        os.pwrite(fd, struct.pack("<q", live.units["op"].ok), 0)
+        os.pwrite(fd, struct.pack("<q", live["units"]["op"]["ok"]), 0)
 
     result = run_load(load_config(path, library, sql, read_only == "1", int(connections), 0, DAY), publish,
                       poll_seconds=PUBLISH_SECONDS)
-    op = result.units["op"]
-    print(json.dumps({"status": result.status, "failure": result.failure, "ok": op.counts.ok,
-                      "not_ok": op.counts.total - op.counts.ok}))
+    op = result["units"]["op"]
+    print(json.dumps({"status": result["status"], "failure": result["failure"], "ok": op["ok"],
+                      "not_ok": op["rolled_back"] + op["conflicts"] + op["errors"]}))
 
 
 class TimeSharedClient:
@@ -201,7 +202,7 @@ class TimeSharedClient:
 
     def __init__(self, name: str, command: list[str], env: dict[str, str], counter: Path,
                  ends_on_sigint: bool = False) -> None:
-        self.name, self.counter, self.running_seconds = name, counter, 0.0
+        self.name, self.counter = name, counter
         self.ends_on_sigint = ends_on_sigint
         # A count left by the previous repeat would pass for this client's first operation.
         counter.unlink(missing_ok=True)
@@ -227,13 +228,6 @@ class TimeSharedClient:
             time.sleep(0.005)
         self.process.send_signal(signal.SIGSTOP)
 
-    def take_turn(self, seconds: float) -> None:
-        self.process.send_signal(signal.SIGCONT)
-        started = time.perf_counter()
-        time.sleep(seconds)
-        self.process.send_signal(signal.SIGSTOP)
-        self.running_seconds += time.perf_counter() - started
-
     def end(self) -> None:
         if not self.ends_on_sigint:
             self.kill()
@@ -251,13 +245,6 @@ class TimeSharedClient:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
-
-
-def share_time(clients: tuple[TimeSharedClient, ...], seconds: float, turn: float) -> None:
-    """Each client runs ``seconds`` in turns of ``turn``, the others stopped meanwhile."""
-    for _ in range(max(1, round(seconds / turn))):
-        for client in clients:
-            client.take_turn(turn)
 
 
 def build_c_client(runtime: Any, workdir: Path) -> Path:
@@ -303,15 +290,16 @@ def time_shared_rates(start: Callable[[], tuple[TimeSharedClient, TimeSharedClie
         try:
             for client in pair:
                 client.wait_until_counting()
-            # Alternate who takes the first turn, so that neither always follows the other.
-            order = pair if repeat % 2 == 0 else pair[::-1]
-            share_time(order, args.warmup, args.turn)
+            # fbbench's one time-sharing mechanism; who takes the first turn alternates, so that
+            # neither always follows the other.
+            turns = timeshare.Turns.of([(client.name, client.process.pid) for client in pair], args.turn)
+            first_turn = repeat % 2
+            turns.rounds(max(1, round(args.warmup / args.turn)), first=first_turn)
             counted = [client.count() for client in pair]
-            for client in pair:
-                client.running_seconds = 0.0
-            share_time(order, args.seconds, args.turn)
-            first, second = ((client.count() - before) / client.running_seconds
-                             for client, before in zip(pair, counted, strict=True))
+            running = [member.running_seconds for member in turns.members]
+            turns.rounds(max(1, round(args.seconds / args.turn)), first=first_turn)
+            first, second = ((client.count() - before) / (member.running_seconds - ran)
+                             for client, before, member, ran in zip(pair, counted, turns.members, running, strict=True))
             for client in pair:
                 client.end()
         finally:
@@ -374,11 +362,11 @@ def compare(label: str, runtime: Any, binary: Path, pristine: str, sql: str, rea
 
 def core_child() -> None:
     """Entry of a core run under valgrind: ``path library sql read_only seconds``; prints its units."""
-    from fbbench.core import run_load
+    from fbbench.loadcore import run_load, units_completed
 
     path, library, sql, read_only, seconds = sys.argv[1:6]
     result = run_load(load_config(path, library, sql, read_only == "1", 1, 0, float(seconds)))
-    print(json.dumps({"ops": result.units_completed, "status": result.status}))
+    print(json.dumps({"ops": units_completed(result), "status": result["status"]}))
 
 
 def _callgrind(command: list[str], env: dict[str, str], out: Path) -> tuple[int, int]:

@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
-from fbbench import core
+from fbbench import loadcore
 from fbbench.errors import FbbenchError
 from fbbench.runner import limits
 from fbbench.settings import RunSettings, from_sources
 from fbbench.store import ResultsStore
+from fbbench.workloads.figures import OUTCOMES
 from tests.conftest import assert_clean_error, run_cli
 from tests.test_run_tpcc import assert_checks_and_audits, assert_contract, assert_engine_observed
 
@@ -89,11 +90,11 @@ def test_tpcc_under_each_architecture(engine: str, architecture: str, results: P
     measured = [row for row in run["intervals"] if row["phase"] == "measure"]
     for name, totals in run["units"].items():
         rows = [row for row in measured if row["unit"] == name]
-        for key in core.OUTCOMES:
+        for key in OUTCOMES:
             assert totals[key] == sum(row[key] for row in rows), (name, key)
-        merged = core.histogram_summary([row["histogram"] for row in rows])
-        assert merged["count"] == sum(totals[key] for key in core.OUTCOMES) > 0, name
-        assert core.histogram_summary([totals["histogram"]]) == merged
+        merged = loadcore.histogram_summary([row["histogram"] for row in rows])
+        assert merged["count"] == sum(totals[key] for key in OUTCOMES) > 0, name
+        assert loadcore.histogram_summary([totals["histogram"]]) == merged
 
 
 def assert_observed_per_attachment(doc: dict[str, Any]) -> None:
@@ -126,7 +127,7 @@ def _attachment_processes(root: int) -> list[int]:
     while todo:
         for child in children.get(todo.pop(), []):
             todo.append(child)
-            if b"core_processes" in commands.get(child, b""):
+            if b"classic_worker" in commands.get(child, b""):
                 found.append(child)
     return sorted(found)
 

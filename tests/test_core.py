@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from fbbench import _core, core
+from fbbench import _core, loadcore
 from fbbench.engines import prepare_runtime, run_in_engine
 from fbbench.engines.runtime import Runtime
+from fbbench.workloads.figures import OUTCOMES
 from tests.conftest import ENGINES, fb3_server_or_skip
 from tests.fb3server import Fb3Server
 
@@ -116,11 +117,11 @@ def check_outcomes(result: dict[str, Any]) -> None:
     measured = [i for i in result["intervals"] if i["phase"] == "measure"]
     assert [i["phase"] for i in result["intervals"]][:1] == ["warmup"]
     for name, totals in units.items():
-        for key in core.OUTCOMES:
+        for key in OUTCOMES:
             assert totals[key] == sum(i["units"][name][key] for i in measured), (name, key)
-        summary = core.histogram_summary([i["units"][name]["histogram"] for i in measured])
-        assert summary["count"] == sum(totals[key] for key in core.OUTCOMES)
-        assert core.histogram_summary([totals["histogram"]]) == summary
+        summary = loadcore.histogram_summary([i["units"][name]["histogram"] for i in measured])
+        assert summary["count"] == sum(totals[key] for key in OUTCOMES)
+        assert loadcore.histogram_summary([totals["histogram"]]) == summary
         if summary["count"]:
             assert 0 < totals["latency_ms"]["p50"] <= totals["latency_ms"]["max"]
     assert result["measured_seconds"] == pytest.approx(2.0, abs=0.01)
@@ -229,13 +230,13 @@ def test_bad_config_is_refused_up_front() -> None:
     base = {"client_library": "/nonexistent/libfbclient.so.2", "database": "/tmp/x.fdb", "connections": 1,
             "measure_seconds": 1.0, "units": [unit("u", statement("select 1 from rdb$database"))]}
     with pytest.raises(ValueError, match="uniform"):
-        core.run_load({**base, "units": [unit("u", statement("select ? from rdb$database", ("uniform", [5, 1])))]})
+        loadcore.run_load({**base, "units": [unit("u", statement("select ? from rdb$database", ("uniform", [5, 1])))]})
     with pytest.raises(ValueError, match="either measure_seconds or transactions"):
-        core.run_load({**base, "measure_seconds": None})
+        loadcore.run_load({**base, "measure_seconds": None})
     # A client library that cannot be loaded fails the run (it does not raise).
-    result = core.run_load(base)
-    assert result.status == "failed" and "cannot load the Firebird client library" in (result.failure or "")
-    assert result.units["u"].counts.total == 0 and result.intervals == ()
+    result = loadcore.run_load(base)
+    assert result["status"] == "failed" and "cannot load the Firebird client library" in (result["failure"] or "")
+    assert sum(result["units"]["u"][key] for key in OUTCOMES) == 0 and result["intervals"] == []
 
 
 def test_python_asks_the_core_for_its_timeline() -> None:

@@ -1,5 +1,5 @@
 """The native core as Classic runs it: one process per attachment on a database opened in shared
-mode (embedded 5.0, ServerMode = Classic), merged into one result (fbbench.core_processes).
+mode (embedded 5.0, ServerMode = Classic), merged into one result (fbbench.loadcore.classic).
 
 Determinism across architectures (the same seed and fixed work give every attachment the same
 units and parameters in processes as in threads), exact merging, a crashed attachment process,
@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from fbbench import core
-from fbbench.core_processes import PROCESS_GRACE
+from fbbench import loadcore
 from fbbench.engines import prepare_runtime
+from fbbench.loadcore.classic import PROCESS_GRACE
+from fbbench.workloads.figures import OUTCOMES
 from tests.test_core import Target, logging_units, statement, unit
 
 SELECT = [unit("select", statement("select qty from items where id = ?", ("uniform", [1, 100])))]
@@ -38,11 +39,11 @@ def assert_merged_exactly(result: dict[str, Any]) -> None:
     measured = [i for i in result["intervals"] if i["phase"] == "measure"]
     assert measured
     for name, totals in result["units"].items():
-        for key in core.OUTCOMES:
+        for key in OUTCOMES:
             assert totals[key] == sum(i["units"][name][key] for i in measured), (name, key)
-        summary = core.histogram_summary([i["units"][name]["histogram"] for i in measured])
-        assert summary["count"] == sum(totals[key] for key in core.OUTCOMES)
-        assert core.histogram_summary([totals["histogram"]]) == summary
+        summary = loadcore.histogram_summary([i["units"][name]["histogram"] for i in measured])
+        assert summary["count"] == sum(totals[key] for key in OUTCOMES)
+        assert loadcore.histogram_summary([totals["histogram"]]) == summary
 
 
 def test_classic_processes_do_exactly_the_work_of_superclassic_threads(tmp_path: Path) -> None:

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from fbbench import core
 from fbbench.engines import prepare_runtime, run_in_engine
+from fbbench.workloads.figures import OUTCOMES
 from tests.test_core import Target, embedded_target
 
 CHILD = "tests.workloads_core.watchdog_child"
@@ -27,7 +27,7 @@ MiB = 1 << 20
 def measured_totals_kept(result: dict[str, Any], unit: str) -> list[dict[str, Any]]:
     """The measured intervals, after checking that the totals are exactly their sum."""
     measured = [i for i in result["intervals"] if i["phase"] == "measure"]
-    for key in core.OUTCOMES:
+    for key in OUTCOMES:
         assert result["units"][unit][key] == sum(i["units"][unit][key] for i in measured), key
     assert sum(i["seconds"] for i in measured) == pytest.approx(result["measured_seconds"], abs=1e-6)
     return measured

@@ -5,9 +5,9 @@ The runner builds the config (the JSON-shaped dict of docs/core-api.md), calls
 the run, polls live counters for the progress display, and turns Ctrl-C into the core's stop
 flag, so an interrupted run still returns what it measured (status ``"stopped"``).
 
-Results and live counters have typed attributes, and also read as the plain JSON mapping the
-core produced (``result["units"]``, ``live.get("last_interval")``): the results store takes
-those nested dicts as they are.
+Results and live counters are the plain JSON the core produced (``result["units"]``,
+``live["last_interval"]``), typed by the TypedDicts below: the results store takes those nested
+dicts as they are.
 """
 
 from __future__ import annotations
@@ -15,130 +15,68 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NotRequired, TypedDict
 
 from fbbench import _core, signals
-from fbbench.workloads.figures import OUTCOMES
 
 # --------------------------------------------------------------------------------------- results
+# What the core hands back is the JSON of docs/core-api.md, read as plain dicts (the results store
+# takes them as they are); these types name its keys, so that a type checker finds a misspelt one.
 
 
-class _Document(Mapping[str, Any]):
-    """Read access to the JSON document an object was built from."""
-
-    raw: dict[str, Any]
-
-    def __getitem__(self, key: str) -> Any:
-        return self.raw[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.raw)
-
-    def __len__(self) -> int:
-        return len(self.raw)
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.raw
+class OutcomeCounts(TypedDict):
+    ok: int
+    rolled_back: int
+    conflicts: int
+    errors: int
 
 
-@dataclass(frozen=True)
-class OutcomeCounts:
-    ok: int = 0
-    rolled_back: int = 0
-    conflicts: int = 0
-    errors: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.ok + self.rolled_back + self.conflicts + self.errors
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> OutcomeCounts:
-        return cls(*(int(data.get(key, 0)) for key in OUTCOMES))
+class UnitInterval(OutcomeCounts, total=False):
+    histogram: str  # the interval's latencies (serialized HDR histogram)
 
 
-@dataclass(frozen=True)
-class UnitInterval:
-    counts: OutcomeCounts
-    histogram: str | None
-
-
-@dataclass(frozen=True, eq=False)
-class IntervalStats(_Document):
+class IntervalStats(TypedDict):
     index: int
     phase: str  # warmup | measure
     start_offset: float
     seconds: float
     units: dict[str, UnitInterval]
-    raw: dict[str, Any] = field(repr=False)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> IntervalStats:
-        units = {
-            name: UnitInterval(OutcomeCounts.from_json(u), u.get("histogram")) for name, u in data["units"].items()
-        }
-        return cls(data["index"], data["phase"], data["start_offset"], data["seconds"], units, data)
 
 
-@dataclass(frozen=True, eq=False)
-class LiveCounters(_Document):
+class LiveCounters(TypedDict):
     elapsed_seconds: float
-    phase: str  # connecting | warmup | measure | stopping | done
+    phase: str  # connecting | ready | warmup | measure | stopping | done
     connected: int
     intervals_completed: int
     units: dict[str, OutcomeCounts]
     measure_units: dict[str, OutcomeCounts]
     last_interval: IntervalStats | None
     failure: str | None
-    raw: dict[str, Any] = field(repr=False)
-
-    @classmethod
-    def from_json(cls, text: str) -> LiveCounters:
-        data = json.loads(text)
-        last = data.get("last_interval")
-        return cls(
-            data["elapsed_seconds"], data["phase"], data["connected"], data["intervals_completed"],
-            {name: OutcomeCounts.from_json(c) for name, c in data["units"].items()},
-            {name: OutcomeCounts.from_json(c) for name, c in data["measure_units"].items()},
-            IntervalStats.from_json(last) if last else None, data.get("failure"), data,
-        )
 
 
-@dataclass(frozen=True)
-class CodeCount:
+class CodeCount(TypedDict):
     gdscode: int
     count: int
     message: str
 
 
-@dataclass(frozen=True)
-class UnitResult:
-    counts: OutcomeCounts
+class UnitResult(OutcomeCounts):
     histogram: str
     latency_ms: dict[str, float]
-    errors_by_code: tuple[CodeCount, ...]
-    conflicts_by_code: tuple[CodeCount, ...]
+    errors_by_code: list[CodeCount]
+    conflicts_by_code: list[CodeCount]
     tally: dict[str, float]
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> UnitResult:
-        return cls(OutcomeCounts.from_json(data), data["histogram"], dict(data["latency_ms"]),
-                   tuple(CodeCount(**c) for c in data["errors_by_code"]),
-                   tuple(CodeCount(**c) for c in data["conflicts_by_code"]), dict(data["tally"]))
 
-
-@dataclass(frozen=True)
-class AttachmentResult:
+class AttachmentResult(TypedDict):
     index: int
     home: int | None
-    units: int
+    units: int  # units it ran, warm-up and uncounted ones included
     error: str | None
 
 
-@dataclass(frozen=True, eq=False)
-class LoadResult(_Document):
+class LoadResult(TypedDict):
     status: str  # completed | stopped | failed
     failure: str | None  # also names abandoned attachments
     started_at: float
@@ -147,30 +85,22 @@ class LoadResult(_Document):
     measured_seconds: float
     client_cpu_seconds: float
     thread_cpu_seconds: float
-    attachments: tuple[AttachmentResult, ...]
-    intervals: tuple[IntervalStats, ...]
-    units: dict[str, UnitResult]
+    attachments: list[AttachmentResult]
     # Attachments that did not come back within the watchdog bound after the run ended: their
     # threads may still be inside the engine, so the process should end with os._exit.
-    abandoned: tuple[int, ...]
-    raw: dict[str, Any] = field(repr=False)
+    abandoned: list[int]
+    intervals: list[IntervalStats]
+    units: dict[str, UnitResult]
+    # Classic's one process per attachment (loadcore.classic): each process's facts.
+    worker_processes: NotRequired[list[dict[str, Any]]]
+    # Added by the runner (runner/engine/measure.py): this process's CPU, and Python's share.
+    process_cpu_seconds: NotRequired[float]
+    python_cpu_seconds: NotRequired[float]
 
-    @classmethod
-    def from_json(cls, text: str) -> LoadResult:
-        data = json.loads(text)
-        return cls(
-            data["status"], data["failure"], data["started_at"], data["measure_started_at"], data["ended_at"],
-            data["measured_seconds"], data["client_cpu_seconds"], data["thread_cpu_seconds"],
-            tuple(AttachmentResult(**a) for a in data["attachments"]),
-            tuple(IntervalStats.from_json(i) for i in data["intervals"]),
-            {name: UnitResult.from_json(u) for name, u in data["units"].items()},
-            tuple(data.get("abandoned", ())), data,
-        )
 
-    @property
-    def units_completed(self) -> int:
-        """Units of every attachment, warm-up and uncounted ones included."""
-        return sum(a.units for a in self.attachments)
+def units_completed(result: LoadResult) -> int:
+    """Units of every attachment, warm-up and uncounted ones included."""
+    return sum(attachment["units"] for attachment in result["attachments"])
 
 
 # ------------------------------------------------------------------------------------------ run
@@ -188,7 +118,7 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
 
     ``processes=True`` runs it as Classic does: one process per attachment, the database opened
     in shared mode (the engine's ServerMode must be Classic), merged into one result of the same
-    shape (:mod:`fbbench.core_processes`); the default runs the attachments as threads of this
+    shape (:mod:`fbbench.loadcore.classic`); the default runs the attachments as threads of this
     process.
 
     Ctrl-C (KeyboardInterrupt) or SIGTERM, raised while waiting or inside ``on_progress``, sets
@@ -211,12 +141,12 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
     ``hold``: start in the core's hold mode. Once every attachment is connected (under a ramp-up:
     at once, the ramp being part of the warm-up), ``hold()`` is called on this thread and returns
     the CLOCK_MONOTONIC time to start at — the run's zero. Time-shared runs meet there
-    (:func:`fbbench.runner.timeshare.arrive`) so that they measure the same seconds.
+    (:func:`fbbench.runner.barrier.arrive`) so that they measure the same seconds.
     """
     if hold is not None:
         config = {**config, "hold": True}
     if processes:
-        from fbbench.core_processes import ProcessRun
+        from fbbench.loadcore.classic import ProcessRun
 
         run: Any = ProcessRun(json.dumps(dict(config)))
     else:
@@ -230,7 +160,7 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
                 _hold(run, hold, float(config.get("connect_rate") or 0.0) > 0)
             while not run.wait(poll_seconds):
                 if on_progress is not None:
-                    on_progress(LiveCounters.from_json(run.poll()))
+                    on_progress(json.loads(run.poll()))
         except KeyboardInterrupt:
             _stop_and_wait(run)
         except BaseException:
@@ -240,8 +170,9 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
             if watcher is not None:
                 watcher.join(5)
     if on_progress is not None:
-        on_progress(LiveCounters.from_json(run.poll()))
-    return LoadResult.from_json(run.result())
+        on_progress(json.loads(run.poll()))
+    result: LoadResult = json.loads(run.result())
+    return result
 
 
 def _hold(run: Any, hold: Callable[[], float], ramp: bool) -> None:

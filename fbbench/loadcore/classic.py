@@ -6,7 +6,7 @@ N processes: the run's firebird.conf says ``ServerMode = Classic``, which makes 
 engine open the database shared, and each process drives one attachment.
 
 :class:`ProcessRun` has the interface of ``_core.LoadRun`` (``start``, ``poll``, ``stop``,
-``wait``, ``wait_boundary``, ``result``), so :func:`fbbench.core.run_load` drives it like a
+``wait``, ``wait_boundary``, ``result``), so :func:`fbbench.loadcore.run_load` drives it like a
 threaded run and the caller gets one result of the same shape (docs/core-api.md).
 
 How it works:
@@ -54,7 +54,6 @@ import contextlib
 import json
 import os
 import selectors
-import signal
 import subprocess
 import sys
 import tempfile
@@ -63,8 +62,6 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-import psutil
-
 from fbbench import _core
 from fbbench.workloads.figures import OUTCOMES
 
@@ -72,14 +69,13 @@ from fbbench.workloads.figures import OUTCOMES
 _WORKER_ENTRY = (
     "import sys\n"
     "try:\n"
-    "    from fbbench.core_processes import worker_main\n"
+    "    from fbbench.loadcore.classic_worker import worker_main\n"
     "    sys.exit(worker_main())\n"
     "except KeyboardInterrupt:\n"
     "    sys.exit(130)\n"
 )
 START_AHEAD = 0.2  # seconds between sending go and the common zero: every worker reads it in time
 PROCESS_GRACE = 5.0  # beyond the core's own watchdog bound: a worker writes its result and exits
-STREAM_SECONDS = 0.25  # how often a worker sends its live counters (and closed intervals)
 STDERR_TAIL = 2000
 
 
@@ -586,108 +582,3 @@ class ProcessRun:
             {"index": w.index, **{k: v for k, v in w.facts.items() if k != "crashed"},
              "returncode": w.process.returncode, "killed": w.killed} for w in self._workers]
         return merged
-
-
-# ------------------------------------------------------------------------------- the worker side
-
-
-def _peak_rss_bytes() -> int | None:
-    # VmHWM, not getrusage's ru_maxrss: that one survives exec and would be the peak of the
-    # process that spawned this one. psutil has no peak RSS on Linux (it reports one on Windows
-    # only), so this one fact is still read from /proc.
-    try:
-        with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
-
-
-def _pss_bytes() -> int | None:
-    """Proportional set size: this process's share of memory, the pages it shares with the other
-    attachment processes (the engine's code, Python's) divided among them."""
-    try:
-        return int(psutil.Process().memory_full_info().pss)
-    except (psutil.Error, AttributeError):  # AttributeError: a system without PSS
-        return None
-
-
-def _thread_count() -> int | None:
-    try:
-        return psutil.Process().num_threads()
-    except psutil.Error:
-        return None
-
-
-def _process_cpu() -> float:
-    times = os.times()
-    return times.user + times.system
-
-
-def worker_main() -> int:
-    """One attachment of a Classic run, in a process of its own (see the module's docstring)."""
-    import faulthandler
-
-    # A crash inside the engine leaves its traceback in the stderr tail the parent reports.
-    faulthandler.enable()
-    first = json.loads(sys.stdin.readline())
-    for entry in reversed(first.get("sys_path", [])):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
-    from fbbench import signals
-
-    signals.die_with_parent(first.get("parent_pid"))
-    run = _core.LoadRun(json.dumps(first["config"]))
-    # Installed before start(): the core restores these after its attach, so Ctrl-C reaching
-    # this process (its group was signalled) stops the run instead of libfbclient's shutdown.
-    for sig in signals.STOP_SIGNALS:
-        signal.signal(sig, lambda _signum, _frame: run.stop())
-    out = sys.stdout.buffer
-
-    def emit(message: dict[str, Any]) -> None:
-        out.write(json.dumps(message).encode() + b"\n")
-        out.flush()
-
-    def commands() -> None:
-        for line in sys.stdin:
-            word, _, argument = line.strip().partition(" ")
-            if word == "go":
-                run.go(float(argument))
-            elif word == "stop":
-                run.stop()
-        run.stop()  # the parent is gone (EOF): nobody would take this run's figures
-
-    run.start()
-    emit({"started": os.getpid()})
-    threading.Thread(target=commands, name="fbbench-commands", daemon=True).start()
-    sent = 0
-    peak_pss = threads = 0
-    seen = 0
-    next_live = time.monotonic()
-    while True:
-        # Wakes at each boundary, so that a closed interval goes out at once.
-        seen, done, _at = run.wait_boundary(seen, max(next_live - time.monotonic(), 0.0))
-        for interval in json.loads(run.intervals(sent)):
-            emit({"interval": interval})
-            sent += 1
-            peak_pss = max(peak_pss, _pss_bytes() or 0)  # once per interval, while attached
-            threads = max(threads, _thread_count() or 0)
-        if done or time.monotonic() >= next_live:
-            live = json.loads(run.poll())
-            live.pop("last_interval", None)
-            emit({"live": live})
-            next_live = time.monotonic() + STREAM_SECONDS
-        if done:
-            break
-    result = json.loads(run.result())
-    if os.environ.get("FBBENCH_TEST_HOLD_RESULT") == str(first["config"]["attachment_index"]):
-        # Test seam: a process stuck at its end (exit handlers waiting on a thread inside the
-        # engine, say), which only the parent's watchdog ends. Its attachment is detached.
-        while True:
-            time.sleep(60)
-    emit({"result": result, "process": {"pid": os.getpid(), "peak_rss_bytes": _peak_rss_bytes(),
-                                        "peak_pss_bytes": peak_pss or None, "threads": threads or None,
-                                        "cpu_seconds": _process_cpu()}})
-    sys.stderr.flush()
-    if result.get("abandoned"):
-        os._exit(0)  # its thread is still inside the engine: exit handlers could wait for it
-    return 0

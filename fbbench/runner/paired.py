@@ -37,7 +37,7 @@ from typing import Any
 from fbbench import signals
 from fbbench.engines import EmbeddedEngine, platform
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner import timeshare
+from fbbench.runner import barrier, timeshare
 from fbbench.runner.run import Checked, RunOutcome, check, execute, new_run_id, new_series_id
 from fbbench.settings import RunSettings
 from fbbench.store import ResultsStore
@@ -179,7 +179,7 @@ class _Stop:
         run is continued again. True once the user asked to stop.
 
         Continued again, because a run about to stop itself at the start barrier
-        (:func:`timeshare.arrive`) may take our SIGCONT first and its own SIGSTOP after it, with
+        (:func:`barrier.arrive`) may take our SIGCONT first and its own SIGSTOP after it, with
         the SIGINT still pending: stopped for good unless continued again."""
         signals_seen = self.request.signals
         if signals_seen > self.forwarded:
@@ -241,7 +241,7 @@ def _run_pair(index: int, sides: dict[str, RunSettings], series: dict[str, str],
     errors: dict[str, str] = {}
     began: dict[str, threading.Event] = {label: threading.Event() for label in LABELS}
     with tempfile.TemporaryDirectory(prefix="pair-", dir=workdir) as directory:
-        barriers = {label: timeshare.Barrier.in_directory(Path(directory), label) for label in LABELS}
+        barriers = {label: barrier.Barrier.in_directory(Path(directory), label) for label in LABELS}
 
         def work(label: str) -> None:
             settings = replace(sides[label], origins=sides[label].origins,
@@ -283,11 +283,11 @@ def _run_pair(index: int, sides: dict[str, RunSettings], series: dict[str, str],
     return result
 
 
-def _share(result: PairResult, stop: _Stop, barriers: dict[str, timeshare.Barrier], first: str, turn: float,
+def _share(result: PairResult, stop: _Stop, barriers: dict[str, barrier.Barrier], first: str, turn: float,
            seconds: float) -> None:
     """The common zero, then turns until the measured period's end; the turns' facts in ``result``."""
     zero = timeshare.start_in(START_TURNS_AHEAD * turn + START_MARGIN)
-    timeshare.write_go(list(barriers.values()), zero)
+    barrier.write_go(list(barriers.values()), zero)
     turns = timeshare.Turns.of([(label, stop.processes[label].pid) for label in LABELS], turn)
     finished = False
     try:
@@ -298,7 +298,7 @@ def _share(result: PairResult, stop: _Stop, barriers: dict[str, timeshare.Barrie
         result.shared = turns.facts() | {"zero_wall": time.time() + (zero - time.monotonic()), "complete": finished}
 
 
-def _meet(stop: _Stop, barriers: dict[str, timeshare.Barrier], threads: dict[str, signals.Thread]) -> bool:
+def _meet(stop: _Stop, barriers: dict[str, barrier.Barrier], threads: dict[str, signals.Thread]) -> bool:
     """Wait until both runs hold at the start barrier (True); False when one ended first (it
     failed, or was refused), and the other is then stopped, or when the user stopped them."""
     while not stop.forward():

@@ -10,7 +10,7 @@ Each member is a **process group**: an engine child runs in a group of its own
 (:func:`fbbench.engines.child.run_in_engine`), and an embedded Classic run's attachment
 processes are in it too, so a stop stops all of the run.
 
-The **start barrier** makes the members measure the same seconds:
+The **start barrier** (:mod:`fbbench.runner.barrier`) makes the members measure the same seconds:
 
 1. engine side — :func:`arrive`, called once the run's attachments are connected and holding
    (the core's hold mode): it writes the process id to the member's ``ready`` file and stops
@@ -29,71 +29,14 @@ neither side always follows the other).
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from fbbench.engines import platform
-from fbbench.errors import FbbenchError
 
 TURN_SECONDS = 0.1
-
-
-# ------------------------------------------------------------------------- the engine side
-
-
-@dataclass(frozen=True)
-class Barrier:
-    """The files through which one member and the coordinator meet at the start."""
-
-    ready: Path  # the member writes its process id here once it holds at the start
-    go: Path  # the coordinator writes the common zero (CLOCK_MONOTONIC seconds) here
-
-    @classmethod
-    def in_directory(cls, directory: Path, name: str) -> Barrier:
-        return cls(directory / f"{name}.ready", directory / f"{name}.go")
-
-    def to_json(self) -> dict[str, str]:
-        return {"ready": str(self.ready), "go": str(self.go)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, str]) -> Barrier:
-        return cls(Path(data["ready"]), Path(data["go"]))
-
-    def reached(self, pid: int) -> bool:
-        """The member ``pid`` announced itself and is stopped at the barrier."""
-        try:
-            announced = int(self.ready.read_text())
-        except (OSError, ValueError):
-            return False
-        return announced == pid and platform.is_stopped(pid)
-
-
-def arrive(barrier: Barrier) -> float:
-    """Engine side, once the run is connected and holding: announce, stop, return the common zero.
-
-    The coordinator continues this process for its first turn once every member has arrived and
-    the zero is written; it continues it with SIGINT pending to stop it instead (Ctrl-C, or the
-    other member failed), which raises KeyboardInterrupt here like any stop.
-    """
-    _write_atomically(barrier.ready, str(os.getpid()))
-    platform.stop_self()
-    try:
-        return float(barrier.go.read_text())
-    except (OSError, ValueError):
-        raise FbbenchError("the time-shared run was continued without a start time "
-                           "(its coordinator is gone?)") from None
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    # A reader never sees half a number: the file appears whole, by rename.
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text)
-    partial.replace(path)
 
 
 # ------------------------------------------------------------------------- the coordinator
@@ -186,8 +129,3 @@ class Turns:
 def start_in(seconds: float) -> float:
     """A common zero ``seconds`` from now (CLOCK_MONOTONIC, which every process on the machine shares)."""
     return time.monotonic() + seconds
-
-
-def write_go(barriers: Sequence[Barrier], zero: float) -> None:
-    for barrier in barriers:
-        _write_atomically(barrier.go, json.dumps(zero))

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fbbench.core import run_load
 from fbbench.database import driver, scripts
 from fbbench.engines import current_runtime
+from fbbench.loadcore import run_load
 
 HERE = Path(__file__).resolve().parent
 
@@ -55,13 +55,13 @@ def run(dsn: str, settings: dict[str, Any], interrupt_after: float | None = None
     if timer:
         timer.start()
     try:
-        result = run_load(core_config(dsn, **settings), on_progress=lambda live: polls.append(live.phase),
+        result = run_load(core_config(dsn, **settings), on_progress=lambda live: polls.append(live["phase"]),
                           poll_seconds=0.2, processes=processes)
     finally:
         if timer:
             timer.cancel()
     returned = time.monotonic()
-    document = dict(result.to_dict())
+    document = dict(result)
     document["_test"] = {
         "seconds": returned - started,
         "after_interrupt": returned - signalled[0] if signalled else None,
@@ -90,7 +90,7 @@ def query(dsn: str, sql: str) -> list[list[Any]]:
 
 
 def worker_processes() -> list[int]:
-    """This process's Classic attachment processes (fbbench.core_processes workers)."""
+    """This process's Classic attachment processes (fbbench.loadcore.classic workers)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -100,7 +100,7 @@ def worker_processes() -> list[int]:
             command = (entry / "cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == os.getpid() and b"core_processes" in command:
+        if ppid == os.getpid() and b"classic_worker" in command:
             found.append(int(entry.name))
     return sorted(found)
 

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fbbench.core import LoadResult, run_load
 from fbbench.database import driver
 from fbbench.engines.child import exit_at_once
+from fbbench.loadcore import LoadResult, run_load
 from tests.workloads_core.child import core_config
 
 # Attachment 1 hangs on its `after`-th call; other attachments never touch the remote source.
@@ -80,12 +80,12 @@ def _timed_run(config: dict[str, Any], interrupt_after: float | None = None) -> 
         if timer:
             timer.cancel()
     returned, returned_wall = time.monotonic(), time.time()
-    document = dict(result.to_dict())
+    document = dict(result)
     document["_test"] = {
         "seconds": returned - started,
-        "after_end": returned_wall - result.ended_at,
+        "after_end": returned_wall - result["ended_at"],
         "after_interrupt": returned - marks["interrupt"] if "interrupt" in marks else None,
-        "typed_abandoned": list(result.abandoned),
+        "typed_abandoned": list(result["abandoned"]),
     }
     return document
 

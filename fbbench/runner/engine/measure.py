@@ -21,7 +21,7 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -30,6 +30,9 @@ from fbbench.runner.engine import facts
 from fbbench.runner.engine.live import LiveDisplay
 from fbbench.store import ResultsStore
 from fbbench.workloads.spec import Workload
+
+if TYPE_CHECKING:
+    from fbbench.loadcore import LoadResult
 
 ZERO = -1  # the sampler's reading at the run's zero
 BASELINE_WAIT_SECONDS = 30.0  # for the baseline reading while the load holds at its start
@@ -47,7 +50,7 @@ class MetricWindow:
 
 @dataclass
 class Measured:
-    result: dict[str, Any]  # the core's result (docs/core-api.md), plus this process's CPU
+    result: LoadResult  # the core's result (docs/core-api.md), plus this process's CPU
     metrics: dict[str, dict[str, Any]]  # name → start, end, value, per_minute, description, window
     sample_seconds: list[float] = field(default_factory=list)  # how long each engine reading took
     sampler_errors: list[str] = field(default_factory=list)
@@ -147,10 +150,9 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
 
     ``processes``: the core runs Classic's one process per attachment (embedded Classic).
     ``barrier``: the run is time-shared with another (fbbench compare --paired): connected, it
-    waits at the start barrier and starts at the common zero (:mod:`fbbench.runner.timeshare`)."""
-    from fbbench import _core
-    from fbbench import core as native
-    from fbbench.runner import timeshare
+    waits at the start barrier and starts at the common zero (:mod:`fbbench.runner.barrier`)."""
+    from fbbench import _core, loadcore
+    from fbbench.runner.barrier import Barrier, arrive
 
     timeline = _core.Timeline(json.dumps(config))
     measure_start = timeline.measure_start_boundary  # where the metric window opens
@@ -174,7 +176,7 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
         if thread is not None:
             baseline_before_zero = thread.zero(wait=BASELINE_WAIT_SECONDS)
         if barrier is not None:
-            return timeshare.arrive(timeshare.Barrier.from_json(barrier))
+            return arrive(Barrier.from_json(barrier))
         return time.monotonic()
 
     def on_boundary(boundary: int, at: float, last: bool) -> None:
@@ -209,9 +211,9 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     try:
         with LiveDisplay.measurement(console, workload, settings) as display:
             held = barrier is not None or thread is not None
-            result = native.run_load(config, on_progress=lambda live: on_progress(live, display),
+            result = loadcore.run_load(config, on_progress=lambda live: on_progress(live, display),
                                      on_boundary=on_boundary, processes=processes,
-                                     hold=hold if held else None).to_dict()
+                                     hold=hold if held else None)
     finally:
         if thread is not None:
             thread.close(timeout=30)  # answers the boundaries already reported, then detaches
