@@ -138,8 +138,20 @@ def _shut_down_client_library() -> None:
         shutdown()
 
 
+def _quiet_driver_finalizers(unraisable: Any) -> None:
+    """``sys.unraisablehook``: firebird-driver objects freed after their connection was shut
+    down raise in ``__del__`` ("connection shutdown": libfbclient answers a Ctrl-C that reaches
+    it while it attaches by shutting every attachment of the process down), which Python prints
+    as "Exception ignored …" with a traceback. Nothing is lost — the run records the stop — so
+    those are not shown; anything else is, as Python would."""
+    if str(getattr(unraisable.exc_type, "__module__", "")).startswith("firebird.driver"):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def child_main(request_file: str, result_file: str) -> NoReturn:
     global _current_runtime
+    sys.unraisablehook = _quiet_driver_finalizers
     request = json.loads(Path(request_file).read_text())
     for entry in reversed(request["sys_path"]):
         if entry not in sys.path:
