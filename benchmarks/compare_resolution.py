@@ -53,7 +53,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from fbbench.analysis import stats  # noqa: E402
-from fbbench.settings import parse_duration  # noqa: E402
+from fbbench.runner.settings import parse_duration  # noqa: E402
 from fbbench.store import ResultsStore  # noqa: E402
 
 WORKLOAD = HERE / "workloads" / "spin"

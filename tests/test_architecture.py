@@ -25,7 +25,7 @@ import pytest
 from fbbench import loadcore
 from fbbench.errors import FbbenchError
 from fbbench.runner import limits
-from fbbench.settings import RunSettings, from_sources
+from fbbench.runner.settings import RunSettings, from_sources
 from fbbench.store import ResultsStore
 from fbbench.workloads.figures import OUTCOMES
 from tests.conftest import assert_clean_error, run_cli

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from fbbench.cli.common import OnOff
 from fbbench.cli.run import _flags, run
-from fbbench.settings import _FLAGS, _KINDS
+from fbbench.runner.settings import _FLAGS, _KINDS
 
 
 def test_each_run_parameter_is_a_setting_or_handled_apart() -> None:

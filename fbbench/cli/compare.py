@@ -193,7 +193,7 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
     results store, and the exit code the command ends with."""
     from fbbench.runner.paired import check_counts, execute_pairs
     from fbbench.runner.run import static_findings
-    from fbbench.settings import from_sources
+    from fbbench.runner.settings import from_sources
 
     check_counts(pairs, turn)
     if len(specs) != 2:

@@ -92,7 +92,7 @@ def run(
     * `ISC_PASSWORD=... fbbench run tpcc --engine db1/3050:/data/bench.fdb`
     """
     flags = _flags(locals())  # first: the locals are still exactly the command's parameters
-    from fbbench.settings import from_sources
+    from fbbench.runner.settings import from_sources
 
     settings = from_sources(spec, flags, scale, set_conf)
     credentials = _credentials(settings.user, password_file)
@@ -124,7 +124,7 @@ def _flags(parameters: dict[str, Any]) -> dict[str, Any]:
     value stands). A setting's parameter bears its name, or its flag's where settings._FLAGS renames
     it (--rate, --tag); one that is on by default is turned off by ``--no-NAME``. A new run setting
     thus needs its RunSettings field, its kind and one option, nothing here."""
-    from fbbench.settings import _FLAGS, _KINDS
+    from fbbench.runner.settings import _FLAGS, _KINDS
 
     flags: dict[str, Any] = {}
     for name in _KINDS:

@@ -39,7 +39,7 @@ from fbbench.engines import EmbeddedEngine, platform
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import barrier, timeshare
 from fbbench.runner.run import Checked, RunOutcome, check, execute, new_run_id, new_series_id
-from fbbench.settings import RunSettings
+from fbbench.runner.settings import RunSettings
 from fbbench.store import ResultsStore
 
 LABELS = ("A", "B")

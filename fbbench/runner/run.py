@@ -27,7 +27,7 @@ from fbbench.engines.runtime import check_conf
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import cleanup, limits
 from fbbench.runner.host import host_facts
-from fbbench.settings import RunSettings
+from fbbench.runner.settings import RunSettings
 from fbbench.store import ResultsStore
 from fbbench.workloads.spec import load_workload
 

@@ -32,7 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from fbbench.errors import FbbenchError
-from fbbench.settings import RunSettings, check_value, line_of, parse_settings, read_toml, setting_name, single_line
+from fbbench.runner.settings import (
+    RunSettings,
+    check_value,
+    line_of,
+    parse_settings,
+    read_toml,
+    setting_name,
+    single_line,
+)
 
 MODES = ("matrix", "one_at_a_time")
 # Settings that are not conditions of an experiment: outputs, where things live, who connects.
