@@ -97,11 +97,12 @@ case "$mode" in
     say "quickstart: TPC-C, 1 warehouse, 4 connections, 20 s warm-up + 60 s measured, embedded Firebird 5.0"
     exec .venv/bin/fbbench run tpcc --engine 5.0 --scale warehouses=1 --connections 4 --warmup 20s --duration 60s ;;
   test)
-    say "lint"
+    say "lint and type check"
     .venv/bin/ruff check fbbench tests benchmarks
+    .venv/bin/mypy
     say "native core: cargo fmt, clippy, test"
     (cd core && cargo fmt --check && cargo clippy --quiet --all-targets -- -D warnings && cargo test --quiet)
     say "tests on real engines"
-    # The slowest tests are listed: the suite must stay well under 15 minutes on a 2-core machine.
+    # The slowest tests are listed: the suite must stay under 25 minutes on a 2-core machine.
     exec .venv/bin/python -m pytest -q -ra --durations=25 tests ;;
 esac

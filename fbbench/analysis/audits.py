@@ -176,7 +176,7 @@ def run_audits(workload: Workload, units: Mapping[str, Mapping[str, Any]],
     """Each audit: name, passed (True / False / None), value, detail, and its interval (``low``,
     ``high``) over ``n`` trials or units (None where there is none)."""
     available = figures.names(units, metrics)
-    results = []
+    results: list[dict[str, Any]] = []
     for audit in workload.audits:
         try:
             figure = float(evaluate(audit.value, available))

@@ -138,7 +138,7 @@ def figure_defs(runs: Sequence[Mapping[str, Any]]) -> list[FigureDef]:
         headline = _as_figure(stored_headline)
         defs.append(FigureDef(headline.name, "headline", headline.unit, headline.better,
                               headline.per in ("minute", "second"),
-                              lambda run, n=headline.name: _value_of(_stored_figure(run, n, True)),
+                              _stored_value(headline.name, headline=True),
                               _intervals_of(headline), headline.value))
     seen = {d.name for d in defs}
     for run in runs:
@@ -148,7 +148,7 @@ def figure_defs(runs: Sequence[Mapping[str, Any]]) -> list[FigureDef]:
             figure = _as_figure(stored)
             seen.add(figure.name)
             defs.append(FigureDef(figure.name, "figure", figure.unit, figure.better, figure.per in ("minute", "second"),
-                                  lambda run, n=figure.name: _value_of(_stored_figure(run, n, False)),
+                                  _stored_value(figure.name, headline=False),
                                   _intervals_of(figure), figure.value))
     metrics: dict[str, Mapping[str, Any]] = {}
     for run in runs:
@@ -159,7 +159,7 @@ def figure_defs(runs: Sequence[Mapping[str, Any]]) -> list[FigureDef]:
             continue
         per_minute = bool(metric.get("per_minute"))
         defs.append(FigureDef(name, "metric", "/min" if per_minute else "", "higher", per_minute,
-                              lambda run, n=name: ((run.get("metrics") or {}).get(n) or {}).get("value"),
+                              _metric_value(name),
                               _metric_intervals(name, per_minute), "counted by the database"))
     if not stored_headline or stored_headline.get("name") != figures.SCORE.name:
         defs.append(FigureDef(figures.SCORE.name, "score", figures.SCORE.unit, "higher", True,
@@ -178,8 +178,7 @@ def figure_defs(runs: Sequence[Mapping[str, Any]]) -> list[FigureDef]:
             # No per-interval basis: a percentile of a run is not an average of its intervals'
             # percentiles, and the batch means of two single runs assume it is.
             defs.append(FigureDef(f"{unit} {key}", "latency", " ms", "lower", False,
-                                  lambda run, u=unit, k=key: (((run.get("units") or {}).get(u) or {})
-                                                              .get("latency_ms") or {}).get(k),
+                                  _latency_value(unit, key),
                                   definition=f"{key} latency of {unit}", group=unit))
     for outcome, meaning in (("conflicts", "units ended by an update conflict, per minute"),
                              ("errors", "units ended by an error, per minute")):
@@ -193,15 +192,34 @@ def _value_of(stored: Mapping[str, Any] | None) -> float | None:
     return None if stored is None else stored.get("result")
 
 
+RunValue = Callable[[Mapping[str, Any]], float | None]
+
+
+def _stored_value(name: str, *, headline: bool) -> RunValue:
+    return lambda run: _value_of(_stored_figure(run, name, headline))
+
+
+def _metric_value(name: str) -> RunValue:
+    return lambda run: ((run.get("metrics") or {}).get(name) or {}).get("value")
+
+
+def _latency_value(unit: str, key: str) -> RunValue:
+    return lambda run: (((run.get("units") or {}).get(unit) or {}).get("latency_ms") or {}).get(key)
+
+
+def _engine_value(name: str) -> RunValue:
+    return lambda run: (_engine_per_unit(run) or {}).get(name)
+
+
 def _engine_defs() -> list[FigureDef]:
     labels = {"page_reads": "page reads", "page_writes": "page writes", "page_fetches": "page fetches",
               "page_marks": "page marks", "backouts": "backouts", "purges": "purges", "expunges": "expunges",
               "conflicts": "record conflicts"}
     defs = [FigureDef(f"{label} per unit", "engine", "", "lower", False,
-                      lambda run, n=name: (_engine_per_unit(run) or {}).get(n), definition=name)
+                      _engine_value(name), definition=name)
             for name, label in labels.items()]
     defs.append(FigureDef("largest Next − OIT", "engine", "", "lower", False,
-                          lambda run: (_engine_per_unit(run) or {}).get("largest_next_minus_oit"),
+                          _engine_value("largest_next_minus_oit"),
                           definition="largest_next_minus_oit"))
     return defs
 

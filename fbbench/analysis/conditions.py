@@ -157,6 +157,9 @@ def workload_hash(files: Mapping[str, str]) -> str:
     return digest.hexdigest()[:16]
 
 
+_ROTATION: dict[Any, str] = {True: "rotational", False: "solid-state"}
+
+
 def record(run: Mapping[str, Any]) -> Conditions:
     """The conditions of one stored run (``ResultsStore.load_run``); see the module for the keys."""
     settings = run.get("settings") or {}
@@ -231,7 +234,7 @@ def record(run: Mapping[str, Any]) -> Conditions:
         "host.kernel": host.get("kernel"),
         "host.machine": host.get("machine"),
         "host.disk": " ".join(str(p) for p in (disk.get("device"), disk.get("filesystem"),
-                                              {True: "rotational", False: "solid-state"}.get(disk.get("rotational")))
+                                              _ROTATION.get(disk.get("rotational")))
                               if p) or None,
         "fbbench.version": host.get("fbbench"),
         "fbbench.python": host.get("python"),

@@ -69,8 +69,7 @@ def activity(samples: Samples, intervals_rows: list[Mapping[str, Any]]) -> dict[
         present = [v for v in values if v is not None]
         return max(present) if present else None
 
-    reading_seconds = [(samples[i].get("sample") or {}).get("seconds") for i in indices]
-    reading_seconds = [v for v in reading_seconds if v is not None]
+    reading_seconds = [v for v in ((samples[i].get("sample") or {}).get("seconds") for i in indices) if v is not None]
     return {
         "seconds": seconds,
         "io_per_second": rate(io, IO),
@@ -98,13 +97,13 @@ def busiest_tables(samples: Samples, intervals_rows: list[Mapping[str, Any]], to
             for name, value in figures.items():
                 if value is not None:
                     into[name] = into.get(name, 0.0) + value
-    rows = []
+    ranked = []
     for name, figures in tables.items():
         reads = figures.get("seq_reads", 0.0) + figures.get("idx_reads", 0.0)
         writes = figures.get("inserts", 0.0) + figures.get("updates", 0.0) + figures.get("deletes", 0.0)
-        rows.append({"table": name, "reads": reads, "writes": writes, **figures})
-    rows.sort(key=lambda row: row["reads"] + row["writes"], reverse=True)
-    return [row for row in rows if row["reads"] + row["writes"] > 0][:top]
+        ranked.append((reads + writes, {"table": name, "reads": reads, "writes": writes, **figures}))
+    ranked.sort(key=lambda item: item[0], reverse=True)
+    return [row for activity, row in ranked if activity > 0][:top]
 
 
 PER_UNIT = (("io", ("page_reads", "page_writes", "page_fetches", "page_marks")),

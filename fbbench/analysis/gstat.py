@@ -49,7 +49,7 @@ class Flag:
 
 
 def _table_flags(table: TableStats) -> list[tuple[str, float, float, str]]:
-    found = []
+    found: list[tuple[str, float, float, str]] = []
     if table.versions and table.records is not None and table.versions > VERSIONS_SHARE * table.records:
         share = f" ({table.versions / table.records:.0%} of the records)" if table.records else ""
         found.append(("versions", table.versions, VERSIONS_SHARE * table.records,

@@ -223,7 +223,7 @@ def _observation(run: dict[str, Any]) -> dict[str, Any]:
     for key, change in changes.items():
         if key.startswith("table:") and key[6:] in tables:
             tables[key[6:]]["gstat_delta"] = change
-    indices = {}
+    indices: dict[str, dict[str, Any]] = {}
     for moment, snapshot in (("before", before), ("after", after)):
         if snapshot is None or not snapshot.usable:
             continue

@@ -7,7 +7,7 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -15,6 +15,9 @@ from rich.markup import escape
 
 from fbbench import paths
 from fbbench.errors import FbbenchError, Interrupted
+
+if TYPE_CHECKING:
+    from fbbench.database.manage import Credentials
 
 # Piped output gets 120 columns instead of rich's 80, so tables and the live line stay readable in logs.
 console = Console(width=None if sys.stdout.isatty() else 120)
@@ -59,7 +62,7 @@ def _workdir(workdir: Path | None) -> Path:
     return chosen
 
 
-def _credentials(user: str | None, password_file: Path | None):
+def _credentials(user: str | None, password_file: Path | None) -> Credentials:
     from fbbench.database.manage import Credentials
 
     password = None

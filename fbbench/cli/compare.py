@@ -243,7 +243,7 @@ def _pair_line(pair: Any, pairs: int) -> str:
     from fbbench.store import ResultsStore
 
     parts = [f"pair {pair.index} of {pairs} ({pair.first} first):"]
-    values = {}
+    values: dict[str, float | None] = {}
     for label, run in pair.outcomes.items():
         if run is None:
             parts.append(f"{label} did not start;")
@@ -253,8 +253,9 @@ def _pair_line(pair: Any, pairs: int) -> str:
         values[label] = ((summary.get("headline") or {}).get("result"))
         figure = headline_text(summary.get("headline"), summary.get("measured_seconds"))
         parts.append(f"{label} run {run.run_id} {run.status}, {escape(figure)};")
-    if pair.complete and all(values.get(label) for label in "AB"):
-        parts.append(f"B/A {values['B'] / values['A']:.4f}")
+    a, b = values.get("A"), values.get("B")
+    if pair.complete and a and b:
+        parts.append(f"B/A {b / a:.4f}")
     if pair.shared:
         shares = ", ".join(f"{m['name']} {m['cpu_seconds'] / max(pair.shared['seconds'], 1e-9):.0%}"
                            for m in pair.shared["members"])

@@ -67,13 +67,13 @@ def sweep(
         if resume is not None:
             with ResultsStore(store_path, create=False) as store:
                 done = sweep_run.done_steps(store.load_sweep(sweep_id))
-        store = ResultsStore(store_path, create=False) if store_path.exists() else None
+        known = ResultsStore(store_path, create=False) if store_path.exists() else None
         try:
-            for line in sweep_run.plan_text(parsed, sweep_run.steps(parsed, done), store):
+            for line in sweep_run.plan_text(parsed, sweep_run.steps(parsed, done), known):
                 console.print(escape(line), highlight=False)
         finally:
-            if store is not None:
-                store.close()
+            if known is not None:
+                known.close()
         return
     from fbbench.runner.run import check_outputs
 

@@ -10,6 +10,7 @@ core); population steps and monitoring are not hot enough to matter.
 from __future__ import annotations
 
 import os
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from fbbench.errors import FbbenchError, FirebirdError
@@ -23,7 +24,7 @@ _IO_ERROR = 335544344
 _configured = False
 
 
-def _driver():
+def _driver() -> ModuleType:
     global _configured
     import firebird.driver as driver
 

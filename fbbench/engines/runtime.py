@@ -148,10 +148,10 @@ _CHOICE_HINTS = {"ServerMode": "use Super (SuperServer), SuperClassic or Classic
 def documented_keys(wheel_root: Path) -> dict[str, ConfKey]:
     """firebird.conf keys the engine documents, lower-case name → key with its documented type."""
     keys: dict[str, ConfKey] = {}
-    kind, block = "", []
+    kind, block = "", list[str]()
     for line in (wheel_root / "firebird.conf").read_text(errors="replace").splitlines():
         if line.startswith("# ---"):
-            kind, block = "", []
+            kind, block = "", list[str]()
             continue
         block.append(line)
         if match := re.match(r"#\s*Type:\s*([a-z]+)", line):

@@ -512,7 +512,7 @@ class SamplerThread:
                 _answer([self._queue.get()])
 
 
-def _answer(boundaries: list[_Boundary | None]) -> None:
+def _answer(boundaries: Sequence[_Boundary | None]) -> None:
     for boundary in boundaries:
         if boundary is not None and boundary.answered is not None:
             boundary.answered.set()

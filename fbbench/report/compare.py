@@ -46,7 +46,8 @@ def _verdict_cell(verdict: Mapping[str, Any] | None) -> str:
     if not verdict.get("resolved"):
         return "[dim]not resolved[/]"
     word = verdict.get("word") or ""
-    colour = {True: "green", False: "red"}.get(verdict.get("better"), "")
+    better = verdict.get("better")
+    colour = "green" if better is True else "red" if better is False else ""
     return f"[{colour}]{word}[/]" if colour else word
 
 

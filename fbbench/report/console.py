@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -127,7 +127,7 @@ def finding_lines(findings: list[Mapping[str, Any]], *, why: bool = True, own: s
     return lines
 
 
-def lint_count(findings: list[Mapping[str, Any]]) -> str:
+def lint_count(findings: Sequence[Mapping[str, Any]]) -> str:
     """``1 error, 2 warnings, 1 note`` (or ``nothing found``)."""
     counts = {severity: sum(f["severity"] == severity for f in findings) for severity in ("error", "warning", "note")}
     parts = [f"{n} {severity}{'s' if n > 1 else ''}" for severity, n in counts.items() if n]

@@ -38,7 +38,7 @@ def run_files(workdir: Path, run_id: str) -> RunFiles:
 def clean_run(workdir: Path, run_id: str, keep_database: bool) -> list[str]:
     """Delete a run's files (its database copy unless it is to be kept); returns what was removed."""
     files = run_files(workdir, run_id)
-    removed = []
+    removed: list[str] = []
     if not keep_database and files.database.exists():
         ownership.remove_run_copy(str(files.database), workdir)
         removed.append(str(files.database))
@@ -73,7 +73,7 @@ def remove_leftovers(store: ResultsStore, workdir: Path) -> list[str]:
 
 def _abandoned_builds(cache: Path) -> list[str]:
     """``*.building.fdb`` files whose builder is gone (their cache key's lock is free)."""
-    removed = []
+    removed: list[str] = []
     if not cache.is_dir():
         return removed
     for building in sorted(cache.glob(f"*{BUILDING_SUFFIX}")):

@@ -107,10 +107,10 @@ def check(connections: int, engine_label: str, engine_major: str | None, archite
     need = estimate(connections, engine_major, architecture, conf, page_size, page_buffers)
     available, what_limits = available_memory()
     if need.total > available:
-        each = need.per_attachment + need.cache_per_attachment
+        per_attachment = need.per_attachment + need.cache_per_attachment
         cache = (f" + {need.shared_cache / MB:,.0f} MB shared page cache" if need.shared_cache
                  else f" including its own {need.cache_per_attachment / MB:,.0f} MB page cache")
         raise FbbenchError(
             f"--connections {connections:,} needs about {need.total / (1 << 30):,.1f} GB for {engine_label} "
-            f"({each / MB:,.1f} MB per attachment{cache}); {what_limits} is {available / (1 << 30):,.1f} GB",
+            f"({per_attachment / MB:,.1f} MB per attachment{cache}); {what_limits} is {available / (1 << 30):,.1f} GB",
             hint=f"at most about {need.fitting(available):,} attachments fit here")

@@ -16,7 +16,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -370,7 +370,7 @@ class ResultsStore:
             self.db.execute("insert or replace into phases values (?, ?, ?, ?, ?)",
                             (run_id, name, started_at, seconds, _json(detail or {})))
 
-    def record_interval(self, run_id: str, interval: dict[str, Any]) -> None:
+    def record_interval(self, run_id: str, interval: Mapping[str, Any]) -> None:
         with self.transaction():
             for unit, counts in interval["units"].items():
                 self.db.execute(
@@ -380,7 +380,7 @@ class ResultsStore:
                      counts["errors"], counts.get("histogram")),
                 )
 
-    def record_unit_totals(self, run_id: str, units: dict[str, dict[str, Any]]) -> None:
+    def record_unit_totals(self, run_id: str, units: Mapping[str, Mapping[str, Any]]) -> None:
         with self.transaction():
             for unit, totals in units.items():
                 self.db.execute(
@@ -405,7 +405,7 @@ class ResultsStore:
             self.db.executemany("insert or replace into engine_samples values (?, ?, ?, ?, ?)",
                                 [(run_id, idx, source, name, value) for source, name, value in rows])
 
-    def record_gstat(self, run_id: str, moment: str, taken_at: float, snapshot: dict[str, Any] | None, raw: str,
+    def record_gstat(self, run_id: str, moment: str, taken_at: float | None, snapshot: dict[str, Any] | None, raw: str,
                      parse_error: str | None) -> None:
         with self.transaction():
             self.db.execute("insert or replace into gstat values (?, ?, ?, ?, ?, ?)",

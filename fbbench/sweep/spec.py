@@ -120,7 +120,8 @@ class SweepSpec:
         return current if current is not None and current in axis.values else axis.values[0]
 
     def settings_for(self, cell: Cell) -> RunSettings:
-        values = {key: (dict(value) if isinstance(value, dict) else value) for key, value in self.base.items()}
+        values: dict[str, Any] = {key: (dict(value) if isinstance(value, dict) else value)
+                                  for key, value in self.base.items()}
         for axis in self.axes:
             key_value = dict(cell.values).get(axis.key)
             if key_value is not None:

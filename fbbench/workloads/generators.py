@@ -40,7 +40,7 @@ def value(generator: Generator, rng: random.Random, attachment: int, constants: 
     if kind == "const":
         return args[0]
     if kind == "string":
-        return "".join(rng.choice(_ALPHANUMERIC) for _ in range(args[0]))
+        return "".join(rng.choice(_ALPHANUMERIC) for _ in range(int(args[0])))
     if kind == "attachment":
         return attachment
     raise ValueError(f"unknown generator {kind}")

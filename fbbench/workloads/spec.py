@@ -222,13 +222,12 @@ class _Reader:
                     hint=f"did you mean '{close[0]}'?" if close else None,
                 )
 
-    def text(self, table: Mapping[str, Any], key: str, path: Sequence[Any], required: bool = True) -> str | None:
+    def text(self, table: Mapping[str, Any], key: str, path: Sequence[Any]) -> str:
+        """A required, non-empty string."""
         value = table.get(key)
         if value is None:
-            if required:
-                raise self.fail(path, f"missing required key '{key}'")
-            return None
-        if not isinstance(value, str) or (required and not value.strip()):
+            raise self.fail(path, f"missing required key '{key}'")
+        if not isinstance(value, str) or not value.strip():
             raise self.fail([*path, key], f"'{key}' must be a non-empty string")
         return value
 
@@ -485,11 +484,12 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
         if name in choices:
             scale[name] = parse_scale_choice(name, value, choices[name])
             continue
-        scale[name] = parse_scale_value(name, value)
-        if scale[name] < 0:
+        number = scale[name] = parse_scale_value(name, value)
+        if number < 0:
             raise FbbenchError(f"scale '{name}' cannot be negative")
         switch = isinstance(scale_table[name], bool) or str(scale_table[name]).strip().lower() in _BOOLEAN_WORDS
-        if scale[name] == 0 and defaults[name] > 0 and not switch:
+        default = defaults[name]
+        if number == 0 and isinstance(default, int | float) and default > 0 and not switch:
             # A size (warehouses, rows) of zero leaves nothing to run on; a switch that is on by default can be off.
             raise FbbenchError(f"scale '{name}' must be more than 0 (the workload's default is {defaults[name]:g})")
 
@@ -537,7 +537,7 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
     for index, table in enumerate(reader.array(resolved, "audits")):
         path = ["audits", index]
         reader.check_keys(table, "audits", path)
-        _check_names(reader, [*path, "value"], reader.text(table, "value", path) or "", known,
+        _check_names(reader, [*path, "value"], reader.text(table, "value", path), known,
                      f"audit '{table.get('name', index + 1)}'")
         audits.append(Audit(reader.text(table, "name", path), reader.text(table, "value", path),
                             table.get("unit", ""), reader.number(table, "min", path, None),
@@ -546,8 +546,8 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
     figures = _read_figures(reader, resolved, "figures", known)
 
     texts = {"workload.toml": text}
-    for path in [*scripts, *(step.script for step in load if step.script)]:
-        texts[files.relative(path)] = files.text(path)
+    for script_path in [*scripts, *(step.script for step in load if step.script)]:
+        texts[files.relative(script_path)] = files.text(script_path)
     return Workload(
         name=name, description=resolved.get("description", ""), directory=directory, scale=scale,
         scale_defaults=defaults, scripts=tuple(scripts), load=load, units=units, metrics=tuple(metrics),
@@ -563,7 +563,8 @@ def _read_unit(reader: _Reader, table: dict[str, Any], index: int, constants: se
     if "sql" in table and "statements" in table:
         raise reader.fail(path, f"unit '{name}' has both 'sql' and 'statements'; use one")
     if "sql" in table:
-        statements = (Statement(reader.text(table, "sql", path), reader.generators(table, path, constants)),)
+        statements: tuple[Statement, ...] = (Statement(reader.text(table, "sql", path),
+                                                       reader.generators(table, path, constants)),)
     elif "statements" in table:
         raw = table["statements"]
         if not isinstance(raw, list) or not raw or not all(isinstance(item, dict) for item in raw):
@@ -630,8 +631,8 @@ def _read_figures(reader: _Reader, data: Mapping[str, Any], key: str, known: set
     for index, table in enumerate(tables):
         path: list[Any] = [key, index] if isinstance(raw, list) else [key]
         reader.check_keys(table, key, path)
-        name = reader.text(table, "name", path) or ""
-        expression = reader.text(table, "value", path) or ""
+        name = reader.text(table, "name", path)
+        expression = reader.text(table, "value", path)
         per = table.get("per", "minute")
         if per not in PER_SECONDS:
             raise reader.fail([*path, "per"], f"'per' must be one of: {', '.join(PER_SECONDS)}; got {per!r}")
@@ -683,7 +684,7 @@ def _read_load(reader: _Reader, table: dict[str, Any], index: int, files: _Sourc
         raise reader.fail(path, "a [[load]] step needs exactly one of 'sql' or 'script'")
     script = None
     if "script" in table:
-        script = files.script(reader, [*path, "script"], reader.text(table, "script", path) or "")
+        script = files.script(reader, [*path, "script"], reader.text(table, "script", path))
     ranges: list[tuple[int, int]] = []
     raw = table.get("for_each", [])
     for item in [raw] if isinstance(raw, str) else raw:

@@ -7,7 +7,7 @@ per interval, so logs stay readable.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,7 +26,7 @@ class LiveDisplay:
         self.settings = settings
         self.live: Live | None = None
         self.printed_intervals = 0
-        self.latest: dict[str, Any] = {}
+        self.latest: Mapping[str, Any] = {}
 
     @staticmethod
     @contextmanager
@@ -68,7 +68,7 @@ class LiveDisplay:
         else:
             yield display
 
-    def update(self, snapshot: dict[str, Any]) -> None:
+    def update(self, snapshot: Mapping[str, Any]) -> None:
         self.latest = snapshot
         if self.live is not None:
             self.live.update(self._table(snapshot))
@@ -78,7 +78,7 @@ class LiveDisplay:
             self.printed_intervals = completed
             self.console.print("  " + self._line(snapshot), soft_wrap=True)
 
-    def _rates(self, snapshot: dict[str, Any]) -> tuple[float | None, float | None]:
+    def _rates(self, snapshot: Mapping[str, Any]) -> tuple[float | None, float | None]:
         last = snapshot.get("last_interval") or {}
         current = figures.score_per_minute(last.get("units") or {}, last.get("seconds"))
         measure_seconds = snapshot.get("elapsed_seconds", 0) - self.settings["warmup"]
@@ -88,13 +88,13 @@ class LiveDisplay:
         return current, average
 
     @staticmethod
-    def _counts(snapshot: dict[str, Any], phase: str) -> tuple[str, dict[str, Any]]:
+    def _counts(snapshot: Mapping[str, Any], phase: str) -> tuple[str, dict[str, Any]]:
         """The counts to show: the measured period's once it has begun, the warm-up's before."""
         if phase in ("measure", "stopping", "done") and snapshot.get("measure_units"):
             return "measured", snapshot["measure_units"]
         return "warm-up", snapshot.get("units", {})
 
-    def _line(self, snapshot: dict[str, Any]) -> str:
+    def _line(self, snapshot: Mapping[str, Any]) -> str:
         current, average = self._rates(snapshot)
         last = snapshot["last_interval"]
         parts = [f"[{snapshot.get('elapsed_seconds', 0):6.0f} s] {last['phase']:<7}"]
@@ -107,7 +107,7 @@ class LiveDisplay:
             parts.append(f"{unit} {counts.get('ok', 0)}/{counts.get('conflicts', 0)}c/{counts.get('errors', 0)}e")
         return "  ".join(parts)
 
-    def _table(self, snapshot: dict[str, Any]) -> Table:
+    def _table(self, snapshot: Mapping[str, Any]) -> Table:
         current, average = self._rates(snapshot)
         phase = snapshot.get("phase", "connecting")
         title = (f"{phase}  ·  {snapshot.get('elapsed_seconds', 0):.0f} s  ·  "

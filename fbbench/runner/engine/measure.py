@@ -32,7 +32,7 @@ from fbbench.store import ResultsStore
 from fbbench.workloads.spec import Workload
 
 if TYPE_CHECKING:
-    from fbbench.loadcore import LoadResult
+    from fbbench.loadcore import LiveCounters, LoadResult
 
 ZERO = -1  # the sampler's reading at the run's zero
 BASELINE_WAIT_SECONDS = 30.0  # for the baseline reading while the load holds at its start
@@ -196,7 +196,7 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
 
     stored = [0]
 
-    def on_progress(live: dict[str, Any], display: LiveDisplay) -> None:
+    def on_progress(live: LiveCounters, display: LiveDisplay) -> None:
         completed, last = live.get("intervals_completed", 0), live.get("last_interval")
         if last and completed > stored[0]:
             store.record_interval(run_id, last)
@@ -227,7 +227,7 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
 
 
 def _metric_results(workload: Workload, windows: dict[str, MetricWindow],
-                    result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+                    result: LoadResult) -> dict[str, dict[str, Any]]:
     measured_seconds = result.get("measured_seconds") or 0.0
     results = {}
     for metric in workload.metrics:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -33,6 +33,9 @@ from fbbench.runner.engine.live import LiveDisplay
 from fbbench.store import ResultsStore
 from fbbench.store.results import StoreError
 from fbbench.workloads.spec import load_workload
+
+if TYPE_CHECKING:
+    from fbbench.loadcore import LoadResult
 
 
 class _Phases:
@@ -207,7 +210,7 @@ def _print_load(console: Console, load: dict[str, Any]) -> None:
     )
 
 
-def _store_result(store: ResultsStore, run_id: str, result: dict[str, Any]) -> None:
+def _store_result(store: ResultsStore, run_id: str, result: LoadResult) -> None:
     for interval in result.get("intervals", []):
         store.record_interval(run_id, interval)
     store.record_unit_totals(run_id, result.get("units", {}))

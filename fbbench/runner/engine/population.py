@@ -172,7 +172,7 @@ def grow(source: tuple[Path, dict[str, Any]], dsn: str, workload: Workload, plan
     ownership.register(dsn, _mark_token(dsn), {"purpose": "population (growing)"})
     with driver.connect(dsn) as connection:
         size_before = _size(connection)
-    steps = []
+    steps: list[tuple[LoadStep, list[tuple[int, ...]] | None]] = []
     for step, before in zip(workload.load, smaller.load, strict=True):
         if step.script is not None:
             continue
