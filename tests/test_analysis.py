@@ -330,8 +330,15 @@ def test_lint_run_on_real_runs(runs: dict[str, dict[str, Any]]) -> None:
     assert "fits in Firebird's page cache" in disk.message
 
 
+def _single_run_side(run: dict[str, Any]) -> stats.Side:
+    """One run as a side: its headline, and its measured intervals' (as a comparison of two runs has them)."""
+    series = steady.interval_series(run)  # type: ignore[arg-type]
+    assert series is not None
+    return stats.Side((run["summary"]["headline"]["result"],), series.measured_values, series.measured_seconds)
+
+
 def test_two_single_runs_compare_on_the_intervals_basis(runs: dict[str, dict[str, Any]]) -> None:
-    a, b = stats.Side.of_runs([runs["5.0"]]), stats.Side.of_runs([runs["5.0 again"]])
+    a, b = _single_run_side(runs["5.0"]), _single_run_side(runs["5.0 again"])
     assert a.values == (runs["5.0"]["summary"]["headline"]["result"],) and len(a.intervals) == 3
     estimate = stats.compare(a, b)
     assert estimate.basis == "intervals" and not estimate.has_interval and "at least 10" in estimate.note

@@ -165,3 +165,20 @@ def test_last_and_steps_back_and_series_ids(tmp_path: Path) -> None:
             store.resolve_run_id("last~x")
         assert store.resolve_series_id("s-o") == "s-one" and store.resolve_series_id("s-two") is None
         assert store.series_runs("s-one") == ["r1", "r2"]
+
+
+def test_the_typed_view_of_a_stored_run_names_what_the_store_returns(tmp_path: Path) -> None:
+    # store/model.py types what reports read; a column added, renamed or dropped must show here.
+    from dataclasses import fields
+
+    from fbbench.runner.settings import RunSettings
+    from fbbench.store.model import RecordedSettings, StoredRun
+
+    assert set(RecordedSettings.__annotations__) == {f.name for f in fields(RunSettings)} - {"json", "report",
+                                                                                            "origins"}
+    settings = RunSettings(workload="bank", engine="5.0")
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        store.begin_run("r1", "bank", settings.recorded(), {"cpu_count": 2})
+        run = store.load_run("r1")
+    assert set(run) == set(StoredRun.__annotations__)
+    assert set(run["settings"]) == set(RecordedSettings.__annotations__)

@@ -27,11 +27,13 @@ from typing import Any
 from fbbench.analysis import conditions as cond
 from fbbench.analysis import engine, figures, lint, stats, steady
 from fbbench.analysis.finite import finite
+from fbbench.store.model import MetricRow, StoredRun
 
 SCHEMA_VERSION = 1  # of the comparison document: docs/compare-result.md
 
 # A figure of one run in each measured interval: (value, seconds), None where it has none.
-PerInterval = Callable[[Mapping[str, Any]], list[tuple[float | None, float]] | None]
+RunValue = Callable[[StoredRun], float | None]  # one figure of one run
+PerInterval = Callable[[StoredRun], list[tuple[float | None, float]] | None]
 
 
 @dataclass
@@ -42,14 +44,14 @@ class Subject:
     kind: str  # run / series
     ident: str  # the run id or the series id
     argument: str  # as the user wrote it (last~1, a prefix, …)
-    runs: list[dict[str, Any]]
+    runs: list[StoredRun]
     # Paired with the other side (compare --paired): runs whose partner did not complete are not
     # used either, so that the used runs of both sides are the complete pairs, in pair order.
     paired: bool = False
     unpaired: frozenset[str] = frozenset()
 
     @property
-    def used(self) -> list[dict[str, Any]]:
+    def used(self) -> list[StoredRun]:
         """The runs whose figures count: completed ones only (in pairs: whose partner completed too)."""
         return [run for run in self.runs if run.get("status") == "completed" and str(run.get("run_id")) not in
                 self.unpaired]
@@ -72,7 +74,7 @@ class FigureDef:
     unit: str
     better: str  # higher / lower
     rate: bool  # a rate (per minute / second): higher is "faster"
-    value: Callable[[Mapping[str, Any]], float | None]
+    value: RunValue
     per_interval: PerInterval = lambda run: None
     definition: str = ""
     group: str = ""  # the unit a per-unit figure belongs to
@@ -81,15 +83,15 @@ class FigureDef:
 # ------------------------------------------------------------------------------- reading runs
 
 
-def _summary(run: Mapping[str, Any]) -> Mapping[str, Any]:
+def _summary(run: StoredRun) -> Mapping[str, Any]:
     return run.get("summary") or {}
 
 
-def _seconds(run: Mapping[str, Any]) -> float | None:
+def _seconds(run: StoredRun) -> float | None:
     return _summary(run).get("measured_seconds")
 
 
-def _stored_figure(run: Mapping[str, Any], name: str, headline: bool) -> Mapping[str, Any] | None:
+def _stored_figure(run: StoredRun, name: str, headline: bool) -> Mapping[str, Any] | None:
     summary = _summary(run)
     if headline:
         stored = summary.get("headline") or {}
@@ -107,8 +109,8 @@ def _measured(rows: list[tuple[float | None, float, bool]]) -> list[tuple[float 
     return found or None
 
 
-def _by_definition(figure: figures.Figure) -> Callable[[Mapping[str, Any]], float | None]:
-    def read(run: Mapping[str, Any]) -> float | None:
+def _by_definition(figure: figures.Figure) -> RunValue:
+    def read(run: StoredRun) -> float | None:
         units = {name: {k: totals.get(k) for k in figures.OUTCOMES}
                  for name, totals in (run.get("units") or {}).items()}
         seconds = _seconds(run)
@@ -121,14 +123,14 @@ def _intervals_of(figure: figures.Figure) -> PerInterval:
 
 
 def _metric_intervals(name: str, per_minute: bool) -> PerInterval:
-    def read(run: Mapping[str, Any]) -> list[tuple[float | None, float]] | None:
+    def read(run: StoredRun) -> list[tuple[float | None, float]] | None:
         found = engine.metric_per_interval(run.get("engine_samples") or {}, run.get("intervals") or [], name,
                                            per_minute)
         return [(value, seconds) for value, seconds in found] or None
     return read
 
 
-def figure_defs(runs: Sequence[Mapping[str, Any]]) -> list[FigureDef]:
+def figure_defs(runs: Sequence[StoredRun]) -> list[FigureDef]:
     """The figures the runs have, in the order a report shows them: the headline, the workload's
     other figures and metrics, the score (when it is not the headline), TPM, each unit's
     throughput and latency, conflicts and errors."""
@@ -150,7 +152,7 @@ def figure_defs(runs: Sequence[Mapping[str, Any]]) -> list[FigureDef]:
             defs.append(FigureDef(figure.name, "figure", figure.unit, figure.better, figure.per in ("minute", "second"),
                                   _stored_value(figure.name, headline=False),
                                   _intervals_of(figure), figure.value))
-    metrics: dict[str, Mapping[str, Any]] = {}
+    metrics: dict[str, MetricRow] = {}
     for run in runs:
         for name, metric in (run.get("metrics") or {}).items():
             metrics.setdefault(name, metric)
@@ -192,19 +194,25 @@ def _value_of(stored: Mapping[str, Any] | None) -> float | None:
     return None if stored is None else stored.get("result")
 
 
-RunValue = Callable[[Mapping[str, Any]], float | None]
-
 
 def _stored_value(name: str, *, headline: bool) -> RunValue:
     return lambda run: _value_of(_stored_figure(run, name, headline))
 
 
 def _metric_value(name: str) -> RunValue:
-    return lambda run: ((run.get("metrics") or {}).get(name) or {}).get("value")
+    def read(run: StoredRun) -> float | None:
+        metric = run.get("metrics", {}).get(name)
+        return None if metric is None else metric.get("value")
+
+    return read
 
 
 def _latency_value(unit: str, key: str) -> RunValue:
-    return lambda run: (((run.get("units") or {}).get(unit) or {}).get("latency_ms") or {}).get(key)
+    def read(run: StoredRun) -> float | None:
+        totals = run.get("units", {}).get(unit)
+        return None if totals is None else totals.get("latency_ms", {}).get(key)
+
+    return read
 
 
 def _engine_value(name: str) -> RunValue:
@@ -224,7 +232,7 @@ def _engine_defs() -> list[FigureDef]:
     return defs
 
 
-def _engine_per_unit(run: Mapping[str, Any]) -> dict[str, float | None] | None:
+def _engine_per_unit(run: StoredRun) -> dict[str, float | None] | None:
     return engine.per_unit(run.get("engine_samples") or {}, run.get("intervals") or [])
 
 
@@ -264,13 +272,13 @@ def _ratio(base: stats.Side | None, other: stats.Side | None, paired: bool = Fal
     return stats.compare(base, other, paired=paired, seed=0)
 
 
-def pair_of(run: Mapping[str, Any]) -> str | None:
+def pair_of(run: StoredRun) -> str | None:
     """The pair a time-shared run belonged to (``fbbench compare --paired``), None for any other run."""
     timeshare = (run.get("settings") or {}).get("timeshare")
     return str(timeshare["pair"]) if isinstance(timeshare, Mapping) and timeshare.get("pair") else None
 
 
-def pairs_of(base: Subject, other: Subject) -> list[tuple[dict[str, Any], dict[str, Any]]] | None:
+def pairs_of(base: Subject, other: Subject) -> list[tuple[StoredRun, StoredRun]] | None:
     """The runs of two series that ran as time-shared pairs, matched by the pair each run
     recorded, in the base's order; None unless every run of each side has its partner on the
     other (then the sides are compared as series)."""
@@ -504,10 +512,10 @@ def _side_document(subject: Subject, name: str, headline: Mapping[str, Any] | No
     }
 
 
-def _intervals(subject: Subject, run: Mapping[str, Any]) -> dict[str, Any]:
+def _intervals(subject: Subject, run: StoredRun) -> dict[str, Any]:
     """A run's figure per interval for the chart of every run: x = the interval's middle."""
     series = steady.interval_series(run)
-    position = subject.runs.index(run) + 1  # type: ignore[arg-type]
+    position = subject.runs.index(run) + 1
     label = subject.label if subject.kind == "run" else f"{subject.label}·{position}"
     found: dict[str, Any] = {"side": subject.label, "label": label, "run_id": run.get("run_id"),
                              "status": run.get("status"), "used": run.get("status") == "completed",

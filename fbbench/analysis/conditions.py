@@ -53,6 +53,7 @@ from typing import Any
 from fbbench.engines.catalog import looks_like_dsn
 from fbbench.engines.firebird_conf import ARCHITECTURES, parse_conf_text
 from fbbench.errors import FbbenchError
+from fbbench.store.model import StoredRun
 
 # Keys that describe one factor a user would name as an axis.
 _FACTORS = (("engine.", "engine"), ("host.", "host"))
@@ -115,7 +116,7 @@ def _gib(value: Any) -> str | None:
     return None if not value else f"{int(value) / 2**30:.1f} GiB"
 
 
-def protocol_of(run: Mapping[str, Any]) -> str:
+def protocol_of(run: StoredRun) -> str:
     """embedded, TCP or XNET: how the run's client reached its engine (a server DSN in settings.engine)."""
     engine = run.get("engine") or {}
     if engine.get("protocol"):
@@ -127,7 +128,7 @@ def protocol_of(run: Mapping[str, Any]) -> str:
     return "XNET" if text.lower().startswith("xnet://") else "TCP"
 
 
-def effective_scale(run: Mapping[str, Any]) -> dict[str, str]:
+def effective_scale(run: StoredRun) -> dict[str, str]:
     """The scale a stored run ran at: its workload's defaults with the run's overrides."""
     from fbbench.workloads.spec import parse_scale_value
 
@@ -160,7 +161,7 @@ def workload_hash(files: Mapping[str, str]) -> str:
 _ROTATION: dict[Any, str] = {True: "rotational", False: "solid-state"}
 
 
-def record(run: Mapping[str, Any]) -> Conditions:
+def record(run: StoredRun) -> Conditions:
     """The conditions of one stored run (``ResultsStore.load_run``); see the module for the keys."""
     settings = run.get("settings") or {}
     engine = run.get("engine") or {}

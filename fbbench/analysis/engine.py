@@ -8,7 +8,7 @@ the busiest tables, and what watching cost. Inputs are the stored engine samples
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fbbench.workloads.figures import OUTCOMES
@@ -22,7 +22,7 @@ GAPS = ("next_minus_oit", "next_minus_oat")
 Samples = Mapping[int, Mapping[str, Mapping[str, float | None]]]
 
 
-def interval_table(intervals: list[Mapping[str, Any]]) -> dict[int, tuple[str, float]]:
+def interval_table(intervals: Sequence[Mapping[str, Any]]) -> dict[int, tuple[str, float]]:
     """index → (phase, seconds) from the stored interval rows (one row per unit)."""
     table: dict[int, tuple[str, float]] = {}
     for row in intervals:
@@ -50,7 +50,7 @@ def totals(samples: Samples, indices: list[int], source: str) -> dict[str, float
     return found
 
 
-def activity(samples: Samples, intervals_rows: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+def activity(samples: Samples, intervals_rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The measured period's engine figures per second, the largest gaps, sampling cost; None if unsampled."""
     intervals = interval_table(intervals_rows)
     indices = measured(samples, intervals)
@@ -84,7 +84,8 @@ def activity(samples: Samples, intervals_rows: list[Mapping[str, Any]]) -> dict[
     }
 
 
-def busiest_tables(samples: Samples, intervals_rows: list[Mapping[str, Any]], top: int = 10) -> list[dict[str, Any]]:
+def busiest_tables(samples: Samples, intervals_rows: Sequence[Mapping[str, Any]],
+                   top: int = 10) -> list[dict[str, Any]]:
     """Tables by reads and by writes in the measured period (record counters per table)."""
     intervals = interval_table(intervals_rows)
     indices = measured(samples, intervals)
@@ -110,7 +111,7 @@ PER_UNIT = (("io", ("page_reads", "page_writes", "page_fetches", "page_marks")),
             ("record", ("backouts", "purges", "expunges", "conflicts")))
 
 
-def per_unit(samples: Samples, intervals_rows: list[Mapping[str, Any]]) -> dict[str, float | None] | None:
+def per_unit(samples: Samples, intervals_rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None] | None:
     """The measured period's engine work per unit the load ran (any outcome): page reads, writes,
     fetches, marks, backouts, purges, expunges and record conflicts per unit, and the largest
     Next − OIT gap; None when the engine was not sampled. Where a comparison's difference came from.
@@ -139,7 +140,7 @@ def per_unit(samples: Samples, intervals_rows: list[Mapping[str, Any]]) -> dict[
     return found
 
 
-def metric_per_interval(samples: Samples, intervals_rows: list[Mapping[str, Any]], name: str,
+def metric_per_interval(samples: Samples, intervals_rows: Sequence[Mapping[str, Any]], name: str,
                         per_minute: bool) -> list[tuple[float, float]]:
     """A workload metric's change in each measured reading (per minute when the metric is), with the
     seconds it spans: (value, seconds). They add up to the metric's window."""

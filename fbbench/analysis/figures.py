@@ -24,7 +24,7 @@ from fbbench.workloads.expressions import ExpressionError, evaluate
 from fbbench.workloads.figures import OUTCOMES, PER_SECONDS, SCORE, Figure
 
 
-def names(units: Mapping[str, Mapping[str, Any]], metrics: Mapping[str, float | None] | None = None,
+def names(units: Mapping[str, Mapping[Any, Any]], metrics: Mapping[str, float | None] | None = None,
           seconds: float | None = None) -> dict[str, float]:
     """The names a figure or an audit may use, from unit totals (with tallies) and metric values."""
     found: dict[str, float] = dict.fromkeys((*OUTCOMES, "total"), 0.0)

@@ -33,6 +33,7 @@ from fbbench.engines.firebird_conf import (
     parse_conf_text,
 )
 from fbbench.errors import FbbenchError
+from fbbench.store.model import StoredRun
 from fbbench.workloads.spec import Unit, Workload, stored_workload
 
 ERROR, WARNING, NOTE = "error", "warning", "note"
@@ -244,7 +245,7 @@ def lint_series(records: Sequence[cond.Conditions], label: str = "") -> list[Fin
 # ------------------------------------------------------------------------------------- one run
 
 
-def _conf_of(run: Mapping[str, Any]) -> tuple[dict[str, str], set[str]]:
+def _conf_of(run: StoredRun) -> tuple[dict[str, str], set[str]]:
     """Effective firebird.conf (name → value) and the names explicitly set."""
     engine = run.get("engine") or {}
     rows = engine.get("firebird_conf") or []
@@ -298,7 +299,7 @@ def _large_cache_per_attachment(mode: str, buffers: int | None, subject: str, sh
     return [_finding("FB021", message, evidence, subject)]
 
 
-def _cache_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
+def _cache_findings(run: StoredRun, subject: str) -> list[Finding]:
     database = run.get("database") or {}
     before, after = database.get("before") or {}, database.get("after") or {}
     buffers, page_size = before.get("page_buffers"), before.get("page_size")
@@ -337,7 +338,7 @@ def _cache_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
     return findings
 
 
-def _load_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
+def _load_findings(run: StoredRun, subject: str) -> list[Finding]:
     units = run.get("units") or {}
     counts = {key: sum(int(u.get(key) or 0) for u in units.values())
               for key in figures.OUTCOMES}
@@ -371,7 +372,7 @@ def _load_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
     return findings
 
 
-def _steady_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
+def _steady_findings(run: StoredRun, subject: str) -> list[Finding]:
     series = steady.interval_series(run)
     if series is None:
         return [_finding("FB040", "no measured interval was stored", {"intervals": 0}, subject)]
@@ -396,7 +397,7 @@ def _steady_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
     return findings
 
 
-def harness_share(run: Mapping[str, Any]) -> float | None:
+def harness_share(run: StoredRun) -> float | None:
     """fbbench's own CPU (core + Python) as a share of its process's CPU; None when not known, or
     when the process used less than a second of CPU (its fixed costs would decide the share).
 
@@ -412,7 +413,7 @@ def harness_share(run: Mapping[str, Any]) -> float | None:
     return ((summary.get("client_cpu_seconds") or 0.0) + (summary.get("python_cpu_seconds") or 0.0)) / process
 
 
-def _run_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
+def _run_findings(run: StoredRun, subject: str) -> list[Finding]:
     findings = []
     status = run.get("status")
     if status != "completed":
@@ -442,7 +443,7 @@ def _run_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
     return findings
 
 
-def lint_run(run: Mapping[str, Any]) -> list[Finding]:
+def lint_run(run: StoredRun) -> list[Finding]:
     """The findings on one stored run (``ResultsStore.load_run``): its status, checks and audits,
     cache and disk, conflicts and errors, firebird.log, steadiness, the harness's share, and the
     static rules on the workload files it stored."""

@@ -12,11 +12,12 @@ from typing import Any
 from fbbench.analysis import figures
 from fbbench.analysis.finite import finite
 from fbbench.engines.firebird_conf import parse_conf_text
+from fbbench.store.model import MetricRow, StoredFigure, StoredRun
 
 SCHEMA_VERSION = 1  # of the run result document: docs/run-result.md
 
 
-def _workload_description(run: dict[str, Any]) -> str:
+def _workload_description(run: StoredRun) -> str:
     text = (run.get("workload_files") or {}).get("workload.toml")
     if not text:
         return ""
@@ -26,7 +27,7 @@ def _workload_description(run: dict[str, Any]) -> str:
         return ""
 
 
-def _headline(stored: dict[str, Any] | None) -> dict[str, Any] | None:
+def _headline(stored: StoredFigure | None) -> dict[str, Any] | None:
     """A figure (the headline, or one of the others) as the run stored it: its value and meaning."""
     if not stored:
         return None
@@ -35,7 +36,13 @@ def _headline(stored: dict[str, Any] | None) -> dict[str, Any] | None:
             "definition": stored.get("value"), "description": stored.get("description", "")}
 
 
-def result_document(run: dict[str, Any]) -> dict[str, Any]:
+def _window_seconds(metric: MetricRow) -> float | None:
+    """How long the metric's window lasted (its readings' times), when both are known."""
+    start, end = metric.get("window_start"), metric.get("window_end")
+    return end - start if start and end else None
+
+
+def result_document(run: StoredRun) -> dict[str, Any]:
     settings = run.get("settings") or {}
     summary = run.get("summary") or {}
     engine = run.get("engine") or {}
@@ -56,8 +63,8 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
     for row in run.get("intervals", []):
         by_interval.setdefault(row["index"], {"seconds": row["seconds"], "units": {}})["units"][row["unit"]] = row
         seconds = row["seconds"] or 0
-        item = {key: row[key] for key in ("index", "phase", "unit", "start_offset", "seconds", "ok", "rolled_back",
-                                          "conflicts", "errors")}
+        item: dict[str, Any] = {key: row[key] for key in ("index", "phase", "unit", "start_offset", "seconds", "ok",
+                                                          "rolled_back", "conflicts", "errors")}
         item["ok_per_minute"] = row["ok"] * 60 / seconds if seconds else None
         item["latency_ms"] = interval_latency.get((row["index"], row["unit"]))
         intervals.append(item)
@@ -127,8 +134,7 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         "tpm": summary.get("tpm"),
         "metrics": metrics,
         "metric_windows": {name: {"start_at": m.get("window_start"), "end_at": m.get("window_end"),
-                                  "seconds": (m["window_end"] - m["window_start"])
-                                  if m.get("window_start") and m.get("window_end") else None}
+                                  "seconds": _window_seconds(m)}
                            for name, m in (run.get("metrics") or {}).items()},
         "units": units,
         "checks": [{"name": c["name"], "passed": c["passed"], "detail": c["detail"], "value": c["value"]}
@@ -157,7 +163,7 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def steady_document(run: dict[str, Any]) -> dict[str, Any] | None:
+def steady_document(run: StoredRun) -> dict[str, Any] | None:
     """The run's steady state and trend (:mod:`fbbench.analysis.steady`) as the document holds it;
     None without measured intervals."""
     from dataclasses import asdict
@@ -180,14 +186,14 @@ def steady_document(run: dict[str, Any]) -> dict[str, Any] | None:
     })
 
 
-def credibility(run: dict[str, Any]) -> dict[str, Any]:
+def credibility(run: StoredRun) -> dict[str, Any]:
     """The run's own credibility lint (:func:`fbbench.analysis.lint.lint_run`) and steady state."""
     from fbbench.analysis import lint
 
     return {"lint": [finite(finding.to_dict()) for finding in lint.lint_run(run)], "steady": steady_document(run)}
 
 
-def _observation(run: dict[str, Any]) -> dict[str, Any]:
+def _observation(run: StoredRun) -> dict[str, Any]:
     """What the engine did: samples per interval, per-table activity and gstat, firebird.log findings."""
     from fbbench.analysis import engine
     from fbbench.analysis.gstat import delta, flags
@@ -206,7 +212,7 @@ def _observation(run: dict[str, Any]) -> dict[str, Any]:
         per_interval.append(entry)
 
     stored = run.get("gstat") or {}
-    snapshots = {moment: GstatSnapshot.from_dict(item["snapshot"]) if item.get("snapshot") else None
+    snapshots = {moment: GstatSnapshot.from_dict(kept) if (kept := item.get("snapshot")) else None
                  for moment, item in stored.items()}
     before, after = snapshots.get("before"), snapshots.get("after")
     tables: dict[str, Any] = {}
@@ -227,9 +233,9 @@ def _observation(run: dict[str, Any]) -> dict[str, Any]:
     for moment, snapshot in (("before", before), ("after", after)):
         if snapshot is None or not snapshot.usable:
             continue
-        for name, index in snapshot.indices.items():
-            item = indices.setdefault(name, {"table": index.table})
-            item[moment] = {k: v for k, v in vars(index).items() if k not in ("name", "table")}
+        for name, index_stats in snapshot.indices.items():
+            item = indices.setdefault(name, {"table": index_stats.table})
+            item[moment] = {k: v for k, v in vars(index_stats).items() if k not in ("name", "table")}
     return {
         "engine_samples": per_interval,
         "engine_activity": engine.activity(samples, run.get("intervals", [])),

@@ -116,22 +116,6 @@ class Side:
     interval_seconds: tuple[float, ...] = ()
     label: str = ""
 
-    @classmethod
-    def of_runs(cls, runs: Sequence[Mapping[str, Any]], label: str = "") -> Side:
-        """A side from stored runs (``ResultsStore.load_run``): each run's stored headline result;
-        for a single run, also its measured intervals' headline (or score, see
-        :func:`~fbbench.analysis.steady.interval_series`)."""
-        from fbbench.analysis.steady import interval_series
-
-        values = tuple(float(((run.get("summary") or {}).get("headline") or {}).get("result") or math.nan)
-                       for run in runs)
-        if len(runs) != 1:
-            return cls(values, label=label)
-        series = interval_series(runs[0])
-        if series is None:
-            return cls(values, label=label)
-        return cls(values, series.measured_values, series.measured_seconds, label)
-
 
 def _clean(values: Sequence[float]) -> np.ndarray | None:
     """The values as an array; None when any is missing, not finite or not positive."""

@@ -25,7 +25,7 @@ The input is the run's headline figure per interval, warm-up intervals first (se
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ import numpy as np
 
 from fbbench.analysis import figures
 from fbbench.analysis.stats import scipy_stats
+from fbbench.store.model import StoredRun
 
 BAND_K = 3.0  # band half-width in robust standard deviations of the interval-to-interval noise
 MIN_BAND = 0.01  # … and at least 1 % of the centre (a run at a fixed target rate has no noise)
@@ -73,13 +74,13 @@ class IntervalSeries:
         return sum(s for s, m in zip(self.seconds, self.measured, strict=True) if not m)
 
 
-def _headline(run: Mapping[str, Any]) -> figures.Figure:
+def _headline(run: StoredRun) -> figures.Figure:
     stored = ((run.get("summary") or {}).get("headline")) or {}
     known = set(figures.Figure.__dataclass_fields__)
     return figures.Figure.from_dict({k: v for k, v in stored.items() if k in known})
 
 
-def _interval_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _interval_rows(run: StoredRun) -> list[dict[str, Any]]:
     """The run's intervals with a length, in order: phase, start, seconds and each unit's outcomes."""
     rows: dict[int, dict[str, Any]] = {}
     for row in run.get("intervals") or []:
@@ -89,7 +90,7 @@ def _interval_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [rows[i] for i in sorted(rows) if (rows[i]["seconds"] or 0) > 0]
 
 
-def interval_values(run: Mapping[str, Any], figure: figures.Figure) -> list[tuple[float | None, float, bool]]:
+def interval_values(run: StoredRun, figure: figures.Figure) -> list[tuple[float | None, float, bool]]:
     """``figure`` in each interval of a stored run: (value, seconds, measured), warm-up first.
 
     The value is None where the figure cannot be computed from the interval's unit counts (it uses
@@ -105,7 +106,7 @@ def interval_values(run: Mapping[str, Any], figure: figures.Figure) -> list[tupl
     return found
 
 
-def interval_series(run: Mapping[str, Any]) -> IntervalSeries | None:
+def interval_series(run: StoredRun) -> IntervalSeries | None:
     """The per-interval figure of a stored run (``ResultsStore.load_run``); None without intervals.
 
     The headline is computed per interval with :func:`figures.value` from the interval's unit

@@ -13,17 +13,18 @@ from typing import Any
 
 from fbbench.analysis import conditions, figures, lint, stats
 from fbbench.analysis.finite import finite
+from fbbench.store.model import StoredRun
 
 SCHEMA_VERSION = 1
 
 
-def _p95_ms(run: Mapping[str, Any]) -> float | None:
+def _p95_ms(run: StoredRun) -> float | None:
     """p95 latency over every unit of the run's measured period (the histograms merge exactly)."""
-    histograms = [unit["histogram"] for unit in (run.get("units") or {}).values() if unit.get("histogram")]
+    histograms = [histogram for unit in (run.get("units") or {}).values() if (histogram := unit.get("histogram"))]
     return figures.latency_ms(histograms).get("p95")
 
 
-def _headline(run: Mapping[str, Any]) -> float | None:
+def _headline(run: StoredRun) -> float | None:
     value = ((run.get("summary") or {}).get("headline") or {}).get("result")
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
@@ -37,7 +38,7 @@ def _summary(values: list[float]) -> dict[str, Any] | None:
             "max": summary.maximum, "text": summary.text}
 
 
-def sweep_document(sweep: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def sweep_document(sweep: Mapping[str, Any], runs: Mapping[str, StoredRun]) -> dict[str, Any]:
     """The sweep's document (``ResultsStore.load_sweep``) from its runs (run id → ``load_run``)."""
     spec = sweep["spec"]
     headline = next(((r.get("summary") or {}).get("headline") for r in runs.values()

@@ -29,6 +29,7 @@ from fbbench.runner import cleanup, limits
 from fbbench.runner.host import host_facts
 from fbbench.runner.settings import RunSettings
 from fbbench.store import ResultsStore
+from fbbench.store.model import RunPlan
 from fbbench.workloads.spec import load_workload
 
 
@@ -226,7 +227,7 @@ def _own_by_path(managed: managed_servers.ManagedRun, dsn: str, database: Path) 
 
 
 def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, workdir: Path,
-          results: Path, managed: managed_servers.ManagedRun | None = None) -> dict[str, Any]:
+          results: Path, managed: managed_servers.ManagedRun | None = None) -> RunPlan:
     if isinstance(engine, EmbeddedEngine):
         database = cleanup.run_files(workdir, run_id).database
         database.parent.mkdir(parents=True, exist_ok=True)
@@ -246,7 +247,7 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
     return {
         "run_id": run_id,
         "parent_pid": os.getpid(),  # the child must not run on if this process is already gone
-        "settings": {**settings.recorded(), "warmup": settings.warmup, "duration": settings.duration},
+        "settings": settings.recorded(),
         "workload_dir": str(workload_dir),
         "workdir": str(workdir),
         "results": str(results),

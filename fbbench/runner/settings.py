@@ -15,10 +15,11 @@ import tomllib
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from fbbench.engines.firebird_conf import ARCHITECTURES, architecture_of_mode, key_of
 from fbbench.errors import FbbenchError
+from fbbench.store.model import RecordedSettings
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
@@ -247,9 +248,9 @@ class RunSettings:
             conf["ServerMode"] = ARCHITECTURES[self.architecture]
         return conf
 
-    def recorded(self) -> dict[str, Any]:
+    def recorded(self) -> RecordedSettings:
         """What the results store keeps (no paths of output files, no secrets, no origins)."""
-        return {k: v for k, v in asdict(self).items() if k not in ("json", "report", "origins")}
+        return cast(RecordedSettings, {k: v for k, v in asdict(self).items() if k not in ("json", "report", "origins")})
 
 
 # Spec keys that differ from the setting's name, and flags that differ from it (fbbench run's parameter

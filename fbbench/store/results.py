@@ -19,11 +19,12 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psutil
 
 from fbbench.errors import FbbenchError
+from fbbench.store.model import RecordedSettings, StoredRun
 
 SCHEMA_VERSION = 4
 OPEN_TIMEOUT_SECONDS = 30.0  # how long a store busy with another fbbench process is waited for
@@ -290,7 +291,7 @@ class ResultsStore:
 
     # ------------------------------------------------------------------ writing, as a run goes
 
-    def begin_run(self, run_id: str, workload: str, settings: dict[str, Any], host: dict[str, Any],
+    def begin_run(self, run_id: str, workload: str, settings: RecordedSettings, host: dict[str, Any],
                   series_id: str | None = None, repeat_index: int | None = None,
                   sweep_id: str | None = None, cell: int | None = None) -> None:
         with self.transaction():
@@ -513,12 +514,12 @@ class ResultsStore:
             raise FbbenchError(f"series id '{text}' is ambiguous: {', '.join(matches[:5])}")
         return text if text in matches else (matches[0] if matches else None)
 
-    def load_runs(self, run_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    def load_runs(self, run_ids: Iterable[str]) -> dict[str, StoredRun]:
         """run id → :meth:`load_run`, in the order given."""
         return {run_id: self.load_run(run_id) for run_id in run_ids}
 
-    def load_run(self, run_id: str) -> dict[str, Any]:
-        """Everything stored about one run, as plain data."""
+    def load_run(self, run_id: str) -> StoredRun:
+        """Everything stored about one run, as plain data (typed by :class:`~fbbench.store.model.StoredRun`)."""
         run_id = self.resolve_run_id(run_id)
         columns = [c[1] for c in self.db.execute("pragma table_info(runs)")]
         row = dict(zip(columns, self.db.execute("select * from runs where run_id = ?", (run_id,)).fetchone(),
@@ -583,4 +584,4 @@ class ResultsStore:
                 "select kind, name, passed, value, detail, low, high, n from checks where run_id = ? order by rowid",
                 (run_id,))
         ]
-        return run
+        return cast(StoredRun, run)

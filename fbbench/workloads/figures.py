@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 # What a unit ends in, as the native core counts it (docs/core-api.md); "total" is their sum.
-OUTCOMES = ("ok", "rolled_back", "conflicts", "errors")
+Outcome = Literal["ok", "rolled_back", "conflicts", "errors"]
+OUTCOMES: tuple[Outcome, ...] = ("ok", "rolled_back", "conflicts", "errors")
 PER_SECONDS = {"minute": 60.0, "second": 1.0, "run": None}
 
 

@@ -20,7 +20,7 @@ from fbbench.analysis import figures
 
 
 class LiveDisplay:
-    def __init__(self, console: Console, units: list[str], settings: dict[str, Any]) -> None:
+    def __init__(self, console: Console, units: list[str], settings: Mapping[str, Any]) -> None:
         self.console = console
         self.units = units
         self.settings = settings
@@ -59,7 +59,7 @@ class LiveDisplay:
 
     @staticmethod
     @contextmanager
-    def measurement(console: Console, workload: Any, settings: dict[str, Any]) -> Iterator[LiveDisplay]:
+    def measurement(console: Console, workload: Any, settings: Mapping[str, Any]) -> Iterator[LiveDisplay]:
         display = LiveDisplay(console, [unit.name for unit in workload.units], settings)
         if console.is_terminal:
             with Live(display._table({}), console=console, refresh_per_second=4, transient=False) as live:

@@ -29,6 +29,7 @@ from fbbench.observe.sampler import Sampler, SamplerThread
 from fbbench.runner.engine import facts
 from fbbench.runner.engine.live import LiveDisplay
 from fbbench.store import ResultsStore
+from fbbench.store.model import RecordedSettings
 from fbbench.workloads.spec import Workload
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ class _Readings:
 
 
 def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id: str, dsn: str, console: Console,
-        settings: dict[str, Any], monitor: bool, tables: list[str], processes: bool = False,
+        settings: RecordedSettings, monitor: bool, tables: list[str], processes: bool = False,
         barrier: dict[str, str] | None = None) -> Measured:
     """Warm-up and measure: the core's result, the metrics over the measured window, the samples stored.
 

@@ -31,6 +31,7 @@ from fbbench.runner.engine import facts, measure, population, workload_sql
 from fbbench.runner.engine.core_config import core_config
 from fbbench.runner.engine.live import LiveDisplay
 from fbbench.store import ResultsStore
+from fbbench.store.model import RecordedSettings, RunPlan
 from fbbench.store.results import StoreError
 from fbbench.workloads.spec import load_workload
 
@@ -56,13 +57,16 @@ class _Phases:
             self.console.print(f"  {title}: {seconds:.1f} s")
 
 
-def execute(plan: dict[str, Any]) -> dict[str, Any]:
+def execute(plan: RunPlan) -> dict[str, Any]:
     """Run every phase; returns {"status", "failure", "hint"} (the numbers are in the store)."""
     signals.die_with_parent(plan.get("parent_pid"))
     signals.make_interruptible()
     signals.keep_ours_after_attach()
     run_id = plan["run_id"]
     settings = plan["settings"]
+    seed = settings.get("seed")
+    if seed is None:
+        raise RuntimeError("the runner draws a run's seed before its engine child starts")
     store = ResultsStore(Path(plan["results"]))
     store.claim_run(run_id)
     # Quiet when time-shared: two runs writing progress to one terminal would garble it (the
@@ -100,12 +104,12 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
                              database={"location": dsn, "before": before})
             workload_sql.prepare_all(dsn, workload)
             exceptions = workload_sql.exception_numbers(dsn, workload)
-            constants = workload_sql.constants(dsn, workload, settings["seed"])
+            constants = workload_sql.constants(dsn, workload, seed)
             detail["constants"] = constants
             tables = workload_sql.tables(dsn)
 
         config = core_config(workload, settings, dsn, str(runtime.client_library),
-                             driver.credentials(), settings["seed"], exceptions, constants)
+                             driver.credentials(), seed, exceptions, constants)
         with phases.phase("measure", "warm-up and measure") as detail:
             # Embedded Classic: one process per attachment. A server's Classic forks its own.
             processes = settings.get("architecture") == "classic" and runtime.embedded
@@ -216,7 +220,7 @@ def _store_result(store: ResultsStore, run_id: str, result: LoadResult) -> None:
     store.record_unit_totals(run_id, result.get("units", {}))
 
 
-def _summary(measured: measure.Measured, settings: dict[str, Any], workload: Any) -> dict[str, Any]:
+def _summary(measured: measure.Measured, settings: RecordedSettings, workload: Any) -> dict[str, Any]:
     """What the run concluded, computed once here (analysis.figures) and read by every report."""
     result, metrics = measured.result, measured.metrics
     units = result.get("units", {})

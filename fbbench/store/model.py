@@ -1,0 +1,220 @@
+"""A typed view of what the results store returns (:meth:`ResultsStore.load_run`) and of the plan
+the engine child reads: every report, comparison and lint reads a stored run through these names,
+so that a renamed field fails the type check (``mypy``, in the test command), not a report a week
+later.
+
+At run time these are plain dicts (JSON in the store, JSON on the way to the engine child). A
+nested record whose keys belong to another part (the engine facts, the host facts, the
+population) is a ``dict[str, Any]`` here; the records this package's documents are built from
+name their keys. ``total=False`` where older runs may lack a key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+
+class RecordedSettings(TypedDict, total=False):
+    """:meth:`fbbench.runner.settings.RunSettings.recorded`: every run setting but the output
+    files' paths and where each value came from (tests/test_store.py keeps the two in step)."""
+
+    workload: str
+    engine: str
+    scale: dict[str, Any]
+    connections: int
+    warmup: float
+    duration: float
+    transactions: int | None
+    repeat: int
+    interval: float
+    seed: int | None
+    seed_fixed: bool
+    timeshare: dict[str, Any] | None
+    conf: dict[str, str]
+    architecture: str | None
+    page_size: int | None
+    page_buffers: int | None
+    forced_writes: bool | None
+    sweep: bool
+    monitor: bool
+    fresh: bool
+    grow: str | None
+    load_connections: int
+    connect_rate: float
+    target_rate: float | None
+    keep_database: bool
+    allow_many_connections: bool
+    fail_on_checks: bool
+    fail_on_audits: bool
+    user: str | None
+    tags: list[str]
+    workdir: str | None
+    results: str | None
+
+
+class StoredFigure(TypedDict, total=False):
+    """A workload figure as the summary keeps it: its definition (workloads.figures.Figure) and
+    ``result``, its value for the run."""
+
+    name: str
+    value: str
+    per: str
+    better: str
+    unit: str
+    description: str
+    when: str
+    result: float | None
+
+
+class Summary(TypedDict, total=False):
+    """What the run concluded, computed once in the engine child (runner/engine/phases.py)."""
+
+    status: str
+    measured_seconds: float
+    headline: StoredFigure
+    figures: list[StoredFigure]
+    score_per_minute: float | None
+    tpm: float | None
+    metrics: dict[str, float | None]
+    client_cpu_seconds: float | None
+    thread_cpu_seconds: float | None
+    process_cpu_seconds: float | None
+    python_cpu_seconds: float | None
+    peak_rss_bytes: int
+    connections: int
+    failure: str | None
+    attachments: list[dict[str, Any]]
+    abandoned: list[int]
+    sampling: dict[str, Any] | None
+    sampler_errors: int
+
+
+class DatabaseRecord(TypedDict, total=False):
+    location: str
+    before: dict[str, Any]  # header facts (database/header.py): page size, buffers, OIT … , size
+    after: dict[str, Any]
+
+
+class Phase(TypedDict):
+    name: str
+    started_at: float
+    seconds: float | None
+    detail: dict[str, Any]
+
+
+class IntervalRow(TypedDict):
+    """One interval of one unit."""
+
+    index: int
+    phase: str
+    unit: str
+    start_offset: float
+    seconds: float
+    ok: int
+    rolled_back: int
+    conflicts: int
+    errors: int
+    histogram: str | None
+
+
+class UnitTotals(TypedDict):
+    ok: int
+    rolled_back: int
+    conflicts: int
+    errors: int
+    histogram: str | None
+    latency_ms: dict[str, float]
+    errors_by_code: list[dict[str, Any]]
+    conflicts_by_code: list[dict[str, Any]]
+    tally: dict[str, float]
+
+
+class MetricRow(TypedDict):
+    start: float | None
+    end: float | None
+    value: float | None
+    per_minute: bool
+    description: str
+    window_start: float | None
+    window_end: float | None
+
+
+class GstatRow(TypedDict):
+    taken_at: float | None
+    parse_error: str | None
+    snapshot: dict[str, Any] | None
+    raw: str
+
+
+class FindingRow(TypedDict):
+    source: str
+    kind: str
+    severity: str
+    count: int
+    first_at: str | None
+    last_at: str | None
+    example: str | None
+    detail: dict[str, Any]
+
+
+class CheckRow(TypedDict):
+    kind: str  # check | audit
+    name: str
+    passed: bool | None
+    value: float | None
+    detail: str
+    low: float | None
+    high: float | None
+    n: int | None
+
+
+Samples = dict[int, dict[str, dict[str, float | None]]]  # interval → source → name → value
+
+
+class StoredRun(TypedDict):
+    """Everything stored about one run (:meth:`ResultsStore.load_run`)."""
+
+    run_id: str
+    started_at: float
+    ended_at: float | None
+    status: str  # running / completed / interrupted / failed, or incomplete (its process is gone)
+    failure: str | None
+    pid: int | None
+    workload: str
+    engine_label: str | None
+    engine_version: str | None
+    architecture: str | None
+    settings: RecordedSettings
+    engine: dict[str, Any]  # runner/engine/facts.py: versions, mode, firebird.conf, architecture evidence
+    database: DatabaseRecord
+    host: dict[str, Any]  # runner/host.py
+    load: dict[str, Any]  # the population: source, speed, rows
+    summary: Summary
+    workload_files: dict[str, str]
+    firebird_log: str | None
+    series_id: str | None
+    repeat_index: int | None
+    sweep_id: str | None
+    cell: int | None
+    phases: list[Phase]
+    intervals: list[IntervalRow]
+    units: dict[str, UnitTotals]
+    metrics: dict[str, MetricRow]
+    engine_samples: Samples
+    gstat: dict[str, GstatRow]
+    findings: list[FindingRow]
+    checks: list[CheckRow]
+
+
+class RunPlan(TypedDict):
+    """What the parent hands the engine child for one run (runner/run.py → runner/engine/phases.py)."""
+
+    run_id: str
+    parent_pid: int
+    settings: RecordedSettings
+    workload_dir: str
+    workdir: str
+    results: str
+    database: dict[str, Any]  # the fields of runner/engine/population.py DatabasePlan
+    barrier: NotRequired[dict[str, str]]  # time-shared: the start barrier's files (runner/barrier.py)
+    quiet: NotRequired[bool]
