@@ -9,8 +9,9 @@ import pytest
 
 from fbbench.errors import FbbenchError
 from fbbench.workloads.expressions import ExpressionError, evaluate
-from fbbench.workloads.generators import nurand
-from fbbench.workloads.spec import Generator, load_workload, parse_generator, parse_scale_value
+from fbbench.workloads.generators import Generator, nurand, parse_generator
+from fbbench.workloads.scale import parse_scale_value
+from fbbench.workloads.spec import load_workload
 
 BANK = Path(__file__).parent / "workloads" / "bank"
 

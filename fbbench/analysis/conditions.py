@@ -130,7 +130,7 @@ def protocol_of(run: StoredRun) -> str:
 
 def effective_scale(run: StoredRun) -> dict[str, str]:
     """The scale a stored run ran at: its workload's defaults with the run's overrides."""
-    from fbbench.workloads.spec import parse_scale_value
+    from fbbench.workloads.scale import parse_scale_value
 
     text = (run.get("workload_files") or {}).get("workload.toml") or ""
     try:

@@ -19,6 +19,8 @@ from typing import Any
 from fbbench.errors import FbbenchError
 from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluate_number, names_in
 from fbbench.workloads.figures import OUTCOMES, PER_SECONDS, SCORE, Figure
+from fbbench.workloads.generators import IDENTIFIER, Generator, parse_generator
+from fbbench.workloads.scale import BOOLEAN_WORDS, parse_scale_choice, parse_scale_value
 from fbbench.workloads.sqltext import substitute
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
@@ -37,29 +39,6 @@ _KEYS: dict[str, set[str]] = {
     "headline": {"name", "value", "per", "better", "unit", "description", "when"},
     "figures": {"name", "value", "per", "better", "unit", "description", "when"},
 }
-# Generator → how many arguments it takes; nurand's fourth is its C (a number or a run constant).
-_GENERATORS: dict[str, tuple[int, ...]] = {"uniform": (2,), "nurand": (3, 4), "home": (1,), "seed": (0,),
-                                           "const": (1,), "string": (1,), "attachment": (0,)}
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_BOOLEAN_WORDS = {"on": 1, "true": 1, "yes": 1, "off": 0, "false": 0, "no": 0}
-
-
-class Constant(str):
-    """A generator argument naming a run constant (``[constants]``), resolved before measuring."""
-
-
-@dataclass(frozen=True)
-class Generator:
-    """A parameter generator as the native core takes it (see docs/core-api.md)."""
-
-    kind: str
-    args: tuple[Any, ...] = ()
-
-    def to_core(self) -> dict[str, Any]:
-        return {"kind": self.kind, "args": list(self.args)}
-
-    def __str__(self) -> str:
-        return f"{self.kind}({', '.join(repr(a) if isinstance(a, str) else str(a) for a in self.args)})"
 
 
 @dataclass(frozen=True)
@@ -270,91 +249,6 @@ class _Reader:
             raise self.fail([*path, "params"], str(error)) from None
 
 
-def parse_generator(text: str, constants: Collection[str] = ()) -> Generator:
-    """``uniform(1, 10)`` → Generator("uniform", (1, 10)); arguments may be expressions, or the name
-    of a run constant (``nurand(255, 0, 999, C_LAST)``) when ``constants`` defines it."""
-    match = re.fullmatch(r"\s*([a-z_]+)\s*\((.*)\)\s*", text, re.DOTALL)
-    if not match or match.group(1) not in _GENERATORS:
-        known = ", ".join(f"{name}(…)" for name in _GENERATORS)
-        raise ValueError(f"unknown parameter generator '{text}'; expected one of: {known}")
-    kind, body = match.group(1), match.group(2).strip()
-    raw_args = _split_arguments(body) if body else []
-    if len(raw_args) not in _GENERATORS[kind]:
-        takes = " or ".join(str(n) for n in _GENERATORS[kind])
-        raise ValueError(f"'{text}': {kind} takes {takes} argument(s), got {len(raw_args)}")
-    args: list[Any] = []
-    for raw in raw_args:
-        if kind == "const" and len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
-            args.append(raw[1:-1])
-            continue
-        if _NAME.match(raw):
-            if raw not in constants:
-                known = ", ".join(sorted(constants)) or "none (a [[load]] step runs before they are read)"
-                raise ValueError(f"'{text}': '{raw}' is not a run constant; [constants] defines: {known}")
-            args.append(Constant(raw))
-            continue
-        try:
-            number = evaluate_number(raw) if kind == "const" else evaluate_int(raw)
-            args.append(int(number) if isinstance(number, float) and number.is_integer() else number)
-        except ExpressionError as error:
-            raise ValueError(f"'{text}': {error}") from None
-    numbers = [a if not isinstance(a, Constant) else None for a in args]
-    if kind == "uniform" and None not in numbers and args[0] > args[1]:
-        raise ValueError(f"'{text}': the lower bound is above the upper bound")
-    if kind == "nurand" and None not in numbers[1:3] and args[1] > args[2]:
-        raise ValueError(f"'{text}': x is above y")
-    if kind in ("home", "string") and numbers[0] is not None and args[0] < 1:
-        raise ValueError(f"'{text}': the argument must be at least 1")
-    return Generator(kind, tuple(args))
-
-
-def _split_arguments(body: str) -> list[str]:
-    parts, current, quote = [], "", ""
-    for ch in body:
-        if quote:
-            current += ch
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-            current += ch
-        elif ch == ",":
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += ch
-    parts.append(current.strip())
-    return parts
-
-
-def parse_scale_value(name: str, value: object) -> int | float:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int | float):
-        return value
-    if isinstance(value, str):
-        word = value.strip().lower()
-        if word in _BOOLEAN_WORDS:
-            return _BOOLEAN_WORDS[word]
-        try:
-            number = float(word)
-        except ValueError:
-            raise FbbenchError(f"scale '{name}' must be a number or on/off, got '{value}'") from None
-        return int(number) if number.is_integer() and "." not in word and "e" not in word else number
-    raise FbbenchError(f"scale '{name}' must be a number or on/off, got {value!r}")
-
-
-def parse_scale_choice(name: str, value: object, choices: Sequence[str]) -> str:
-    """A word-valued scale parameter: one of its choices (case does not matter)."""
-    word = str(value).strip()
-    for choice in choices:
-        if word.lower() == choice.lower():
-            return choice
-    close = difflib.get_close_matches(word.lower(), [choice.lower() for choice in choices], n=1)
-    raise FbbenchError(f"scale '{name}' must be one of: {', '.join(choices)}; got '{value}'",
-                       hint=f"did you mean '{next(c for c in choices if c.lower() == close[0])}'?" if close else None)
-
-
 def _read_scale_choices(reader: _Reader, name: str, table: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
     """``name = { default = "small", choices = ["small", "large"] }`` → (default, choices)."""
     path = ["scale", name]
@@ -371,16 +265,6 @@ def _read_scale_choices(reader: _Reader, name: str, table: Mapping[str, Any]) ->
     if not isinstance(default, str) or default not in choices:
         raise reader.fail(path, f"scale '{name}': 'default' must be one of its choices ({', '.join(choices)})")
     return default, tuple(choices)
-
-
-def parse_scale_overrides(items: Sequence[str]) -> dict[str, str]:
-    overrides: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip() or not value.strip():
-            raise FbbenchError(f"--scale '{item}' must look like name=value, e.g. --scale warehouses=4")
-        overrides[name.strip()] = value.strip()
-    return overrides
 
 
 def _substitute(value: Any, scale: Mapping[str, int | float | str], reader: _Reader, path: list[Any]) -> Any:
@@ -487,7 +371,7 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
         number = scale[name] = parse_scale_value(name, value)
         if number < 0:
             raise FbbenchError(f"scale '{name}' cannot be negative")
-        switch = isinstance(scale_table[name], bool) or str(scale_table[name]).strip().lower() in _BOOLEAN_WORDS
+        switch = isinstance(scale_table[name], bool) or str(scale_table[name]).strip().lower() in BOOLEAN_WORDS
         default = defaults[name]
         if number == 0 and isinstance(default, int | float) and default > 0 and not switch:
             # A size (warehouses, rows) of zero leaves nothing to run on; a switch that is on by default can be off.
@@ -609,7 +493,7 @@ def _read_constants(reader: _Reader, table: Any) -> dict[str, str]:
         raise reader.fail(["constants"], "[constants] must be a table of NAME = \"SQL\"")
     constants = {}
     for name, sql in table.items():
-        if not _NAME.match(name):
+        if not IDENTIFIER.match(name):
             raise reader.fail(["constants", name], f"constant name '{name}' must be a plain identifier")
         if not isinstance(sql, str) or not sql.strip():
             raise reader.fail(["constants", name], f"constant '{name}' must be the SQL that reads it, as a string")

@@ -6,7 +6,8 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from fbbench.workloads.spec import Constant, Workload
+from fbbench.workloads.generators import Constant
+from fbbench.workloads.spec import Workload
 
 
 def nurand_defaults(workload: Workload, seed: int) -> dict[int, int]:
