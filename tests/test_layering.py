@@ -1,4 +1,5 @@
-"""The import graph of fbbench.engines has no circle (function-level imports included).
+"""The house's floors: no import circle inside engines/, database/, analysis/ or the Rust core's
+modules, and the workload format does not import the analysis (function-level imports included).
 
 Importing a module runs its package's ``__init__`` first, so an import of ``a.b.c`` is counted
 as an import of ``a.b`` too.
@@ -7,11 +8,12 @@ as an import of ``a.b`` too.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
-from tests.conftest import REPO
+import pytest
 
-PACKAGE = "fbbench.engines"
+from tests.conftest import REPO
 
 
 def _module_name(path: Path) -> str:
@@ -37,10 +39,38 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
     return {target for target in found if target != name and not name.startswith(target + ".")}
 
 
-def engines_import_graph() -> dict[str, set[str]]:
-    files = sorted((REPO / "fbbench" / "engines").rglob("*.py"))
+def import_graph(package: str) -> dict[str, set[str]]:
+    """Module → the modules of the same package it imports (the package itself left out)."""
+    files = sorted((REPO / package.replace(".", "/")).rglob("*.py"))
     modules = {_module_name(path) for path in files}
-    return {_module_name(path): _imports(path, modules) - {PACKAGE} for path in files}
+    return {_module_name(path): _imports(path, modules) - {package} for path in files}
+
+
+def imports_of(package: str, target: str) -> dict[str, set[str]]:
+    """Module of ``package`` → the modules of ``target`` it imports."""
+    files = sorted((REPO / package.replace(".", "/")).rglob("*.py"))
+    targets = {_module_name(path) for path in (REPO / target.replace(".", "/")).rglob("*.py")}
+    found = {_module_name(path): _imports(path, targets) for path in files}
+    return {module: hits for module, hits in found.items() if hits}
+
+
+def rust_module_graph() -> dict[str, set[str]]:
+    """core/src: module → the crate modules it uses (``use crate::x``, ``crate::x::…``, ``super::x``)."""
+    src = REPO / "core" / "src"
+    graph: dict[str, set[str]] = {}
+    for path in sorted(src.rglob("*.rs")):
+        relative = path.relative_to(src).with_suffix("")
+        parts = list(relative.parts[:-1]) if relative.name == "mod" else list(relative.parts)
+        name = "::".join(parts)
+        text = path.read_text().split("#[cfg(test)]")[0]  # a unit test may use any module
+        used = {match for match in re.findall(r"crate::([a-z_]+(?:::[a-z_]+)?)", text)}
+        parent = "::".join(parts[:-1])
+        used |= {f"{parent}::{match}" if parent else match for match in re.findall(r"super::([a-z_]+)", text)}
+        graph[name] = {target for target in used if target != name and not target.startswith(name + "::")}
+    modules = set(graph)
+    # crate::run::state names a module file, crate::run::Shared an item of crate::run.
+    return {name: {t if t in modules else t.split("::")[0] for t in targets} - {name}
+            for name, targets in graph.items()}
 
 
 def _circle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -65,6 +95,24 @@ def _circle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_engines_have_no_import_circle() -> None:
-    graph = engines_import_graph()
+    graph = import_graph("fbbench.engines")
     assert "fbbench.engines.installation" in graph["fbbench.engines.catalog"]  # the graph is read
+    assert _circle(graph) is None, " → ".join(_circle(graph) or [])
+
+
+@pytest.mark.parametrize("package", ["fbbench.database", "fbbench.analysis"])
+def test_database_and_analysis_have_no_import_circle(package: str) -> None:
+    graph = import_graph(package)
+    assert sum(map(len, graph.values())) > 0  # the graph is read
+    assert _circle(graph) is None, " → ".join(_circle(graph) or [])
+
+
+def test_the_workload_format_does_not_import_the_analysis() -> None:
+    assert imports_of("fbbench.workloads", "fbbench.analysis") == {}
+    assert imports_of("fbbench.analysis", "fbbench.workloads")  # the other way it does: the check reads
+
+
+def test_the_rust_core_has_no_module_circle() -> None:
+    graph = rust_module_graph()
+    assert "run" in graph and graph["run::worker"]  # the graph is read
     assert _circle(graph) is None, " → ".join(_circle(graph) or [])

@@ -4,7 +4,7 @@ Attaching changes a database (the header records the next attachment id, a trans
 Next and writes a transaction inventory page), so fbbench reads what it needs about a database
 it may not own straight from the header page: from the file for embedded engines
 (:func:`read_header`), from the services API's header statistics (``gstat -h``) for a server
-(:func:`parse_gstat_header`, fed by :func:`fbbench.database.lifecycle.server_header`).
+(:func:`parse_gstat_header`, fed by :func:`server_header`).
 
 Offsets are those of ``Ods::header_page`` in Firebird's ``src/jrd/ods.h``, little-endian, checked
 byte by byte against what each engine reports (MON$DATABASE and gstat -h) in
@@ -48,6 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from fbbench.errors import FbbenchError
+
+_GSTAT_CANNOT_OPEN = 336920605  # gstat: "Can't open database file"
 
 _HEADER_PAGE_TYPE = 1
 _ODS_FIREBIRD_FLAG = 0x8000
@@ -334,3 +336,29 @@ def _gstat_date(text: str) -> datetime | None:
     month = _MONTHS.index(match.group(1)) + 1
     day, year, hour, minute, second = (int(g) for g in match.groups()[1:])
     return datetime(year, month, day, hour, minute, second)
+
+
+def server_header(dsn: str) -> FileHeader | None:
+    """The header page of a server's database through the services API (``gstat -h``), which
+    reads the page without attaching to the database; None when the server cannot open a file
+    there (none, or not readable by the server)."""
+    from firebird.driver import SrvStatFlag
+
+    from fbbench.database import driver
+    from fbbench.engines.catalog import ServerEngine, parse_engine
+
+    engine = parse_engine(dsn)
+    assert isinstance(engine, ServerEngine)
+    host = engine.host + (f"/{engine.port}" if engine.port else "")
+    with driver.server(host, dsn) as server:
+        try:
+            server.database.get_statistics(database=engine.path, flags=SrvStatFlag.HDR_PAGES)
+            lines = server.readlines()
+        except Exception as error:
+            codes = tuple(getattr(error, "gds_codes", ()) or ())
+            if _GSTAT_CANNOT_OPEN in codes:
+                return None
+            if not type(error).__module__.startswith("firebird.driver"):
+                raise
+            raise FbbenchError(f"cannot read the header of {dsn}: {driver.explain(error, dsn).message}") from None
+    return parse_gstat_header(lines, dsn)

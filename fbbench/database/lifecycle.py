@@ -10,11 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from fbbench.database import driver, ownership
-from fbbench.database.header import FileHeader, parse_gstat_header
+from fbbench.database.header import server_header
 from fbbench.engines.catalog import ServerEngine, looks_like_dsn, parse_engine
 from fbbench.errors import FbbenchError
-
-_GSTAT_CANNOT_OPEN = 336920605  # gstat: "Can't open database file"
 
 _MON_DATABASE = """
 select mon$page_size, mon$ods_major, mon$ods_minor, mon$oldest_transaction, mon$oldest_active,
@@ -77,29 +75,6 @@ def info(dsn: str) -> dict[str, Any]:
     """What only an attachment shows; for fbbench's own databases (the caller checked)."""
     with driver.connect(dsn) as connection:
         return describe(connection)
-
-
-def server_header(dsn: str) -> FileHeader | None:
-    """The header page of a server's database through the services API (``gstat -h``), which
-    reads the page without attaching to the database; None when the server cannot open a file
-    there (none, or not readable by the server)."""
-    from firebird.driver import SrvStatFlag
-
-    engine = parse_engine(dsn)
-    assert isinstance(engine, ServerEngine)
-    host = engine.host + (f"/{engine.port}" if engine.port else "")
-    with driver.server(host, dsn) as server:
-        try:
-            server.database.get_statistics(database=engine.path, flags=SrvStatFlag.HDR_PAGES)
-            lines = server.readlines()
-        except Exception as error:
-            codes = tuple(getattr(error, "gds_codes", ()) or ())
-            if _GSTAT_CANNOT_OPEN in codes:
-                return None
-            if not type(error).__module__.startswith("firebird.driver"):
-                raise
-            raise FbbenchError(f"cannot read the header of {dsn}: {driver.explain(error, dsn).message}") from None
-    return parse_gstat_header(lines, dsn)
 
 
 def server_header_json(dsn: str) -> dict[str, Any] | None:

@@ -102,9 +102,9 @@ def current_header(location: str) -> FileHeader:
     """The header of the database at ``location``, without attaching. For a DSN this needs the
     services API, so only an engine child process can ask (the parent passes what a child read)."""
     if looks_like_dsn(location):
-        from fbbench.database import lifecycle
+        from fbbench.database.header import server_header
 
-        found = lifecycle.server_header(location)
+        found = server_header(location)
         if found is None:
             raise FbbenchError(f"cannot open {location} on its server (no database there, or not readable)")
         return found
@@ -171,9 +171,9 @@ def refuse_unless_owned_or_absent(location: str, action: str) -> str | None:
     there (a stale registry entry is forgotten), its token when it is fbbench's own, otherwise
     a refusal. Decided from the header (services API for a DSN), before anything attaches."""
     if looks_like_dsn(location):
-        from fbbench.database import lifecycle
+        from fbbench.database.header import server_header
 
-        header = lifecycle.server_header(location)
+        header = server_header(location)
     else:
         header = current_header(location) if Path(location_key(location)).exists() else None
     if header is None:
