@@ -26,3 +26,16 @@ def test_flags_become_settings_by_name() -> None:
         "connections": 3, "target_rate": 2.5, "tags": ["x"], "sweep": False, "keep_database": True,
         "forced_writes": False, "json": "r.json"}
     assert flags["monitor"] is None and flags["fresh"] is None  # a switch not given leaves the spec's value
+
+
+# ------------------------------------------------------------------------------------ help texts
+
+def test_h_asks_for_help_everywhere() -> None:
+    """``fbbench -h`` was refused ("No such option: -h") while ``fbbench run -h`` worked."""
+    from tests.conftest import run_cli
+
+    for args in (["-h"], ["run", "-h"], ["sweep", "-h"], ["results", "-h"], ["results", "list", "-h"],
+                 ["engines", "-h"], ["db", "-h"]):
+        result = run_cli(*args, timeout=60)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "Usage:" in result.stdout and "[OPTIONS]" in result.stdout, (args, result.stdout)

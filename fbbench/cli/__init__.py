@@ -26,15 +26,16 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits it (click)
 )
 app.add_typer(engines.engines_app, name="engines")
 app.add_typer(db.db_app, name="db")
 app.command()(engines.doctor)
 app.add_typer(results.results_app, name="results")
-app.command(context_settings={"help_option_names": ["-h", "--help"]})(run.run)
+app.command()(run.run)
 app.command()(sweep.sweep)
-app.command(context_settings={"help_option_names": ["-h", "--help"]})(compare.compare)
-app.command("lint", context_settings={"help_option_names": ["-h", "--help"]})(compare.lint_command)
+app.command()(compare.compare)
+app.command("lint")(compare.lint_command)
 
 
 @app.callback(invoke_without_command=True)
