@@ -39,3 +39,36 @@ def test_h_asks_for_help_everywhere() -> None:
         result = run_cli(*args, timeout=60)
         assert result.returncode == 0, (args, result.stderr)
         assert "Usage:" in result.stdout and "[OPTIONS]" in result.stdout, (args, result.stdout)
+
+
+def test_run_help_names_the_defaults_and_the_builtin_workloads() -> None:
+    """``run --help`` showed no default (a first run with none given takes 5m30s of load) and named
+    only tpcc among the built-in workloads."""
+    import re
+
+    from fbbench.runner.settings import RunSettings, duration_flag, parse_duration
+    from fbbench.workloads.spec import builtin_workloads
+    from tests.conftest import run_cli
+
+    default = RunSettings()
+    result = run_cli("run", "--help", timeout=60)
+    assert result.returncode == 0, result.stderr
+    text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", result.stdout).split())  # one line, without the boxes
+    assert f"Attachments doing the work (default {default.connections})" in text
+    assert f"Warm-up before measuring (default {duration_flag(default.warmup)})" in text
+    assert f"Measured period (default {duration_flag(default.duration)})" in text
+    assert f"Reporting interval (default {duration_flag(default.interval)})" in text
+    assert f"{duration_flag(default.warmup + default.duration)} of load" in text
+    assert {"tpcc", "orders", "docflow"} <= set(builtin_workloads())
+    assert f"Built-in workload ({', '.join(builtin_workloads())})" in text
+    for seconds in (default.warmup, default.duration, default.interval, 90.0, 3690.5, 0.25):
+        assert parse_duration(duration_flag(seconds), "x") == seconds
+
+
+def test_a_run_without_a_workload_names_every_builtin_one() -> None:
+    """The hint said "built-in: tpcc" only."""
+    from fbbench.workloads.spec import builtin_workloads
+    from tests.conftest import assert_clean_error, run_cli
+
+    result = run_cli("run", timeout=60)
+    assert_clean_error(result, "which workload?", f"built-in: {', '.join(builtin_workloads())};")

@@ -44,6 +44,14 @@ def parse_duration(text: str | float | int, what: str) -> float:
     return seconds
 
 
+def duration_flag(seconds: float) -> str:
+    """The shortest text :func:`parse_duration` reads back as ``seconds``: 300 → ``5m``, 90 → ``1m30s``."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, rest = divmod(rest, 60)
+    text = (f"{hours:g}h" if hours else "") + (f"{minutes:g}m" if minutes else "") + (f"{rest:g}s" if rest else "")
+    return text or "0s"
+
+
 def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
@@ -372,5 +380,8 @@ def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] |
     if conf:
         values["conf"] = {**values.get("conf", {}), **parse_pairs(conf, "--set")}
     if "workload" not in values:
-        raise FbbenchError("which workload? e.g. fbbench run tpcc", hint="built-in: tpcc; or a workload directory")
+        from fbbench.workloads.spec import builtin_workloads
+
+        raise FbbenchError("which workload? e.g. fbbench run tpcc",
+                           hint=f"built-in: {', '.join(builtin_workloads())}; or a workload directory")
     return RunSettings(**values, origins=origins).validate()
