@@ -275,6 +275,26 @@ def test_rolled_back_new_order_is_not_an_error(tmp_path: Path) -> None:
                      run.cli.stdout), run.cli.stdout[-3000:]
 
 
+# ------------------------------------------------------------------ a copy of the cached population
+
+
+def test_a_copied_population_says_what_the_copy_took(tmp_path: Path) -> None:
+    """The copy of a cached population printed the original build's time and MB/s as its own."""
+    fixed = ("--engine", "5.0", "--connections", "1", "--transactions", "10", "--interval", "1s")
+    run_tpcc(tmp_path / "first", *fixed)  # builds the cache, or copies it when an earlier test built it
+    copied = run_tpcc(tmp_path / "second", *fixed)
+    population = copied.doc["population"]
+    assert population["source"] == "copy of cached population"
+    assert is_number(population["copy_seconds"]) and population["copy_seconds"] >= 0
+    assert is_number(population["cache_built_at"]) and population["cache_built_at"] <= copied.doc["started_at"]
+    # The build's figures are the cache's, and said so: after "the cache was built …", never before.
+    said, _, build = population["text"].partition("; the cache was built on ")
+    assert said.startswith("population: copied from the cache in ") and "MB/s" not in said, said
+    assert f"{population['mb_per_second']:.2f} MB/s" in build, build
+    lines = [line.strip() for line in copied.cli.stdout.splitlines() if "population" in line]
+    assert lines.count(population["text"]) == 2, lines  # the live line and the summary
+
+
 # ------------------------------------------------------------------ the loopback Firebird 3 server
 
 

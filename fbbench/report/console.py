@@ -100,10 +100,9 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         console.print(table)
     for line in engine_lines(document):
         console.print(line, highlight=False, soft_wrap=True)
-    population = document.get("population") or {}
-    if population.get("mb_per_second"):
-        console.print(f"population: {population['source']}; {_num(population['total_rows'])} rows, "
-                      f"{population['mb_per_second']:.2f} MB/s, {_num(population['rows_per_second'])} rows/s")
+    population = (document.get("population") or {}).get("text")
+    if population:
+        console.print(escape(population), highlight=False, soft_wrap=True)
     if document.get("client_cpu_seconds") is not None and measured:
         console.print(_client_share(document))
     for line in credibility_lines(document):
