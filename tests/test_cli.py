@@ -72,3 +72,28 @@ def test_a_run_without_a_workload_names_every_builtin_one() -> None:
 
     result = run_cli("run", timeout=60)
     assert_clean_error(result, "which workload?", f"built-in: {', '.join(builtin_workloads())};")
+
+
+# ------------------------------------------------------------------------------------ results list
+
+def test_results_list_keeps_ids_whole_and_shows_tags(tmp_path: Path) -> None:
+    """Piped (not a tty), ``results list`` folded series ids over two lines, so they could not be
+    copied; and a run's tags were shown nowhere."""
+    import re
+
+    from tests.conftest import run_cli
+
+    store, bank = tmp_path / "results.sqlite", Path(__file__).parent / "workloads" / "bank"
+    ran = run_cli("run", str(bank), "--connections", "1", "--transactions", "5", "--repeat", "2", "--tag", "nightly",
+                  "--tag", "[/nvme]", "--results", str(store), "--workdir", str(tmp_path / "work"), timeout=300)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr
+    assert ran.stdout.count("tags: nightly, [/nvme]") == 2, ran.stdout  # each repeat's summary, not markup
+    listed = run_cli("results", "list", "--results", str(store), timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    series = set(re.findall(r"series (s[\w-]+)", ran.stdout))
+    runs = set(re.findall(r"^run ([\w-]+) — completed", ran.stdout, re.MULTILINE))
+    assert len(series) == 1 and len(runs) == 2, ran.stdout
+    rows = [line for line in listed.stdout.splitlines() if any(run in line for run in runs)]
+    assert len(rows) == 2, listed.stdout
+    for row in rows:
+        assert f"{next(iter(series))} #" in row and "nightly, [/nvme]" in row, listed.stdout

@@ -41,6 +41,8 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
                   + (f": {escape(document['failure'])}" if document.get("failure") else ""))
     if document.get("workload_description"):
         console.print(escape(f"{document['workload']}: {document['workload_description']}"))
+    if document.get("tags"):
+        console.print(escape(f"tags: {', '.join(document['tags'])}"), highlight=False, soft_wrap=True)
     console.print(
         f"engine {engine.get('version') or '?'} ({engine.get('label') or '?'}, {engine.get('mode') or '?'}); "
         f"page size {database.get('page_size')}, buffers {database.get('page_buffers')}, "
