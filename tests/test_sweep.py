@@ -161,6 +161,31 @@ def test_bad_sweep_specs_are_one_line_errors(body: str, fragments: list[str], tm
     assert not _runs(store)
 
 
+@pytest.mark.parametrize(
+    ("body", "fragments"),
+    [
+        # Set by compare --paired, never by a spec: it was refused with "did you mean 'timeshare'?".
+        ("[matrix]\ntimeshare = [1, 2]\n", ["sweep.toml:7:", "'timeshare' is not a sweep axis"]),
+        # The top-level workload (line 1) was named instead of the axis.
+        ('[matrix]\nworkload = ["a", "b"]\n', ["sweep.toml:7:", "'workload' is not a sweep axis",
+                                             "set once for the whole sweep"]),
+        # A setting both at the top and as an axis: the axis's line, not the top-level one.
+        ('connections = 2\n[matrix]\nconnections = [1, "two"]\n', ["sweep.toml:8:", '"two"']),
+    ],
+)
+def test_a_refused_axis_is_named_at_its_line_with_the_axes_there_are(body: str, fragments: list[str],
+                                                                      tmp_path: Path) -> None:
+    result = run_cli("sweep", str(_spec(tmp_path, body)), "--dry-run")
+    assert_clean_error(result, *fragments)
+    hint = next((line for line in result.stderr.splitlines() if line.startswith("hint:")), "")
+    if "axes are run settings" in hint:  # only what a spec can give as an axis, by the name it takes
+        listed = hint.split("axes are run settings (", 1)[1].split(")", 1)[0].split(", ")
+        assert "rate" in listed and "connections" in listed, listed
+        assert not {"timeshare", "seed_fixed", "target_rate", "conf", "scale", "workload"} & set(listed), listed
+    refused = body.split("[matrix]\n", 1)[1].split(" =", 1)[0].strip('"')
+    assert f"did you mean '{refused}'" not in hint, hint
+
+
 def test_resume_of_an_unknown_sweep(tmp_path: Path) -> None:
     store = tmp_path / "r.sqlite"
     assert_clean_error(run_cli("sweep", "--resume", "nosuch", "--results", str(store)), "no results store")

@@ -288,14 +288,31 @@ def check_value(name: str, raw: Any, where: str) -> Any:
     return _KINDS[name](raw, where)
 
 
+def spec_keys() -> list[str]:
+    """The keys a spec file sets run settings by (``set`` and ``rate`` for conf and target_rate)."""
+    return sorted((set(_KINDS) - set(_SPEC_ALIASES.values())) | set(_SPEC_ALIASES))
+
+
 def setting_name(key: str) -> str | None:
     """The setting a spec key names (``set`` → conf, ``rate`` → target_rate), or None."""
     name = _SPEC_ALIASES.get(key.replace("-", "_"), key.replace("-", "_"))
     return name if name in _KINDS and key not in _SPEC_ALIASES.values() else None
 
 
-def line_of(text: str, key: str) -> int | None:
-    """The line that sets ``key`` (or opens the table ``[key]``) in a TOML text."""
+_TABLE_HEADER = re.compile(r'^\s*\[{1,2}\s*[A-Za-z_"]')
+
+
+def line_of(text: str, key: str, table: str | None = None) -> int | None:
+    """The line that sets ``key`` (or opens the table ``[key]``) in a TOML text; with ``table``, the
+    line inside ``[table]`` (a sweep's ``[matrix]`` may vary a setting the top level also sets)."""
+    if table is not None:
+        lines = text.splitlines()
+        start = next((n for n, raw in enumerate(lines, 1) if raw.strip() == f"[{table}]"), None)
+        if start is None:
+            return None
+        end = next((n for n, raw in enumerate(lines[start:], start + 1) if _TABLE_HEADER.match(raw)), len(lines) + 1)
+        found = _line_of("\n".join(lines[start:end - 1]), key)
+        return None if found is None else start + found
     line = _line_of(text, key)
     if line is None:
         line = next((n for n, raw in enumerate(text.splitlines(), 1) if raw.strip() == f"[{key}]"), None)
@@ -321,7 +338,7 @@ def parse_settings(data: Mapping[str, Any], text: str, path: Path,
 
     ``extra``: further top-level keys the caller reads itself (a sweep's matrix); skipped here.
     """
-    accepted = sorted((set(_KINDS) - set(_SPEC_ALIASES.values())) | set(_SPEC_ALIASES) | set(extra))
+    accepted = sorted(set(spec_keys()) | set(extra))
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for key, raw in data.items():

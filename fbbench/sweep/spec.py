@@ -40,6 +40,7 @@ from fbbench.runner.settings import (
     read_toml,
     setting_name,
     single_line,
+    spec_keys,
 )
 
 MODES = ("matrix", "one_at_a_time")
@@ -139,7 +140,7 @@ class SweepSpec:
 
 
 def _axis(key: str, raw: Any, text: str, path: Path) -> Axis:
-    line = line_of(text, f'"{key}"') or line_of(text, key)
+    line = line_of(text, f'"{key}"', table="matrix") or line_of(text, key, table="matrix")
     where = f"{path}:{line}" if line else str(path)
     grow = False
     if isinstance(raw, dict):
@@ -167,11 +168,12 @@ def _axis(key: str, raw: Any, text: str, path: Path) -> Axis:
         values = tuple(single_line(str(value).lower() if isinstance(value, bool) else str(value),
                                    f"{where}: axis '{key}'") for value in raw)
     elif setting is None or sub or setting in NOT_AXES:
-        candidates = sorted(set(_axis_names()) - NOT_AXES)
+        candidates = axis_keys()
         close = difflib.get_close_matches(key, candidates, n=1)
+        said = (f"'{key}' is set once for the whole sweep, at the top of the spec; " if setting in NOT_AXES
+                else f"did you mean '{close[0]}'? " if close else "")
         raise FbbenchError(f"{where}: '{key}' is not a sweep axis",
-                           hint=(f"did you mean '{close[0]}'? " if close else "") + "axes are run settings ("
-                           + ", ".join(candidates) + "), conf.KEY or scale.NAME")
+                           hint=said + "axes are run settings (" + ", ".join(candidates) + "), conf.KEY or scale.NAME")
     else:
         values = tuple(check_value(setting, value, f"{where}: axis '{key}'") for value in raw)
     if grow and setting != "scale":
@@ -183,10 +185,10 @@ def _axis(key: str, raw: Any, text: str, path: Path) -> Axis:
     return Axis(key, setting, sub or None, values, where, grow)
 
 
-def _axis_names() -> list[str]:
-    from dataclasses import fields
-
-    return [f.name for f in fields(RunSettings) if f.name != "origins"]
+def axis_keys() -> list[str]:
+    """The run settings a ``[matrix]`` can vary, by the keys a spec sets them with; conf and scale
+    take a key of their own (``conf.KEY``, ``scale.NAME``)."""
+    return [key for key in spec_keys() if setting_name(key) not in NOT_AXES | {"conf", "scale"}]
 
 
 def read_sweep(path: Path, text: str | None = None) -> SweepSpec:
