@@ -186,6 +186,19 @@ def test_a_refused_axis_is_named_at_its_line_with_the_axes_there_are(body: str, 
     assert f"did you mean '{refused}'" not in hint, hint
 
 
+def test_dry_run_lists_each_cell_on_one_line_in_the_spec_s_words(tmp_path: Path) -> None:
+    """--dry-run printed each cell's scale as a Python dict ({'accounts': '200'}), folded over lines."""
+    spec = _spec(tmp_path, 'repeats = 2\n[scale]\naccounts = 200\n[matrix]\nconnections = [1, 2]\n'
+                           '"scale.branches" = [2, 3]\n')
+    dry = run_cli("sweep", str(spec), "--dry-run", "--results", str(tmp_path / "r.sqlite"))
+    assert dry.returncode == 0, dry.stderr
+    assert "{" not in dry.stdout and "'" not in dry.stdout, dry.stdout
+    cells = [line.strip() for line in dry.stdout.splitlines() if line.strip().startswith("cell")]
+    assert len(cells) == 4, dry.stdout
+    for cell in cells:  # whole, each on its line
+        assert "scale accounts=200, branches=" in cell and cell.endswith("page size default]"), cell
+
+
 def test_resume_of_an_unknown_sweep(tmp_path: Path) -> None:
     store = tmp_path / "r.sqlite"
     assert_clean_error(run_cli("sweep", "--resume", "nosuch", "--results", str(store)), "no results store")

@@ -70,7 +70,7 @@ def sweep(
         store = ResultsStore(store_path, create=False) if store_path.exists() else None
         try:
             for line in sweep_run.plan_text(parsed, sweep_run.steps(parsed, done), store):
-                console.print(escape(line), highlight=False)
+                console.print(escape(line), highlight=False, soft_wrap=True)
         finally:
             if store is not None:
                 store.close()
