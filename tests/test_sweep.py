@@ -139,6 +139,29 @@ def test_one_factor_at_a_time_compares_with_the_baseline(tmp_path: Path) -> None
     assert advisor["conclusion"] and "one factor at a time, against the baseline" in result.stdout
 
 
+def test_one_run_per_cell_claims_no_spread_and_no_verdict(tmp_path: Path) -> None:
+    """With one run per cell the console said "spread ±0.0 %" and "not distinguishable from the
+    runner-up", and one factor at a time that "no setting tried is distinguishable": one run has no
+    spread, and nothing was tested."""
+    spec = _spec(tmp_path, 'repeats = 1\nmode = "one_at_a_time"\nconnections = 1\n[scale]\naccounts = 200\n'
+                           "[matrix]\nconnections = [1, 2]\n")
+    out = tmp_path / "one.json"
+    result = run_cli("sweep", str(spec), "--results", str(tmp_path / "r.sqlite"), "--json", str(out),
+                     env={"FBBENCH_HOME": str(tmp_path / "home")}, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    document = json.loads(out.read_text())
+    assert [cell["summary"]["n"] for cell in document["cells"]] == [1, 1]
+    assert all(cell["summary"]["spread"] is None for cell in document["cells"]), document["cells"]
+    best = document["best"]
+    assert best["resolved"] is None and "one run per cell" in best["versus_runner_up"], best
+    advisor = document["one_at_a_time"]
+    assert [step["resolved"] for step in advisor["steps"]] == [None], advisor
+    summary = result.stdout[result.stdout.index(f"sweep {document['sweep_id']} — "):]
+    assert "±0.0 %" not in summary and "distinguishable" not in summary, summary
+    assert f"best: cell {best['cell']} ({best['label']}), one run:" in summary, summary
+    assert "one run per cell: whether" in summary and "cannot be told" in summary, summary
+
+
 @pytest.mark.parametrize(
     ("body", "fragments"),
     [

@@ -185,12 +185,12 @@ def print_series(series_id: str, documents: list[dict[str, Any]], console: Conso
                 else f"no 95 % interval below {MIN_EXACT_MEDIAN} repeats")
     cv = f", CV {summary.cv * 100:.1f} %" if math.isfinite(summary.cv) else ""
     arrow = "↑" if head.get("better", "higher") == "higher" else "↓"
+    spread = (f"; repeats spread {summary.minimum:,.{digits}f}–{summary.maximum:,.{digits}f}{unit} "
+              f"(±{summary.spread * 50:.1f} % of the median{cv})" if math.isfinite(summary.spread) else "")
     console.print(
         f"\n[bold]series {series_id}[/]: {len(values)} of {len(documents)} repeat(s) completed — "
-        f"{escape(head.get('name', 'score'))} {arrow} median {summary.median:,.{digits}f}{unit} ({interval}); "
-        f"repeats spread {summary.minimum:,.{digits}f}–{summary.maximum:,.{digits}f}{unit} "
-        f"(±{summary.spread * 50:.1f} % of the median{cv})",
-        highlight=False, soft_wrap=True)
+        f"{escape(head.get('name', 'score'))} {arrow} median {summary.median:,.{digits}f}{unit} ({interval})"
+        + spread, highlight=False, soft_wrap=True)
     if len(values) < len(documents):
         left = [f"{d['run_id']} ({d['status']})" for d in documents if d["status"] != "completed"]
         console.print(f"  [yellow]not in the figures:[/] {', '.join(left)}", highlight=False, soft_wrap=True)
