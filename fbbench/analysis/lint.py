@@ -297,7 +297,7 @@ def _large_cache_per_attachment(mode: str, buffers: int | None, subject: str, sh
             each = buffers * page_size
             message += f": {connections} attachment(s) × {_mib(each)} of cache = {_mib(each * (connections or 1))}"
         else:
-            message += f": {connections} caches"
+            message += f": {connections} attachment(s), a cache each"
         evidence["connections"] = connections
     return [_finding("FB021", message, evidence, subject)]
 
