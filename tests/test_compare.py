@@ -307,8 +307,8 @@ def test_a_large_cache_per_attachment_is_a_warning_before_the_run(tmp_path: Path
     assert with_default_page.returncode == 0, with_default_page.stdout[-3000:] + with_default_page.stderr[-3000:]
     output = with_default_page.stdout
     before = " ".join(output[:output.index("▶ database")].split())
-    assert "FB021 warning bank: ServerMode Classic with 4096 page buffers per attachment (> 2048): 3 attachment(s), a cache each" \
-        in before, before
+    assert ("FB021 warning bank: ServerMode Classic with 4096 page buffers per attachment (> 2048): "
+            "3 attachment(s), a cache each") in before, before
 
 
 def test_conflicts_and_a_two_interval_run(lab: Lab) -> None:
