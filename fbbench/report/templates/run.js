@@ -59,7 +59,9 @@ fbb.section("headline", node => {
   const h = run.headline;
   if (h) {
     const better = h.better === "lower" ? "↓ lower is better" : "↑ higher is better";
-    const defined = h.definition ? `counts ${h.definition}${h.per ? " per " + h.per : ""}` : "";
+    const window = (run.metric_windows || {})[h.name];
+    const defined = window && isNumber(window.seconds) ? `over a ${seconds(window.seconds)} s window`
+      : h.definition ? `counts ${h.definition}${h.per ? " per " + h.per : ""}` : "";
     figure(node, h.value, h.unit, `${h.name} (${better})`,
            [h.description, defined].filter(Boolean).join("; "), "figure main").id = "headline-figure";
   } else if (isNumber(run.score_per_minute)) {
@@ -68,7 +70,13 @@ fbb.section("headline", node => {
     figure(node, "–", "", "no headline figure",
            run.status === "completed" ? "" : `the run ${run.status} before it had one`, "figure main");
   }
+  // The score beside a headline of another definition (TPC-C's NOPM); a metric that is the
+  // headline is not shown twice.
+  if (h && !(h.definition === "ok" && h.per === "minute") && isNumber(run.score_per_minute)) {
+    figure(node, run.score_per_minute, "/min", "score", "successful units per minute");
+  }
   for (const [name, value] of Object.entries(run.metrics || {})) {
+    if (h && name === h.name) continue;
     const window = (run.metric_windows || {})[name];
     figure(node, value, "", name, window && isNumber(window.seconds) ? `over a ${seconds(window.seconds)} s window` : "");
   }
