@@ -97,3 +97,20 @@ def test_results_list_keeps_ids_whole_and_shows_tags(tmp_path: Path) -> None:
     assert len(rows) == 2, listed.stdout
     for row in rows:
         assert f"{next(iter(series))} #" in row and "nightly, [/nvme]" in row, listed.stdout
+
+
+def test_the_command_list_is_one_line_a_command_and_sweep_help_names_its_defaults() -> None:
+    """compare's entry in ``fbbench --help`` took six lines at 80 columns and two at 200; sweep --help
+    named neither the default repeats nor the modes."""
+    import re
+
+    from fbbench.sweep.spec import DEFAULT_REPEATS, MODES
+    from tests.conftest import run_cli
+
+    listed = run_cli("--help", timeout=60)
+    commands = listed.stdout[listed.stdout.index("Commands"):]
+    rows = [line for line in commands.splitlines() if re.match(r"│ \S", line)]
+    assert [row.split()[1] for row in rows] == ["doctor", "run", "sweep", "compare", "lint", "engines", "db",
+                                                "results"], rows  # each on one line at 200 columns
+    swept = " ".join(re.sub(r"[│╭╮╰╯─]", " ", run_cli("sweep", "--help", timeout=60).stdout).split())
+    assert f"runs per cell, default {DEFAULT_REPEATS}" in swept and f"mode ({' or '.join(MODES)})" in swept

@@ -32,10 +32,13 @@ app.add_typer(engines.engines_app, name="engines")
 app.add_typer(db.db_app, name="db")
 app.command()(engines.doctor)
 app.add_typer(results.results_app, name="results")
-app.command(help=run.HELP)(run.run)
-app.command()(sweep.sweep)
-app.command()(compare.compare)
-app.command("lint")(compare.lint_command)
+# The list fbbench --help shows takes one line a command (short_help); each command's own --help has all.
+app.command(help=run.HELP, short_help="Run a benchmark: build, fill and drive a database, watch the engine, "
+            "record and report.")(run.run)
+app.command(help=sweep.HELP)(sweep.sweep)
+app.command(short_help="Compare runs or series: every figure as a ratio with its 95 % interval, conditions "
+            "and lint first.")(compare.compare)
+app.command("lint", short_help="The credibility lint alone (exit 1 on an error, for CI).")(compare.lint_command)
 
 
 @app.callback(invoke_without_command=True)

@@ -44,6 +44,7 @@ from fbbench.runner.settings import (
 )
 
 MODES = ("matrix", "one_at_a_time")
+DEFAULT_REPEATS = 3  # runs per cell when the spec does not say
 # Settings that are not conditions of an experiment: outputs, where things live, who connects.
 NOT_AXES = {"workload", "workdir", "results", "json", "report", "repeat", "tags", "user", "keep_database",
             "fresh", "grow", "fail_on_checks", "fail_on_audits", "allow_many_connections"}
@@ -104,7 +105,7 @@ class SweepSpec:
     base: dict[str, Any]
     origins: dict[str, str]
     axes: list[Axis]
-    repeats: int = 3
+    repeats: int = DEFAULT_REPEATS
     mode: str = "matrix"
     cells: list[Cell] = field(default_factory=list)
 
@@ -209,7 +210,7 @@ def read_sweep(path: Path, text: str | None = None) -> SweepSpec:
         raise FbbenchError(f"{path}: which workload? add e.g. workload = \"tpcc\"")
     if "repeat" in base:
         raise FbbenchError(f"{origins['repeat']}: a sweep says how often each cell runs with 'repeats'")
-    repeats = data.get("repeats", 3)
+    repeats = data.get("repeats", DEFAULT_REPEATS)
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise FbbenchError(f"{where('repeats')}: repeats must be a whole number of at least 1, got {repeats!r}")
     mode = data.get("mode", "matrix")
