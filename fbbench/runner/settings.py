@@ -122,6 +122,10 @@ def _duration(value: Any, what: str) -> float:
 def _names(value: Any, what: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise FbbenchError(f'{what} must be a list of strings such as ["nightly", "nvme"], got {_shown(value)}')
+    for item in value:
+        if not item.strip():
+            raise FbbenchError(f"{what}: a tag cannot be empty")
+        single_line(item, f"{what} {_shown(item.splitlines()[0])}…")
     return list(value)
 
 
@@ -386,8 +390,8 @@ def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] |
     for name, value in flags.items():
         if value is None:
             continue
-        if name in ("warmup", "duration", "interval") and isinstance(value, str):
-            value = parse_duration(value, "--" + name)
+        # A flag's value is checked by its setting's kind, as a spec file's is (typer checked its type).
+        value = check_value(name, value, "--" + _FLAGS.get(name, name).replace("_", "-"))
         if name == "tags":
             value = [*values.get("tags", []), *value]
         values[name] = value
