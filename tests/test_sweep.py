@@ -16,6 +16,7 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,14 +127,20 @@ def test_a_size_series_grows_one_database(tmp_path: Path) -> None:
     assert checks == (36, 36)  # the 12 TPC-C checks pass at every size
 
 
-def test_one_factor_at_a_time_compares_with_the_baseline(tmp_path: Path) -> None:
-    spec = _spec(tmp_path, 'repeats = 2\nmode = "one_at_a_time"\nconnections = 1\n[scale]\naccounts = 200\n'
+def _one_at_a_time(tmp_path: Path, repeats: int) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """A one-factor-at-a-time sweep of connections 1 and 2 (baseline 1): its console and document."""
+    spec = _spec(tmp_path, f'repeats = {repeats}\nmode = "one_at_a_time"\nconnections = 1\n[scale]\naccounts = 200\n'
                            "[matrix]\nconnections = [1, 2]\n")
     out = tmp_path / "advisor.json"
     result = run_cli("sweep", str(spec), "--results", str(tmp_path / "r.sqlite"), "--json", str(out),
                      env={"FBBENCH_HOME": str(tmp_path / "home")}, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
-    advisor = json.loads(out.read_text())["one_at_a_time"]
+    return result, json.loads(out.read_text())
+
+
+def test_one_factor_at_a_time_compares_with_the_baseline(tmp_path: Path) -> None:
+    result, document = _one_at_a_time(tmp_path, repeats=2)
+    advisor = document["one_at_a_time"]
     assert advisor["baseline_cell"] in (1, 2)
     assert len(advisor["steps"]) == 1 and advisor["steps"][0]["kind"] == "one factor"
     assert advisor["conclusion"] and "one factor at a time, against the baseline" in result.stdout
@@ -143,13 +150,7 @@ def test_one_run_per_cell_claims_no_spread_and_no_verdict(tmp_path: Path) -> Non
     """With one run per cell the console said "spread ±0.0 %" and "not distinguishable from the
     runner-up", and one factor at a time that "no setting tried is distinguishable": one run has no
     spread, and nothing was tested."""
-    spec = _spec(tmp_path, 'repeats = 1\nmode = "one_at_a_time"\nconnections = 1\n[scale]\naccounts = 200\n'
-                           "[matrix]\nconnections = [1, 2]\n")
-    out = tmp_path / "one.json"
-    result = run_cli("sweep", str(spec), "--results", str(tmp_path / "r.sqlite"), "--json", str(out),
-                     env={"FBBENCH_HOME": str(tmp_path / "home")}, timeout=300)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
-    document = json.loads(out.read_text())
+    result, document = _one_at_a_time(tmp_path, repeats=1)
     assert [cell["summary"]["n"] for cell in document["cells"]] == [1, 1]
     assert all(cell["summary"]["spread"] is None for cell in document["cells"]), document["cells"]
     best = document["best"]
