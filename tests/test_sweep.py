@@ -41,8 +41,8 @@ def _runs(store: Path) -> list[tuple[str, int, int, str]]:
             return db.execute("select run_id, cell, repeat_index, status from runs where sweep_id is not null "
                               "order by started_at").fetchall()
         except sqlite3.OperationalError as error:
-            if "no such table" in str(error):
-                return []  # the sweep has created the file, not yet its tables
+            if "no such table" in str(error) or "no such column" in str(error):
+                return []  # the sweep has created the file, not yet all of its tables (one migration at a time)
             raise
 
 
