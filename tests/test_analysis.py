@@ -153,6 +153,8 @@ def test_series_summary_median_interval_cv_and_spread() -> None:
     assert summary.spread == pytest.approx(15 / 100)
     short = stats.summarize([1.0, 2.0, 3.0])
     assert math.isnan(short.low) and "no 95 % interval below 6" in short.text
+    one = stats.summarize([42.0])  # one value has no spread (it was 0.0: "±0.0 %" for one run)
+    assert math.isnan(one.spread) and math.isnan(one.cv) and "min–max" not in one.text and "over 1" in one.text
 
 
 def test_core_overhead_ratios_come_from_the_package() -> None:

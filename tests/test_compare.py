@@ -289,6 +289,28 @@ def test_rand_under_read_consistency_is_a_warning_before_the_run(lab: Lab) -> No
     assert linted.returncode == 1 and "FB033 error" in linted.stdout
 
 
+def test_a_large_cache_per_attachment_is_a_warning_before_the_run(tmp_path: Path) -> None:
+    """FB021 for --architecture was reported only after the run, while FB020 came before it."""
+    result = run_cli("run", BANK, "--engine", "5.0", "--architecture", "superclassic", "--page-buffers", "4096",
+                     "--page-size", "8192", "-c", "2", "--transactions", "2", "--results", str(tmp_path / "r.sqlite"),
+                     "--report", str(tmp_path / "r.html"), timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    output = result.stdout
+    before = " ".join(output[:output.index("▶ database")].split())
+    assert "warning: the credibility lint found 1 problem(s) before the run (it goes on)" in before, before
+    assert ("FB021 warning bank: ServerMode SuperClassic with 4096 page buffers per attachment (> 2048): "
+            "2 attachment(s) × 32.0 MiB of cache = 64.0 MiB") in before, before
+    # Without a page size the cost is not known before the run: the count of caches is.
+    with_default_page = run_cli("run", BANK, "--architecture", "classic", "--page-buffers", "4096", "-c", "3",
+                                "--transactions", "1", "--results", str(tmp_path / "r.sqlite"),
+                                "--report", str(tmp_path / "r2.html"), timeout=240)
+    assert with_default_page.returncode == 0, with_default_page.stdout[-3000:] + with_default_page.stderr[-3000:]
+    output = with_default_page.stdout
+    before = " ".join(output[:output.index("▶ database")].split())
+    assert ("FB021 warning bank: ServerMode Classic with 4096 page buffers per attachment (> 2048): "
+            "3 attachment(s), a cache each") in before, before
+
+
 def test_conflicts_and_a_two_interval_run(lab: Lab) -> None:
     run_id = lab.run("hot", str(WORKLOADS / "hot_row"), "--engine", "5.0", "-c", "2", "--warmup", "0s",
                      "--duration", "2s", "--interval", "1s")

@@ -275,6 +275,57 @@ def test_rolled_back_new_order_is_not_an_error(tmp_path: Path) -> None:
                      run.cli.stdout), run.cli.stdout[-3000:]
 
 
+# ------------------------------------------------------------------ a copy of the cached population
+
+
+def test_a_copied_population_says_what_the_copy_took(tmp_path: Path) -> None:
+    """The copy of a cached population printed the original build's time and MB/s as its own."""
+    fixed = ("--engine", "5.0", "--connections", "1", "--transactions", "10", "--interval", "1s")
+    run_tpcc(tmp_path / "first", *fixed)  # builds the cache, or copies it when an earlier test built it
+    copied = run_tpcc(tmp_path / "second", *fixed)
+    population = copied.doc["population"]
+    assert population["source"] == "copy of cached population"
+    assert is_number(population["copy_seconds"]) and population["copy_seconds"] >= 0
+    assert is_number(population["cache_built_at"]) and population["cache_built_at"] <= copied.doc["started_at"]
+    # The build's figures are the cache's, and said so: after "the cache was built …", never before.
+    said, _, build = population["text"].partition("; the cache was built on ")
+    assert said.startswith("population: copied from the cache in ") and "MB/s" not in said, said
+    assert f"{population['mb_per_second']:.2f} MB/s" in build, build
+    lines = [line.strip() for line in copied.cli.stdout.splitlines() if "population" in line]
+    assert lines.count(population["text"]) == 2, lines  # the live line and the summary
+
+
+# ------------------------------------------------------------------ the headline: NOPM
+
+
+def test_nopm_is_the_headline_and_what_compare_judges_first(tmp_path: Path) -> None:
+    """TPC-C's headline was the generic score; every TPC-C user looks for NOPM first."""
+    timed = ("--engine", "5.0", "--connections", "2", "--warmup", "1s", "--duration", "3s", "--interval", "1s")
+    runs = [run_tpcc(tmp_path / side, *timed, "--results", str(tmp_path / "r.sqlite")) for side in ("a", "b")]
+    for run in runs:
+        doc = run.doc
+        assert doc["headline"]["name"] == "NOPM" and doc["headline"]["unit"] == "/min"
+        assert doc["headline"]["value"] == doc["metrics"]["NOPM"] > 0
+        # Shown once, first, with its window; the score beside it.
+        figures = re.search(r"^NOPM .*TPM .*$", run.cli.stdout, re.MULTILINE)
+        assert figures, run.cli.stdout[-3000:]
+        assert figures.group(0).count("NOPM") == 1 and f"score {doc['score_per_minute']:,.0f}/min" in figures.group(0)
+        assert f"NOPM {doc['headline']['value']:,.0f}/min ↑ (window " in figures.group(0)
+    listed = run_cli("results", "list", "--results", str(tmp_path / "r.sqlite"))
+    assert listed.stdout.count("NOPM ") >= 2 and "score " not in listed.stdout, listed.stdout
+    out = tmp_path / "compare.json"
+    compared = run_cli("compare", runs[0].doc["run_id"], runs[1].doc["run_id"], "--results",
+                       str(tmp_path / "r.sqlite"), "--json", str(out), "--report", str(tmp_path / "compare.html"))
+    assert compared.returncode == 0, compared.stdout[-3000:] + compared.stderr
+    figures = json.loads(out.read_text())["figures"]
+    headline = figures[0]
+    assert (headline["kind"], headline["name"], headline["rate"]) == ("headline", "NOPM", True), headline
+    # As the NOPM metric was judged before: per measured interval, from the sampler's readings.
+    ratio = next(iter(headline["ratios"].values()))
+    assert ratio["basis"] == "intervals" and ratio["n_a"] >= 3, ratio
+    assert [f["name"] for f in figures].count("NOPM") == 1 and any(f["kind"] == "score" for f in figures)
+
+
 # ------------------------------------------------------------------ the loopback Firebird 3 server
 
 

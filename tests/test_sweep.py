@@ -16,6 +16,7 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,8 +41,8 @@ def _runs(store: Path) -> list[tuple[str, int, int, str]]:
             return db.execute("select run_id, cell, repeat_index, status from runs where sweep_id is not null "
                               "order by started_at").fetchall()
         except sqlite3.OperationalError as error:
-            if "no such table" in str(error):
-                return []  # the sweep has created the file, not yet its tables
+            if "no such table" in str(error) or "no such column" in str(error):
+                return []  # the sweep has created the file, not yet all of its tables (one migration at a time)
             raise
 
 
@@ -126,17 +127,40 @@ def test_a_size_series_grows_one_database(tmp_path: Path) -> None:
     assert checks == (36, 36)  # the 12 TPC-C checks pass at every size
 
 
-def test_one_factor_at_a_time_compares_with_the_baseline(tmp_path: Path) -> None:
-    spec = _spec(tmp_path, 'repeats = 2\nmode = "one_at_a_time"\nconnections = 1\n[scale]\naccounts = 200\n'
+def _one_at_a_time(tmp_path: Path, repeats: int) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """A one-factor-at-a-time sweep of connections 1 and 2 (baseline 1): its console and document."""
+    spec = _spec(tmp_path, f'repeats = {repeats}\nmode = "one_at_a_time"\nconnections = 1\n[scale]\naccounts = 200\n'
                            "[matrix]\nconnections = [1, 2]\n")
     out = tmp_path / "advisor.json"
     result = run_cli("sweep", str(spec), "--results", str(tmp_path / "r.sqlite"), "--json", str(out),
                      env={"FBBENCH_HOME": str(tmp_path / "home")}, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
-    advisor = json.loads(out.read_text())["one_at_a_time"]
+    return result, json.loads(out.read_text())
+
+
+def test_one_factor_at_a_time_compares_with_the_baseline(tmp_path: Path) -> None:
+    result, document = _one_at_a_time(tmp_path, repeats=2)
+    advisor = document["one_at_a_time"]
     assert advisor["baseline_cell"] in (1, 2)
     assert len(advisor["steps"]) == 1 and advisor["steps"][0]["kind"] == "one factor"
     assert advisor["conclusion"] and "one factor at a time, against the baseline" in result.stdout
+
+
+def test_one_run_per_cell_claims_no_spread_and_no_verdict(tmp_path: Path) -> None:
+    """With one run per cell the console said "spread ±0.0 %" and "not distinguishable from the
+    runner-up", and one factor at a time that "no setting tried is distinguishable": one run has no
+    spread, and nothing was tested."""
+    result, document = _one_at_a_time(tmp_path, repeats=1)
+    assert [cell["summary"]["n"] for cell in document["cells"]] == [1, 1]
+    assert all(cell["summary"]["spread"] is None for cell in document["cells"]), document["cells"]
+    best = document["best"]
+    assert best["resolved"] is None and "one run per cell" in best["versus_runner_up"], best
+    advisor = document["one_at_a_time"]
+    assert [step["resolved"] for step in advisor["steps"]] == [None], advisor
+    summary = result.stdout[result.stdout.index(f"sweep {document['sweep_id']} — "):]
+    assert "±0.0 %" not in summary and "distinguishable" not in summary, summary
+    assert f"best: cell {best['cell']} ({best['label']}), one run:" in summary, summary
+    assert "one run per cell: whether" in summary and "cannot be told" in summary, summary
 
 
 @pytest.mark.parametrize(
@@ -159,6 +183,44 @@ def test_bad_sweep_specs_are_one_line_errors(body: str, fragments: list[str], tm
     result = run_cli("sweep", str(spec), "--results", str(store))
     assert_clean_error(result, *fragments)
     assert not _runs(store)
+
+
+@pytest.mark.parametrize(
+    ("body", "fragments"),
+    [
+        # Set by compare --paired, never by a spec: it was refused with "did you mean 'timeshare'?".
+        ("[matrix]\ntimeshare = [1, 2]\n", ["sweep.toml:7:", "'timeshare' is not a sweep axis"]),
+        # The top-level workload (line 1) was named instead of the axis.
+        ('[matrix]\nworkload = ["a", "b"]\n', ["sweep.toml:7:", "'workload' is not a sweep axis",
+                                             "set once for the whole sweep"]),
+        # A setting both at the top and as an axis: the axis's line, not the top-level one.
+        ('connections = 2\n[matrix]\nconnections = [1, "two"]\n', ["sweep.toml:8:", '"two"']),
+    ],
+)
+def test_a_refused_axis_is_named_at_its_line_with_the_axes_there_are(body: str, fragments: list[str],
+                                                                      tmp_path: Path) -> None:
+    result = run_cli("sweep", str(_spec(tmp_path, body)), "--dry-run")
+    assert_clean_error(result, *fragments)
+    hint = next((line for line in result.stderr.splitlines() if line.startswith("hint:")), "")
+    if "axes are run settings" in hint:  # only what a spec can give as an axis, by the name it takes
+        listed = hint.split("axes are run settings (", 1)[1].split(")", 1)[0].split(", ")
+        assert "rate" in listed and "connections" in listed, listed
+        assert not {"timeshare", "seed_fixed", "target_rate", "conf", "scale", "workload"} & set(listed), listed
+    refused = body.split("[matrix]\n", 1)[1].split(" =", 1)[0].strip('"')
+    assert f"did you mean '{refused}'" not in hint, hint
+
+
+def test_dry_run_lists_each_cell_on_one_line_in_the_spec_s_words(tmp_path: Path) -> None:
+    """--dry-run printed each cell's scale as a Python dict ({'accounts': '200'}), folded over lines."""
+    spec = _spec(tmp_path, 'repeats = 2\n[scale]\naccounts = 200\n[matrix]\nconnections = [1, 2]\n'
+                           '"scale.branches" = [2, 3]\n')
+    dry = run_cli("sweep", str(spec), "--dry-run", "--results", str(tmp_path / "r.sqlite"))
+    assert dry.returncode == 0, dry.stderr
+    assert "{" not in dry.stdout and "'" not in dry.stdout, dry.stdout
+    cells = [line.strip() for line in dry.stdout.splitlines() if line.strip().startswith("cell")]
+    assert len(cells) == 4, dry.stdout
+    for cell in cells:  # whole, each on its line
+        assert "scale accounts=200, branches=" in cell and cell.endswith("page size default]"), cell
 
 
 def test_resume_of_an_unknown_sweep(tmp_path: Path) -> None:

@@ -218,5 +218,9 @@ def test_headline_per_kind_of_run() -> None:
     orders = load_workload("orders")
     assert orders.headline(fixed_work=True).name == "elapsed" and orders.headline(True).better == "lower"
     assert orders.headline(fixed_work=False).name == "orders"
-    assert load_workload("tpcc").headline(False).name == "score"  # no [headline]: the score
+    assert load_workload(str(BANK)).headline(False).name == "score"  # no [headline]: the score
+    assert load_workload(str(BANK)).headline(True).name == "score"
+    tpcc = load_workload("tpcc")  # NOPM, as the database counts it, whatever the kind of run
+    assert tpcc.headline(False).name == tpcc.headline(True).name == "NOPM"
+    assert tpcc.headline(False).value == "metrics.NOPM" and tpcc.headline(False).per == "run"
     assert load_workload("docflow").headline(False).name == "business actions"

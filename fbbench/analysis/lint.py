@@ -286,15 +286,19 @@ def _engine_major(text: Any) -> int | None:
 def _large_cache_per_attachment(mode: str, buffers: int | None, subject: str, shown: str,
                                 ran: tuple[int | None, int | None] | None = None) -> list[Finding]:
     """FB021 for a ServerMode (any of Firebird's spellings) and the page buffers of each
-    attachment; ``ran``: the (connections, page size) of a run, to say what the caches cost."""
+    attachment; ``ran``: the (connections, page size) of a run, to say what the caches cost (the
+    page size may not be known before the run: then only how many caches)."""
     if architecture_of_mode(mode) not in CACHE_PER_ATTACHMENT or buffers is None or buffers <= MAX_CLASSIC_BUFFERS:
         return []
     message = f"{shown} with {buffers} page buffers per attachment (> {MAX_CLASSIC_BUFFERS})"
     evidence: dict[str, Any] = {"architecture": mode, "page_buffers": buffers}
     if ran is not None:
         connections, page_size = ran
-        each = buffers * (page_size or 0)
-        message += f": {connections} attachment(s) × {_mib(each)} of cache = {_mib(each * (connections or 1))}"
+        if page_size:
+            each = buffers * page_size
+            message += f": {connections} attachment(s) × {_mib(each)} of cache = {_mib(each * (connections or 1))}"
+        else:
+            message += f": {connections} attachment(s), a cache each"
         evidence["connections"] = connections
     return [_finding("FB021", message, evidence, subject)]
 
@@ -507,10 +511,12 @@ def _random_findings(units: Sequence[Unit], files: Mapping[str, str], engine_maj
 
 
 def lint_workload(workload: Workload, engine_major: int | str | None = None, conf: Mapping[str, str] | None = None,
-                  *, page_buffers: int | None = None) -> list[Finding]:
+                  *, page_buffers: int | None = None, connections: int | None = None,
+                  page_size: int | None = None) -> list[Finding]:
     """Static findings before a run, from the workload (:class:`~fbbench.workloads.spec.Workload`),
     the engine's major version (5, "5.0", None for unknown) and the run's firebird.conf settings
-    (``--set``; ``page_buffers``: ``--page-buffers``)."""
+    (``--set`` with the ServerMode of ``--architecture``; ``page_buffers``: ``--page-buffers``;
+    ``connections`` and ``page_size``, when given, say what per-attachment caches cost)."""
     conf = dict(conf or {})
     major = engine_major if isinstance(engine_major, int) or engine_major is None else _engine_major(
         f"{engine_major}.0" if "." not in str(engine_major) else engine_major)
@@ -521,4 +527,5 @@ def lint_workload(workload: Workload, engine_major: int | str | None = None, con
                                  "pages between Firebird's cache and the OS file cache rather than the engine",
                                  {"page_buffers": buffers}, workload.name))
     mode = str(lookup(conf, "ServerMode") or "")
-    return findings + _large_cache_per_attachment(mode, buffers, workload.name, f"ServerMode {mode}")
+    return findings + _large_cache_per_attachment(mode, buffers, workload.name, f"ServerMode {mode}",
+                                                  ran=(connections, page_size) if connections else None)

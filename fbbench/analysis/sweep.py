@@ -89,7 +89,8 @@ def _best(cells: list[dict[str, Any]], headline: Mapping[str, Any]) -> dict[str,
     lower = headline.get("better") == "lower"
     ranked.sort(key=lambda cell: cell["summary"]["median"], reverse=not lower)
     best = ranked[0]
-    result: dict[str, Any] = {"cell": best["index"], "label": best["label"], "median": best["summary"]["median"]}
+    result: dict[str, Any] = {"cell": best["index"], "label": best["label"], "median": best["summary"]["median"],
+                              "n": best["summary"]["n"]}
     if len(ranked) > 1:
         runner = ranked[1]
         a = [run["headline"] for run in runner["runs"] if run["status"] == "completed" and run["headline"]]
@@ -98,7 +99,7 @@ def _best(cells: list[dict[str, Any]], headline: Mapping[str, Any]) -> dict[str,
         if estimate is None:
             result["versus_runner_up"] = (f"one run per cell: whether {best['label']} beats {runner['label']} "
                                           "cannot be told (give the sweep repeats)")
-            result["resolved"] = False
+            result["resolved"] = None  # nothing to test, so neither resolved nor "not distinguishable"
         else:
             verdict = stats.verdict_for(estimate, headline, a=runner["label"], b=best["label"])
             result["versus_runner_up"] = verdict.text
@@ -113,7 +114,7 @@ def _versus(base: Mapping[str, Any], other: Mapping[str, Any], headline: Mapping
     a = [run["headline"] for run in base["runs"] if run["status"] == "completed" and run["headline"]]
     b = [run["headline"] for run in other["runs"] if run["status"] == "completed" and run["headline"]]
     if len(a) < 2 or len(b) < 2:
-        return {"text": "too few completed repeats to tell", "resolved": False}
+        return {"text": "too few completed repeats to tell (give the sweep repeats)", "resolved": None}
     estimate = stats.ratio_of_series(a, b)
     verdict = stats.verdict_for(estimate, headline, a="the baseline", b=other["label"])
     return {"text": verdict.text, "resolved": verdict.resolved, "ratio": estimate.to_dict()}
@@ -136,10 +137,11 @@ def _one_at_a_time(cells: list[dict[str, Any]], baseline: Mapping[str, Any],
     combination = next((step for step in steps if step["kind"] == "best combination"), None)
     resolved = [step for step in steps if step["resolved"]]
     if combination is not None:
-        conclusion = (f"the best combination ({combination['label']}): {combination['text']}"
-                      if combination["resolved"] else
-                      f"the best combination ({combination['label']}) is not distinguishable from the baseline: "
-                      f"{combination['text']}")
+        conclusion = (f"the best combination ({combination['label']}) is not distinguishable from the baseline: "
+                      f"{combination['text']}" if combination["resolved"] is False else
+                      f"the best combination ({combination['label']}): {combination['text']}")
+    elif steps and all(step["resolved"] is None for step in steps):
+        conclusion = "too few completed repeats to tell any setting tried from the baseline (give the sweep repeats)"
     elif not resolved:
         conclusion = "no setting tried is distinguishable from the baseline"
     else:

@@ -25,21 +25,48 @@ from fbbench.cli.common import (
     console,
 )
 from fbbench.errors import FbbenchError
+from fbbench.runner.settings import RunSettings, duration_flag
+from fbbench.workloads.spec import builtin_workloads
+
+# The defaults --help names are RunSettings' own: the flags default to None (not given: the spec
+# file's value stands), so typer has none to show.
+_DEFAULT = RunSettings()
+_LOAD = duration_flag(_DEFAULT.warmup + _DEFAULT.duration)
+
+HELP = f"""Run a benchmark: runtime, database (populated, cached), sweep, warm-up, measure, checks;
+recorded in the results store, summarised, with JSON and HTML reports.
+
+By default {_DEFAULT.connections} attachments warm up for {duration_flag(_DEFAULT.warmup)} and measure for \
+{duration_flag(_DEFAULT.duration)}: {_LOAD} of load, plus the population and checks.
+
+Examples:
+
+* `fbbench run tpcc --connections 4 --warmup 20s --duration 60s`
+* `fbbench run tpcc --engine 4.0 --scale warehouses=4 --architecture superclassic --json r.json`
+* `fbbench run ./my-workload --transactions 1000 -c 1`
+* `ISC_PASSWORD=... fbbench run tpcc --engine db1/3050:/data/bench.fdb`
+"""
 
 
 def run(
-    workload: Annotated[str | None, typer.Argument(help="Built-in workload (tpcc) or a workload directory.")] = None,
+    workload: Annotated[str | None, typer.Argument(help=f"Built-in workload ({', '.join(builtin_workloads())}) "
+                                                   "or a workload directory.")] = None,
     spec: Annotated[Path | None, typer.Option("--spec", help="TOML file with run settings; flags override it.")] = None,
-    engine: Annotated[str | None, typer.Option("--engine", "-e", help="5.0 (default), 4.0, 3.0, or a DSN.")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", "-e", help="5.0, 4.0, 3.0 (embedded) or a DSN "
+                                               f"(default {_DEFAULT.engine}).")] = None,
     scale: Annotated[list[str] | None, typer.Option("--scale", help="Workload scale, e.g. warehouses=4.")] = None,
-    connections: Annotated[int | None, typer.Option("--connections", "-c", help="Attachments doing the work.")] = None,
-    warmup: Annotated[str | None, typer.Option("--warmup", help="Warm-up before measuring, e.g. 30s.")] = None,
-    duration: Annotated[str | None, typer.Option("--duration", "-d", help="Measured period, e.g. 5m.")] = None,
+    connections: Annotated[int | None, typer.Option("--connections", "-c", help="Attachments doing the work "
+                                                    f"(default {_DEFAULT.connections}).")] = None,
+    warmup: Annotated[str | None, typer.Option("--warmup", help="Warm-up before measuring (default "
+                                               f"{duration_flag(_DEFAULT.warmup)}).")] = None,
+    duration: Annotated[str | None, typer.Option("--duration", "-d", help="Measured period (default "
+                                                 f"{duration_flag(_DEFAULT.duration)}).")] = None,
     transactions: Annotated[int | None, typer.Option("--transactions", help="Fixed work: units per attachment "
                                                      "(instead of a timed run).")] = None,
     repeat: Annotated[int | None, typer.Option("--repeat", help="Run the same conditions N times, each from a "
                                                "fresh copy of the database: one series.")] = None,
-    interval: Annotated[str | None, typer.Option("--interval", help="Reporting interval, e.g. 10s.")] = None,
+    interval: Annotated[str | None, typer.Option("--interval", help="Reporting interval (default "
+                                                 f"{duration_flag(_DEFAULT.interval)}).")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed: same seed, same units and parameters.")] = None,
     set_conf: Annotated[list[str] | None, typer.Option("--set", help="firebird.conf Key=Value for this run "
                                                        "(embedded engines).")] = None,
@@ -81,16 +108,7 @@ def run(
     user: UserOption = None,
     password_file: PasswordFileOption = None,
 ) -> None:
-    """Run a benchmark: runtime, database (populated, cached), sweep, warm-up, measure, checks;
-    recorded in the results store, summarised, with JSON and HTML reports.
-
-    Examples:
-
-    * `fbbench run tpcc --connections 4 --warmup 20s --duration 60s`
-    * `fbbench run tpcc --engine 4.0 --scale warehouses=4 --architecture superclassic --json r.json`
-    * `fbbench run ./my-workload --transactions 1000 -c 1`
-    * `ISC_PASSWORD=... fbbench run tpcc --engine db1/3050:/data/bench.fdb`
-    """
+    """Run a benchmark (its help text, with the defaults, is :data:`HELP`)."""
     flags = _flags(locals())  # first: the locals are still exactly the command's parameters
     from fbbench.runner.settings import from_sources
 

@@ -19,6 +19,20 @@ from fbbench.cli.common import (
     console,
 )
 from fbbench.errors import FbbenchError
+from fbbench.sweep.spec import DEFAULT_REPEATS, MODES
+
+HELP = f"""Run a matrix of run settings with repeats: one series per cell, repeats interleaved across cells.
+
+The spec holds the run settings every cell shares (as `run --spec`), `repeats` (runs per cell, \
+default {DEFAULT_REPEATS}), `mode` ({" or ".join(MODES)}) and a `[matrix]` of axes: run settings, \
+`conf.KEY` or `scale.NAME`.
+
+Examples:
+
+* `fbbench sweep architectures.toml --dry-run`
+* `fbbench sweep architectures.toml --report sweep.html`
+* `fbbench sweep --resume last`
+"""
 
 
 def sweep(
@@ -33,14 +47,7 @@ def sweep(
                                                 "next to the results store).")] = None,
     password_file: PasswordFileOption = None,
 ) -> None:
-    """Run a matrix of run settings with repeats: one series per cell, repeats interleaved across cells.
-
-    Examples:
-
-    * `fbbench sweep architectures.toml --dry-run`
-    * `fbbench sweep architectures.toml --report sweep.html`
-    * `fbbench sweep --resume last`
-    """
+    """Run, resume or plan a sweep (its help text, with the defaults, is :data:`HELP`)."""
     from fbbench.analysis.sweep import sweep_document
     from fbbench.report import sweep as sweep_page
     from fbbench.report.outputs import write_outputs
@@ -70,7 +77,7 @@ def sweep(
         known = ResultsStore(store_path, create=False) if store_path.exists() else None
         try:
             for line in sweep_run.plan_text(parsed, sweep_run.steps(parsed, done), known):
-                console.print(escape(line), highlight=False)
+                console.print(escape(line), highlight=False, soft_wrap=True)
         finally:
             if known is not None:
                 known.close()

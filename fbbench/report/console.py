@@ -41,6 +41,8 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
                   + (f": {escape(document['failure'])}" if document.get("failure") else ""))
     if document.get("workload_description"):
         console.print(escape(f"{document['workload']}: {document['workload_description']}"))
+    if document.get("tags"):
+        console.print(escape(f"tags: {', '.join(document['tags'])}"), highlight=False, soft_wrap=True)
     console.print(
         f"engine {engine.get('version') or '?'} ({engine.get('label') or '?'}, {engine.get('mode') or '?'}); "
         f"page size {database.get('page_size')}, buffers {database.get('page_buffers')}, "
@@ -59,16 +61,26 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     measured = document.get("measure_seconds")
     if measured:
         stored = document.get("headline") or {}
-        headline = [f"[bold]{escape(headline_text({**stored, 'result': stored.get('value')}, measured))}[/]"]
-        for figure in document.get("figures") or []:
-            headline.append(escape(headline_text({**figure, "result": figure.get("value")}, measured)))
+        windows = document.get("metric_windows") or {}
+
+        def window(name: str) -> str:
+            seconds = (windows.get(name) or {}).get("seconds")
+            return f" (window {seconds:.1f} s)" if seconds else ""
+
+        # A figure that is a metric (TPC-C's headline NOPM) is shown once, as the figure, with the
+        # metric's window.
+        stated = [stored, *(document.get("figures") or [])]
+        headline = [f"[bold]{escape(headline_text({**stored, 'result': stored.get('value')}, measured))}[/]"
+                    + window(stored.get("name", ""))]
+        for figure in stated[1:]:
+            headline.append(escape(headline_text({**figure, "result": figure.get("value")}, measured))
+                            + window(figure.get("name", "")))
         if stored.get("definition") != "ok" or stored.get("per") != "minute":
             headline.append(f"score {_num(document.get('score_per_minute'))}/min")
-        windows = document.get("metric_windows") or {}
+        names = {figure.get("name") for figure in stated}
         for name, value in document.get("metrics", {}).items():
-            seconds = (windows.get(name) or {}).get("seconds")
-            window = f" (window {seconds:.1f} s)" if seconds else ""
-            headline.append(f"[bold]{escape(name)} {_num(value)}[/]{window}")
+            if name not in names:
+                headline.append(f"[bold]{escape(name)} {_num(value)}[/]{window(name)}")
         headline.append(f"TPM {_num(document.get('tpm'))}")
         shown = f"{measured:.0f}" if measured >= 10 else f"{measured:.2f}"
         console.print(" · ".join(headline) + f"  (measured {shown} s after {document['warmup_seconds']:.0f} s "
@@ -100,10 +112,9 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         console.print(table)
     for line in engine_lines(document):
         console.print(line, highlight=False, soft_wrap=True)
-    population = document.get("population") or {}
-    if population.get("mb_per_second"):
-        console.print(f"population: {population['source']}; {_num(population['total_rows'])} rows, "
-                      f"{population['mb_per_second']:.2f} MB/s, {_num(population['rows_per_second'])} rows/s")
+    population = (document.get("population") or {}).get("text")
+    if population:
+        console.print(escape(population), highlight=False, soft_wrap=True)
     if document.get("client_cpu_seconds") is not None and measured:
         console.print(_client_share(document))
     for line in credibility_lines(document):
@@ -184,12 +195,12 @@ def print_series(series_id: str, documents: list[dict[str, Any]], console: Conso
                 else f"no 95 % interval below {MIN_EXACT_MEDIAN} repeats")
     cv = f", CV {summary.cv * 100:.1f} %" if math.isfinite(summary.cv) else ""
     arrow = "↑" if head.get("better", "higher") == "higher" else "↓"
+    spread = (f"; repeats spread {summary.minimum:,.{digits}f}–{summary.maximum:,.{digits}f}{unit} "
+              f"(±{summary.spread * 50:.1f} % of the median{cv})" if math.isfinite(summary.spread) else "")
     console.print(
         f"\n[bold]series {series_id}[/]: {len(values)} of {len(documents)} repeat(s) completed — "
-        f"{escape(head.get('name', 'score'))} {arrow} median {summary.median:,.{digits}f}{unit} ({interval}); "
-        f"repeats spread {summary.minimum:,.{digits}f}–{summary.maximum:,.{digits}f}{unit} "
-        f"(±{summary.spread * 50:.1f} % of the median{cv})",
-        highlight=False, soft_wrap=True)
+        f"{escape(head.get('name', 'score'))} {arrow} median {summary.median:,.{digits}f}{unit} ({interval})"
+        + spread, highlight=False, soft_wrap=True)
     if len(values) < len(documents):
         left = [f"{d['run_id']} ({d['status']})" for d in documents if d["status"] != "completed"]
         console.print(f"  [yellow]not in the figures:[/] {', '.join(left)}", highlight=False, soft_wrap=True)

@@ -35,9 +35,10 @@ def print_sweep(document: Mapping[str, Any], console: Console) -> None:
     console.print(table)
     best = document.get("best")
     if best:
-        console.print(f"best: cell {best['cell']} ({escape(best['label'])}), median {best['median']:,.0f}{unit}")
+        figure = "one run" if best.get("n") == 1 else "median"
+        console.print(f"best: cell {best['cell']} ({escape(best['label'])}), {figure}: {best['median']:,.0f}{unit}")
         if best.get("versus_runner_up"):
-            sure = "" if best.get("resolved") else "[yellow]not distinguishable from the runner-up:[/] "
+            sure = "[yellow]not distinguishable from the runner-up:[/] " if best.get("resolved") is False else ""
             console.print(f"  {sure}{escape(best['versus_runner_up'])}")
     advisor = document.get("one_at_a_time")
     if advisor:

@@ -71,7 +71,10 @@ def static_findings(settings: RunSettings) -> list[Any]:
     workload = load_workload(settings.workload, settings.scale)
     engine = parse_engine(settings.engine)
     major = engine.major if isinstance(engine, EmbeddedEngine | ManagedEngine) else None
-    return lint_workload(workload, major, settings.conf, page_buffers=settings.page_buffers)
+    # The conf with --architecture's ServerMode: the architecture the run asks for, whether fbbench
+    # configures the engine or (an external server) only verifies it.
+    return lint_workload(workload, major, settings.engine_conf(local=True), page_buffers=settings.page_buffers,
+                         connections=settings.connections, page_size=settings.page_size)
 
 
 def new_series_id() -> str:

@@ -86,8 +86,9 @@ def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> 
     for cell in spec.cells:
         settings = spec.settings_for(cell)
         left = sum(1 for step in todo if step.cell.index == cell.index)
-        lines.append(f"  cell {cell.index:>2}: {cell.label}  [{left} run(s) left; engine {settings.engine}, "
-                     f"scale {settings.scale or 'default'}, page size {settings.page_size or 'default'}]")
+        scale = ", ".join(f"{name}={value}" for name, value in settings.scale.items()) or "default"
+        lines.append(f"  cell {cell.index:>2}: {cell.label}  [{left} run(s) left; engine {settings.engine}; "
+                     f"scale {scale}; page size {settings.page_size or 'default'}]")
     populations = {(s.engine, tuple(sorted(s.scale.items())), s.page_size)
                    for s in (spec.settings_for(cell) for cell in spec.cells)}
     grow = spec.grow_axis

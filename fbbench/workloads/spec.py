@@ -289,12 +289,17 @@ def find_workload(name_or_path: str) -> Path:
     builtin = BUILTIN_DIR / name_or_path
     if "/" not in name_or_path and (builtin / "workload.toml").is_file():
         return builtin
-    candidates = BUILTIN_DIR.iterdir() if BUILTIN_DIR.is_dir() else ()
-    names = sorted(p.name for p in candidates if (p / "workload.toml").is_file())
     raise FbbenchError(
         f"unknown workload '{name_or_path}'",
-        hint=f"built-in workloads: {', '.join(names) or 'none'}; or give a directory containing workload.toml",
+        hint=f"built-in workloads: {', '.join(builtin_workloads()) or 'none'}; or give a directory containing "
+             "workload.toml",
     )
+
+
+def builtin_workloads() -> list[str]:
+    """The names of the workloads fbbench ships (fbbench/workloads/builtin), sorted."""
+    candidates = BUILTIN_DIR.iterdir() if BUILTIN_DIR.is_dir() else ()
+    return sorted(p.name for p in candidates if (p / "workload.toml").is_file())
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,9 @@ fbb.section("headline", node => {
   const h = run.headline;
   if (h) {
     const better = h.better === "lower" ? "↓ lower is better" : "↑ higher is better";
-    const defined = h.definition ? `counts ${h.definition}${h.per ? " per " + h.per : ""}` : "";
+    const window = (run.metric_windows || {})[h.name];
+    const defined = window && isNumber(window.seconds) ? `over a ${seconds(window.seconds)} s window`
+      : h.definition ? `counts ${h.definition}${h.per ? " per " + h.per : ""}` : "";
     figure(node, h.value, h.unit, `${h.name} (${better})`,
            [h.description, defined].filter(Boolean).join("; "), "figure main").id = "headline-figure";
   } else if (isNumber(run.score_per_minute)) {
@@ -68,7 +70,13 @@ fbb.section("headline", node => {
     figure(node, "–", "", "no headline figure",
            run.status === "completed" ? "" : `the run ${run.status} before it had one`, "figure main");
   }
+  // The score beside a headline of another definition (TPC-C's NOPM); a metric that is the
+  // headline is not shown twice.
+  if (h && !(h.definition === "ok" && h.per === "minute") && isNumber(run.score_per_minute)) {
+    figure(node, run.score_per_minute, "/min", "score", "successful units per minute");
+  }
   for (const [name, value] of Object.entries(run.metrics || {})) {
+    if (h && name === h.name) continue;
     const window = (run.metric_windows || {})[name];
     figure(node, value, "", name, window && isNumber(window.seconds) ? `over a ${seconds(window.seconds)} s window` : "");
   }
@@ -499,8 +507,7 @@ fbb.section("conditions", node => {
     ["size", `${fbb.fmtMB(d.size_bytes_before)} before, ${fbb.fmtMB(d.size_bytes)} after`],
     ["header before / after", `OIT ${fmt(hb.oldest_transaction)} / ${fmt(ha.oldest_transaction)}, ` +
                               `OAT ${fmt(hb.oldest_active)} / ${fmt(ha.oldest_active)}, Next ${fmt(hb.next_transaction)} / ${fmt(ha.next_transaction)}`],
-    ["population", p.source ? `${p.source}; ${fmt(p.total_rows)} rows, ${fmt(p.mb_per_second, 2)} MB/s, ` +
-                              `${fmt(p.rows_per_second, 0)} rows/s, ${fmt(p.load_connections)} load attachment(s)` : "–"],
+    ["population", p.text || "–"],
     ["workload", `${run.workload}, scale ${JSON.stringify(run.scale || {})}, seed ${run.seed}`],
     ["load", `${fmt(run.connections)} connection(s), warm-up ${fmt(run.warmup_seconds)} s, measured ${fmt(run.measure_seconds)} s` +
              (run.transactions_per_attachment ? `, ${fmt(run.transactions_per_attachment)} units per attachment` : "")],

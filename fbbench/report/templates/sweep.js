@@ -21,10 +21,11 @@ fbb.section("best", () => {
   const box = document.getElementById("best");
   const best = sweep.best;
   if (!best) return note(box, "No cell completed a run with a headline figure.");
-  el("p", {}, box, `Best: cell ${best.cell} (${best.label}), median ${fmt(best.median)}${unit}.`);
+  el("p", {}, box, `Best: cell ${best.cell} (${best.label}), ${best.n === 1 ? "one run" : "median"}: ` +
+                   `${fmt(best.median)}${unit}.`);
   if (best.versus_runner_up) {
     el("p", {class: best.resolved ? "pass" : "warn"}, box,
-       (best.resolved ? "" : "Not distinguishable from the runner-up: ") + best.versus_runner_up);
+       (best.resolved === false ? "Not distinguishable from the runner-up: " : "") + best.versus_runner_up);
   }
 });
 

@@ -205,13 +205,11 @@ def _finish(store: ResultsStore, run_id: str, log: LogWatch, status: str, failur
 
 
 def _print_load(console: Console, load: dict[str, Any]) -> None:
-    if load.get("mb_per_second") is None:
-        return
-    console.print(
-        f"  population ({load['source']}): {load['total_rows']:,} rows, {load['grown_bytes'] / 1e6:,.1f} MB in "
-        f"{load['load_seconds']:.1f} s — {load['mb_per_second']:.2f} MB/s, {load['rows_per_second']:,.0f} rows/s "
-        f"with {load['load_connections']} load attachment(s)"
-    )
+    from fbbench.analysis.run import population_text
+
+    text = population_text(load)
+    if text:
+        console.print(f"  {text}", highlight=False, soft_wrap=True)
 
 
 def _store_result(store: ResultsStore, run_id: str, result: LoadResult) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from fbbench import signals
+from fbbench.analysis.run import COPIED_POPULATION
 from fbbench.database import driver, lifecycle, ownership, scripts
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner.cleanup import BUILDING_SUFFIX
@@ -113,7 +114,8 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
                                             "material": cache_material(workload, plan)}, indent=2, default=str))
                 load = {**stats, "source": stats.get("source", "built (now cached)")}
             else:
-                load = {**json.loads(meta.read_text())["load"], "source": "copy of cached population"}
+                stored = json.loads(meta.read_text())
+                load = {**stored["load"], "source": COPIED_POPULATION, "cache_built_at": stored.get("built_at")}
             started = time.monotonic()
             shutil.copyfile(cached, plan.location)
             load["copy_seconds"] = time.monotonic() - started
