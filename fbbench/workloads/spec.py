@@ -8,11 +8,11 @@ users write their own workloads and should never need to read fbbench's code to 
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import tomllib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +93,37 @@ class LoadStep:
     params: tuple[Generator, ...] = ()
     for_each: tuple[tuple[int, int], ...] = ()  # inclusive ranges; the cartesian product is iterated
 
-    def iterations(self) -> list[tuple[int, ...]]:
-        if not self.for_each:
-            return [()]
-        return list(product(*(range(low, high + 1) for low, high in self.for_each)))
+    def iterations(self) -> Iterator[tuple[int, ...]]:
+        """The iterations one at a time: a scale's product can be far too large to list
+        (``warehouses=1e9`` made a list that took the engine process to 24 GB)."""
+        return _product(tuple(range(low, high + 1) for low, high in self.for_each))
+
+    @property
+    def count(self) -> int:
+        """How many iterations there are (1 without ``for_each``), without making them."""
+        return math.prod(max(high - low + 1, 0) for low, high in self.for_each)
+
+    def covers(self, item: tuple[int, ...]) -> bool:
+        """Whether ``item`` is one of this step's iterations."""
+        return len(item) == len(self.for_each) and all(low <= value <= high
+                                                       for value, (low, high) in zip(item, self.for_each, strict=True))
+
+    def shared_count(self, other: LoadStep) -> int:
+        """How many iterations this step and ``other`` have in common."""
+        if len(other.for_each) != len(self.for_each):
+            return 0
+        return math.prod(max(min(high, other_high) - max(low, other_low) + 1, 0)
+                         for (low, high), (other_low, other_high) in zip(self.for_each, other.for_each, strict=True))
+
+
+def _product(ranges: tuple[range, ...]) -> Iterator[tuple[int, ...]]:
+    """itertools.product's order, but lazy: product() first makes a tuple of each of its inputs."""
+    if not ranges:
+        yield ()
+        return
+    for value in ranges[0]:
+        for rest in _product(ranges[1:]):
+            yield (value, *rest)
 
 
 @dataclass(frozen=True)

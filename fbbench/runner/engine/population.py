@@ -16,7 +16,6 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import queue
 import random
 import shutil
 import threading
@@ -172,18 +171,22 @@ def grow(source: tuple[Path, dict[str, Any]], dsn: str, workload: Workload, plan
     ownership.register(dsn, _mark_token(dsn), {"purpose": "population (growing)"})
     with driver.connect(dsn) as connection:
         size_before = _size(connection)
-    steps = []
+    steps: list[tuple[LoadStep, _Work | None]] = []
     for step, before in zip(workload.load, smaller.load, strict=True):
         if step.script is not None:
             continue
-        done = set(before.iterations())
-        new = [item for item in step.iterations() if item not in done]
-        if new:
-            steps.append((step, new))
+        count = step.count - step.shared_count(before)
+        if count > 0:
+            steps.append((step, _Work(_not_in(step, before), count)))
     facts = _load(dsn, workload, plan, progress, steps, started, size_before, material.get("rows") or 0)
     grown_from = material["scale"].get(plan.grow)
     shown = f"{grown_from:g}" if isinstance(grown_from, int | float) else str(grown_from)
     return {**facts, "source": f"grown from {plan.grow}={shown} (now cached)", "grown_from": material["scale"]}
+
+
+def _not_in(step: LoadStep, before: LoadStep) -> Iterator[tuple[int, ...]]:
+    """The iterations of ``step`` that ``before`` (the same step at a smaller scale) did not run."""
+    return (item for item in step.iterations() if not before.covers(item))
 
 
 def _mark_token(location: str) -> str:
@@ -241,8 +244,16 @@ def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress) 
     return _load(dsn, workload, plan, progress, [(step, None) for step in workload.load], started, size_before)
 
 
+@dataclass
+class _Work:
+    """Some of a step's iterations, drawn one at a time, and how many they are."""
+
+    items: Iterator[tuple[int, ...]]
+    count: int
+
+
 def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress,
-          steps: list[tuple[LoadStep, list[tuple[int, ...]] | None]], started: float, size_before: int,
+          steps: list[tuple[LoadStep, _Work | None]], started: float, size_before: int,
           rows_before: int = 0) -> dict[str, Any]:
     """Run load steps (each with all its iterations, or only those given) on the load attachments;
     the load's facts: time, rows, growth of the database, MB/s and rows/s."""
@@ -293,7 +304,7 @@ def _row_counts(connection: Any) -> dict[str, int]:
 
 
 class _Loaders:
-    """``n`` attachments on threads; a step's iterations are shared out through a queue.
+    """``n`` attachments on threads, drawing a step's iterations one at a time from one iterator.
 
     firebird-driver calls release the GIL inside the client library, so long-running load
     procedures really run in parallel. Ctrl-C cancels the running statements
@@ -318,31 +329,28 @@ class _Loaders:
             self.connections.append(driver.connect(self.dsn))
         return self.connections[index]
 
-    def run(self, step: LoadStep, workload: Workload, progress: Progress,
-            only: list[tuple[int, ...]] | None = None) -> int:
+    def run(self, step: LoadStep, workload: Workload, progress: Progress, only: _Work | None = None) -> int:
         if step.script is not None:
             progress(step.name, 0, 1)
             scripts.run_file(self._connection(0), step.script, workload.scale)
             progress(step.name, 1, 1)
             return 1
-        iterations = step.iterations() if only is None else only
-        work: queue.Queue[tuple[int, ...]] = queue.Queue()
-        for item in iterations:
-            work.put(item)
-        workers = min(self.count, len(iterations))
+        work = only or _Work(step.iterations(), step.count)
+        total = work.count
+        workers = min(self.count, total)
         for index in range(workers):
             self._connection(index)
         done, failures = [0], []
         lock = threading.Lock()
         stop = threading.Event()
-        progress(step.name, 0, len(iterations))
+        progress(step.name, 0, total)
 
         def worker(index: int) -> None:
             connection = self.connections[index]
             while not stop.is_set():
-                try:
-                    item = work.get_nowait()
-                except queue.Empty:
+                with lock:
+                    item = next(work.items, None)
+                if item is None:
                     return
                 rng = random.Random(derived_seed(workload.name, step.index, *item))
                 params = [*item, *(value(g, rng, index + 1, {}) for g in step.params)]
@@ -358,7 +366,7 @@ class _Loaders:
                     return
                 with lock:
                     done[0] += 1
-                    progress(step.name, done[0], len(iterations))
+                    progress(step.name, done[0], total)
 
         threads = [signals.Thread(target=worker, args=(i,), name=f"load-{i + 1}", daemon=True)
                    for i in range(workers)]
@@ -384,4 +392,4 @@ class _Loaders:
                 raise error
             raise FbbenchError(f"load step '{step.name}' failed: "
                                f"{driver.explain(error, self.dsn).message}") from None
-        return len(iterations)
+        return total
