@@ -20,9 +20,8 @@ from fbbench import paths
 from fbbench.database import ownership
 from fbbench.engines.managed import stop_abandoned_servers
 from fbbench.engines.runtime import runtime_base
+from fbbench.runner.population_cache import BUILDING_SUFFIX, cache_dir
 from fbbench.store import ResultsStore
-
-BUILDING_SUFFIX = ".building.fdb"
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ def remove_leftovers(store: ResultsStore, workdir: Path) -> list[str]:
     present |= {path.name for path in (workdir / "runtimes").glob("*") if path.is_dir()}
     for run_id, kept in store.ended_runs(present):
         removed += clean_run(workdir, run_id, kept)
-    removed += _abandoned_builds(workdir / "dbcache")
+    removed += _abandoned_builds(cache_dir(workdir))
     return removed
 
 

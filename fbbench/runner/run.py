@@ -25,7 +25,7 @@ from fbbench.engines import EmbeddedEngine, ManagedEngine, ServerEngine, parse_e
 from fbbench.engines import managed as managed_servers
 from fbbench.engines.runtime import check_conf
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner import cleanup, limits
+from fbbench.runner import cleanup, limits, population_cache
 from fbbench.runner.host import host_facts
 from fbbench.runner.settings import RunSettings
 from fbbench.store import ResultsStore
@@ -230,7 +230,7 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
     if isinstance(engine, EmbeddedEngine):
         database = cleanup.run_files(workdir, run_id).database
         database.parent.mkdir(parents=True, exist_ok=True)
-        location, services_host, cache_dir = str(database), "", str(workdir / "dbcache")
+        location, services_host, cache_dir = str(database), "", str(population_cache.cache_dir(workdir))
         major = engine.major
     elif managed is not None:
         # Where an embedded run's copy would be, so --keep-database and clean_run work alike. Built

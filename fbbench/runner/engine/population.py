@@ -1,9 +1,9 @@
 """Phase 2 of a run, inside the engine child: the benchmark database, created and populated.
 
-Populated databases are kept in a cache keyed by workload (name, files, scale), page size and
-engine version; a run with the same key starts from a copy of it. A run's own database is
-always a fresh copy, so runs never see each other's leftovers. Servers get a database built in
-place (fbbench cannot copy files on another machine).
+Populated databases are kept in a cache (:mod:`fbbench.runner.population_cache`) keyed by
+workload (name, files, scale), page size and engine version; a run with the same key starts from
+a copy of it. A run's own database is always a fresh copy, so runs never see each other's
+leftovers. Servers get a database built in place (fbbench cannot copy files on another machine).
 
 Population runs the workload's ``[[load]]`` steps in order; the iterations of a ``for_each``
 step are spread over ``load_connections`` attachments. Load speed is measured as database growth
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import random
 import shutil
@@ -29,11 +28,10 @@ from typing import Any
 from fbbench import signals
 from fbbench.database import driver, lifecycle, ownership, scripts
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner.cleanup import BUILDING_SUFFIX
+from fbbench.runner import population_cache
+from fbbench.runner.population_cache import cache_key, cache_material
 from fbbench.workloads.generators import derived_seed, value
 from fbbench.workloads.spec import LoadStep, Workload
-
-POPULATION_FORMAT = 1  # bump when the way fbbench populates changes, to invalidate caches
 
 Progress = Callable[[str, int, int], None]  # step name, done, total
 
@@ -51,15 +49,6 @@ class DatabasePlan:
     fresh: bool
     load_connections: int
     grow: str | None = None  # a scale name: extend a cached smaller population instead of building anew
-
-
-def cache_material(workload: Workload, plan: DatabasePlan) -> dict[str, Any]:
-    return {"format": POPULATION_FORMAT, "workload": workload.name, "files": workload.files,
-            "scale": workload.scale, "page_size": plan.page_size, "engine": plan.engine_major}
-
-
-def cache_key(workload: Workload, plan: DatabasePlan) -> str:
-    return hashlib.sha256(json.dumps(cache_material(workload, plan), sort_keys=True).encode()).hexdigest()[:16]
 
 
 @contextmanager
@@ -83,15 +72,16 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
         load["source"] = "built in place"
     else:
         cache = Path(plan.cache_dir)
-        key = cache_key(workload, plan)
-        cached, meta = cache / f"{workload.name}-{key}.fdb", cache / f"{workload.name}-{key}.json"
-        with _locked(cache / f"{key}.lock"):
+        key = cache_key(workload, plan.page_size, plan.engine_major)
+        files = population_cache.entry(cache, workload.name, key)
+        cached, meta = files.database, files.meta
+        with _locked(files.lock):
             if plan.fresh or not (cached.exists() and meta.exists()):
                 for stale in (cached, meta):
                     if stale.exists():
                         ownership.unregister(str(stale))
                         stale.unlink()
-                building = cache / f"{workload.name}-{key}{BUILDING_SUFFIX}"
+                building = files.building
                 if building.exists():  # left by a build that was killed
                     ownership.unregister(str(building))
                     building.unlink()
@@ -109,7 +99,8 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
                 building.rename(cached)
                 ownership.register(str(cached), _mark_token(str(cached)), {"purpose": "populated cache"})
                 meta.write_text(json.dumps({"built_at": time.time(), "key": key, "load": stats,
-                                            "material": cache_material(workload, plan)}, indent=2, default=str))
+                                            "material": cache_material(workload, plan.page_size, plan.engine_major)},
+                                           indent=2, default=str))
                 load = {**stats, "source": stats.get("source", "built (now cached)")}
             else:
                 load = {**json.loads(meta.read_text())["load"], "source": "copy of cached population"}
@@ -126,7 +117,7 @@ def _grow_source(cache: Path, workload: Workload, plan: DatabasePlan) -> tuple[P
     """The largest cached population of the same workload, page size and engine whose scale
     differs from the one wanted only by a smaller value of the growing parameter."""
     assert plan.grow is not None
-    wanted = cache_material(workload, plan)
+    wanted = cache_material(workload, plan.page_size, plan.engine_major)
     target = wanted["scale"].get(plan.grow)
     if target is None:
         raise FbbenchError(f"cannot grow by '{plan.grow}': workload {workload.name} has no such scale parameter",
