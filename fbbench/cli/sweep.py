@@ -19,6 +19,7 @@ from fbbench.cli.common import (
     console,
 )
 from fbbench.errors import FbbenchError
+from fbbench.runner.limits import duration_text
 
 
 def sweep(
@@ -86,7 +87,7 @@ def sweep(
     def on_step(step: Any, position: int, total: int, elapsed: float, eta: float) -> None:
         console.print(f"[bold]sweep: run {position} of {total}[/] — cell {step.cell.index} of {len(parsed.cells)} "
                       f"({escape(step.cell.label)}), repeat {step.repeat} of {parsed.repeats}; elapsed "
-                      f"{sweep_run.duration_text(elapsed)}, about {sweep_run.duration_text(eta)} left", highlight=False)
+                      f"{duration_text(elapsed)}, about {duration_text(eta)} left", highlight=False)
 
     def on_run(step: Any, outcome: Any) -> None:
         from fbbench.report.console import headline_text

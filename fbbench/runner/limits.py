@@ -1,4 +1,4 @@
-"""Will a run fit on this machine? Checked before anything starts.
+"""Will a run fit on this machine, and how long will it take? Checked before anything starts.
 
 A Firebird attachment costs memory in the engine (its own pools, metadata, statement cache) and,
 under SuperClassic and Classic, its own page cache; embedded, every attachment is also a thread
@@ -13,13 +13,18 @@ per attachment, or a bigger statement cache, costs more than TPC-C.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import psutil
 
 from fbbench.engines import platform
 from fbbench.engines.firebird_conf import DEFAULT_PAGE_BUFFERS, integer, lookup
 from fbbench.errors import FbbenchError
+
+if TYPE_CHECKING:
+    from fbbench.store import ResultsStore
 
 MB = 1 << 20
 # Peak RSS of the engine process per TPC-C attachment, without its page cache: the slope between
@@ -114,3 +119,27 @@ def check(connections: int, engine_label: str, engine_major: str | None, archite
             f"--connections {connections:,} needs about {need.total / (1 << 30):,.1f} GB for {engine_label} "
             f"({each / MB:,.1f} MB per attachment{cache}); {what_limits} is {available / (1 << 30):,.1f} GB",
             hint=f"at most about {need.fitting(available):,} attachments fit here")
+
+
+# ------------------------------------------------------------------------------- planned time
+
+STARTUP_GUESS = 8.0  # seconds a run spends outside warm-up and measure when the store knows no better
+
+
+def overhead_per_run(store: ResultsStore) -> float:
+    """What a run costs besides its warm-up and measured period, from this store's recent runs."""
+    extra = []
+    for run in store.list_runs(20):
+        if run["status"] != "completed" or not run["ended_at"]:
+            continue
+        settings = run["settings"]
+        load = (settings.get("warmup") or 0) + (run["summary"].get("measured_seconds") or 0)
+        extra.append(max(run["ended_at"] - run["started_at"] - load, 0.0))
+    return statistics.median(extra) if extra else STARTUP_GUESS
+
+
+def duration_text(seconds: float) -> str:
+    seconds = round(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
