@@ -8,6 +8,7 @@ users write their own workloads and should never need to read fbbench's code to 
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 import tomllib
@@ -19,7 +20,7 @@ from typing import Any
 from fbbench.errors import FbbenchError
 from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluate_number, names_in
 from fbbench.workloads.figures import OUTCOMES, PER_SECONDS, SCORE, Figure
-from fbbench.workloads.sqltext import substitute
+from fbbench.workloads.sqltext import PLACEHOLDER, substitute
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 ISOLATIONS = ("snapshot", "read_committed", "read_consistency", "serializable")
@@ -187,6 +188,38 @@ class Workload:
 
     def extra_figures(self, fixed_work: bool) -> tuple[Figure, ...]:
         return tuple(figure for figure in self.figures if figure.applies(fixed_work))
+
+    def population_shape(self) -> str:
+        """What populating this workload does, except how often each load step runs: its scripts
+        and load steps with the scale substituted, without their ``for_each`` ranges. Two scales
+        with one shape build the same rows per iteration of each step, so the size and time of
+        one scale's build tell those of the other (:func:`fbbench.runner.limits.estimate_population`).
+
+        The parameters that set the ranges (``warehouses``) stay unsubstituted in the scripts: they
+        are what such an estimate scales by, and a script naming them (TPC-C's transaction
+        procedures pick remote warehouses) does not change what one iteration builds."""
+        ranges = self.range_parameters()
+        kept = {name: f"${{{name}}}" if name in ranges else value for name, value in self.scale.items()}
+
+        def script(path: Path) -> str:
+            name = str(path.relative_to(self.directory.resolve()))
+            return substitute(self.files[name], kept, name)
+
+        return json.dumps({
+            "scripts": [script(path) for path in self.scripts],
+            "load": [[step.name, step.sql, [str(g) for g in step.params], script(step.script) if step.script else None,
+                      len(step.for_each)] for step in self.load],
+        })
+
+    def range_parameters(self) -> set[str]:
+        """The scale parameters that the load steps' ``for_each`` ranges are written with."""
+        steps = tomllib.loads(self.files["workload.toml"]).get("load", [])
+        found: set[str] = set()
+        for step in steps if isinstance(steps, list) else []:
+            ranges = step.get("for_each", []) if isinstance(step, dict) else []
+            for text in [ranges] if isinstance(ranges, str) else ranges:
+                found |= set(PLACEHOLDER.findall(str(text)))
+        return found
 
 
 class _Locator:

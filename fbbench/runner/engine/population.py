@@ -28,7 +28,7 @@ from typing import Any
 from fbbench import signals
 from fbbench.database import driver, lifecycle, ownership, scripts
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner import population_cache
+from fbbench.runner import limits, population_cache
 from fbbench.runner.population_cache import cache_key, cache_material
 from fbbench.workloads.generators import derived_seed, value
 from fbbench.workloads.spec import LoadStep, Workload
@@ -49,6 +49,10 @@ class DatabasePlan:
     fresh: bool
     load_connections: int
     grow: str | None = None  # a scale name: extend a cached smaller population instead of building anew
+    # A database built in place whose file is on this machine (a managed server's), watched as it grows.
+    local_file: str | None = None
+    # Seconds a build may be projected to take before it is stopped; None: as long as it takes (--yes).
+    time_limit: float | None = None
 
 
 @contextmanager
@@ -68,7 +72,8 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
         if token is not None:
             lifecycle.drop(plan.location, token)
             ownership.unregister(plan.location)
-        load = build(plan.location, workload, plan, progress)
+        watch = _Watch(Path(plan.local_file) if plan.local_file else None, None, plan.time_limit)
+        load = build(plan.location, workload, plan, progress, watch)
         load["source"] = "built in place"
     else:
         cache = Path(plan.cache_dir)
@@ -86,11 +91,12 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
                     ownership.unregister(str(building))
                     building.unlink()
                 source = _grow_source(cache, workload, plan) if plan.grow and not plan.fresh else None
+                watch = _Watch(building, Path(plan.location), plan.time_limit)
                 try:
                     if source is not None:
-                        stats = grow(source, str(building), workload, plan, progress)
+                        stats = grow(source, str(building), workload, plan, progress, watch)
                     else:
-                        stats = build(str(building), workload, plan, progress)
+                        stats = build(str(building), workload, plan, progress, watch)
                 except BaseException:  # interrupted or failed: a half-built cache is never kept
                     ownership.unregister(str(building))
                     building.unlink(missing_ok=True)
@@ -105,7 +111,7 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
             else:
                 load = {**json.loads(meta.read_text())["load"], "source": "copy of cached population"}
             started = time.monotonic()
-            shutil.copyfile(cached, plan.location)
+            _copy(cached, Path(plan.location), "the run's copy of the cached population")
             load["copy_seconds"] = time.monotonic() - started
         load["cache_file"] = str(cached)
         _take_ownership(plan.location)
@@ -145,7 +151,7 @@ def _grow_source(cache: Path, workload: Workload, plan: DatabasePlan) -> tuple[P
 
 
 def grow(source: tuple[Path, dict[str, Any]], dsn: str, workload: Workload, plan: DatabasePlan,
-         progress: Progress) -> dict[str, Any]:
+         progress: Progress, watch: _Watch) -> dict[str, Any]:
     """A copy of a smaller population, extended by the load iterations the larger scale adds.
 
     A load step's iterations are derived from its ``for_each`` ranges; those the smaller scale
@@ -158,7 +164,7 @@ def grow(source: tuple[Path, dict[str, Any]], dsn: str, workload: Workload, plan
     database, material = source
     smaller = load_workload(str(workload.directory), {k: str(v) for k, v in material["scale"].items()})
     started = time.monotonic()
-    shutil.copyfile(database, dsn)
+    _copy(database, Path(dsn), "the copy of the smaller population to grow")
     ownership.register(dsn, _mark_token(dsn), {"purpose": "population (growing)"})
     with driver.connect(dsn) as connection:
         size_before = _size(connection)
@@ -169,7 +175,7 @@ def grow(source: tuple[Path, dict[str, Any]], dsn: str, workload: Workload, plan
         count = step.count - step.shared_count(before)
         if count > 0:
             steps.append((step, _Work(_not_in(step, before), count)))
-    facts = _load(dsn, workload, plan, progress, steps, started, size_before, material.get("rows") or 0)
+    facts = _load(dsn, workload, plan, progress, watch, steps, started, size_before, material.get("rows") or 0)
     grown_from = material["scale"].get(plan.grow)
     shown = f"{grown_from:g}" if isinstance(grown_from, int | float) else str(grown_from)
     return {**facts, "source": f"grown from {plan.grow}={shown} (now cached)", "grown_from": material["scale"]}
@@ -218,7 +224,7 @@ def _server_path(dsn: str) -> str:
     return parse_engine(dsn).path  # type: ignore[union-attr]
 
 
-def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress) -> dict[str, Any]:
+def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress, watch: _Watch) -> dict[str, Any]:
     """Create the database, run the workload's scripts and its load steps."""
     token = ownership.new_token()
     started = time.monotonic()
@@ -232,7 +238,8 @@ def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress) 
             scripts.run_file(connection, script, workload.scale)
             progress(f"script {script.name}", 1, 1)
         size_before = _size(connection)
-    return _load(dsn, workload, plan, progress, [(step, None) for step in workload.load], started, size_before)
+    return _load(dsn, workload, plan, progress, watch, [(step, None) for step in workload.load], started,
+                 size_before)
 
 
 @dataclass
@@ -243,18 +250,23 @@ class _Work:
     count: int
 
 
-def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress,
+def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress, watch: _Watch,
           steps: list[tuple[LoadStep, _Work | None]], started: float, size_before: int,
           rows_before: int = 0) -> dict[str, Any]:
     """Run load steps (each with all its iterations, or only those given) on the load attachments;
-    the load's facts: time, rows, growth of the database, MB/s and rows/s."""
+    the load's facts: time, rows, growth of the database (in all and by each step: what estimates
+    of other scales scale, :func:`fbbench.runner.limits.estimate_population`), MB/s and rows/s."""
     load_started = time.monotonic()
     done = []
-    with _Loaders(dsn, plan.load_connections) as loaders:
+    with _Loaders(dsn, plan.load_connections) as loaders, driver.connect(dsn) as observer:
+        size = size_before
         for step, only in steps:
             step_started = time.monotonic()
-            iterations = loaders.run(step, workload, progress, only=only)
-            done.append({"name": step.name, "seconds": time.monotonic() - step_started, "iterations": iterations})
+            iterations = loaders.run(step, workload, progress, watch, only=only)
+            grown_to = _size(observer, fresh=True)
+            done.append({"name": step.name, "seconds": time.monotonic() - step_started, "iterations": iterations,
+                         "bytes": grown_to - size})
+            size = grown_to
     load_seconds = time.monotonic() - load_started
     with driver.connect(dsn) as connection:
         size_after = _size(connection)
@@ -263,6 +275,8 @@ def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress,
     grown = max(size_after - size_before, 0)
     return {
         "seconds": time.monotonic() - started,
+        "base_bytes": size_before,  # after the scripts (or the copy grown from), before the load steps
+        "base_seconds": load_started - started,
         "load_seconds": load_seconds,
         "load_connections": plan.load_connections,
         "steps": done,
@@ -275,10 +289,29 @@ def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress,
     }
 
 
-def _size(connection: Any) -> int:
+def _size(connection: Any, fresh: bool = False) -> int:
+    """The database's size; ``fresh``: in a transaction of its own, ended after (MON$ tables are a
+    snapshot taken once per transaction)."""
     with connection.cursor() as cursor:
         cursor.execute("select mon$pages * mon$page_size from mon$database")
-        return int(cursor.fetchone()[0])
+        size = int(cursor.fetchone()[0])
+    if fresh:
+        connection.commit()
+    return size
+
+
+def _copy(source: Path, target: Path, what: str) -> None:
+    """Copy a database file, refused with the figures when the target's disk has no room for it."""
+    size = source.stat().st_size
+    short = limits.shortfall([(target.parent, size)])
+    if short is not None:
+        raise FbbenchError(f"no room for {what} ({limits.bytes_text(size)}): {short[0].text()}", hint=limits.ROOM_HINT)
+    try:
+        shutil.copyfile(source, target)
+    except OSError as error:
+        target.unlink(missing_ok=True)
+        raise FbbenchError(f"cannot write {what} to {target}: {error.strerror or error}",
+                           hint=limits.ROOM_HINT) from None
 
 
 def _row_counts(connection: Any) -> dict[str, int]:
@@ -292,6 +325,86 @@ def _row_counts(connection: Any) -> dict[str, int]:
             cursor.execute(f'select count(*) from "{table}"')
             counts[table] = int(cursor.fetchone()[0])
     return counts
+
+
+class _Watch:
+    """Stops a build, as a failed run with one line, before it fills the disk or runs for days.
+
+    Before each load step, and all through a ``for_each`` step, the file system that holds the
+    database being built must keep what fbbench leaves free (:class:`limits.Room`), also at the
+    pace the file grows right now for another :data:`RUNWAY` seconds. Once a step has run a few
+    seconds, its end is projected from its pace so far (the file's growth and the time per
+    iteration, times the iterations left): more room than the file systems have (beyond
+    :data:`limits.ESTIMATE_MARGIN`; the run's copy of the finished build counted too), or a build
+    longer than ``time_limit``, stops it. This is what guards a first build of a scale, which no
+    measured build can estimate beforehand; the steps still to come only add to a projection that
+    already does not fit. The steps that run a script (indices) are not watched while they run.
+    ``file`` None (a server's database elsewhere): time only.
+    """
+
+    SETTLE = 5.0  # seconds of a step before its pace is projected
+    PROJECT_EVERY = 1.0  # seconds between two projections
+    RUNWAY = 2.0  # seconds of growth at the current pace that must still fit above the reserve
+
+    def __init__(self, file: Path | None, copy_to: Path | None, time_limit: float | None) -> None:
+        self.file, self.copy_to, self.time_limit = file, copy_to, time_limit
+        self.started = time.monotonic()
+        self.name = ""
+        self.step_started = self.projected = self.looked = 0.0
+        self.size_at_start = self.size_looked = 0
+
+    def step(self, name: str) -> None:
+        """A step begins; the build must still leave what fbbench leaves free."""
+        now = time.monotonic()
+        self.name, self.step_started, self.projected, self.looked = name, now, now, now
+        self.size_at_start = self.size_looked = self._file_size()
+        self._keep_reserve("", 0.0)
+
+    def check(self, done: int, total: int) -> None:
+        """Called while a step's iterations run (``done`` of ``total``); raises to stop the build."""
+        now = time.monotonic()
+        at = f" ({done:,} of {total:,} iterations in {limits.duration_text(now - self.step_started)})"
+        size = self._file_size()
+        pace = max(size - self.size_looked, 0) / max(now - self.looked, 1e-3)
+        self.looked, self.size_looked = now, size
+        self._keep_reserve(at, pace)
+        if now - self.step_started < self.SETTLE or now - self.projected < self.PROJECT_EVERY or done == 0:
+            return
+        self.projected = now
+        left = total - done
+        if self.file is not None:
+            more = max(size - self.size_at_start, 0) / done * left
+            needs = [(self.file.parent, more)]
+            if self.copy_to is not None:
+                needs.append((self.copy_to.parent, size + more))
+            short = limits.shortfall(needs, limits.ESTIMATE_MARGIN)
+            if short is not None:
+                what = "the rest of this step" + (" and the run's copy" if self.copy_to is not None else "")
+                raise FbbenchError(
+                    f"the population stopped at step '{self.name}'{at}: at its pace so far {what} need about "
+                    f"{limits.bytes_text(short[1])} more; {short[0].text()}", hint=limits.ROOM_HINT)
+        seconds = (now - self.started) + (now - self.step_started) / done * left
+        if self.time_limit is not None and seconds > self.time_limit:
+            raise FbbenchError(
+                f"the population stopped at step '{self.name}'{at}: at its pace so far the build would take about "
+                f"{limits.duration_text(seconds)}, more than {limits.duration_text(self.time_limit)}",
+                hint="a smaller --scale; or --yes to build it however long it takes")
+
+    def _keep_reserve(self, at: str, pace: float) -> None:
+        """Above the reserve now, and for another RUNWAY seconds at ``pace`` bytes a second."""
+        if self.file is None:
+            return
+        here = limits.room(self.file.parent)
+        if here.free - pace * self.RUNWAY < here.reserve:
+            growing = f" (the database grows by {limits.bytes_text(pace)}/s)" if pace > 0 else ""
+            raise FbbenchError(f"the population stopped at step '{self.name}'{at} before it filled the disk: "
+                               f"{here.text()}{growing}", hint=limits.ROOM_HINT)
+
+    def _file_size(self) -> int:
+        try:
+            return self.file.stat().st_size if self.file is not None else 0
+        except OSError:
+            return 0
 
 
 class _Loaders:
@@ -320,7 +433,9 @@ class _Loaders:
             self.connections.append(driver.connect(self.dsn))
         return self.connections[index]
 
-    def run(self, step: LoadStep, workload: Workload, progress: Progress, only: _Work | None = None) -> int:
+    def run(self, step: LoadStep, workload: Workload, progress: Progress, watch: _Watch,
+            only: _Work | None = None) -> int:
+        watch.step(step.name)
         if step.script is not None:
             progress(step.name, 0, 1)
             scripts.run_file(self._connection(0), step.script, workload.scale)
@@ -366,17 +481,13 @@ class _Loaders:
         try:
             for thread in threads:
                 while not thread.ended.wait(0.2):
-                    pass
+                    watch.check(done[0], total)
         except KeyboardInterrupt:
-            stop.set()
-            for connection in self.connections:
-                # fb_cancel_raise aborts the running statement; an idle attachment refuses, harmlessly.
-                with contextlib.suppress(Exception):
-                    connection._att.cancel_operation(3)
-            deadline = time.monotonic() + 5
-            for thread in threads:
-                thread.ended.wait(max(0.0, deadline - time.monotonic()))
+            self._halt(threads, stop)
             raise Interrupted("interrupted during population") from None
+        except FbbenchError:  # the watch stopped the build
+            self._halt(threads, stop)
+            raise
         if failures:
             error = failures[0]
             if isinstance(error, FbbenchError):
@@ -384,3 +495,14 @@ class _Loaders:
             raise FbbenchError(f"load step '{step.name}' failed: "
                                f"{driver.explain(error, self.dsn).message}") from None
         return total
+
+    def _halt(self, threads: list[signals.Thread], stop: threading.Event) -> None:
+        """Stop a step's attachments within seconds: no next iteration, the running ones cancelled."""
+        stop.set()
+        for connection in self.connections:
+            # fb_cancel_raise aborts the running statement; an idle attachment refuses, harmlessly.
+            with contextlib.suppress(Exception):
+                connection._att.cancel_operation(3)
+        deadline = time.monotonic() + 5
+        for thread in threads:
+            thread.ended.wait(max(0.0, deadline - time.monotonic()))
