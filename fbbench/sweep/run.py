@@ -64,9 +64,15 @@ def run_seconds(spec: SweepSpec) -> float:
     return 0.0 if base.transactions is not None else base.warmup + base.duration
 
 
+def planned_seconds(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> tuple[float, float]:
+    """How long ``todo`` will take, populations not included; and one run of it."""
+    per_run = run_seconds(spec) + (overhead_per_run(store) if store else STARTUP_GUESS)
+    return len(todo) * per_run, per_run
+
+
 def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> list[str]:
     """What --dry-run prints: the cells, the populations they need, and the time it will take."""
-    per_run = run_seconds(spec) + (overhead_per_run(store) if store else STARTUP_GUESS)
+    estimate, per_run = planned_seconds(spec, todo, store)
     lines = [f"{len(spec.cells)} cell(s) × {spec.repeats} repeat(s) = {len(spec.cells) * spec.repeats} run(s), "
              f"{len(todo)} to do; mode {spec.mode}"]
     for cell in spec.cells:
@@ -79,7 +85,6 @@ def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> 
     grow = spec.grow_axis
     lines.append(f"populations needed: {len(populations)} (engine, scale, page size), each built once and then "
                  "copied" + (f"; {grow.key} grows one database step by step" if grow else ""))
-    estimate = len(todo) * per_run
     lines.append(f"estimated time: {duration_text(estimate)} ({duration_text(per_run)} per run, "
                  "populations not included)")
     return lines
