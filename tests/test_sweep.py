@@ -40,8 +40,8 @@ def _runs(store: Path) -> list[tuple[str, int, int, str]]:
             return db.execute("select run_id, cell, repeat_index, status from runs where sweep_id is not null "
                               "order by started_at").fetchall()
         except sqlite3.OperationalError as error:
-            if "no such table" in str(error):
-                return []  # the sweep has created the file, not yet its tables
+            if "no such table" in str(error) or "no such column" in str(error):
+                return []  # the sweep has created the file, not yet its tables (or not all of them)
             raise
 
 
@@ -197,3 +197,35 @@ def test_a_huge_sweep_is_refused_unless_yes(tmp_path: Path) -> None:
     assert "10,000 run(s) of about" in lines[0]
     assert "Traceback" not in "\n".join(lines)
 
+
+def test_a_size_series_stopped_while_it_grows_still_reports(tmp_path: Path) -> None:
+    """Ctrl-C while a growing cell populates: its run has no population facts, which the size
+    series read as a source of None (AttributeError, a traceback instead of the report)."""
+    slow = REPO / "tests" / "workloads" / "slow_load"
+    spec = tmp_path / "grow.toml"
+    # yes: the second size would take days to grow (the first one's build says so before it runs).
+    spec.write_text(f'workload = "{slow}"\n{TIMING}repeats = 1\nconnections = 1\nyes = true\n'
+                    f'workdir = "{tmp_path / "work"}"\n'
+                    '[matrix]\n"scale.rounds" = { values = [4, 100000000], grow = true }\n')
+    store = tmp_path / "r.sqlite"
+    with open(tmp_path / "out.txt", "w") as out:
+        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), "--results", str(store),
+                                     "--json", str(tmp_path / "grow.json")], stdout=out, stderr=subprocess.STDOUT,
+                                    cwd=REPO, start_new_session=True, env={**os.environ, "COLUMNS": "200"})
+    try:
+        deadline = time.monotonic() + 120
+        while not [run for run in _runs(store) if run[1] == 2]:  # the second cell's run has begun
+            assert sweeping.poll() is None and time.monotonic() < deadline, (tmp_path / "out.txt").read_text()
+            time.sleep(0.2)
+        time.sleep(3)  # inside its population
+        os.killpg(sweeping.pid, signal.SIGINT)
+        code = sweeping.wait(60)
+    finally:
+        if sweeping.poll() is None:
+            os.killpg(sweeping.pid, signal.SIGKILL)
+    output = (tmp_path / "out.txt").read_text()
+    assert code == 130, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    series = json.loads((tmp_path / "grow.json").read_text())["size_series"]
+    assert [point["size"] for point in series] == ["4", "100000000"]
+    assert series[0]["load_source"].startswith("built") and series[1]["load_source"] is None
