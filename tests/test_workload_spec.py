@@ -105,6 +105,9 @@ def test_scale_values() -> None:
     assert parse_scale_value("ratio", "0.5") == 0.5
     with pytest.raises(FbbenchError, match="must be a number"):
         parse_scale_value("warehouses", "many")
+    for endless in ("inf", "-Infinity", "nan", float("inf"), float("nan")):  # float() takes them all
+        with pytest.raises(FbbenchError, match="scale 'warehouses' must be a finite number"):
+            parse_scale_value("warehouses", endless)
     with pytest.raises(FbbenchError, match="unknown scale parameter 'warehoses'"):
         load_workload(str(BANK), {"warehoses": "3"})
 
