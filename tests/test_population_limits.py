@@ -9,11 +9,9 @@ and stopped cleanly, as a failed run with one line, before it fills the disk or 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,6 +21,7 @@ import psutil
 import pytest
 
 from tests.conftest import REPO, assert_clean_error, run_cli
+from tests.test_hardening import TPCC_TINY, _runs
 
 BANK = Path(__file__).parent / "workloads" / "bank"
 MB = 1 << 20
@@ -101,15 +100,7 @@ def test_a_huge_load_step_is_not_listed_in_memory(tmp_path: Path) -> None:
     assert "Traceback" not in run.output()
 
 
-TPCC_TINY = ["--scale", "items=2000", "--scale", "customers=300", "--scale", "orders=300"]
 QUICK = ["--connections", "1", "--transactions", "1", "--no-sweep", "--no-monitor"]
-
-
-def _runs(store: Path) -> list[tuple[str, str, str | None]]:
-    if not store.exists():
-        return []
-    with contextlib.closing(sqlite3.connect(store)) as db:
-        return db.execute("select run_id, status, failure from runs order by started_at").fetchall()
 
 
 def _files(folder: Path) -> list[str]:
