@@ -392,24 +392,25 @@ def parse_scale_value(name: str, value: object) -> int | float:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int | float):
-        return _finite(name, value, value)
+        _check_finite(name, value, value)
+        return value
     if isinstance(value, str):
         word = value.strip().lower()
         if word in _BOOLEAN_WORDS:
             return _BOOLEAN_WORDS[word]
         try:
-            number = _finite(name, float(word), value)
+            number = float(word)
         except ValueError:
             raise FbbenchError(f"scale '{name}' must be a number or on/off, got '{value}'") from None
+        _check_finite(name, number, value)
         return int(number) if number.is_integer() and "." not in word and "e" not in word else number
     raise FbbenchError(f"scale '{name}' must be a number or on/off, got {value!r}")
 
 
-def _finite(name: str, number: int | float, given: object) -> int | float:
+def _check_finite(name: str, number: float, given: object) -> None:
     # float() reads "inf" and "nan", which no size can be (they reached the SQL as words).
     if not math.isfinite(number):
         raise FbbenchError(f"scale '{name}' must be a finite number, got '{given}'")
-    return number
 
 
 def parse_scale_choice(name: str, value: object, choices: Sequence[str]) -> str:
