@@ -32,7 +32,7 @@ def _runs(store: Path) -> list[tuple[str, str, str | None]]:
     if not store.exists():
         return []
     with contextlib.closing(sqlite3.connect(store)) as db:
-        return db.execute("select run_id, status, failure from runs").fetchall()
+        return db.execute("select run_id, status, failure from runs order by started_at").fetchall()
 
 
 def _left_in(work: Path) -> list[str]:

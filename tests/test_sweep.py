@@ -226,3 +226,68 @@ def test_dry_run_lists_each_cell_on_one_line_in_the_spec_s_words(tmp_path: Path)
 def test_resume_of_an_unknown_sweep(tmp_path: Path) -> None:
     store = tmp_path / "r.sqlite"
     assert_clean_error(run_cli("sweep", "--resume", "nosuch", "--results", str(store)), "no results store")
+
+
+def test_a_huge_sweep_is_refused_unless_yes(tmp_path: Path) -> None:
+    """The user's report: a 10,000-cell sweep (33 hours) started at once."""
+    spec = _spec(tmp_path, f'repeats = 1\nworkdir = "{tmp_path / "work"}"\n[matrix]\n'
+                           f"connections = {list(range(1, 101))}\n"
+                           f'"conf.DefaultDbCachePages" = {list(range(1000, 1100))}\n')
+    spec.write_text(spec.read_text().replace('duration = "1s"', 'duration = "10s"'))
+    store = tmp_path / "r.sqlite"
+    refused = run_cli("sweep", str(spec), "--results", str(store))
+    assert_clean_error(refused, "the sweep is planned to take about", "days", "10,000 run(s) of about",
+                       "10,000 cell(s) × 1 repeat(s)", "more than 24 h 00 min", "add --yes if you mean it")
+    assert not _runs(store)
+    with open(tmp_path / "out.txt", "w") as out:
+        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), "--yes",
+                                     "--results", str(store)],
+                                    stdout=out, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
+                                    env={**os.environ, "COLUMNS": "200"})
+    try:
+        deadline = time.monotonic() + 60
+        while "sweep: run 1 of 10000" not in (tmp_path / "out.txt").read_text():
+            assert sweeping.poll() is None and time.monotonic() < deadline, (tmp_path / "out.txt").read_text()
+            time.sleep(0.2)
+        os.killpg(sweeping.pid, signal.SIGINT)
+        assert sweeping.wait(60) == 130, (tmp_path / "out.txt").read_text()
+    finally:
+        if sweeping.poll() is None:
+            os.killpg(sweeping.pid, signal.SIGKILL)
+    lines = (tmp_path / "out.txt").read_text().splitlines()
+    assert lines[0].startswith("sweep: about ") and " days " in lines[0].split("—")[0], lines[0]
+    assert "10,000 run(s) of about" in lines[0]
+    assert "Traceback" not in "\n".join(lines)
+
+
+def test_a_size_series_stopped_while_it_grows_still_reports(tmp_path: Path) -> None:
+    """Ctrl-C while a growing cell populates: its run has no population facts, which the size
+    series read as a source of None (AttributeError, a traceback instead of the report)."""
+    slow = REPO / "tests" / "workloads" / "slow_load"
+    spec = tmp_path / "grow.toml"
+    # yes: the second size would take days to grow (the first one's build says so before it runs).
+    spec.write_text(f'workload = "{slow}"\n{TIMING}repeats = 1\nconnections = 1\nyes = true\n'
+                    f'workdir = "{tmp_path / "work"}"\n'
+                    '[matrix]\n"scale.rounds" = { values = [4, 100000000], grow = true }\n')
+    store = tmp_path / "r.sqlite"
+    with open(tmp_path / "out.txt", "w") as out:
+        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), "--results", str(store),
+                                     "--json", str(tmp_path / "grow.json")], stdout=out, stderr=subprocess.STDOUT,
+                                    cwd=REPO, start_new_session=True, env={**os.environ, "COLUMNS": "200"})
+    try:
+        deadline = time.monotonic() + 120
+        while not [run for run in _runs(store) if run[1] == 2]:  # the second cell's run has begun
+            assert sweeping.poll() is None and time.monotonic() < deadline, (tmp_path / "out.txt").read_text()
+            time.sleep(0.2)
+        time.sleep(3)  # inside its population
+        os.killpg(sweeping.pid, signal.SIGINT)
+        code = sweeping.wait(60)
+    finally:
+        if sweeping.poll() is None:
+            os.killpg(sweeping.pid, signal.SIGKILL)
+    output = (tmp_path / "out.txt").read_text()
+    assert code == 130, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    series = json.loads((tmp_path / "grow.json").read_text())["size_series"]
+    assert [point["size"] for point in series] == ["4", "100000000"]
+    assert series[0]["load_source"].startswith("built") and series[1]["load_source"] is None

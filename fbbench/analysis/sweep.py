@@ -199,7 +199,8 @@ def _size_series(cells: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
     points = []
     for cell in cells:
         completed = [run for run in cell["runs"] if run["status"] == "completed"]
-        grown = next((run["load"] for run in cell["runs"] if (run["load"] or {}).get("source", "").startswith(
+        # A run stopped before its population was done has no source (None).
+        grown = next((run["load"] for run in cell["runs"] if ((run["load"] or {}).get("source") or "").startswith(
             ("grown", "built"))), None)
         points.append({"size": cell["values"].get(key), "cell": cell["index"],
                        "database_bytes": max((run["database_bytes"] or 0 for run in completed), default=None),

@@ -144,6 +144,8 @@ def compare(
     turn: Annotated[float, typer.Option("--turn", help="With --paired: seconds each run's engine runs while the "
                                         "other is stopped.")] = 0.1,
     results: ResultsOption = None,
+    yes: Annotated[bool, typer.Option("--yes", help="With --paired: go ahead with pairs planned to take more than "
+                                      "24 hours.")] = False,
 ) -> None:
     """Compare runs or series: conditions side by side, every figure as a ratio to the baseline with its
     95 % interval, the engine's work per unit, the credibility lint, and a verdict only where the
@@ -168,7 +170,7 @@ def compare(
 
     code = 0
     if paired:
-        items, store_path, code = _run_pairs(items, pairs, turn, force, results, json_file, report)
+        items, store_path, code = _run_pairs(items, pairs, turn, force, results, json_file, report, yes)
         if not items:
             raise typer.Exit(code)
     else:
@@ -188,9 +190,10 @@ def compare(
 
 
 def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: Path | None,
-               json_file: Path | None, report: Path | None) -> tuple[list[str], Path, int]:
+               json_file: Path | None, report: Path | None, yes: bool) -> tuple[list[str], Path, int]:
     """compare --paired: run the pairs; the two series to compare (none when no pair ran), the
     results store, and the exit code the command ends with."""
+    from fbbench.runner import limits
     from fbbench.runner.paired import check_counts, execute_pairs
     from fbbench.runner.run import static_findings
     from fbbench.runner.settings import from_sources
@@ -213,6 +216,14 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
     for path in (json_file, report):
         if path is not None:
             paths.writable_file(path, "--json" if path is json_file else "--report")
+    a, b = sides
+    yes = yes or (a.yes and b.yes)  # both specs may say it
+    a.yes = b.yes = yes
+    measured = a.warmup + a.duration
+    setup = _setup_seconds(Path(a.results or paths.default_results()).expanduser())
+    plan = (f"{pairs:,} pair(s) of {limits.duration_text(measured)} of warm-up and measurement and about "
+            f"{limits.duration_text(setup)} to set up")
+    limits.check_planned(pairs * (measured + setup), "compare --paired", plan, yes)
     for label, settings in zip("AB", sides, strict=True):
         findings = static_findings(settings)
         if findings:
@@ -222,11 +233,10 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
     def on_pair(pair: Any) -> None:
         console.print(_pair_line(pair, pairs), highlight=False, soft_wrap=True)
 
-    a, b = sides
-    console.print(f"[bold]paired[/]: {pairs} pair(s) of A ({escape(specs[0])}) and B ({escape(specs[1])}), each pair "
-                  f"at the same time in turns of {turn:g} s; about "
-                  f"{pairs * (a.warmup + a.duration):,.0f} s of warm-up and measurement in all", highlight=False,
-                  soft_wrap=True)
+    console.print(f"[bold]paired[/]: about {limits.duration_text(pairs * (measured + setup))} in all — {pairs:,} "
+                  f"pair(s) of A ({escape(specs[0])}) and B ({escape(specs[1])}), each pair at the same time in turns "
+                  f"of {turn:g} s: {limits.duration_text(measured)} of warm-up and measurement and about "
+                  f"{limits.duration_text(setup)} to set up", highlight=False, soft_wrap=True)
     outcome = execute_pairs(a, b, pairs, turn=turn, force=force, on_leftovers=_print_leftovers, on_pair=on_pair)
     if outcome.interrupted:
         _print_error(f"interrupted after {sum(p.complete for p in outcome.pairs)} complete pair(s); what was measured "
@@ -235,6 +245,17 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
         _print_error(outcome.failure)
     begun = all(any(p.outcomes.get(label) is not None for p in outcome.pairs) for label in "AB")
     return ([outcome.series["A"], outcome.series["B"]] if begun else []), outcome.results, outcome.exit_code
+
+
+def _setup_seconds(results: Path) -> float:
+    """What a run costs besides its warm-up and measurement, as the results store's recent runs say."""
+    from fbbench.runner import limits
+    from fbbench.store import ResultsStore
+
+    if not results.exists():
+        return limits.STARTUP_GUESS
+    with ResultsStore(results, create=False) as store:
+        return limits.overhead_per_run(store)
 
 
 def _pair_line(pair: Any, pairs: int) -> str:

@@ -95,6 +95,8 @@ def run(
     allow_many_connections: Annotated[bool, typer.Option(
         "--allow-many-connections", help="Allow more than 1,000 attachments (memory and process limits are "
         "still checked).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Go ahead with a run planned to take more than 24 hours "
+                                      "(its population's build, estimated or projected, included).")] = False,
     fail_on_checks: Annotated[bool, typer.Option("--fail-on-checks", help="Exit with code 3 when a consistency "
                                                  "check fails (for CI).")] = False,
     fail_on_audits: Annotated[bool, typer.Option("--fail-on-audits", help="Exit with code 3 when an audit is "

@@ -46,11 +46,15 @@ def sweep(
     report: Annotated[Path | None, typer.Option("--report", help="Write the sweep's HTML report here (default: "
                                                 "next to the results store).")] = None,
     password_file: PasswordFileOption = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Go ahead with a sweep planned to take more than 24 hours "
+                                      "(and with each of its runs).")] = False,
 ) -> None:
     """Run, resume or plan a sweep (its help text, with the defaults, is :data:`HELP`)."""
     from fbbench.analysis.sweep import sweep_document
     from fbbench.report import sweep as sweep_page
     from fbbench.report.outputs import write_outputs
+    from fbbench.runner import limits
+    from fbbench.runner.limits import duration_text
     from fbbench.store import ResultsStore
     from fbbench.sweep import run as sweep_run
     from fbbench.sweep.spec import read_sweep
@@ -66,22 +70,30 @@ def sweep(
         parsed = read_sweep(spec)
     if results is not None:
         parsed.base["results"] = str(store_path)
+    yes = yes or bool(parsed.base.get("yes"))  # the spec's run settings may say it too
+    if yes:
+        parsed.base["yes"] = True
     base = parsed.settings_for(parsed.cells[0])
     store_path = Path(base.results or paths.default_results()).expanduser().resolve()
     credentials = _credentials(base.user, password_file)
-    if dry_run:
-        done: set[tuple[int, int]] = set()
-        if resume is not None:
-            with ResultsStore(store_path, create=False) as store:
-                done = sweep_run.done_steps(store.load_sweep(sweep_id))
-        known = ResultsStore(store_path, create=False) if store_path.exists() else None
-        try:
-            for line in sweep_run.plan_text(parsed, sweep_run.steps(parsed, done), known):
+    done: set[tuple[int, int]] = set()
+    if resume is not None:
+        with ResultsStore(store_path, create=False) as store:
+            done = sweep_run.done_steps(store.load_sweep(sweep_id))
+    todo = sweep_run.steps(parsed, done)
+    known = ResultsStore(store_path, create=False) if store_path.exists() else None
+    try:
+        if dry_run:
+            for line in sweep_run.plan_text(parsed, todo, known):
                 console.print(escape(line), highlight=False, soft_wrap=True)
-        finally:
-            if known is not None:
-                known.close()
-        return
+            return
+        planned, per_run = sweep_run.planned_seconds(parsed, todo, known)
+    finally:
+        if known is not None:
+            known.close()
+    plan = (f"{len(todo):,} run(s) of about {duration_text(per_run)} each, populations not included; "
+            f"{len(parsed.cells):,} cell(s) × {parsed.repeats} repeat(s)")
+    limits.check_planned(planned, "the sweep", plan, yes)
     from fbbench.runner.run import check_outputs
 
     check_outputs(base, store_path)
@@ -90,10 +102,13 @@ def sweep(
     if report is not None:
         paths.writable_file(report, "--report")
 
+    console.print(f"[bold]sweep[/]: about {duration_text(planned)} planned — {escape(plan)}", highlight=False,
+                  soft_wrap=True)
+
     def on_step(step: Any, position: int, total: int, elapsed: float, eta: float) -> None:
         console.print(f"[bold]sweep: run {position} of {total}[/] — cell {step.cell.index} of {len(parsed.cells)} "
                       f"({escape(step.cell.label)}), repeat {step.repeat} of {parsed.repeats}; elapsed "
-                      f"{sweep_run.duration_text(elapsed)}, about {sweep_run.duration_text(eta)} left", highlight=False)
+                      f"{duration_text(elapsed)}, about {duration_text(eta)} left", highlight=False)
 
     def on_run(step: Any, outcome: Any) -> None:
         from fbbench.report.console import headline_text

@@ -20,9 +20,8 @@ from fbbench import paths
 from fbbench.database import ownership
 from fbbench.engines.managed import stop_abandoned_servers
 from fbbench.engines.runtime import runtime_base
+from fbbench.runner.population_cache import BUILDING_SUFFIX, cache_dir
 from fbbench.store import ResultsStore
-
-BUILDING_SUFFIX = ".building.fdb"
 
 
 @dataclass(frozen=True)
@@ -31,8 +30,13 @@ class RunFiles:
     runtime: Path  # the run's runtime root (and the engine child's request files)
 
 
+def databases_dir(workdir: Path) -> Path:
+    """Where runs' databases are (an embedded run's copy, a managed server's database)."""
+    return workdir / "databases"
+
+
 def run_files(workdir: Path, run_id: str) -> RunFiles:
-    return RunFiles(workdir / "databases" / f"{run_id}.fdb", runtime_base(workdir, run_id))
+    return RunFiles(databases_dir(workdir) / f"{run_id}.fdb", runtime_base(workdir, run_id))
 
 
 def clean_run(workdir: Path, run_id: str, keep_database: bool) -> list[str]:
@@ -63,11 +67,11 @@ def remove_leftovers(store: ResultsStore, workdir: Path) -> list[str]:
         removed += clean_run(workdir, run_id, kept)
     # A run that ended but whose parent was killed before it could clean up (e.g. a sweep killed
     # right after a run completed): its files are still there although the store says it ended.
-    present = {path.stem for path in (workdir / "databases").glob("*.fdb")}
+    present = {path.stem for path in databases_dir(workdir).glob("*.fdb")}
     present |= {path.name for path in (workdir / "runtimes").glob("*") if path.is_dir()}
     for run_id, kept in store.ended_runs(present):
         removed += clean_run(workdir, run_id, kept)
-    removed += _abandoned_builds(workdir / "dbcache")
+    removed += _abandoned_builds(cache_dir(workdir))
     return removed
 
 

@@ -25,12 +25,12 @@ from fbbench.engines import EmbeddedEngine, ManagedEngine, ServerEngine, parse_e
 from fbbench.engines import managed as managed_servers
 from fbbench.engines.runtime import check_conf
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner import cleanup, limits
+from fbbench.runner import cleanup, limits, population_cache
 from fbbench.runner.host import host_facts
 from fbbench.runner.settings import RunSettings
 from fbbench.store import ResultsStore
 from fbbench.store.model import RunPlan
-from fbbench.workloads.spec import load_workload
+from fbbench.workloads.spec import Workload, load_workload
 
 
 @dataclass
@@ -145,15 +145,65 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     conf = check_conf(engine, settings.engine_conf(local))
     limits.check(settings.connections, engine.label, local_major, settings.architecture, conf, settings.page_size,
                  settings.page_buffers)
+    # The population's attachments are threads of the engine process, each with its own page
+    # cache unless the engine shares one.
+    loading = "super" if settings.architecture in (None, "super") else "superclassic"
+    limits.check(settings.load_connections, engine.label, local_major, loading, conf, settings.page_size,
+                 settings.page_buffers, flag="--load-connections")
 
     workdir = Path(settings.workdir or paths.default_workdir()).expanduser().resolve()
     results = Path(settings.results or paths.default_results()).expanduser().resolve()
     check_outputs(settings, results)
+    check_room_and_time(settings, workload, engine, workdir)
     try:
         workdir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise FbbenchError(f"cannot create the work directory {workdir}: {error.strerror}") from None
     return Checked(workload, engine, conf, workdir, results)
+
+
+def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, workdir: Path) -> None:
+    """Refuse a run whose database would not fit the work directory's disk, or that is planned to
+    take more than a day without --yes.
+
+    The database is the cached population's copy (its size known), or a population still to
+    build: its size and time are scaled from the nearest build of the same workload that the
+    cache measured (:func:`limits.nearest_estimate`; refused only beyond the estimate's margin).
+    A scale no build measured is watched while it builds instead (runner/engine/population.py).
+    An external server's disk is not this machine's."""
+    estimate = None
+    if isinstance(engine, EmbeddedEngine | ManagedEngine):
+        cache, databases = population_cache.cache_dir(workdir), cleanup.databases_dir(workdir)
+        key = population_cache.cache_key(workload, settings.page_size, engine.major)
+        cached = population_cache.entry(cache, workload.name, key).database
+        if isinstance(engine, EmbeddedEngine) and cached.exists() and not settings.fresh:
+            size = cached.stat().st_size
+            short = limits.shortfall([(databases, size)])
+            if short is not None:
+                raise FbbenchError(f"the run's copy of the cached {workload.name} population needs "
+                                   f"{limits.bytes_text(size)}: {short[0].text()}", hint=limits.ROOM_HINT)
+        else:
+            measured = population_cache.measurements(cache, workload)
+            estimate = limits.nearest_estimate(workload, measured, engine.major, settings.page_size)
+        if estimate is not None:
+            # Embedded: built in the cache, then copied for the run; managed: built in place.
+            places = [cache, databases] if isinstance(engine, EmbeddedEngine) else [databases]
+            short = limits.shortfall([(place, estimate.size_bytes) for place in places], limits.ESTIMATE_MARGIN)
+            if short is not None:
+                twice = ", built in the cache and copied for the run" if len(places) == 2 else ""
+                wanted = limits.scale_difference(workload.scale, estimate.basis.scale)
+                raise FbbenchError(
+                    f"the {workload.name} population at {wanted} needs about "
+                    f"{limits.bytes_text(estimate.size_bytes)}{twice}: {short[0].text()} — "
+                    f"{estimate.basis_text(workload)}", hint=limits.ROOM_HINT)
+    timed = settings.transactions is None
+    load = settings.repeat * (settings.warmup + settings.duration) if timed else 0.0
+    parts = [f"{settings.repeat} × {limits.duration_text(settings.warmup + settings.duration)} of warm-up and "
+             "measurement" if timed else "fixed work, its time unknown"]
+    if estimate is not None:
+        parts.insert(0, f"the population about {limits.duration_text(estimate.seconds)}, "
+                        f"{estimate.basis_text(workload)}")
+    limits.check_planned(load + (estimate.seconds if estimate else 0.0), "this run", "; ".join(parts), settings.yes)
 
 
 def execute(settings: RunSettings, password: str | None = None,
@@ -234,7 +284,7 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
     if isinstance(engine, EmbeddedEngine):
         database = cleanup.run_files(workdir, run_id).database
         database.parent.mkdir(parents=True, exist_ok=True)
-        location, services_host, cache_dir = str(database), "", str(workdir / "dbcache")
+        location, services_host, cache_dir = str(database), "", str(population_cache.cache_dir(workdir))
         major = engine.major
     elif managed is not None:
         # Where an embedded run's copy would be, so --keep-database and clean_run work alike. Built
@@ -261,5 +311,7 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
             "forced_writes": True if settings.forced_writes is None else settings.forced_writes,
             "sweep_interval": None, "fresh": settings.fresh, "grow": settings.grow,
             "load_connections": settings.load_connections,
+            "local_file": str(database) if managed is not None else None,
+            "time_limit": None if settings.yes else limits.PLANNED_LIMIT_SECONDS,
         },
     }

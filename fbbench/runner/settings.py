@@ -188,6 +188,7 @@ class RunSettings:
     target_rate: float | None = None
     keep_database: bool = False
     allow_many_connections: bool = False
+    yes: bool = False  # go ahead with what is planned to take more than a day (runner.limits.check_planned)
     fail_on_checks: bool = False
     fail_on_audits: bool = False
     user: str | None = None
@@ -277,7 +278,7 @@ _KINDS: dict[str, Kind] = {
     "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "monitor": _flag,
     "fresh": _flag, "grow": _text,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
-    "allow_many_connections": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
+    "allow_many_connections": _flag, "yes": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,
 }
 assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins", "seed_fixed", "timeshare"}

@@ -11,7 +11,6 @@ never kept only in memory.
 from __future__ import annotations
 
 import secrets
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -20,11 +19,10 @@ from typing import Any
 
 from fbbench import paths
 from fbbench.errors import FbbenchError, Interrupted
+from fbbench.runner.limits import STARTUP_GUESS, duration_text, overhead_per_run
 from fbbench.runner.run import RunOutcome, execute
 from fbbench.store import ResultsStore
 from fbbench.sweep.spec import Cell, SweepSpec, read_sweep
-
-STARTUP_GUESS = 8.0  # seconds a run spends outside warm-up and measure when the store knows no better
 
 
 @dataclass
@@ -66,21 +64,15 @@ def run_seconds(spec: SweepSpec) -> float:
     return 0.0 if base.transactions is not None else base.warmup + base.duration
 
 
-def overhead_per_run(store: ResultsStore) -> float:
-    """What a run costs besides its warm-up and measured period, from this store's recent runs."""
-    extra = []
-    for run in store.list_runs(20):
-        if run["status"] != "completed" or not run["ended_at"]:
-            continue
-        settings = run["settings"]
-        load = (settings.get("warmup") or 0) + (run["summary"].get("measured_seconds") or 0)
-        extra.append(max(run["ended_at"] - run["started_at"] - load, 0.0))
-    return statistics.median(extra) if extra else STARTUP_GUESS
+def planned_seconds(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> tuple[float, float]:
+    """How long ``todo`` will take, populations not included; and one run of it."""
+    per_run = run_seconds(spec) + (overhead_per_run(store) if store else STARTUP_GUESS)
+    return len(todo) * per_run, per_run
 
 
 def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> list[str]:
     """What --dry-run prints: the cells, the populations they need, and the time it will take."""
-    per_run = run_seconds(spec) + (overhead_per_run(store) if store else STARTUP_GUESS)
+    estimate, per_run = planned_seconds(spec, todo, store)
     lines = [f"{len(spec.cells)} cell(s) × {spec.repeats} repeat(s) = {len(spec.cells) * spec.repeats} run(s), "
              f"{len(todo)} to do; mode {spec.mode}"]
     for cell in spec.cells:
@@ -94,17 +86,9 @@ def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> 
     grow = spec.grow_axis
     lines.append(f"populations needed: {len(populations)} (engine, scale, page size), each built once and then "
                  "copied" + (f"; {grow.key} grows one database step by step" if grow else ""))
-    estimate = len(todo) * per_run
     lines.append(f"estimated time: {duration_text(estimate)} ({duration_text(per_run)} per run, "
                  "populations not included)")
     return lines
-
-
-def duration_text(seconds: float) -> str:
-    seconds = round(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
 
 
 def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None = None,
