@@ -44,6 +44,7 @@ class RecordedSettings(TypedDict, total=False):
     target_rate: float | None
     keep_database: bool
     allow_many_connections: bool
+    yes: bool  # planned time over a day was confirmed
     fail_on_checks: bool
     fail_on_audits: bool
     user: str | None
