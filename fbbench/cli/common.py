@@ -54,9 +54,7 @@ ResultsOption = Annotated[
 
 
 def _workdir(workdir: Path | None) -> Path:
-    chosen = (workdir or paths.default_workdir()).expanduser().resolve()
-    chosen.mkdir(parents=True, exist_ok=True)
-    return chosen
+    return paths.own_workdir(workdir).path
 
 
 def _credentials(user: str | None, password_file: Path | None):

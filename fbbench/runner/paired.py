@@ -221,8 +221,8 @@ def execute_pairs(a: RunSettings, b: RunSettings, pairs: int, *, turn: float = t
             if request.requested:
                 break  # a Ctrl-C between pairs: no further pair starts
             first = LABELS[(index - 1) % 2]  # alternates, so that neither side always follows the other
-            result = _run_pair(index, {"A": a, "B": b}, outcome.series, first, turn, checked_a.workdir, on_leftovers,
-                               request)
+            result = _run_pair(index, {"A": a, "B": b}, outcome.series, first, turn, checked_a.workdir.path,
+                               on_leftovers, request)
             outcome.pairs.append(result)
             if on_pair is not None:
                 on_pair(result)

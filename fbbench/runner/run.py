@@ -112,7 +112,7 @@ class Checked:
     workload: Any
     engine: Any
     conf: dict[str, str]
-    workdir: Path
+    workdir: paths.WorkDir
     results: Path
 
 
@@ -138,17 +138,12 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     local = isinstance(engine, EmbeddedEngine | ManagedEngine)
     if settings.architecture is None and local:
         settings.architecture = "super"  # Firebird's default ServerMode, made explicit in the record
+    results = Path(settings.results or paths.default_results()).expanduser().resolve()
+    check_outputs(settings, results)
+    workdir = paths.own_workdir(settings.workdir)  # before an engine is installed to read its conf keys
     conf = check_conf(engine, settings.engine_conf(local))
     limits.check(settings.connections, engine.label, local_major, settings.architecture, conf, settings.page_size,
                  settings.page_buffers)
-
-    workdir = Path(settings.workdir or paths.default_workdir()).expanduser().resolve()
-    results = Path(settings.results or paths.default_results()).expanduser().resolve()
-    check_outputs(settings, results)
-    try:
-        workdir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise FbbenchError(f"cannot create the work directory {workdir}: {error.strerror}") from None
     return Checked(workload, engine, conf, workdir, results)
 
 
@@ -165,7 +160,7 @@ def execute(settings: RunSettings, password: str | None = None,
     if settings.seed is None:
         settings.seed = drawn_seed if drawn_seed is not None else secrets.randbits(63)
     checked = check(settings, password)
-    workload, engine, conf, workdir, results = (checked.workload, checked.engine, checked.conf, checked.workdir,
+    workload, engine, conf, workdir, results = (checked.workload, checked.engine, checked.conf, checked.workdir.path,
                                                 checked.results)
     run_id = new_run_id()
 
