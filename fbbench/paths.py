@@ -84,18 +84,33 @@ def own_workdir(given: Path | str | None) -> WorkDir:
     ``/``, a symlink to ``/etc``) never becomes one because files in it happen to exist. The one
     exception is the default work directory of an older fbbench, see :func:`_unmarked_default`.
     """
-    path = Path(given or default_workdir()).expanduser().resolve()
+    path = check_workdir(given)
     try:
         path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise FbbenchError(f"the work directory {path} is not a directory",
-                           hint="give --workdir a new or empty directory") from None
     except OSError as error:
         raise FbbenchError(f"cannot create the work directory {path}: {error.strerror}") from None
-    marker = path / WORKDIR_MARKER
-    ident = _read_marker(marker)
+    ident = _marked_or_adoptable(path)
+    return WorkDir(path, ident if ident is not None else _write_marker(path / WORKDIR_MARKER))
+
+
+def check_workdir(given: Path | str | None) -> Path:
+    """The work directory ``given`` resolved, refused if :func:`own_workdir` would refuse it;
+    nothing is written (for checks before a run starts)."""
+    path = Path(given or default_workdir()).expanduser().resolve()
+    if path.exists():
+        if not path.is_dir():
+            raise FbbenchError(f"the work directory {path} is not a directory",
+                               hint="give --workdir a new or empty directory")
+        _marked_or_adoptable(path)
+    return path
+
+
+def _marked_or_adoptable(path: Path) -> str | None:
+    """The id of the existing directory ``path``'s marker; None when it has none but may be
+    adopted; otherwise a refusal saying why."""
+    ident = _read_marker(path / WORKDIR_MARKER)
     if ident is not None:
-        return WorkDir(path, ident)
+        return ident
     try:
         entries = sorted(entry.name for entry in path.iterdir())
     except OSError as error:
@@ -105,7 +120,7 @@ def own_workdir(given: Path | str | None) -> WorkDir:
         raise FbbenchError(f"the work directory {path} is not empty and fbbench did not make it (it holds {shown})",
                            hint="fbbench deletes what its runs leave in its work directory, so it only uses one it "
                            "made: give --workdir a new or empty directory")
-    return WorkDir(path, _write_marker(marker))
+    return None
 
 
 def _unmarked_default(path: Path, entries: list[str]) -> bool:

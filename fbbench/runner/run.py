@@ -140,11 +140,11 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
         settings.architecture = "super"  # Firebird's default ServerMode, made explicit in the record
     results = Path(settings.results or paths.default_results()).expanduser().resolve()
     check_outputs(settings, results)
-    workdir = paths.own_workdir(settings.workdir)  # before an engine is installed to read its conf keys
+    paths.check_workdir(settings.workdir)  # before an engine is installed to read its conf keys
     conf = check_conf(engine, settings.engine_conf(local))
     limits.check(settings.connections, engine.label, local_major, settings.architecture, conf, settings.page_size,
                  settings.page_buffers)
-    return Checked(workload, engine, conf, workdir, results)
+    return Checked(workload, engine, conf, paths.own_workdir(settings.workdir), results)
 
 
 def execute(settings: RunSettings, password: str | None = None,
