@@ -160,17 +160,20 @@ def execute(settings: RunSettings, password: str | None = None,
     if settings.seed is None:
         settings.seed = drawn_seed if drawn_seed is not None else secrets.randbits(63)
     checked = check(settings, password)
-    workload, engine, conf, workdir, results = (checked.workload, checked.engine, checked.conf, checked.workdir.path,
-                                                checked.results)
+    workload, engine, conf, results = checked.workload, checked.engine, checked.conf, checked.results
+    workdir = checked.workdir.path
     run_id = new_run_id()
+    # Its database copy is the clean-up's unless kept, or on an external server (not in the work directory).
+    made = cleanup.run_files(checked.workdir, run_id,
+                             database=not settings.keep_database and not isinstance(engine, ServerEngine))
 
     with ResultsStore(results) as store:
-        removed = cleanup.remove_leftovers(store, workdir)
+        removed = cleanup.remove_leftovers(store, checked.workdir)
         if removed and on_leftovers is not None:
             on_leftovers(removed)
         started, clock = time.time(), time.monotonic()
         store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir),
-                        *(series or (None, None)), *(sweep or (None, None)))
+                        *(series or (None, None)), *(sweep or (None, None)), files=made)
         store.update_run(run_id, engine_label=engine.label)
         try:
             with contextlib.ExitStack() as stack:
@@ -188,7 +191,7 @@ def execute(settings: RunSettings, password: str | None = None,
                     detail["server"] = {"engine": engine.label, "build": managed.engine.build,
                                         "port": managed.server.port, "home": str(managed.server.home)}
                 store.record_phase(run_id, "runtime", started, time.monotonic() - clock, detail)
-                plan = _plan(run_id, settings, workload.directory, engine, workdir, results, managed)
+                plan = _plan(run_id, settings, workload.directory, engine, checked.workdir, results, managed)
                 if barrier is not None:
                     plan |= {"barrier": barrier, "quiet": True}
                 try:
@@ -196,7 +199,7 @@ def execute(settings: RunSettings, password: str | None = None,
                                                             on_start=on_engine)
                 finally:
                     if managed is not None:
-                        _own_by_path(managed, plan["database"]["location"], cleanup.run_files(workdir, run_id).database)
+                        _own_by_path(managed, plan["database"]["location"], cleanup.run_paths(workdir, run_id).database)
         except (KeyboardInterrupt, Interrupted) as error:  # before the child's phases took over, or as it ended
             message = getattr(error, "message", "interrupted by the user")
             store.finish_run(run_id, "interrupted", message)
@@ -205,7 +208,7 @@ def execute(settings: RunSettings, password: str | None = None,
             store.finish_run(run_id, "failed", error.message)
             outcome = {"status": "failed", "failure": error.message, "hint": error.hint}
         finally:
-            cleanup.clean_run(workdir, run_id, settings.keep_database)
+            cleanup.clean_run(store, checked.workdir, run_id, made)
     return RunOutcome(run_id, outcome["status"], outcome["failure"], results, outcome.get("hint"))
 
 
@@ -220,17 +223,17 @@ def _own_by_path(managed: managed_servers.ManagedRun, dsn: str, database: Path) 
         ownership.register(str(database), entry["token"], {**details, "engine": managed.engine.label})
 
 
-def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, workdir: Path,
+def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, workdir: paths.WorkDir,
           results: Path, managed: managed_servers.ManagedRun | None = None) -> dict[str, Any]:
     if isinstance(engine, EmbeddedEngine):
-        database = cleanup.run_files(workdir, run_id).database
+        database = cleanup.run_paths(workdir.path, run_id).database
         database.parent.mkdir(parents=True, exist_ok=True)
-        location, services_host, cache_dir = str(database), "", str(workdir / "dbcache")
+        location, services_host, cache_dir = str(database), "", str(workdir.path / "dbcache")
         major = engine.major
     elif managed is not None:
         # Where an embedded run's copy would be, so --keep-database and clean_run work alike. Built
         # in place: the population cache is made by embedded engines, whose ODS may differ.
-        database = cleanup.run_files(workdir, run_id).database
+        database = cleanup.run_paths(workdir.path, run_id).database
         database.parent.mkdir(parents=True, exist_ok=True)
         location, services_host, cache_dir = managed.dsn(database), managed.services_host, None
         major = engine.major
@@ -243,7 +246,8 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
         "parent_pid": os.getpid(),  # the child must not run on if this process is already gone
         "settings": {**settings.recorded(), "warmup": settings.warmup, "duration": settings.duration},
         "workload_dir": str(workload_dir),
-        "workdir": str(workdir),
+        "workdir": str(workdir.path),
+        "workdir_id": workdir.ident,  # what the child records with the files it creates there
         "results": str(results),
         "database": {
             "location": location, "services_host": services_host, "cache_dir": cache_dir, "engine_major": major,

@@ -30,13 +30,16 @@ from typing import Any
 from fbbench import signals
 from fbbench.database import driver, lifecycle, ownership, scripts
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner.cleanup import BUILDING_SUFFIX
+from fbbench.runner.cleanup import building_file, cache_lock
 from fbbench.workloads.generators import derived_seed, value
 from fbbench.workloads.spec import LoadStep, Workload
 
 POPULATION_FORMAT = 1  # bump when the way fbbench populates changes, to invalidate caches
 
 Progress = Callable[[str, int, int], None]  # step name, done, total
+# Told of a file about to be created in the work directory (the population being built), so that
+# it is recorded before it exists: the clean-up removes only recorded files.
+Creating = Callable[[Path], None]
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
-def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[str, Any]:
+def prepare(plan: DatabasePlan, workload: Workload, progress: Progress, creating: Creating) -> dict[str, Any]:
     """Create or copy the run's database; returns the load facts (source, speed)."""
     if plan.cache_dir is None:
         # A database already there (header via the services API, nothing attached) is replaced
@@ -86,16 +89,17 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
         cache = Path(plan.cache_dir)
         key = cache_key(workload, plan)
         cached, meta = cache / f"{workload.name}-{key}.fdb", cache / f"{workload.name}-{key}.json"
-        with _locked(cache / f"{key}.lock"):
+        with _locked(cache_lock(cache, key)):
             if plan.fresh or not (cached.exists() and meta.exists()):
                 for stale in (cached, meta):
                     if stale.exists():
                         ownership.unregister(str(stale))
                         stale.unlink()
-                building = cache / f"{workload.name}-{key}{BUILDING_SUFFIX}"
+                building = building_file(cache, workload.name, key)
                 if building.exists():  # left by a build that was killed
                     ownership.unregister(str(building))
                     building.unlink()
+                creating(building)
                 source = _grow_source(cache, workload, plan) if plan.grow and not plan.fresh else None
                 try:
                     if source is not None:
