@@ -209,3 +209,41 @@ def test_runs_from_two_work_directories_have_the_same_conditions(tmp_path: Path)
     conditions = json.loads(document.read_text())["conditions"]
     assert conditions["axis"] == [] and conditions["differences"] == [], conditions
     assert not any(str(tmp_path) in str(value) for value in conditions["equal"].values()), conditions["equal"]
+
+
+def _runtime_roots(store: Path) -> list[str]:
+    with closing(sqlite3.connect(store)) as db:
+        rows = db.execute("select detail_json from phases where name = 'runtime'").fetchall()
+    return [json.loads(row[0])["root"] for row in rows]
+
+
+def test_sweep_and_paired_take_the_work_directory_as_run_does(tmp_path: Path) -> None:
+    store, work = tmp_path / "results.sqlite", tmp_path / "work"
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(f'workload = "{BANK}"\nconnections = 1\ntransactions = 5\nsweep = false\nrepeats = 1\n'
+                    "[matrix]\nconnections = [1, 2]\n")
+    swept = run_cli("sweep", str(spec), "--results", str(store), "--workdir", str(work))
+    assert swept.returncode == 0, swept.stdout[-2000:] + swept.stderr
+    roots = _runtime_roots(store)
+    assert len(roots) == 2 and all(root.startswith(f"{work}/runtimes/") for root in roots), roots
+
+    sides = []
+    for name in ("a", "b"):
+        sides.append(tmp_path / f"{name}.toml")
+        sides[-1].write_text(f'workload = "{BANK}"\nconnections = 1\nwarmup = "1s"\nduration = "2s"\n'
+                             'interval = "1s"\nsweep = false\n')
+    paired = run_cli("compare", "--paired", *map(str, sides), "--pairs", "1", "--results", str(store),
+                     "--workdir", str(work), "--json", str(tmp_path / "paired.json"), timeout=240)
+    assert paired.returncode == 0, paired.stdout[-2000:] + paired.stderr
+    roots = _runtime_roots(store)
+    assert len(roots) == 4 and all(root.startswith(f"{work}/runtimes/") for root in roots), roots
+
+    mine = tmp_path / "mine"
+    _plant_look_alikes(mine, "20200101-000000-abcd")
+    before = _listing(mine)
+    assert_clean_error(run_cli("sweep", str(spec), "--results", str(store), "--workdir", str(mine)), "not empty")
+    assert_clean_error(run_cli("compare", "--paired", *map(str, sides), "--results", str(store),
+                               "--workdir", str(mine)), "not empty")
+    assert _listing(mine) == before
+    with closing(sqlite3.connect(store)) as db:
+        assert db.execute("select count(*) from sweeps").fetchone()[0] == 1  # the refused one never began

@@ -23,7 +23,14 @@ import typer
 from rich.markup import escape
 
 from fbbench import paths
-from fbbench.cli.common import LINT_FAILED, ResultsOption, _print_error, _print_leftovers, _print_static_lint, console
+from fbbench.cli.common import (
+    LINT_FAILED,
+    ResultsOption,
+    _print_error,
+    _print_leftovers,
+    _print_static_lint,
+    console,
+)
 from fbbench.errors import FbbenchError
 
 if TYPE_CHECKING:  # imported where used, so that every command starts without the analysis (numpy) or the store
@@ -144,6 +151,8 @@ def compare(
     turn: Annotated[float, typer.Option("--turn", help="With --paired: seconds each run's engine runs while the "
                                         "other is stopped.")] = 0.1,
     results: ResultsOption = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", help="With --paired: fbbench's work directory for "
+                                                 "the runs (as run takes it). Default: $FBBENCH_HOME/work.")] = None,
 ) -> None:
     """Compare runs or series: conditions side by side, every figure as a ratio to the baseline with its
     95 % interval, the engine's work per unit, the credibility lint, and a verdict only where the
@@ -168,7 +177,7 @@ def compare(
 
     code = 0
     if paired:
-        items, store_path, code = _run_pairs(items, pairs, turn, force, results, json_file, report)
+        items, store_path, code = _run_pairs(items, pairs, turn, force, results, workdir, json_file, report)
         if not items:
             raise typer.Exit(code)
     else:
@@ -187,7 +196,7 @@ def compare(
         raise typer.Exit(code)
 
 
-def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: Path | None,
+def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: Path | None, workdir: Path | None,
                json_file: Path | None, report: Path | None) -> tuple[list[str], Path, int]:
     """compare --paired: run the pairs; the two series to compare (none when no pair ran), the
     results store, and the exit code the command ends with."""
@@ -206,7 +215,8 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
             raise FbbenchError(f"{label}: no run spec file {spec}" + (" (it is a directory)" if spec.is_dir() else ""),
                                hint="--paired compares two run spec files (TOML, as fbbench run --spec reads)")
         try:
-            sides.append(from_sources(spec, {"results": str(results) if results else None}))
+            sides.append(from_sources(spec, {"results": str(results) if results else None,
+                                             "workdir": str(workdir) if workdir else None}))
         except FbbenchError as error:
             message = error.message if str(spec) in error.message else f"{spec}: {error.message}"
             raise FbbenchError(f"{label}: {message}", hint=error.hint) from None

@@ -13,6 +13,7 @@ from fbbench import paths
 from fbbench.cli.common import (
     PasswordFileOption,
     ResultsOption,
+    WorkdirOption,
     _credentials,
     _print_error,
     _print_leftovers,
@@ -28,6 +29,7 @@ def sweep(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells, the populations they need and the "
                                           "estimated time; run nothing.")] = False,
     results: ResultsOption = None,
+    workdir: WorkdirOption = None,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write the sweep document (JSON) here.")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Write the sweep's HTML report here (default: "
                                                 "next to the results store).")] = None,
@@ -44,6 +46,7 @@ def sweep(
     from fbbench.analysis.sweep import sweep_document
     from fbbench.report import sweep as sweep_page
     from fbbench.report.outputs import write_outputs
+    from fbbench.runner.settings import lay_flags
     from fbbench.store import ResultsStore
     from fbbench.sweep import run as sweep_run
     from fbbench.sweep.spec import read_sweep
@@ -57,8 +60,8 @@ def sweep(
     else:
         assert spec is not None
         parsed = read_sweep(spec)
-    if results is not None:
-        parsed.base["results"] = str(store_path)
+    lay_flags(parsed.base, parsed.origins, {"results": str(store_path) if results is not None else None,
+                                            "workdir": str(workdir) if workdir is not None else None})
     base = parsed.settings_for(parsed.cells[0])
     store_path = Path(base.results or paths.default_results()).expanduser().resolve()
     credentials = _credentials(base.user, password_file)
@@ -78,6 +81,7 @@ def sweep(
     from fbbench.runner.run import check_outputs
 
     check_outputs(base, store_path)
+    paths.check_workdir(base.workdir)
     if json_file is not None:
         paths.writable_file(json_file, "--json")
     if report is not None:

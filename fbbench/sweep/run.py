@@ -21,6 +21,7 @@ from typing import Any
 from fbbench import paths
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner.run import RunOutcome, execute
+from fbbench.runner.settings import lay_flags
 from fbbench.store import ResultsStore
 from fbbench.sweep.spec import Cell, SweepSpec, read_sweep
 
@@ -202,7 +203,10 @@ def _best_combination(spec: SweepSpec, results: Path, sweep_id: str) -> Cell | N
 
 
 def resume_spec(results: Path, sweep: str) -> tuple[str, SweepSpec]:
-    """The spec a sweep began with, from the store (the file may have changed since)."""
+    """The spec a sweep began with, from the store (the file may have changed since), in the work
+    directory it began in (which ``sweep --workdir`` may have set)."""
     with ResultsStore(results, create=False) as store:
         stored = store.load_sweep(sweep)
-    return stored["sweep_id"], read_sweep(Path(stored["spec_path"]), stored["spec_text"])
+    spec = read_sweep(Path(stored["spec_path"]), stored["spec_text"])
+    lay_flags(spec.base, spec.origins, {"workdir": (stored["spec"].get("base") or {}).get("workdir")})
+    return stored["sweep_id"], spec
