@@ -7,7 +7,7 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -15,6 +15,9 @@ from rich.markup import escape
 
 from fbbench import paths
 from fbbench.errors import FbbenchError, Interrupted
+
+if TYPE_CHECKING:  # imported where used: every command starts without the runner
+    from fbbench.runner.run import Notices
 
 # Piped output gets 120 columns instead of rich's 80, so tables and the live line stay readable in logs.
 console = Console(width=None if sys.stdout.isatty() else 120)
@@ -81,8 +84,14 @@ def _print_error(message: str, hint: str | None = None) -> None:
         errors.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
 
 
+def _notices() -> Notices:
+    """What runs tell the user as they start, printed alike for run, sweep and paired runs."""
+    from fbbench.runner.run import Notices
+
+    return Notices(leftovers=_print_leftovers)
+
+
 def _print_leftovers(removed: list[str]) -> None:
-    """Said when a run starts by removing what killed runs left behind (run, sweep and paired runs alike)."""
     console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False, soft_wrap=True)
 
 

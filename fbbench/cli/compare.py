@@ -26,8 +26,8 @@ from fbbench import paths
 from fbbench.cli.common import (
     LINT_FAILED,
     ResultsOption,
+    _notices,
     _print_error,
-    _print_leftovers,
     _print_static_lint,
     console,
 )
@@ -237,7 +237,7 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
                   f"at the same time in turns of {turn:g} s; about "
                   f"{pairs * (a.warmup + a.duration):,.0f} s of warm-up and measurement in all", highlight=False,
                   soft_wrap=True)
-    outcome = execute_pairs(a, b, pairs, turn=turn, force=force, on_leftovers=_print_leftovers, on_pair=on_pair)
+    outcome = execute_pairs(a, b, pairs, turn=turn, force=force, notices=_notices(), on_pair=on_pair)
     if outcome.interrupted:
         _print_error(f"interrupted after {sum(p.complete for p in outcome.pairs)} complete pair(s); what was measured "
                      "is kept", f"compare them again with: fbbench compare {outcome.series['A']} {outcome.series['B']}")

@@ -15,8 +15,8 @@ from fbbench.cli.common import (
     ResultsOption,
     WorkdirOption,
     _credentials,
+    _notices,
     _print_error,
-    _print_leftovers,
     console,
 )
 from fbbench.errors import FbbenchError
@@ -103,7 +103,7 @@ def sweep(
                       highlight=False)
 
     outcome = sweep_run.execute_sweep(parsed, credentials.password, resume=resume, on_step=on_step, on_run=on_run,
-                                      on_leftovers=_print_leftovers)
+                                      notices=_notices())
     with ResultsStore(outcome.results, create=False) as store:
         stored = store.load_sweep(outcome.sweep_id)
         document = sweep_document(stored, store.load_runs(r["run_id"] for r in stored["runs"]))

@@ -32,6 +32,16 @@ from fbbench.store import ResultsStore
 from fbbench.workloads.spec import load_workload
 
 
+@dataclass(frozen=True)
+class Notices:
+    """What a run tells the user as it starts, besides its progress: the command prints them."""
+
+    leftovers: Callable[[list[str]], None] | None = None  # what killed runs left behind, now removed
+
+
+UNTOLD = Notices()  # for callers that print nothing
+
+
 @dataclass
 class RunOutcome:
     run_id: str
@@ -78,7 +88,7 @@ def new_series_id() -> str:
 
 
 def execute_series(settings: RunSettings, password: str | None = None,
-                   on_leftovers: Callable[[list[str]], None] | None = None,
+                   notices: Notices = UNTOLD,
                    on_run: Callable[[RunOutcome], None] | None = None) -> tuple[str | None, list[RunOutcome]]:
     """``--repeat N``: the same conditions N times, each from a fresh copy of the populated database.
 
@@ -87,7 +97,7 @@ def execute_series(settings: RunSettings, password: str | None = None,
     stops at the first interrupted repeat.
     """
     if settings.repeat == 1:
-        outcome = execute(settings, password, on_leftovers)
+        outcome = execute(settings, password, notices)
         if on_run is not None:
             on_run(outcome)
         return None, [outcome]
@@ -96,7 +106,7 @@ def execute_series(settings: RunSettings, password: str | None = None,
     fixed_seed = settings.seed
     for index in range(1, settings.repeat + 1):
         repeat = replace(settings, seed=fixed_seed, fresh=settings.fresh and index == 1, origins=settings.origins)
-        outcome = replace(execute(repeat, password, on_leftovers, series=(series_id, index)), repeat_index=index)
+        outcome = replace(execute(repeat, password, notices, series=(series_id, index)), repeat_index=index)
         outcomes.append(outcome)
         if on_run is not None:
             on_run(outcome)
@@ -148,7 +158,7 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
 
 
 def execute(settings: RunSettings, password: str | None = None,
-            on_leftovers: Callable[[list[str]], None] | None = None,
+            notices: Notices = UNTOLD,
             series: tuple[str, int] | None = None, sweep: tuple[str, int] | None = None, *,
             drawn_seed: int | None = None, on_engine: Callable[[Any], None] | None = None,
             barrier: dict[str, str] | None = None) -> RunOutcome:
@@ -169,8 +179,8 @@ def execute(settings: RunSettings, password: str | None = None,
 
     with ResultsStore(results) as store:
         removed = cleanup.remove_leftovers(store, checked.workdir)
-        if removed and on_leftovers is not None:
-            on_leftovers(removed)
+        if removed and notices.leftovers is not None:
+            notices.leftovers(removed)
         started, clock = time.time(), time.monotonic()
         store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir),
                         *(series or (None, None)), *(sweep or (None, None)), files=made)

@@ -20,7 +20,7 @@ from typing import Any
 
 from fbbench import paths
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner.run import RunOutcome, execute
+from fbbench.runner.run import UNTOLD, Notices, RunOutcome, execute
 from fbbench.runner.settings import lay_flags
 from fbbench.store import ResultsStore
 from fbbench.sweep.spec import Cell, SweepSpec, read_sweep
@@ -110,7 +110,7 @@ def duration_text(seconds: float) -> str:
 def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None = None,
                   on_step: Callable[[Step, int, int, float, float], None] | None = None,
                   on_run: Callable[[Step, RunOutcome], None] | None = None,
-                  on_leftovers: Callable[[list[str]], None] | None = None) -> SweepOutcome:
+                  notices: Notices = UNTOLD) -> SweepOutcome:
     """Run (or resume) a sweep; returns when every step is done, or at the first interruption."""
     base = spec.settings_for(spec.cells[0])
     results = Path(base.results or paths.default_results()).expanduser().resolve()
@@ -131,7 +131,7 @@ def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None =
     outcome = SweepOutcome(sweep_id, "completed", results)
     started = time.monotonic()
     try:
-        _run_steps(spec, todo, sweep_id, password, outcome, started, per_run, on_step, on_run, on_leftovers)
+        _run_steps(spec, todo, sweep_id, password, outcome, started, per_run, on_step, on_run, notices)
         if spec.mode == "one_at_a_time" and outcome.status == "completed":
             extra = _best_combination(spec, results, sweep_id)
             if extra is not None:
@@ -140,7 +140,7 @@ def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None =
                 extra_steps = [Step(extra, repeat) for repeat in range(1, spec.repeats + 1)
                                if (extra.index, repeat) not in done]
                 _run_steps(spec, extra_steps, sweep_id, password, outcome, started, per_run, on_step, on_run,
-                           on_leftovers)
+                           notices)
     except KeyboardInterrupt:
         outcome.status = "interrupted"
     except FbbenchError:
@@ -157,7 +157,7 @@ def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None =
 def _run_steps(spec: SweepSpec, todo: list[Step], sweep_id: str, password: str | None, outcome: SweepOutcome,
                started: float, per_run: float, on_step: Callable[[Step, int, int, float, float], None] | None,
                on_run: Callable[[Step, RunOutcome], None] | None,
-               on_leftovers: Callable[[list[str]], None] | None) -> None:
+               notices: Notices) -> None:
     """Run ``todo`` in order; stops (status interrupted) at the first interrupted run."""
     for position, step in enumerate(todo, start=1):
         elapsed = time.monotonic() - started
@@ -165,7 +165,7 @@ def _run_steps(spec: SweepSpec, todo: list[Step], sweep_id: str, password: str |
         if on_step is not None:
             on_step(step, position, len(todo), elapsed, eta)
         settings = replace(spec.settings_for(step.cell), origins={})
-        run = execute(settings, password, on_leftovers,
+        run = execute(settings, password, notices,
                       series=(f"{sweep_id}:{step.cell.index}", step.repeat), sweep=(sweep_id, step.cell.index))
         run = replace(run, repeat_index=step.repeat)
         outcome.runs.append(run)
