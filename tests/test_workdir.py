@@ -26,7 +26,7 @@ import pytest
 
 from fbbench.paths import WORKDIR_MARKER, cache_dir
 from tests.conftest import assert_clean_error, run_cli
-from tests.test_run_lifecycle import EXIT_WITHIN, RunningCli, _query, _wait_until
+from tests.test_run_lifecycle import EXIT_WITHIN, LONG_BANK_RUN, RunningCli, _query, _wait_until
 
 BANK = Path(__file__).parent / "workloads" / "bank"
 QUICK = ["--connections", "1", "--transactions", "5", "--no-sweep"]
@@ -235,6 +235,7 @@ def test_sweep_and_paired_take_the_work_directory_as_run_does(tmp_path: Path) ->
     paired = run_cli("compare", "--paired", *map(str, sides), "--pairs", "1", "--results", str(store),
                      "--workdir", str(work), "--json", str(tmp_path / "paired.json"), timeout=240)
     assert paired.returncode == 0, paired.stdout[-2000:] + paired.stderr
+    assert "another fbbench run" not in paired.stdout  # the other run of its pair is no stranger
     roots = _runtime_roots(store)
     assert len(roots) == 4 and all(root.startswith(f"{work}/runtimes/") for root in roots), roots
 
@@ -247,3 +248,20 @@ def test_sweep_and_paired_take_the_work_directory_as_run_does(tmp_path: Path) ->
     assert _listing(mine) == before
     with closing(sqlite3.connect(store)) as db:
         assert db.execute("select count(*) from sweeps").fetchone()[0] == 1  # the refused one never began
+
+
+def test_a_run_started_while_another_measures_says_so(tmp_path: Path, background: Callable[..., RunningCli]) -> None:
+    work = tmp_path / "work"
+    busy = background(tmp_path, work, *LONG_BANK_RUN)
+    busy.wait_measuring(1)
+    (busy_id,) = (row[0] for row in _query(busy.store, "select run_id from runs"))
+    # Seen in the results store (another work directory), and in the work directory (another store).
+    for store, directory in ((busy.store, tmp_path / "elsewhere"), (tmp_path / "other.sqlite", work)):
+        ran = run_cli("run", str(BANK), *QUICK, "--results", str(store), "--workdir", str(directory))
+        assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr
+        warning = next((line for line in ran.stdout.splitlines() if "another fbbench run" in line), "")
+        assert warning.startswith("warning:") and busy_id in warning, ran.stdout[:3000]
+    os.killpg(busy.pid, signal.SIGINT)
+    busy.wait_exit(EXIT_WITHIN)
+    alone = run_cli("run", str(BANK), *QUICK, "--results", str(busy.store), "--workdir", str(work))
+    assert alone.returncode == 0 and "another fbbench run" not in alone.stdout, alone.stdout[:3000]

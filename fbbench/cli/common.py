@@ -88,11 +88,17 @@ def _notices() -> Notices:
     """What runs tell the user as they start, printed alike for run, sweep and paired runs."""
     from fbbench.runner.run import Notices
 
-    return Notices(leftovers=_print_leftovers)
+    return Notices(leftovers=_print_leftovers, others=_print_other_runs)
 
 
 def _print_leftovers(removed: list[str]) -> None:
     console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False, soft_wrap=True)
+
+
+def _print_other_runs(others: list[str]) -> None:
+    console.print(f"[yellow]warning:[/] another fbbench run is at work on this machine: {escape(', '.join(others))}; "
+                  "the two take CPU, memory and disk from each other, so neither measures the machine alone "
+                  "(the run goes on)", highlight=False, soft_wrap=True)
 
 
 def _print_static_lint(findings: list[Any]) -> None:

@@ -25,7 +25,7 @@ from fbbench.engines import EmbeddedEngine, ManagedEngine, ServerEngine, parse_e
 from fbbench.engines import managed as managed_servers
 from fbbench.engines.runtime import check_conf
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner import cleanup, limits
+from fbbench.runner import cleanup, limits, presence
 from fbbench.runner.host import host_facts
 from fbbench.runner.settings import RunSettings
 from fbbench.store import ResultsStore
@@ -37,6 +37,7 @@ class Notices:
     """What a run tells the user as it starts, besides its progress: the command prints them."""
 
     leftovers: Callable[[list[str]], None] | None = None  # what killed runs left behind, now removed
+    others: Callable[[list[str]], None] | None = None  # other runs at work on this machine now
 
 
 UNTOLD = Notices()  # for callers that print nothing
@@ -196,7 +197,16 @@ def execute(settings: RunSettings, password: str | None = None,
                     runtime = prepare_runtime(engine, workdir, conf, name=run_id, user=settings.user,
                                               password=password)
                 store.update_run(run_id, host=host_facts(workdir, runtime.client_library))
+                pair = (settings.timeshare or {}).get("pair")
+                stack.enter_context(presence.holding(runtime.base, run_id, results, pair))
+                # Found once this run's own lock and row are there: of two runs starting at once,
+                # the later one to look sees the other.
+                others = presence.others(store, workdir, run_id, pair)
+                if others and notices.others is not None:
+                    notices.others(others)
                 detail = {"root": str(runtime.root), "conf": runtime.conf, "client": runtime.client_version}
+                if others:
+                    detail["others_running"] = others
                 if managed is not None:
                     detail["server"] = {"engine": engine.label, "build": managed.engine.build,
                                         "port": managed.server.port, "home": str(managed.server.home)}

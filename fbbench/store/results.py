@@ -503,6 +503,13 @@ class ResultsStore:
             return "incomplete"
         return str(status)
 
+    def running_runs(self) -> list[dict[str, Any]]:
+        """The runs whose process is at work on this machine now: their run_id and settings."""
+        rows = self.db.execute("select status, pid, host, run_id, settings_json from runs "
+                               "where status = 'running' and host = ?", (socket.gethostname(),)).fetchall()
+        return [{"run_id": row[3], "settings": json.loads(row[4] or "{}")}
+                for row in rows if self.status_of(row) == "running"]
+
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "select run_id, started_at, ended_at, status, pid, host, workload, engine_label, engine_version, "
