@@ -89,23 +89,29 @@ def own_workdir(given: Path | str | None) -> WorkDir:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise FbbenchError(f"cannot create the work directory {path}: {error.strerror}") from None
-    ident = _marked_or_adoptable(path)
+    ident = _marked_or_adoptable(path, path)
     return WorkDir(path, ident if ident is not None else _write_marker(path / WORKDIR_MARKER))
 
 
 def check_workdir(given: Path | str | None) -> Path:
     """The work directory ``given`` resolved, refused if :func:`own_workdir` would refuse it;
     nothing is written (for checks before a run starts)."""
-    path = Path(given or default_workdir()).expanduser().resolve()
+    named = Path(given or default_workdir()).expanduser()
+    path = named.resolve()
     if path.exists():
         if not path.is_dir():
-            raise FbbenchError(f"the work directory {path} is not a directory",
+            raise FbbenchError(f"the work directory {_shown(named, path)} is not a directory",
                                hint="give --workdir a new or empty directory")
-        _marked_or_adoptable(path)
+        _marked_or_adoptable(path, named)
     return path
 
 
-def _marked_or_adoptable(path: Path) -> str | None:
+def _shown(named: Path, path: Path) -> str:
+    """The work directory as the user named it, and where that leads when it is elsewhere (a link)."""
+    return str(path) if named.absolute() == path else f"{named} (which is {path})"
+
+
+def _marked_or_adoptable(path: Path, named: Path) -> str | None:
     """The id of the existing directory ``path``'s marker; None when it has none but may be
     adopted; otherwise a refusal saying why."""
     ident = _read_marker(path / WORKDIR_MARKER)
@@ -117,7 +123,8 @@ def _marked_or_adoptable(path: Path) -> str | None:
         raise FbbenchError(f"cannot read the work directory {path}: {error.strerror}") from None
     if entries and not _unmarked_default(path, entries):
         shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
-        raise FbbenchError(f"the work directory {path} is not empty and fbbench did not make it (it holds {shown})",
+        raise FbbenchError(f"the work directory {_shown(named, path)} is not empty and fbbench did not make it "
+                           f"(it holds {shown})",
                            hint="fbbench deletes what its runs leave in its work directory, so it only uses one it "
                            "made: give --workdir a new or empty directory")
     return None
@@ -146,8 +153,8 @@ def _read_marker(marker: Path) -> str | None:
         except (OSError, ValueError, KeyError, TypeError) as error:
             if time.monotonic() > deadline:
                 raise FbbenchError(f"the work directory marker {marker} cannot be read ({error})",
-                                   hint="if the directory is fbbench's work directory, remove that file and "
-                                   "everything else in it; otherwise give --workdir another directory") from None
+                                   hint="if it is fbbench's work directory, empty it and fbbench marks it anew; "
+                                   "otherwise give --workdir another directory") from None
             time.sleep(0.05)
 
 

@@ -18,7 +18,7 @@ import json
 import os
 import signal
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -26,7 +26,14 @@ import pytest
 
 from fbbench.paths import WORKDIR_MARKER, cache_dir
 from tests.conftest import assert_clean_error, run_cli
-from tests.test_run_lifecycle import EXIT_WITHIN, LONG_BANK_RUN, RunningCli, _query, _wait_until
+from tests.test_run_lifecycle import (  # noqa: F401 (background: a fixture)
+    EXIT_WITHIN,
+    LONG_BANK_RUN,
+    RunningCli,
+    _query,
+    _wait_until,
+    background,
+)
 
 BANK = Path(__file__).parent / "workloads" / "bank"
 QUICK = ["--connections", "1", "--transactions", "5", "--no-sweep"]
@@ -132,21 +139,8 @@ def test_look_alike_files_in_fbbench_own_work_directory_are_not_leftovers(finish
     assert {path: path.read_bytes() for path in planted if path.exists()} == contents
 
 
-@pytest.fixture
-def background() -> Iterator[Callable[..., RunningCli]]:
-    started: list[RunningCli] = []
-
-    def start(tmp_path: Path, work: Path, *args: str) -> RunningCli:
-        started.append(RunningCli(tmp_path, work, *args))
-        return started[-1]
-
-    yield start
-    for run in started:
-        run.cleanup()
-
-
-def test_a_run_killed_while_populating_is_cleaned_by_the_next_run(tmp_path: Path,
-                                                                  background: Callable[..., RunningCli]) -> None:
+def test_a_run_killed_while_populating_is_cleaned_by_the_next_run(
+        tmp_path: Path, background: Callable[..., RunningCli]) -> None:  # noqa: F811
     work = tmp_path / "work"
     run = background(tmp_path, work, str(BANK), "--scale", "accounts=400000", "--scale", "branches=4",
                      "--load-connections", "2", "--fresh", "--connections", "1", "--duration", "60s")
@@ -250,7 +244,8 @@ def test_sweep_and_paired_take_the_work_directory_as_run_does(tmp_path: Path) ->
         assert db.execute("select count(*) from sweeps").fetchone()[0] == 1  # the refused one never began
 
 
-def test_a_run_started_while_another_measures_says_so(tmp_path: Path, background: Callable[..., RunningCli]) -> None:
+def test_a_run_started_while_another_measures_says_so(
+        tmp_path: Path, background: Callable[..., RunningCli]) -> None:  # noqa: F811
     work = tmp_path / "work"
     busy = background(tmp_path, work, *LONG_BANK_RUN)
     busy.wait_measuring(1)
