@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 from collections.abc import Callable
@@ -260,3 +261,33 @@ def test_a_run_started_while_another_measures_says_so(
     busy.wait_exit(EXIT_WITHIN)
     alone = run_cli("run", str(BANK), *QUICK, "--results", str(busy.store), "--workdir", str(work))
     assert alone.returncode == 0 and "another fbbench run" not in alone.stdout, alone.stdout[:3000]
+
+
+def test_a_recorded_path_that_now_leads_out_of_the_work_directory_is_left_alone(
+        tmp_path: Path, background: Callable[..., RunningCli]) -> None:  # noqa: F811
+    work = tmp_path / "work"
+    killed = background(tmp_path, work, *LONG_BANK_RUN)
+    killed.wait_measuring(1)
+    child = killed.engine_child()
+    os.killpg(killed.pid, signal.SIGKILL)
+    if child is not None:
+        os.killpg(child, signal.SIGKILL)
+    killed.wait_exit(EXIT_WITHIN)
+    _wait_until(lambda: not killed.leftovers(), EXIT_WITHIN, "no process left of the killed run")
+    (run_id,) = (row[0] for row in _query(killed.store, "select run_id from runs"))
+    # Its runtime root and database replaced by links to the user's files elsewhere.
+    outside = tmp_path / "outside"
+    (outside / run_id).mkdir(parents=True)
+    (outside / run_id / "keep.txt").write_text("the user's\n")
+    (outside / "data.fdb").write_text("the user's database\n")
+    for recorded, target in ((work / "runtimes" / run_id, outside / run_id),
+                             (work / "databases" / f"{run_id}.fdb", outside / "data.fdb")):
+        if recorded.is_dir():
+            shutil.rmtree(recorded)
+        else:
+            recorded.unlink()
+        recorded.symlink_to(target)
+    before = _listing(outside)
+    following = run_cli("run", str(BANK), *QUICK, "--results", str(killed.store), "--workdir", str(work))
+    assert following.returncode == 0, following.stdout[-2000:] + following.stderr
+    assert _listing(outside) == before

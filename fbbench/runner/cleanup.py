@@ -74,11 +74,9 @@ def clean_run(store: ResultsStore, workdir: paths.WorkDir, run_id: str, made: Ru
     """Delete a run's files: ``made`` (what the caller recorded for it) and what its engine child
     recorded since; returns what was removed."""
     files = dict(made.paths)
-    try:
+    with contextlib.suppress(StoreError):  # the store cannot be read: what the caller recorded goes all the same
         for recorded in store.files_to_remove(workdir.ident, run_id).values():
             files |= recorded.paths
-    except StoreError:
-        pass  # the store cannot be read: what the caller recorded is removed all the same
     return _remove(store, workdir, run_id, files)
 
 
@@ -101,16 +99,19 @@ def _remove(store: ResultsStore, workdir: paths.WorkDir, run_id: str, files: dic
         if not target.resolve().is_relative_to(workdir.path):
             done.append(path)  # not in this directory (it was moved, or a link now points out): not ours to delete
             continue
-        if kind == BUILDING:
-            existed = _remove_abandoned_build(target, workdir.path)
-            if existed is None:
-                continue  # a run builds that population right now; it stays recorded for later
-        else:
-            existed = target.exists()
-            if kind == DATABASE:
+        existed = target.exists()
+        try:
+            if kind == BUILDING:
+                if not _remove_abandoned_build(target, workdir.path):
+                    continue  # a run builds that population right now; it stays recorded for later
+            elif kind == DATABASE:
                 ownership.remove_run_copy(path, workdir.path)
             elif existed:
                 shutil.rmtree(paths.assert_inside(target, workdir.path), ignore_errors=True)
+        except OSError:
+            continue  # not removable now (permissions, a directory where a file was): tried again next time
+        if os.path.lexists(target):
+            continue
         done.append(path)
         if existed:
             removed.append(path)
@@ -119,16 +120,16 @@ def _remove(store: ResultsStore, workdir: paths.WorkDir, run_id: str, files: dic
     return removed
 
 
-def _remove_abandoned_build(building: Path, workdir: Path) -> bool | None:
-    """Delete a population being built whose builder is gone: whether it was there; None when a
-    builder holds its lock (the file may be a newer build of the same population)."""
+def _remove_abandoned_build(building: Path, workdir: Path) -> bool:
+    """Delete a population being built whose builder is gone; False when a builder holds its
+    lock (the file may be a newer build of the same population)."""
     if not building.exists():
-        return False
+        return True
     with open(_lock_of(building), "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return None
+            return False
         ownership.unregister(str(building))
         paths.assert_inside(building, workdir).unlink(missing_ok=True)
         return True

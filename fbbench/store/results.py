@@ -350,16 +350,18 @@ class ResultsStore:
 
     def files_to_remove(self, workdir: str, run_id: str | None = None) -> dict[str, RunFiles]:
         """run id → its files not yet removed, of the runs made in the work directory ``workdir``
-        (its marker's id) whose owner — the fbbench process that would remove them — is gone; or
-        the files of the run ``run_id`` alone, whatever its owner."""
+        (its marker's id) whose processes are gone — the fbbench process that would remove them,
+        and the one at work on the run (an engine child a moment after its parent); or the files
+        of the run ``run_id`` alone, however it is."""
         rows = self.db.execute(
-            "select f.run_id, f.path, f.kind, f.owner_pid, f.owner_host from run_files f join runs r using (run_id) "
-            "where f.workdir = ? and f.removed_at is null" + (" and f.run_id = ?" if run_id else "")
-            + " order by r.started_at, f.path", (workdir, run_id) if run_id else (workdir,)).fetchall()
+            "select f.run_id, f.path, f.kind, f.owner_pid, f.owner_host, r.status, r.pid, r.host "
+            "from run_files f join runs r using (run_id) where f.workdir = ? and f.removed_at is null"
+            + (" and f.run_id = ?" if run_id else "") + " order by r.started_at, f.path",
+            (workdir, run_id) if run_id else (workdir,)).fetchall()
         found: dict[str, RunFiles] = {}
-        for run, path, kind, owner, host in rows:
-            if run_id is None and _pid_alive(owner, host):
-                continue  # its run is at work, and will remove them (or on another machine: cannot be told)
+        for run, path, kind, owner, owner_host, status, pid, host in rows:
+            if run_id is None and (_pid_alive(owner, owner_host) or self.status_of((status, pid, host)) == "running"):
+                continue  # at work, and removed when it ends (or on another machine: cannot be told)
             found.setdefault(run, RunFiles(workdir, owner, {})).paths[path] = kind
         return found
 
