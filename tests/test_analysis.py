@@ -251,7 +251,30 @@ def test_conditions_of_a_stored_run(runs: dict[str, dict[str, Any]]) -> None:
     assert record["host.cpu_model"] == run["host"]["cpu_model"] and record["fbbench.version"]
     # Nothing that differs between repeats: no run id anywhere, no random seed.
     assert "load.seed" not in record and all(run["run_id"] not in value for value in record.values())
-    assert "<run>" in record["conf.SecurityDatabase"]
+    # A path fbbench made for the run (the security database in its runtime root) is recorded, not a condition.
+    assert "conf.SecurityDatabase" not in record
+    assert any(row["name"] == "SecurityDatabase" and run["run_id"] in row["value"]
+               for row in run["engine"]["firebird_conf"])
+
+
+def _as_if_managed(run: dict[str, Any], port: int, home: str) -> dict[str, Any]:
+    """The stored run as a managed 4.0+ server would have recorded it (none runs here: Debian ships
+    only 3.0, which has no RDB$CONFIG): RDB$CONFIG showing the port and security database fbbench
+    set for that server, the runtime phase naming the server."""
+    rows = [row for row in run["engine"]["firebird_conf"] if row["name"] not in ("RemoteServicePort",
+                                                                                 "SecurityDatabase")]
+    rows += [{"name": "RemoteServicePort", "value": str(port), "is_set": True},
+             {"name": "SecurityDatabase", "value": f"{home}/security/security5.fdb", "is_set": True}]
+    phases = [{**phase, "detail": {**phase["detail"], "server": {"port": port, "home": home}}}
+              if phase["name"] == "runtime" else phase for phase in run["phases"]]
+    return {**run, "engine": {**run["engine"], "firebird_conf": rows}, "phases": phases}
+
+
+def test_what_fbbench_sets_for_a_managed_server_is_not_a_condition(runs: dict[str, dict[str, Any]]) -> None:
+    one = conditions.record(_as_if_managed(runs["5.0"], 40001, "/srv/a/runtimes/1/server"))
+    other = conditions.record(_as_if_managed(runs["5.0 again"], 40002, "/home/b/work/runtimes/2/server"))
+    assert conditions.diff({"one": one, "other": other}) == []
+    assert not {"conf.RemoteServicePort", "conf.SecurityDatabase"} & set(one)
 
 
 def test_repeats_have_the_same_conditions(runs: dict[str, dict[str, Any]]) -> None:

@@ -56,7 +56,6 @@ def test_a_sweep_killed_in_the_middle_resumes_and_reports(tmp_path: Path) -> Non
     common = ["--results", str(store)]
     env = {**os.environ, "FBBENCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
     (tmp_path / "home").mkdir()
-    spec.write_text(spec.read_text().replace("sweep = false\n", f'sweep = false\nworkdir = "{work}"\n'))
 
     dry = run_cli("sweep", str(spec), "--dry-run", *common)
     assert dry.returncode == 0, dry.stderr
@@ -64,8 +63,10 @@ def test_a_sweep_killed_in_the_middle_resumes_and_reports(tmp_path: Path) -> Non
     assert not _runs(store)  # --dry-run runs nothing
 
     with open(tmp_path / "out.txt", "w") as out:
-        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), *common], stdout=out,
-                                    stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True)
+        # --workdir on the first command only: the resumed sweep runs in it too.
+        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), *common,
+                                     "--workdir", str(work)],
+                                    stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True)
     deadline = time.monotonic() + 180
     while sum(1 for run in _runs(store) if run[3] == "completed") < 3:
         assert sweeping.poll() is None, (tmp_path / "out.txt").read_text()
@@ -93,6 +94,11 @@ def test_a_sweep_killed_in_the_middle_resumes_and_reports(tmp_path: Path) -> Non
     assert document["best"]["cell"] in (1, 2, 3, 4) and document["best"]["versus_runner_up"]
     assert document["overhead"]["share"] > 0
     assert "sweep overhead:" in resumed.stdout
+    # Every run, the resumed ones too, in the work directory the sweep began with.
+    with closing(sqlite3.connect(store)) as db:
+        roots = [json.loads(row[0])["root"] for row in db.execute("select detail_json from phases "
+                                                                    "where name = 'runtime'")]
+    assert len(roots) >= len(completed) and all(root.startswith(f"{work}/runtimes/") for root in roots), roots
     # Nothing of the killed run is left behind once the resumed sweep ran its clean-up.
     assert not list((work / "databases").glob("*.fdb")) and not list((work / "runtimes").iterdir())
 

@@ -23,7 +23,14 @@ import typer
 from rich.markup import escape
 
 from fbbench import paths
-from fbbench.cli.common import LINT_FAILED, ResultsOption, _print_error, _print_leftovers, _print_static_lint, console
+from fbbench.cli.common import (
+    LINT_FAILED,
+    ResultsOption,
+    _notices,
+    _print_error,
+    _print_static_lint,
+    console,
+)
 from fbbench.errors import FbbenchError
 
 if TYPE_CHECKING:  # imported where used, so that every command starts without the analysis (numpy) or the store
@@ -146,6 +153,8 @@ def compare(
     results: ResultsOption = None,
     yes: Annotated[bool, typer.Option("--yes", help="With --paired: go ahead with pairs planned to take more than "
                                       "24 hours.")] = False,
+    workdir: Annotated[Path | None, typer.Option("--workdir", help="With --paired: fbbench's work directory for "
+                                                 "the runs (as run takes it). Default: $FBBENCH_HOME/work.")] = None,
 ) -> None:
     """Compare runs or series: conditions side by side, every figure as a ratio to the baseline with its
     95 % interval, the engine's work per unit, the credibility lint, and a verdict only where the
@@ -170,7 +179,7 @@ def compare(
 
     code = 0
     if paired:
-        items, store_path, code = _run_pairs(items, pairs, turn, force, results, json_file, report, yes)
+        items, store_path, code = _run_pairs(items, pairs, turn, force, results, workdir, json_file, report, yes)
         if not items:
             raise typer.Exit(code)
     else:
@@ -189,7 +198,7 @@ def compare(
         raise typer.Exit(code)
 
 
-def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: Path | None,
+def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: Path | None, workdir: Path | None,
                json_file: Path | None, report: Path | None, yes: bool) -> tuple[list[str], Path, int]:
     """compare --paired: run the pairs; the two series to compare (none when no pair ran), the
     results store, and the exit code the command ends with."""
@@ -209,7 +218,8 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
             raise FbbenchError(f"{label}: no run spec file {spec}" + (" (it is a directory)" if spec.is_dir() else ""),
                                hint="--paired compares two run spec files (TOML, as fbbench run --spec reads)")
         try:
-            sides.append(from_sources(spec, {"results": str(results) if results else None}))
+            sides.append(from_sources(spec, {"results": str(results) if results else None,
+                                             "workdir": str(workdir) if workdir else None}))
         except FbbenchError as error:
             message = error.message if str(spec) in error.message else f"{spec}: {error.message}"
             raise FbbenchError(f"{label}: {message}", hint=error.hint) from None
@@ -237,7 +247,7 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
                   f"pair(s) of A ({escape(specs[0])}) and B ({escape(specs[1])}), each pair at the same time in turns "
                   f"of {turn:g} s: {limits.duration_text(measured)} of warm-up and measurement and about "
                   f"{limits.duration_text(setup)} to set up", highlight=False, soft_wrap=True)
-    outcome = execute_pairs(a, b, pairs, turn=turn, force=force, on_leftovers=_print_leftovers, on_pair=on_pair)
+    outcome = execute_pairs(a, b, pairs, turn=turn, force=force, notices=_notices(), on_pair=on_pair)
     if outcome.interrupted:
         _print_error(f"interrupted after {sum(p.complete for p in outcome.pairs)} complete pair(s); what was measured "
                      "is kept", f"compare them again with: fbbench compare {outcome.series['A']} {outcome.series['B']}")

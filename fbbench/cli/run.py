@@ -18,9 +18,9 @@ from fbbench.cli.common import (
     UserOption,
     WorkdirOption,
     _credentials,
+    _notices,
     _on_off,
     _print_error,
-    _print_leftovers,
     _print_static_lint,
     console,
 )
@@ -127,7 +127,7 @@ def run(
     def finished(outcome: RunOutcome) -> None:
         codes.append(_conclude_run(outcome, settings))
 
-    series_id, outcomes = execute_series(settings, credentials.password, on_leftovers=_print_leftovers, on_run=finished)
+    series_id, outcomes = execute_series(settings, credentials.password, notices=_notices(), on_run=finished)
     if series_id is not None:
         _print_series(series_id, outcomes)
     code = next((c for c in codes if c == INTERRUPTED), max(codes, default=0))

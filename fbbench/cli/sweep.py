@@ -13,9 +13,10 @@ from fbbench import paths
 from fbbench.cli.common import (
     PasswordFileOption,
     ResultsOption,
+    WorkdirOption,
     _credentials,
+    _notices,
     _print_error,
-    _print_leftovers,
     console,
 )
 from fbbench.errors import FbbenchError
@@ -42,6 +43,7 @@ def sweep(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells, the populations they need and the "
                                           "estimated time; run nothing.")] = False,
     results: ResultsOption = None,
+    workdir: WorkdirOption = None,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write the sweep document (JSON) here.")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Write the sweep's HTML report here (default: "
                                                 "next to the results store).")] = None,
@@ -55,6 +57,7 @@ def sweep(
     from fbbench.report.outputs import write_outputs
     from fbbench.runner import limits
     from fbbench.runner.limits import duration_text
+    from fbbench.runner.settings import lay_flags
     from fbbench.store import ResultsStore
     from fbbench.sweep import run as sweep_run
     from fbbench.sweep.spec import read_sweep
@@ -68,8 +71,8 @@ def sweep(
     else:
         assert spec is not None
         parsed = read_sweep(spec)
-    if results is not None:
-        parsed.base["results"] = str(store_path)
+    lay_flags(parsed.base, parsed.origins, {"results": str(store_path) if results is not None else None,
+                                            "workdir": str(workdir) if workdir is not None else None})
     yes = yes or bool(parsed.base.get("yes"))  # the spec's run settings may say it too
     if yes:
         parsed.base["yes"] = True
@@ -97,6 +100,7 @@ def sweep(
     from fbbench.runner.run import check_outputs
 
     check_outputs(base, store_path)
+    paths.check_workdir(base.workdir)
     if json_file is not None:
         paths.writable_file(json_file, "--json")
     if report is not None:
@@ -121,7 +125,7 @@ def sweep(
                       highlight=False)
 
     outcome = sweep_run.execute_sweep(parsed, credentials.password, resume=resume, on_step=on_step, on_run=on_run,
-                                      on_leftovers=_print_leftovers)
+                                      notices=_notices())
     with ResultsStore(outcome.results, create=False) as store:
         stored = store.load_sweep(outcome.sweep_id)
         document = sweep_document(stored, store.load_runs(r["run_id"] for r in stored["runs"]))

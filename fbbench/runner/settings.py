@@ -381,14 +381,9 @@ def parse_pairs(items: list[str], option: str) -> dict[str, str]:
     return pairs
 
 
-def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] | None = None,
-                 conf: list[str] | None = None) -> RunSettings:
-    """Spec file first, then the flags that were given (None = not given) on top; then checked.
-
-    Switch flags (``--fresh``, ``--no-sweep`` …) can only turn a setting on, so they are passed
-    only when present.
-    """
-    values, origins = read_spec(spec) if spec else ({}, {})
+def lay_flags(values: dict[str, Any], origins: dict[str, str], flags: Mapping[str, Any]) -> None:
+    """The flags that were given (None = not given) laid over a spec file's ``values``: a flag wins,
+    and its value has no file and line to name (``origins`` forgets them)."""
     for name, value in flags.items():
         if value is None:
             continue
@@ -398,6 +393,17 @@ def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] |
             value = [*values.get("tags", []), *value]
         values[name] = value
         origins.pop(name, None)
+
+
+def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] | None = None,
+                 conf: list[str] | None = None) -> RunSettings:
+    """Spec file first, then the flags that were given (None = not given) on top; then checked.
+
+    Switch flags (``--fresh``, ``--no-sweep`` …) can only turn a setting on, so they are passed
+    only when present.
+    """
+    values, origins = read_spec(spec) if spec else ({}, {})
+    lay_flags(values, origins, flags)
     if scale:
         values["scale"] = {**values.get("scale", {}), **parse_pairs(scale, "--scale")}
     if conf:

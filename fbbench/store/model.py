@@ -215,6 +215,7 @@ class RunPlan(TypedDict):
     settings: RecordedSettings
     workload_dir: str
     workdir: str
+    workdir_id: str  # the work directory's marker id: the files a run records belong to it
     results: str
     database: dict[str, Any]  # the fields of runner/engine/population.py DatabasePlan
     barrier: NotRequired[dict[str, str]]  # time-shared: the start barrier's files (runner/barrier.py)

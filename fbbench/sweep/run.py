@@ -20,7 +20,8 @@ from typing import Any
 from fbbench import paths
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner.limits import STARTUP_GUESS, duration_text, overhead_per_run
-from fbbench.runner.run import RunOutcome, execute
+from fbbench.runner.run import UNTOLD, Notices, RunOutcome, execute
+from fbbench.runner.settings import lay_flags
 from fbbench.store import ResultsStore
 from fbbench.sweep.spec import Cell, SweepSpec, read_sweep
 
@@ -94,7 +95,7 @@ def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> 
 def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None = None,
                   on_step: Callable[[Step, int, int, float, float], None] | None = None,
                   on_run: Callable[[Step, RunOutcome], None] | None = None,
-                  on_leftovers: Callable[[list[str]], None] | None = None) -> SweepOutcome:
+                  notices: Notices = UNTOLD) -> SweepOutcome:
     """Run (or resume) a sweep; returns when every step is done, or at the first interruption."""
     base = spec.settings_for(spec.cells[0])
     results = Path(base.results or paths.default_results()).expanduser().resolve()
@@ -115,7 +116,7 @@ def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None =
     outcome = SweepOutcome(sweep_id, "completed", results)
     started = time.monotonic()
     try:
-        _run_steps(spec, todo, sweep_id, password, outcome, started, per_run, on_step, on_run, on_leftovers)
+        _run_steps(spec, todo, sweep_id, password, outcome, started, per_run, on_step, on_run, notices)
         if spec.mode == "one_at_a_time" and outcome.status == "completed":
             extra = _best_combination(spec, results, sweep_id)
             if extra is not None:
@@ -124,7 +125,7 @@ def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None =
                 extra_steps = [Step(extra, repeat) for repeat in range(1, spec.repeats + 1)
                                if (extra.index, repeat) not in done]
                 _run_steps(spec, extra_steps, sweep_id, password, outcome, started, per_run, on_step, on_run,
-                           on_leftovers)
+                           notices)
     except KeyboardInterrupt:
         outcome.status = "interrupted"
     except FbbenchError:
@@ -141,7 +142,7 @@ def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None =
 def _run_steps(spec: SweepSpec, todo: list[Step], sweep_id: str, password: str | None, outcome: SweepOutcome,
                started: float, per_run: float, on_step: Callable[[Step, int, int, float, float], None] | None,
                on_run: Callable[[Step, RunOutcome], None] | None,
-               on_leftovers: Callable[[list[str]], None] | None) -> None:
+               notices: Notices) -> None:
     """Run ``todo`` in order; stops (status interrupted) at the first interrupted run."""
     for position, step in enumerate(todo, start=1):
         elapsed = time.monotonic() - started
@@ -149,7 +150,7 @@ def _run_steps(spec: SweepSpec, todo: list[Step], sweep_id: str, password: str |
         if on_step is not None:
             on_step(step, position, len(todo), elapsed, eta)
         settings = replace(spec.settings_for(step.cell), origins={})
-        run = execute(settings, password, on_leftovers,
+        run = execute(settings, password, notices,
                       series=(f"{sweep_id}:{step.cell.index}", step.repeat), sweep=(sweep_id, step.cell.index))
         run = replace(run, repeat_index=step.repeat)
         outcome.runs.append(run)
@@ -187,7 +188,10 @@ def _best_combination(spec: SweepSpec, results: Path, sweep_id: str) -> Cell | N
 
 
 def resume_spec(results: Path, sweep: str) -> tuple[str, SweepSpec]:
-    """The spec a sweep began with, from the store (the file may have changed since)."""
+    """The spec a sweep began with, from the store (the file may have changed since), in the work
+    directory it began in (which ``sweep --workdir`` may have set)."""
     with ResultsStore(results, create=False) as store:
         stored = store.load_sweep(sweep)
-    return stored["sweep_id"], read_sweep(Path(stored["spec_path"]), stored["spec_text"])
+    spec = read_sweep(Path(stored["spec_path"]), stored["spec_text"])
+    lay_flags(spec.base, spec.origins, {"workdir": (stored["spec"].get("base") or {}).get("workdir")})
+    return stored["sweep_id"], spec

@@ -27,12 +27,13 @@ from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.observe import architecture, firebird_log, gstat
 from fbbench.observe.firebird_log import LogWatch
+from fbbench.runner.cleanup import BUILDING
 from fbbench.runner.engine import facts, measure, population, workload_sql
 from fbbench.runner.engine.core_config import core_config
 from fbbench.runner.engine.live import LiveDisplay
 from fbbench.store import ResultsStore
 from fbbench.store.model import RecordedSettings, RunPlan
-from fbbench.store.results import StoreError
+from fbbench.store.results import RunFiles, StoreError
 from fbbench.workloads.spec import load_workload
 
 if TYPE_CHECKING:
@@ -81,13 +82,18 @@ def execute(plan: RunPlan) -> dict[str, Any]:
     status, failure, hint = "completed", None, None
     # What the engine logs from here on is this run's (the runtime's own file when embedded).
     log = LogWatch(db_plan.services_host, runtime.firebird_log if runtime.embedded else None)
+
+    def creating(path: Path) -> None:
+        # Removed by the parent when the run ends, or by the next run if the parent is killed.
+        store.record_files(run_id, RunFiles(plan["workdir_id"], plan["parent_pid"], {str(path): BUILDING}))
+
     try:
         workload = load_workload(plan["workload_dir"], settings["scale"])
         store.update_run(run_id, workload_files=workload.files)
 
         with phases.phase("database", "database: create, populate") as detail:
             with LiveDisplay.population(console) as progress:
-                load = population.prepare(db_plan, workload, progress)
+                load = population.prepare(db_plan, workload, progress, creating)
             detail.update(source=load["source"])
             store.update_run(run_id, load=load)
             _print_load(console, load)

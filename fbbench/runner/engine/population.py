@@ -35,6 +35,9 @@ from fbbench.workloads.generators import derived_seed, value
 from fbbench.workloads.spec import LoadStep, Workload
 
 Progress = Callable[[str, int, int], None]  # step name, done, total
+# Told of a file about to be created in the work directory (the population being built), so that
+# it is recorded before it exists: the clean-up removes only recorded files.
+Creating = Callable[[Path], None]
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
-def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[str, Any]:
+def prepare(plan: DatabasePlan, workload: Workload, progress: Progress, creating: Creating) -> dict[str, Any]:
     """Create or copy the run's database; returns the load facts (source, speed)."""
     if plan.cache_dir is None:
         # A database already there (header via the services API, nothing attached) is replaced
@@ -91,6 +94,7 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
                 if building.exists():  # left by a build that was killed
                     ownership.unregister(str(building))
                     building.unlink()
+                creating(building)
                 source = _grow_source(cache, workload, plan) if plan.grow and not plan.fresh else None
                 watch = _Watch(building, Path(plan.location), plan.time_limit)
                 try:
