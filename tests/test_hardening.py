@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from fbbench.engines import prepare_runtime, run_in_engine
 from tests.conftest import assert_clean_error, run_cli
 
 BANK = Path(__file__).parent / "workloads" / "bank"
@@ -349,3 +350,25 @@ def test_a_full_disk_during_measure_fails_the_run_within_its_bound(tmp_path: Pat
         intervals = db.execute("select count(distinct idx) from intervals where run_id = ?", (_run_id,)).fetchone()[0]
     assert intervals >= 1  # what was measured before the disk filled up is kept
     assert _left_in(work) == []
+
+
+def test_the_engine_child_needs_no_disk_to_take_its_request_and_hand_over_its_result(tmp_path: Path) -> None:
+    """A full disk under the runtime (the work directory) once the run is under way: the child's
+    request and its result travel through pipes, so the hand-over still works — where a result
+    file failed with ENOSPC and the parent then fell over reading it (two tracebacks)."""
+    mount = tmp_path / "work"
+    mount.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        runtime = prepare_runtime("3.0", mount)  # copied in: another file system than the engine cache
+        with open(mount / "filler", "wb", buffering=0) as handle, contextlib.suppress(OSError):
+            while True:
+                handle.write(b"\0" * 4096)
+        assert shutil.disk_usage(mount).free < 4096
+        assert "libfbclient.so.2" in run_in_engine(runtime, "os:listdir", str(runtime.root))
+        # Both ways more than a pipe holds (64 KiB): neither side may wait for the other to read.
+        assert run_in_engine(runtime, "textwrap:dedent", "  line\n" * 50_000) == "line\n" * 50_000
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
