@@ -1,9 +1,9 @@
 """Connections through firebird-driver, for orchestration inside an engine child process.
 
 Only the child processes of :mod:`fbbench.engines.child` import this module: it loads the
-client library named by ``FBBENCH_CLIENT_LIBRARY`` (the run's runtime root). Credentials come
-from ``ISC_USER`` / ``ISC_PASSWORD`` in the child's environment, so a password never travels
-through files or command lines. Nothing here is on the per-transaction path (that is the Rust
+client library named by ``FBBENCH_CLIENT_LIBRARY`` (the run's runtime root). Credentials are
+the child's runtime's, handed over in its request (a pipe), so a password never travels through
+files, command lines or environments. Nothing here is on the per-transaction path (that is the Rust
 core); population steps and monitoring are not hot enough to matter.
 """
 
@@ -37,7 +37,10 @@ def _driver():
 
 
 def credentials() -> tuple[str, str | None]:
-    return os.environ.get("ISC_USER") or "SYSDBA", os.environ.get("ISC_PASSWORD")
+    from fbbench.engines.child import current_runtime
+
+    runtime = current_runtime()
+    return runtime.user or "SYSDBA", runtime.password
 
 
 def explain(error: Exception, dsn: str) -> FirebirdError:

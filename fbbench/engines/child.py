@@ -7,10 +7,12 @@ runtime's environment (``FIREBIRD``, ``FIREBIRD_LOCK``, ``LD_LIBRARY_PATH``), an
 use several engines one after another.
 
 The child (:func:`child_main`) reads its request — ``module:function``, JSON arguments, the
-runtime — from one pipe, calls the function, and writes the JSON return value (or the error) to
+runtime and its credentials — from one pipe, calls the function, and writes the JSON return value (or the error) to
 another pipe. Pipes, not files: the hand-over needs no disk, so a file system that filled up
 during the run cannot lose its outcome (a result file then failed with ENOSPC, and the parent
-fell over reading it), and nothing of a request outlives the child. It inherits the terminal, so
+fell over reading it), and nothing of a request outlives the child: a server's password is in
+no file and in no environment (where any process of the user could read it, /proc/PID/environ,
+and whatever the child starts would inherit it), only in the two processes' memory. It inherits the terminal, so
 progress displays work. It runs in its own process group: the parent forwards Ctrl-C exactly
 once (:func:`fbbench.signals.forwarding_to`), and the child stops its workers and keeps what was
 measured.
@@ -60,6 +62,7 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any,
     request = json.dumps({
         "target": target, "args": args, "kwargs": kwargs,
         "runtime": runtime.to_json(), "sys_path": [p for p in sys.path if p],
+        "credentials": {"user": runtime.user, "password": runtime.password},
     }).encode()
     request_read, request_write = os.pipe()
     result_read, result_write = os.pipe()
@@ -204,6 +207,8 @@ def child_main(request_fd: str, result_fd: str) -> NoReturn:
         if entry not in sys.path:
             sys.path.insert(0, entry)
     _current_runtime = Runtime.from_json(request["runtime"])
+    _current_runtime.user = request["credentials"]["user"]
+    _current_runtime.password = request["credentials"]["password"]
     outcome: dict[str, Any]
     code = 0
     try:

@@ -45,7 +45,8 @@ class Runtime:
     client_version: str  # version of the runtime files (the client, for a server engine)
     root: Path
     conf: dict[str, str] = field(default_factory=dict)
-    # Only ever passed to child processes through their environment, never written anywhere.
+    # Only ever handed to engine children in their request (a pipe: fbbench.engines.child), never
+    # put in an environment or written anywhere.
     user: str | None = field(default=None, repr=False)
     password: str | None = field(default=None, repr=False)
 
@@ -87,8 +88,14 @@ class Runtime:
         return isinstance(self.engine, ManagedEngine)
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        """The environment of a process that uses this engine (read by the loader at start)."""
-        env = dict(os.environ if base is None else base)
+        """The environment of a process that uses this engine (read by the loader at start).
+
+        Without credentials: an environment is readable by every process of the user
+        (/proc/PID/environ) and inherited by whatever the process starts. Engine children get
+        theirs in their request; ISC_USER / ISC_PASSWORD the user exported are not passed on.
+        """
+        env = {key: value for key, value in (os.environ if base is None else base).items()
+               if key not in ("ISC_USER", "ISC_PASSWORD")}
         library_path = [str(self.root), str(self.lib_dir)]
         if env.get("LD_LIBRARY_PATH"):
             library_path.append(env["LD_LIBRARY_PATH"])
@@ -99,10 +106,6 @@ class Runtime:
             LD_LIBRARY_PATH=os.pathsep.join(library_path),
             FBBENCH_CLIENT_LIBRARY=str(self.client_library),
         )
-        if self.user:
-            env["ISC_USER"] = self.user
-        if self.password is not None:
-            env["ISC_PASSWORD"] = self.password
         return env
 
     def to_json(self) -> str:
