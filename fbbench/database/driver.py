@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 _LOGIN_FAILED = 335544472
 _NETWORK_ERROR = 335544721
 _IO_ERROR = 335544344
+_WRITE_ERROR = 335544737
 _configured = False
 
 
@@ -54,8 +55,18 @@ def explain(error: Exception, dsn: str) -> FirebirdError:
         return FirebirdError(f"cannot reach the server of {dsn}: {text}", codes,
                              hint="check that the Firebird server runs and listens on that host and port")
     if _IO_ERROR in codes:
-        return FirebirdError(f"cannot open {dsn}: {text}", codes)
+        full = "No space left on device" in text
+        return FirebirdError(f"cannot {'write' if _WRITE_ERROR in codes else 'open'} {dsn}: {text}", codes,
+                             hint="the file system that holds it is full" if full else None)
     return FirebirdError(text, codes)
+
+
+def cannot_write(error: FirebirdError) -> bool:
+    """Whether the engine said the database cannot be written (disk full, an I/O error): a run
+    then fails, as the load core fails it when a unit meets one of these codes."""
+    from fbbench import _core
+
+    return bool(set(error.gdscodes) & set(_core.CANNOT_WRITE_CODES))
 
 
 def connect(dsn: str, *, charset: str = "UTF8", no_gc: bool = False) -> Connection:

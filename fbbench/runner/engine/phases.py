@@ -27,6 +27,7 @@ from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.observe import architecture, firebird_log, gstat
 from fbbench.observe.firebird_log import LogWatch
+from fbbench.paths import file_error
 from fbbench.runner.engine import facts, measure, population, workload_sql
 from fbbench.runner.engine.core_config import core_config
 from fbbench.runner.engine.live import LiveDisplay
@@ -151,6 +152,10 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
             status, failure = "interrupted", "interrupted by the user"
         else:
             status, failure, hint = "failed", error.message, error.hint
+    except OSError as error:  # a file of the run: the work directory full or read-only
+        refusal = file_error(error, f"write {error.filename}" if error.filename else "go on",
+                             elsewhere="give --workdir on another one")
+        status, failure, hint = "failed", refusal.message, refusal.hint
     except Exception as error:
         if not signals.interrupted():
             status, failure = "failed", f"{type(error).__name__}: {error}"

@@ -30,6 +30,7 @@ from typing import Any
 from fbbench import signals
 from fbbench.database import driver, lifecycle, ownership, scripts
 from fbbench.errors import FbbenchError, Interrupted
+from fbbench.paths import file_error
 from fbbench.runner.cleanup import BUILDING_SUFFIX
 from fbbench.workloads.generators import derived_seed, value
 from fbbench.workloads.spec import LoadStep, Workload
@@ -115,7 +116,11 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
             else:
                 load = {**json.loads(meta.read_text())["load"], "source": "copy of cached population"}
             started = time.monotonic()
-            shutil.copyfile(cached, plan.location)
+            try:
+                shutil.copyfile(cached, plan.location)
+            except OSError as error:
+                raise file_error(error, f"copy the populated database to {plan.location}",
+                                 Path(plan.location).parent, "give --workdir on another one") from None
             load["copy_seconds"] = time.monotonic() - started
         load["cache_file"] = str(cached)
         _take_ownership(plan.location)
