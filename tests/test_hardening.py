@@ -512,3 +512,4 @@ def test_a_sweep_on_a_full_disk_records_its_failed_runs_and_says_how_to_resume(t
     assert "hint: once the cause is fixed, run them again: fbbench sweep --resume w" in result.stderr
     assert [status for _id, status, _failure in _runs(store)] == ["failed", "failed"]
     assert (tmp_path / "s.html").exists()  # the sweep's summary and page, with its failed runs
+    assert "sweep overhead" not in result.stdout  # was "+-99.5 %": warm-ups counted that never ran
