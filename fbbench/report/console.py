@@ -100,6 +100,8 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         console.print(table)
     for line in engine_lines(document):
         console.print(line, highlight=False, soft_wrap=True)
+    if document.get("validation"):
+        console.print(validation_line(document["validation"]), highlight=False, soft_wrap=True)
     population = document.get("population") or {}
     if population.get("mb_per_second"):
         console.print(f"population: {population['source']}; {_num(population['total_rows'])} rows, "
@@ -108,6 +110,18 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         console.print(_client_share(document))
     for line in credibility_lines(document):
         console.print(line, highlight=False, soft_wrap=True)
+
+
+def validation_line(validation: Mapping[str, Any]) -> str:
+    """Whether the database was still sound after the run: Firebird's validation, or why there was none."""
+    if not validation.get("done"):
+        return f"database validation: not done — {escape(str(validation.get('reason')))}"
+    counts = (f"{validation['errors']} error(s)" if validation.get("errors") is not None else "errors not counted")
+    if validation.get("warnings"):
+        counts += f", {validation['warnings']} warning(s)"
+    found = "[green]sound[/]" if validation.get("sound") else "[bold red]CORRUPT[/]"
+    refused = f"; the full one was refused: {escape(validation['refused'])}" if validation.get("refused") else ""
+    return f"database validation ({validation['method']}, {validation['seconds']:.1f} s): {found} — {counts}{refused}"
 
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "note": "dim"}

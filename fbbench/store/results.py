@@ -25,7 +25,7 @@ import psutil
 
 from fbbench.errors import FbbenchError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 OPEN_TIMEOUT_SECONDS = 30.0  # how long a store busy with another fbbench process is waited for
 
 MIGRATIONS: dict[int, str] = {
@@ -155,6 +155,11 @@ MIGRATIONS: dict[int, str] = {
     alter table runs add column sweep_id text;
     alter table runs add column cell integer;            -- the cell's index in its sweep
     create index runs_sweep on runs(sweep_id);
+    """,
+    # 4 → 5: whether the database was still sound after the run (observe/validation.py): done or
+    # why not, the kind of validation, what Firebird found.
+    5: """
+    alter table runs add column validation_json text;
     """,
 }
 
@@ -355,7 +360,8 @@ class ResultsStore:
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         columns = {"engine": "engine_json", "database": "database_json", "load": "load_json",
-                   "summary": "summary_json", "workload_files": "workload_files_json", "host": "host_json"}
+                   "summary": "summary_json", "workload_files": "workload_files_json", "host": "host_json",
+                   "validation": "validation_json"}
         assignments, values = [], []
         for key, value in fields.items():
             column = columns.get(key, key)

@@ -45,7 +45,7 @@ from fbbench.runner.settings import (
 MODES = ("matrix", "one_at_a_time")
 # Settings that are not conditions of an experiment: outputs, where things live, who connects.
 NOT_AXES = {"workload", "workdir", "results", "json", "report", "repeat", "tags", "user", "keep_database",
-            "fresh", "grow", "fail_on_checks", "fail_on_audits", "allow_many_connections"}
+            "fresh", "grow", "fail_on_checks", "fail_on_audits", "allow_many_connections", "validation"}
 SWEEP_KEYS = {"matrix", "repeats", "mode"}
 
 

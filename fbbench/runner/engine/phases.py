@@ -25,7 +25,7 @@ from fbbench.database import driver
 from fbbench.engines import current_runtime
 from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.observe import architecture, firebird_log, gstat
+from fbbench.observe import architecture, firebird_log, gstat, validation
 from fbbench.observe.firebird_log import LogWatch
 from fbbench.paths import file_error
 from fbbench.runner.engine import facts, measure, population, workload_sql
@@ -34,6 +34,8 @@ from fbbench.runner.engine.live import LiveDisplay
 from fbbench.store import ResultsStore
 from fbbench.store.results import StoreError
 from fbbench.workloads.spec import load_workload
+
+AUTO_VALIDATE_SECONDS = 60.0  # a load longer than this is validated unless --no-validate
 
 
 class _Phases:
@@ -74,7 +76,10 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
     monitor = settings.get("monitor", True)
     status, failure, hint = "completed", None, None
     # What the engine logs from here on is this run's (the runtime's own file when embedded).
-    log = LogWatch(db_plan.services_host, runtime.firebird_log if runtime.embedded else None)
+    log_file = runtime.firebird_log if runtime.embedded else None
+    log = LogWatch(db_plan.services_host, log_file)
+    loaded: float | None = None  # how long the load ran, once it has: then there is a database to validate
+    abandoned = False
     try:
         workload = load_workload(plan["workload_dir"], settings["scale"])
         store.update_run(run_id, workload_files=workload.files)
@@ -107,8 +112,10 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
         with phases.phase("measure", "warm-up and measure") as detail:
             # Embedded Classic: one process per attachment. A server's Classic forks its own.
             processes = settings.get("architecture") == "classic" and runtime.embedded
+            load_started = time.monotonic()
             measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
                                    processes=processes, barrier=plan.get("barrier"))
+            loaded = time.monotonic() - load_started
             result = measured.result
             detail.update(status=result["status"], measured_seconds=result.get("measured_seconds"),
                           sampler_errors=measured.sampler_errors[:20])
@@ -125,6 +132,7 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
             store.record_metric(run_id, name, metric["start"], metric["end"], metric["value"], metric["per_minute"],
                                 metric["description"], metric["window"])
         if result.get("abandoned"):
+            abandoned = True
             exit_at_once()  # a thread stuck inside the engine must not hold this process
         if result["status"] == "failed":
             status, failure = "failed", result.get("failure") or "the load core failed"
@@ -162,8 +170,21 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
             raise
         status, failure = "interrupted", "interrupted by the user"
     finally:
+        run_log = log.added_or_reason()  # before a validation adds its own entries: the findings are the run's
+        corrupt: str | None = None  # the failure a validation that found the database corrupt gives the run
+        if loaded is not None and status != "interrupted":
+            try:
+                found, corrupt = _validate(phases, settings, loaded, abandoned, db_plan.services_host,
+                                           database_path, log_file)
+                store.update_run(run_id, validation=found)
+            except (KeyboardInterrupt, Interrupted):
+                status, failure = "interrupted", "interrupted by the user (while validating the database)"
+            except StoreError as error:
+                status, failure = "failed", f"{failure}; and {error.message}" if failure else error.message
+                hint = hint or error.hint
         try:
-            status, failure, hint = _finish(store, run_id, log, status, failure, hint)
+            status, failure, hint = _finish(store, run_id, run_log, log.added_or_reason(), status, failure, hint,
+                                            corrupt)
         except StoreError as error:
             status, failure = "failed", f"{failure}; and {error.message}" if failure else error.message
             hint = hint or error.hint
@@ -178,26 +199,57 @@ def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: 
     store.record_gstat(run_id, moment, snapshot.taken_at, snapshot.to_dict(), snapshot.raw, problem)
 
 
-def _finish(store: ResultsStore, run_id: str, log: LogWatch, status: str, failure: str | None,
-            hint: str | None) -> tuple[str, str | None, str | None]:
-    """firebird.log: what the run added, its findings; an engine crash fails the run. Then the end."""
-    try:
-        added = log.added()
-    except Exception as error:  # the log is evidence, not a reason to lose the run
-        added = f"(firebird.log could not be read: {error})"
+def _validate(phases: _Phases, settings: dict[str, Any], loaded: float, abandoned: bool, services_host: str,
+              database: str, log_file: Path | None) -> tuple[dict[str, Any], str | None]:
+    """Is the database still sound after the stress? Firebird's validation (observe/validation.py)
+    when asked, or by default after a load longer than a minute. Returns the record (which was
+    done, what it found, or why there was none) and, for a corrupt database, the run's failure."""
+    asked = settings.get("validation")
+    corrupt = None
+    record: dict[str, Any] = {"requested": "auto" if asked is None else "on" if asked else "off", "done": False}
+    if asked is False:
+        record["reason"] = "not asked for (--no-validate)"
+    elif asked is None and loaded <= AUTO_VALIDATE_SECONDS:
+        record["reason"] = (f"the load ran {loaded:.0f} s: validation is automatic after loads longer than "
+                            f"{AUTO_VALIDATE_SECONDS:.0f} s (--validate asks for it)")
+    elif abandoned:
+        record["reason"] = "an attachment did not come back: the database is not the validation's alone"
+    else:
+        with phases.phase("validate", "validate: is the database sound?") as detail:
+            watch = LogWatch(services_host, log_file)
+            try:
+                found = validation.validate(services_host, database, watch)
+            except FbbenchError as error:
+                record["reason"] = f"the validation could not run: {error.message}"
+            else:
+                record.update(found.to_dict(), done=True)
+                corrupt = None if found.sound else found.failure()
+            detail.update(record)
+    return record, corrupt
+
+
+def _finish(store: ResultsStore, run_id: str, added: str, kept: str, status: str, failure: str | None,
+            hint: str | None, corrupt: str | None = None) -> tuple[str, str | None, str | None]:
+    """firebird.log: what the run ``added``, its findings (``kept``: with the validation's entries,
+    the text stored); an engine crash fails the run, and so does a database the validation found
+    corrupt. Then the end."""
     found = firebird_log.findings(added)
     store.record_findings(run_id, "firebird.log", [
         {"kind": f.kind, "severity": f.severity, "count": f.count, "example": f.example,
          "first_at": f.first.isoformat() if f.first else None, "last_at": f.last.isoformat() if f.last else None,
          "detail": {"statement": f.statement, "attempts": f.attempts} if f.statement else {}}
         for f in found])
-    store.update_run(run_id, firebird_log=added[-200_000:])
+    store.update_run(run_id, firebird_log=kept[-200_000:])
     fatal = firebird_log.fatal(found)
     if fatal and status != "interrupted":
         tail = "\n".join(added.strip().splitlines()[-15:])
         status = "failed"
         failure = f"the engine reported a {fatal[0].kind.replace('_', ' ')} in firebird.log:\n{tail}"
         hint = hint or "the whole log of the run is in its report (fbbench results show RUN --report r.html)"
+    if corrupt and status != "interrupted":
+        failure = f"{failure}\n{corrupt}" if status == "failed" and failure else corrupt
+        status = "failed"
+        hint = hint or "Firebird's own report is in the run's firebird.log (fbbench results show RUN --report r.html)"
     store.finish_run(run_id, status, failure)
     return status, failure, hint
 
