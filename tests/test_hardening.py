@@ -188,18 +188,30 @@ def test_unwritable_report_directory_is_refused_before_the_run(tmp_path: Path) -
     assert_clean_error(result, "--report", "is not a directory")
 
 
-@pytest.fixture
-def tiny_filesystem(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MB tmpfs (mounted by the test, as root); skipped where mounting is not allowed."""
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True)
+@contextlib.contextmanager
+def _tmpfs(path: Path, size: int | str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted over ``path`` (as root); skipped where mounting is not allowed."""
+    path.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
     try:
-        yield mount
+        yield path
     finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def _fill(directory: Path) -> None:
+    with open(directory / "filler", "wb", buffering=0) as handle, contextlib.suppress(OSError):
+        while True:
+            handle.write(b"\0" * 4096)
+
+
+@pytest.fixture
+def tiny_filesystem(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MB tmpfs (mounted by the test, as root); skipped where mounting is not allowed."""
+    with _tmpfs(tmp_path / "tiny", "2m") as mount:
+        yield mount
 
 
 def test_results_store_on_a_full_file_system_fails_cleanly(tiny_filesystem: Path, tmp_path: Path) -> None:
@@ -356,44 +368,16 @@ def test_the_engine_child_needs_no_disk_to_take_its_request_and_hand_over_its_re
     """A full disk under the runtime (the work directory) once the run is under way: the child's
     request and its result travel through pipes, so the hand-over still works — where a result
     file failed with ENOSPC and the parent then fell over reading it (two tracebacks)."""
-    mount = tmp_path / "work"
-    mount.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    with _tmpfs(tmp_path / "work", "16m") as mount:
         runtime = prepare_runtime("3.0", mount)  # copied in: another file system than the engine cache
-        with open(mount / "filler", "wb", buffering=0) as handle, contextlib.suppress(OSError):
-            while True:
-                handle.write(b"\0" * 4096)
+        _fill(mount)
         assert shutil.disk_usage(mount).free < 4096
         assert "libfbclient.so.2" in run_in_engine(runtime, "os:listdir", str(runtime.root))
         # Both ways more than a pipe holds (64 KiB): neither side may wait for the other to read.
         assert run_in_engine(runtime, "textwrap:dedent", "  line\n" * 50_000) == "line\n" * 50_000
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 # ------------------------------------------------------------- a full disk, phase by phase (issue item 5)
-
-
-@contextlib.contextmanager
-def _tmpfs(path: Path, size: int | str) -> Iterator[Path]:
-    """A tmpfs of ``size`` mounted over ``path`` (as root); skipped where mounting is not allowed."""
-    path.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def _fill(directory: Path) -> None:
-    with open(directory / "filler", "wb", buffering=0) as handle, contextlib.suppress(OSError):
-        while True:
-            handle.write(b"\0" * 4096)
 
 
 def _one_failed_run(result: subprocess.CompletedProcess[str], store: Path, *fragments: str) -> str:
