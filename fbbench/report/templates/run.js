@@ -208,7 +208,8 @@ fbb.section("checks", node => {
 // ------------------------------------------------------------------ database validation
 fbb.section("validation", node => {
   const v = run.validation;
-  if (!v) return note(node, `Not validated (the run ${run.status} before its load ran).`);
+  if (!v) return note(node, "No validation is recorded for this run: it ended before its load ran, or an fbbench " +
+                            "older than validation made it.");
   if (!v.done) return note(node, `Not validated: ${v.reason}.`);
   const counts = (isNumber(v.errors) ? `${num(v.errors)} error(s)` : "errors it did not count") +
                  (v.warnings ? `, ${num(v.warnings)} warning(s)` : "");
