@@ -17,7 +17,10 @@ Debian's 3.0.11 server):
   report: "Relation 129 (BRANCH) : 2 ERRORS found" and the "Error: …" lines before it.
 
 :func:`validate` runs the full one and falls back to the online one only where the engine
-refuses the full one; which was done is part of the result. Only ever on a database fbbench owns
+refuses it or it ends with an error of its own instead of its findings (a data page damaged
+enough sends it reading a page past the end of the file: "I/O error … File size is less than
+expected", where the online one reports the damaged records); which was done, and why, is part
+of the result. Only ever on a database fbbench owns
 (a run's own copy): read-only as both are, they still take it for themselves while they run.
 """
 
@@ -37,7 +40,6 @@ _SUMMARY_COUNT = re.compile(r"Number of (?P<what>[a-z ]+?) (?P<kind>errors|warni
 _FINISHED = re.compile(r"Validation finished: (?P<errors>\d+) errors?, (?P<warnings>\d+) warnings?", re.IGNORECASE)
 _ONLINE_FOUND = re.compile(r":\s*(?P<count>\d+) (?P<kind>ERRORS|WARNINGS) found", re.IGNORECASE)
 _CLOCK = re.compile(r"^\d\d:\d\d:\d\d\.\d+\s+")  # the online report's time of day on every line
-_SECONDARY = "cannot validate databases"  # "secondary server attachments cannot validate databases"
 
 
 @dataclass
@@ -51,7 +53,7 @@ class Validation:
     warnings: int | None
     output: list[str] = field(default_factory=list)  # Firebird's own lines, errors first
     by_kind: dict[str, int] = field(default_factory=dict)  # full: "pointer page errors" → 1 (3.0, 5.0)
-    refused: str | None = None  # why the full validation was refused, when the online one was done
+    refused: str | None = None  # why the full one was refused or ended without findings (the online one was done)
 
     @property
     def sound(self) -> bool:
@@ -81,13 +83,11 @@ def validate(services_host: str, database: str, log: LogWatch) -> Validation:
             server.database.repair(database=database,
                                    flags=SrvRepairFlag.VALIDATE_DB | SrvRepairFlag.FULL | SrvRepairFlag.CHECK_DB)
     except Exception as error:
-        if not type(error).__module__.startswith("firebird.driver"):  # fbbench's own: the service refused us
+        if not type(error).__module__.startswith("firebird.driver"):  # the services manager was out of reach
             raise
         summary = str(error)
-        if _SECONDARY in summary:
+        if "validation" not in summary.lower():  # refused, or ended by an error of its own: no summary
             return _online(services_host, database, started, refused=" ".join(summary.split()))
-        if "validation" not in summary.lower():
-            raise driver.explain(error, database) from None
     return _full(database, started, summary, log.added_or_reason())
 
 

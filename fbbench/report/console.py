@@ -120,7 +120,8 @@ def validation_line(validation: Mapping[str, Any]) -> str:
     if validation.get("warnings"):
         counts += f", {validation['warnings']} warning(s)"
     found = "[green]sound[/]" if validation.get("sound") else "[bold red]CORRUPT[/]"
-    refused = f"; the full one was refused: {escape(validation['refused'])}" if validation.get("refused") else ""
+    refused = (f"; the full one was refused or failed: {escape(validation['refused'])}" if validation.get("refused")
+               else "")
     return f"database validation ({validation['method']}, {validation['seconds']:.1f} s): {found} — {counts}{refused}"
 
 

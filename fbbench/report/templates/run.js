@@ -216,7 +216,8 @@ fbb.section("validation", node => {
   const verdict = el("p", {}, node);
   el("span", {class: v.sound ? "pass" : "fail"}, verdict, v.sound ? "sound" : "CORRUPT");
   verdict.append(` — ${v.method} validation in ${seconds(v.seconds)} s found ${counts}.`);
-  if (v.refused) note(node, `The full validation was refused (${v.refused}); the online one was done instead.`, "warn");
+  if (v.refused) note(node, `The full validation was refused or ended without its findings (${v.refused}); the ` +
+                            "online one was done instead.", "warn");
   if ((v.output || []).length) el("pre", {id: "validation-output"}, node, v.output.join("\n"));
 });
 
