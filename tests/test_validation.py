@@ -141,6 +141,14 @@ def test_the_online_validation_where_the_full_one_is_refused_or_fails(tmp_path: 
     assert "Error: Page 5000000 wrong type (expected data encountered purposely undefined)" in online["output"]
 
 
+def test_a_database_that_cannot_be_validated_at_all_is_one_clear_error(tmp_path: Path) -> None:
+    """Neither validation can open it: fbbench's own error (the run records it as 'could not run'
+    and ends normally), where the online one let the driver's exception through."""
+    runtime = prepare_runtime("5.0", tmp_path / "work")
+    refusal = run_in_engine(runtime, f"{CHILD}:validation_refusal", str(tmp_path / "missing.fdb"))
+    assert refusal.startswith(f"fbbench.errors.FirebirdError: cannot open {tmp_path / 'missing.fdb'}: "), refusal
+
+
 def test_validation_is_automatic_after_a_minute_and_can_be_turned_off(tmp_path: Path) -> None:
     code, document, output = _run(tmp_path, str(BANK))
     assert code == 0, output

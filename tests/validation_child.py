@@ -36,3 +36,12 @@ def validated(path: str, attached: bool = False) -> dict[str, Any]:
     finally:
         if held is not None:
             held.close()
+
+
+def validation_refusal(path: str) -> str:
+    """What validating ``path`` raises, by type: fbbench's own one-line error, not the driver's."""
+    try:
+        validate("", path, LogWatch())
+    except Exception as error:
+        return f"{type(error).__module__}.{type(error).__name__}: {error}"
+    return "nothing"

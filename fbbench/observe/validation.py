@@ -20,8 +20,8 @@ Debian's 3.0.11 server):
 refuses it or it ends with an error of its own instead of its findings (a data page damaged
 enough sends it reading a page past the end of the file: "I/O error … File size is less than
 expected", where the online one reports the damaged records); which was done, and why, is part
-of the result. Only ever on a database fbbench owns
-(a run's own copy): read-only as both are, they still take it for themselves while they run.
+of the result. Only ever on a database fbbench owns (a run's own copy): read-only as both are,
+they still take it for themselves while they run.
 """
 
 from __future__ import annotations
@@ -118,7 +118,12 @@ def _full(database: str, started: float, summary: str, log_text: str) -> Validat
 def _online(services_host: str, database: str, started: float, refused: str) -> Validation:
     output: list[str] = []
     with driver.server(services_host, database) as server:
-        server.database.validate(database=database, callback=output.append)
+        try:
+            server.database.validate(database=database, callback=output.append)
+        except Exception as error:
+            if not type(error).__module__.startswith("firebird.driver"):
+                raise
+            raise driver.explain(error, database) from None
     seconds = time.monotonic() - started
     lines = [_CLOCK.sub("", line).strip() for line in output if line.strip()]
     errors = warnings = 0

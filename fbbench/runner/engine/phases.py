@@ -216,11 +216,12 @@ def _validate(phases: _Phases, settings: dict[str, Any], loaded: float, abandone
         record["reason"] = "an attachment did not come back: the database is not the validation's alone"
     else:
         with phases.phase("validate", "validate: is the database sound?") as detail:
-            watch = LogWatch(services_host, log_file)
             try:
-                found = validation.validate(services_host, database, watch)
+                found = validation.validate(services_host, database, LogWatch(services_host, log_file))
             except FbbenchError as error:
                 record["reason"] = f"the validation could not run: {error.message}"
+            except Exception as error:  # a fault of fbbench's: said in the record, the run's end still recorded
+                record["reason"] = f"the validation failed: {type(error).__name__}: {error}"
             else:
                 record.update(found.to_dict(), done=True)
                 corrupt = None if found.sound else found.failure()
