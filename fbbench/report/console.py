@@ -122,7 +122,9 @@ def validation_line(validation: Mapping[str, Any]) -> str:
     found = "[green]sound[/]" if validation.get("sound") else "[bold red]CORRUPT[/]"
     refused = (f"; the full one was refused or failed: {escape(validation['refused'])}" if validation.get("refused")
                else "")
-    return f"database validation ({validation['method']}, {validation['seconds']:.1f} s): {found} — {counts}{refused}"
+    took = validation["seconds"]
+    shown = f"{took:.2f}" if took < 1 else f"{took:.1f}"
+    return f"database validation ({validation['method']}, {shown} s): {found} — {counts}{refused}"
 
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "note": "dim"}

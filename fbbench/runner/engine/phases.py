@@ -174,9 +174,8 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
         corrupt: str | None = None  # the failure a validation that found the database corrupt gives the run
         if loaded is not None and status != "interrupted":
             try:
-                found, corrupt = _validate(phases, settings, loaded, abandoned, db_plan.services_host,
-                                           database_path, log_file)
-                store.update_run(run_id, validation=found)
+                corrupt = _validate(phases, settings, loaded, abandoned, db_plan.services_host, database_path,
+                                    log_file)
             except (KeyboardInterrupt, Interrupted):
                 status, failure = "interrupted", "interrupted by the user (while validating the database)"
             except StoreError as error:
@@ -200,10 +199,10 @@ def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: 
 
 
 def _validate(phases: _Phases, settings: dict[str, Any], loaded: float, abandoned: bool, services_host: str,
-              database: str, log_file: Path | None) -> tuple[dict[str, Any], str | None]:
+              database: str, log_file: Path | None) -> str | None:
     """Is the database still sound after the stress? Firebird's validation (observe/validation.py)
-    when asked, or by default after a load longer than a minute. Returns the record (which was
-    done, what it found, or why there was none) and, for a corrupt database, the run's failure."""
+    when asked, or by default after a load longer than a minute. Records which was done, what it
+    found, or why there was none; returns the run's failure when the database is corrupt."""
     asked = settings.get("validation")
     corrupt = None
     record: dict[str, Any] = {"requested": "auto" if asked is None else "on" if asked else "off", "done": False}
@@ -215,18 +214,24 @@ def _validate(phases: _Phases, settings: dict[str, Any], loaded: float, abandone
     elif abandoned:
         record["reason"] = "an attachment did not come back: the database is not the validation's alone"
     else:
-        with phases.phase("validate", "validate: is the database sound?") as detail:
-            try:
-                found = validation.validate(services_host, database, LogWatch(services_host, log_file))
-            except FbbenchError as error:
-                record["reason"] = f"the validation could not run: {error.message}"
-            except Exception as error:  # a fault of fbbench's: said in the record, the run's end still recorded
-                record["reason"] = f"the validation failed: {type(error).__name__}: {error}"
-            else:
-                record.update(found.to_dict(), done=True)
-                corrupt = None if found.sound else found.failure()
-            detail.update(record)
-    return record, corrupt
+        try:
+            with phases.phase("validate", "validate: is the database sound?") as detail:
+                try:
+                    found = validation.validate(services_host, database, LogWatch(services_host, log_file))
+                except FbbenchError as error:
+                    record["reason"] = f"the validation could not run: {error.message}"
+                except Exception as error:  # a fault of fbbench's: said in the record, the run's end still recorded
+                    record["reason"] = f"the validation failed: {type(error).__name__}: {error}"
+                else:
+                    record.update(found.to_dict(), done=True)
+                    corrupt = None if found.sound else found.failure()
+                detail.update(record)
+        except (KeyboardInterrupt, Interrupted):
+            record["reason"] = "interrupted by the user while it ran"
+            phases.store.update_run(phases.run_id, validation=record)
+            raise
+    phases.store.update_run(phases.run_id, validation=record)
+    return corrupt
 
 
 def _finish(store: ResultsStore, run_id: str, added: str, kept: str, status: str, failure: str | None,
