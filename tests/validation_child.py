@@ -28,10 +28,15 @@ def pointer_page(dsn: str, table: str) -> int:
         return int(cursor.fetchone()[0])
 
 
-def validated(path: str, attached: bool = False) -> dict[str, Any]:
-    """The validation of ``path``; ``attached``: while this process holds an attachment to it."""
-    held = driver.connect(path) if attached else None
+def validated(path: str, attached: bool = False, writing: str | None = None) -> dict[str, Any]:
+    """The validation of ``path``; ``attached``: while this process holds an attachment to it,
+    ``writing``: and that attachment has updated this table (uncommitted, holding its lock)."""
+    held = driver.connect(path) if attached or writing else None
     try:
+        if held is not None and writing:
+            held.begin()
+            with held.cursor() as cursor:
+                cursor.execute(f"update {writing} set id = id")
         return validate("", path, LogWatch()).to_dict()
     finally:
         if held is not None:

@@ -42,7 +42,8 @@ def _validation(stored: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     return {"requested": stored.get("requested"), "done": bool(stored.get("done")), "reason": stored.get("reason"),
             **{key: stored.get(key) for key in ("method", "seconds", "sound", "errors", "warnings", "refused")},
-            "by_kind": stored.get("by_kind") or {}, "output": stored.get("output") or []}
+            "by_kind": stored.get("by_kind") or {}, "output": stored.get("output") or [],
+            "unchecked": stored.get("unchecked") or []}
 
 
 def result_document(run: dict[str, Any]) -> dict[str, Any]:

@@ -122,6 +122,8 @@ def validation_line(validation: Mapping[str, Any]) -> str:
     found = "[green]sound[/]" if validation.get("sound") else "[bold red]CORRUPT[/]"
     refused = (f"; the full one was refused or failed: {escape(validation['refused'])}" if validation.get("refused")
                else "")
+    if validation.get("unchecked"):
+        refused += f"; not checked (locked by other attachments): {escape(', '.join(validation['unchecked']))}"
     took = validation["seconds"]
     shown = f"{took:.2f}" if took < 1 else f"{took:.1f}"
     return f"database validation ({validation['method']}, {shown} s): {found} — {counts}{refused}"

@@ -218,6 +218,7 @@ fbb.section("validation", node => {
   verdict.append(` — ${v.method} validation in ${seconds(v.seconds)} s found ${counts}.`);
   if (v.refused) note(node, `The full validation was refused or ended without its findings (${v.refused}); the ` +
                             "online one was done instead.", "warn");
+  if ((v.unchecked || []).length) note(node, `Not checked — other attachments held their locks: ${v.unchecked.join(", ")}.`, "warn");
   if ((v.output || []).length) el("pre", {id: "validation-output"}, node, v.output.join("\n"));
 });
 
