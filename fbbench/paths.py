@@ -11,6 +11,7 @@ populated-database cache): see :func:`own_workdir` and :func:`assert_inside`.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
@@ -204,3 +205,32 @@ def writable_file(path: Path, what: str) -> Path:
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise FbbenchError(f"{what} {path} cannot be created: {ancestor} is not writable")
     return target
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: it goes to a new file beside ``path`` that
+    then replaces it, so a full disk leaves neither a truncated file nor a lost earlier one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.part")
+    try:
+        with open(partial, "x", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def file_error(error: OSError, action: str, where: Path | None = None, elsewhere: str | None = None) -> FbbenchError:
+    """An operating system's refusal as one line, ``cannot ACTION: reason``, with what to do when the
+    file system of ``where`` is full or read-only (``elsewhere``: the option that moves the files)."""
+    reason = error.strerror or str(error)
+    place = where if where is not None else (Path(error.filename).parent if error.filename else None)
+    hint = None
+    if place is not None and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = f"free space on the file system of {place}" + (f", or {elsewhere}" if elsewhere else "")
+    elif place is not None and error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        hint = f"{place} cannot be written" + (f": {elsewhere}" if elsewhere else "")
+    elif error.errno == errno.EFBIG:
+        hint = "a file grew past the size this process may write (ulimit -f)"
+    return FbbenchError(f"cannot {action}: {reason}", hint=hint)

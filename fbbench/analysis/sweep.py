@@ -177,11 +177,12 @@ def _lint(spec: Mapping[str, Any], sweep: Mapping[str, Any], runs: Mapping[str, 
 
 
 def _overhead(sweep: Mapping[str, Any], runs: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Wall time of the sweep's runs against their load time (warm-up + measured)."""
+    """Wall time of the sweep's completed runs against their load time (warm-up + measured); a run
+    that failed or stopped may never have warmed up."""
     load = wall = 0.0
     for item in sweep["runs"]:
         run = runs[item["run_id"]]
-        if not run.get("ended_at"):
+        if item["status"] != "completed" or not run.get("ended_at"):
             continue
         wall += run["ended_at"] - run["started_at"]
         load += ((run.get("settings") or {}).get("warmup") or 0) if (run.get("settings") or {}).get(

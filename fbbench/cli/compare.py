@@ -322,7 +322,7 @@ def lint_command(
         console.print(line, highlight=False, soft_wrap=True)
     if json_file is not None:
         try:
-            json_file.expanduser().write_text(json.dumps(
+            paths.write_whole(json_file.expanduser(), json.dumps(
                 {"subjects": [{"label": s.label, "kind": s.kind, "id": s.ident, "argument": s.argument,
                                "runs": [r["run_id"] for r in s.runs]} for s in subjects],
                  "lint": findings}, indent=2, default=str, allow_nan=False))

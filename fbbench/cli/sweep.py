@@ -137,8 +137,12 @@ def sweep(
     if outcome.status == "interrupted":
         _print_error(f"the sweep was interrupted after {len(outcome.runs)} run(s)",
                      f"finish it with: fbbench sweep --resume {outcome.sweep_id}")
+    failed = sum(1 for run in outcome.runs if run.status == "failed")
+    if failed:  # the sweep went on; --resume runs again what did not complete
+        _print_error(f"{failed} of {len(outcome.runs)} run(s) failed (each run's line above says why)",
+                     f"once the cause is fixed, run them again: fbbench sweep --resume {outcome.sweep_id}")
     for problem in problems:
         _print_error(problem)
-    code = outcome.exit_code or (FbbenchError.exit_code if problems else 0)
+    code = outcome.exit_code or (1 if failed else 0) or (FbbenchError.exit_code if problems else 0)
     if code:
         raise typer.Exit(code)

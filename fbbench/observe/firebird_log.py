@@ -237,3 +237,11 @@ class LogWatch:
         self.rotated = not (len(text) >= self._length and text[start:self._length] == self._tail)
         new = text if self.rotated else text[self._length:]
         return new.decode("utf-8", "replace")
+
+    def added_or_reason(self) -> str:
+        """:meth:`added`, or a line saying why the log could not be read: it is evidence, never a
+        reason to lose a run."""
+        try:
+            return self.added()
+        except Exception as error:
+            return f"(firebird.log could not be read: {error})"

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fbbench.paths import write_whole
 from fbbench.report import html
 from fbbench.report.console import SEVERITY_STYLE, lint_count
 
@@ -256,6 +257,5 @@ def render(document: Mapping[str, Any]) -> str:
 
 def write(document: Mapping[str, Any], path: Path) -> Path:
     path = path.expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(document), encoding="utf-8")
+    write_whole(path, render(document))
     return path

@@ -112,6 +112,8 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         console.print(table)
     for line in engine_lines(document):
         console.print(line, highlight=False, soft_wrap=True)
+    if document.get("validation"):
+        console.print(validation_line(document["validation"]), highlight=False, soft_wrap=True)
     population = (document.get("population") or {}).get("text")
     if population:
         console.print(escape(population), highlight=False, soft_wrap=True)
@@ -119,6 +121,23 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         console.print(_client_share(document))
     for line in credibility_lines(document):
         console.print(line, highlight=False, soft_wrap=True)
+
+
+def validation_line(validation: Mapping[str, Any]) -> str:
+    """Whether the database was still sound after the run: Firebird's validation, or why there was none."""
+    if not validation.get("done"):
+        return f"database validation: not done — {escape(str(validation.get('reason')))}"
+    counts = (f"{validation['errors']} error(s)" if validation.get("errors") is not None else "errors not counted")
+    if validation.get("warnings"):
+        counts += f", {validation['warnings']} warning(s)"
+    found = "[green]sound[/]" if validation.get("sound") else "[bold red]CORRUPT[/]"
+    refused = (f"; the full one was refused or failed: {escape(validation['refused'])}" if validation.get("refused")
+               else "")
+    if validation.get("unchecked"):
+        refused += f"; not checked (locked by other attachments): {escape(', '.join(validation['unchecked']))}"
+    took = validation["seconds"]
+    shown = f"{took:.2f}" if took < 1 else f"{took:.1f}"
+    return f"database validation ({validation['method']}, {shown} s): {found} — {counts}{refused}"
 
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "note": "dim"}

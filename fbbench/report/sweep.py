@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fbbench.paths import write_whole
 from fbbench.report import html
 
 
@@ -60,6 +61,5 @@ def print_sweep(document: Mapping[str, Any], console: Console) -> None:
 
 def write(document: Mapping[str, Any], path: Path) -> Path:
     path = path.expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(html.render_page("sweep", f"fbbench sweep {document['sweep_id']}", document), encoding="utf-8")
+    write_whole(path, html.render_page("sweep", f"fbbench sweep {document['sweep_id']}", document))
     return path

@@ -282,6 +282,14 @@ def execute(settings: RunSettings, password: str | None = None,
         except FbbenchError as error:  # the runtime could not be prepared, the child died (crashed engine)
             store.finish_run(run_id, "failed", error.message)
             outcome = {"status": "failed", "failure": error.message, "hint": error.hint}
+        except OSError as error:  # this process's own files of the run (a full or read-only work directory)
+            refusal = paths.file_error(error, f"write {error.filename}" if error.filename else "prepare the run",
+                                       workdir, "give --workdir on another one")
+            store.finish_run(run_id, "failed", refusal.message)
+            outcome = {"status": "failed", "failure": refusal.message, "hint": refusal.hint}
+        except BaseException as error:  # a bug: its traceback follows, but the run's record says it ended
+            store.finish_run(run_id, "failed", f"internal error: {type(error).__name__}: {error}")
+            raise
         finally:
             cleanup.clean_run(store, checked.workdir, run_id, made)
     return RunOutcome(run_id, outcome["status"], outcome["failure"], results, outcome.get("hint"))

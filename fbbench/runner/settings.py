@@ -181,6 +181,9 @@ class RunSettings:
     forced_writes: bool | None = None
     sweep: bool = True
     monitor: bool = True  # the sampler (MON$ per interval), gstat before/after
+    # Validate the database after the run (Firebird's full validation, observe/validation.py);
+    # None: when the load (warm-up and measured period) ran longer than a minute.
+    validation: bool | None = None
     fresh: bool = False
     grow: str | None = None  # a scale name: extend a cached smaller population instead of building anew
     load_connections: int = field(default_factory=lambda: os.cpu_count() or 2)
@@ -268,15 +271,15 @@ class RunSettings:
 
 # Spec keys that differ from the setting's name, and flags that differ from it (fbbench run's parameter
 # for a setting bears its flag's name: fbbench.cli.run._flags).
-_SPEC_ALIASES = {"set": "conf", "rate": "target_rate"}
-_FLAGS = {"conf": "set", "target_rate": "rate", "tags": "tag"}
+_SPEC_ALIASES = {"set": "conf", "rate": "target_rate", "validate": "validation"}
+_FLAGS = {"conf": "set", "target_rate": "rate", "tags": "tag", "validation": "validate"}
 
 _KINDS: dict[str, Kind] = {
     "workload": _text, "engine": _text, "scale": _pairs, "connections": _whole, "warmup": _duration,
     "duration": _duration, "transactions": _whole, "repeat": _whole, "interval": _duration, "seed": _whole,
     "conf": _pairs, "architecture": _architecture,
     "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "monitor": _flag,
-    "fresh": _flag, "grow": _text,
+    "validation": _flag, "fresh": _flag, "grow": _text,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "yes": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,

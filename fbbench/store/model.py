@@ -45,6 +45,7 @@ class RecordedSettings(TypedDict, total=False):
     keep_database: bool
     allow_many_connections: bool
     yes: bool  # planned time over a day was confirmed
+    validation: bool | None  # validate the database after the run (None: when the load is long enough)
     fail_on_checks: bool
     fail_on_audits: bool
     user: str | None
@@ -193,6 +194,7 @@ class StoredRun(TypedDict):
     summary: Summary
     workload_files: dict[str, str]
     firebird_log: str | None
+    validation: dict[str, Any]  # the database's validation after the run (runner/engine/phases.py)
     series_id: str | None
     repeat_index: int | None
     sweep_id: str | None

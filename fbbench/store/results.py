@@ -27,7 +27,7 @@ import psutil
 from fbbench.errors import FbbenchError
 from fbbench.store.model import RecordedSettings, StoredRun
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 OPEN_TIMEOUT_SECONDS = 30.0  # how long a store busy with another fbbench process is waited for
 
 MIGRATIONS: dict[int, str] = {
@@ -171,6 +171,11 @@ MIGRATIONS: dict[int, str] = {
         primary key (run_id, path)
     );
     create index run_files_open on run_files(workdir, removed_at);
+    """,
+    # 5 → 6: whether the database was still sound after the run (observe/validation.py): done or
+    # why not, the kind of validation, what Firebird found.
+    6: """
+    alter table runs add column validation_json text;
     """,
 }
 
@@ -420,7 +425,8 @@ class ResultsStore:
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         columns = {"engine": "engine_json", "database": "database_json", "load": "load_json",
-                   "summary": "summary_json", "workload_files": "workload_files_json", "host": "host_json"}
+                   "summary": "summary_json", "workload_files": "workload_files_json", "host": "host_json",
+                   "validation": "validation_json"}
         assignments, values = [], []
         for key, value in fields.items():
             column = columns.get(key, key)

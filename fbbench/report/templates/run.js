@@ -213,6 +213,23 @@ fbb.section("checks", node => {
   table(node, ["kind", "name", "result", "detail"], rows);
 });
 
+// ------------------------------------------------------------------ database validation
+fbb.section("validation", node => {
+  const v = run.validation;
+  if (!v) return note(node, "No validation is recorded for this run: it ended before its load ran, or an fbbench " +
+                            "older than validation made it.");
+  if (!v.done) return note(node, `Not validated: ${v.reason}.`);
+  const counts = (isNumber(v.errors) ? `${num(v.errors)} error(s)` : "errors it did not count") +
+                 (v.warnings ? `, ${num(v.warnings)} warning(s)` : "");
+  const verdict = el("p", {}, node);
+  el("span", {class: v.sound ? "pass" : "fail"}, verdict, v.sound ? "sound" : "CORRUPT");
+  verdict.append(` — ${v.method} validation in ${seconds(v.seconds)} s found ${counts}.`);
+  if (v.refused) note(node, `The full validation was refused or ended without its findings (${v.refused}); the ` +
+                            "online one was done instead.", "warn");
+  if ((v.unchecked || []).length) note(node, `Not checked — other attachments held their locks: ${v.unchecked.join(", ")}.`, "warn");
+  if ((v.output || []).length) el("pre", {id: "validation-output"}, node, v.output.join("\n"));
+});
+
 // ------------------------------------------------------------------ how Firebird worked
 // The sampler's readings, one per interval boundary; a reading that fell behind answers for
 // several intervals (sample.intervals_covered) and its `seconds` spans all of them.
