@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from fbbench.engines import prepare_runtime, run_in_engine
+from fbbench.paths import own_workdir
 from tests.conftest import assert_clean_error, run_cli
 
 BANK = Path(__file__).parent / "workloads" / "bank"
@@ -199,6 +200,12 @@ def _tmpfs(path: Path, size: int | str) -> Iterator[Path]:
         yield path
     finally:
         subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def _owned(work: Path) -> Path:
+    """``work`` made an fbbench work directory, as a run would, so that a tmpfs can be mounted in
+    it before the run (an unmarked directory that is not empty is refused)."""
+    return own_workdir(work).path
 
 
 def _fill(directory: Path) -> None:
@@ -394,29 +401,32 @@ def _one_failed_run(result: subprocess.CompletedProcess[str], store: Path, *frag
 def test_a_full_disk_while_the_runtime_is_built_fails_the_run(tmp_path: Path) -> None:
     """Was: a traceback from shutil.copy2, and the run stayed 'incomplete' though fbbench had ended."""
     work, store = tmp_path / "work", tmp_path / "r.sqlite"
-    with _tmpfs(work / "runtimes", "1m"):
+    with _tmpfs(_owned(work) / "runtimes", "1m"):
         result = run_cli("run", str(BANK), *QUICK, "--results", str(store), "--workdir", str(work))
         assert _left_in(work) == []
     _one_failed_run(result, store, "cannot build the runtime root", "no space left on device")
     assert "hint: free space on the file system of" in result.stderr
 
 
-def test_a_full_disk_while_the_population_is_copied_fails_the_run(tmp_path: Path) -> None:
-    """Was: 'internal error in the engine process: OSError …' with a traceback file."""
+def test_a_disk_too_small_for_the_populations_copy_is_refused_before_the_run(tmp_path: Path) -> None:
+    """Was: 'internal error in the engine process: OSError …' with a traceback file, once the copy
+    met the full disk; the copy's size is known, so the run is refused before it is recorded."""
     work, store = tmp_path / "work", tmp_path / "r.sqlite"
     first = run_cli("run", str(BANK), *QUICK, "--results", str(tmp_path / "first.sqlite"), "--workdir", str(work))
     assert first.returncode == 0, first.stderr  # the populated cache, on the roomy disk
     with _tmpfs(work / "databases", "1m"):
         result = run_cli("run", str(BANK), *QUICK, "--results", str(store), "--workdir", str(work))
         assert _left_in(work) == []
-    failure = _one_failed_run(result, store, "cannot copy the populated database", "no space left on device")
-    assert "internal error" not in failure
+    assert_clean_error(result, "the run's copy of the cached bank population needs", "free")
+    assert result.returncode == 2 and result.stderr.count("error:") == 1, result.stderr
+    assert "hint: free some space" in result.stderr
+    assert _runs(store) == []
 
 
 def test_a_full_disk_while_the_population_is_built_fails_the_run(tmp_path: Path) -> None:
     """The engine's own write error, said as a write (it read 'cannot open …') with what to do."""
     work, store = tmp_path / "work", tmp_path / "r.sqlite"
-    with _tmpfs(work / "dbcache", "1600k"):
+    with _tmpfs(_owned(work) / "dbcache", "1600k"):
         result = run_cli("run", str(BANK), *QUICK, "--fresh", "--results", str(store), "--workdir", str(work))
         assert list((work / "dbcache").glob("*.fdb")) == []  # no half-built population is kept
     _one_failed_run(result, store, "cannot write", "no space left on device")
@@ -485,7 +495,7 @@ def test_a_sweep_on_a_full_disk_records_its_failed_runs_and_says_how_to_resume(t
     spec = tmp_path / "sweep.toml"
     spec.write_text(f'workload = "{BANK}"\nwarmup = "1s"\nduration = "1s"\ninterval = "1s"\nsweep = false\n'
                     f'workdir = "{work}"\nrepeats = 1\n[matrix]\nconnections = [1, 2]\n')
-    with _tmpfs(work / "runtimes", "1m"):
+    with _tmpfs(_owned(work) / "runtimes", "1m"):
         result = run_cli("sweep", str(spec), "--results", str(store), "--report", str(tmp_path / "s.html"))
         assert _left_in(work) == []
     output = result.stdout + result.stderr
