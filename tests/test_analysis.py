@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from fbbench.analysis import audits, conditions, lint, stats, steady
-from fbbench.analysis.run import result_document
+from fbbench.analysis.run import result_document, steady_document
 from fbbench.analysis.steady import IntervalSeries
 from fbbench.store import ResultsStore
 from fbbench.workloads.spec import load_workload
@@ -195,6 +195,48 @@ def test_a_declining_run_has_a_trend_and_a_collapse_never_settles() -> None:
     collapse = 1000 * (1 - np.linspace(0, 0.5, 60)) * (1 + rng.normal(0, 0.01, 60))
     never = steady.steady_state(constructed(collapse, warmup=3))
     assert never.verdict == "never settled" and never.settled_index is None and never.trend == "declining"
+
+
+def _percentages(text: str) -> list[float]:
+    """Every signed percentage in a sentence, as a number (−144 % → -144.0)."""
+    return [float(sign.replace("−", "-") + number) for sign, number in re.findall(r"([−+-]?)(\d+(?:\.\d+)?) %", text)]
+
+
+def test_a_collapsing_run_says_collapsed_and_no_figure_falls_below_zero() -> None:
+    """The issue's run: 8 measured seconds in which the score falls from about 1,000/min to nothing.
+    Relative to its level (the median of the second half, near 0) its trend read −494 %; relative
+    to the fitted start it cannot fall by more than all of it, and the line stops at zero."""
+    values = [900, 1000, 1100, 1050, 1000, 800, 600, 350, 150, 40, 0, 0]
+    series = constructed(values, warmup=4, seconds=1.0)
+    state = steady.steady_state(series)
+    assert state.collapsed and state.trend == "declining" and state.change == -1.0
+    assert state.collapsed_at is not None and 4 < state.collapsed_at <= 12
+    assert state.start_level == pytest.approx(state.line_intercept + state.line_slope * 4 / 3600)
+    assert -1.0 <= state.change_low <= state.change_high <= 0 and state.slope >= -1.0
+    assert state.trend_text.startswith("collapsed: its fitted trend fell from ")
+    assert all(p >= -100 for p in _percentages(state.text)), state.text
+    line = state.trend_line(series)
+    assert line and all(value >= 0 for _, value in line) and line[-1] == (pytest.approx(state.collapsed_at), 0.0)
+    run = {"run_id": "collapse", "status": "completed", "summary": {"headline": {"name": "score", "value": "ok"}},
+           "intervals": [{"index": i, "phase": "warmup" if i < 4 else "measure", "start_offset": float(i),
+                          "seconds": 1.0, "unit": "u", "ok": v // 60, "rolled_back": 0, "conflicts": 0, "errors": 0}
+                         for i, v in enumerate(values)]}
+    trend = next(f for f in lint.lint_run(run) if f.rule == "FB041")
+    assert trend.message.startswith("the score collapsed: ") and trend.evidence["change"] == -1.0
+    assert all(p >= -100 for p in _percentages(trend.message)), trend.message
+    document = steady_document(run)
+    assert document is not None and document["collapsed"] and min(p["value"] for p in document["trend_line"]) == 0
+
+
+def test_a_decline_is_relative_to_the_fitted_start_and_a_rise_from_nothing_has_no_percentage() -> None:
+    # Half of the throughput lost over the measured period: −50 % of where it started, not of where it ended.
+    values = [1000.0] * 3 + list(np.linspace(1000, 500, 30))
+    state = steady.steady_state(constructed(values, warmup=3))
+    assert state.trend == "declining" and not state.collapsed
+    assert state.change == pytest.approx(-0.5, abs=0.03) and state.start_level == pytest.approx(1000, rel=0.03)
+    rising = steady.steady_state(constructed([0.0] * 6 + [10, 50, 100, 300, 600], warmup=2))
+    assert rising.trend == "rising" and rising.change == math.inf and "from a fitted start of 0" in rising.text
+    assert not _percentages(rising.trend_text), rising.trend_text
 
 
 def test_noise_alone_is_steady_and_a_handful_of_intervals_too_short() -> None:

@@ -377,7 +377,9 @@ def _steady_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
         return [_finding("FB040", "no measured interval was stored", {"intervals": 0}, subject)]
     state = steady.steady_state(series)
     evidence = {"figure": series.figure, "intervals": state.n_measured, "warmup_intervals": state.n_warmup,
-                "cv": state.cv, "slope_per_hour": state.slope, "slope_low": state.slope_low,
+                "cv": state.cv, "change": state.change, "change_low": state.change_low,
+                "change_high": state.change_high, "collapsed": state.collapsed, "start_level": state.start_level,
+                "slope_per_hour": state.slope, "slope_low": state.slope_low,
                 "slope_high": state.slope_high, "settled_after": state.settled_after,
                 "warmup_seconds": state.warmup_seconds}
     if state.verdict == "too short":
@@ -389,7 +391,8 @@ def _steady_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
         findings.append(_finding("FB044", f"warm-up {state.warmup_seconds:.0f} s, but the {series.figure} settled "
                                  f"only after {state.settled_after:.0f} s", evidence, subject))
     if state.trend != "none":
-        findings.append(_finding("FB041", f"the {series.figure} is {state.trend_text}", evidence, subject))
+        verb = "" if state.collapsed else "is "
+        findings.append(_finding("FB041", f"the {series.figure} {verb}{state.trend_text}", evidence, subject))
     if math.isfinite(state.cv) and state.cv > steady.MAX_CV:
         findings.append(_finding("FB042", f"the {series.figure}'s intervals vary by CV {state.cv:.1%} "
                                  f"(> {steady.MAX_CV:.0%})", evidence, subject))
