@@ -110,7 +110,8 @@ def test_report_shows_the_documents_figures(watched: Run, tmp_path: Path) -> Non
     headline = doc["headline"]
     figure = dom.by_id("headline-figure").text
     assert f"{headline['value']:,.0f}" in figure and headline["name"] in figure and "higher is better" in figure
-    assert f"{doc['metrics']['NOPM']:,.0f}" in dom.by_id("headline").text and "NOPM" in dom.by_id("headline").text
+    nopm = next(box for box in dom.by_id("headline").all("div", "figure") if "NOPM" in box.text)
+    assert doc["metric_units"]["NOPM"] == "/min" and f"{doc['metrics']['NOPM']:,.0f} /min" in nopm.text, nopm.text
     assert "NOPM" in dom.by_id("metric-windows").text
     # Units, checks and audits, conditions.
     assert all(unit in dom.by_id("units-table").text for unit in UNITS)

@@ -158,7 +158,7 @@ def figure_defs(runs: Sequence[Mapping[str, Any]]) -> list[FigureDef]:
         if name in seen:
             continue
         per_minute = bool(metric.get("per_minute"))
-        defs.append(FigureDef(name, "metric", "/min" if per_minute else "", "higher", per_minute,
+        defs.append(FigureDef(name, "metric", figures.metric_unit(per_minute), "higher", per_minute,
                               lambda run, n=name: ((run.get("metrics") or {}).get(n) or {}).get("value"),
                               _metric_intervals(name, per_minute), "counted by the database"))
     if not stored_headline or stored_headline.get("name") != figures.SCORE.name:

@@ -126,6 +126,8 @@ def result_document(run: dict[str, Any]) -> dict[str, Any]:
         "score_per_minute": summary.get("score_per_minute"),
         "tpm": summary.get("tpm"),
         "metrics": metrics,
+        "metric_units": {name: figures.metric_unit(bool(metric.get("per_minute")))
+                         for name, metric in (run.get("metrics") or {}).items()},
         "metric_windows": {name: {"start_at": m.get("window_start"), "end_at": m.get("window_end"),
                                   "seconds": (m["window_end"] - m["window_start"])
                                   if m.get("window_start") and m.get("window_end") else None}

@@ -65,10 +65,12 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         if stored.get("definition") != "ok" or stored.get("per") != "minute":
             headline.append(f"score {_num(document.get('score_per_minute'))}/min")
         windows = document.get("metric_windows") or {}
+        units = document.get("metric_units") or {}
         for name, value in document.get("metrics", {}).items():
             seconds = (windows.get(name) or {}).get("seconds")
             window = f" (window {seconds:.1f} s)" if seconds else ""
-            headline.append(f"[bold]{escape(name)} {_num(value)}[/]{window}")
+            shown = _num(value) + (units.get(name, "") if value is not None else "")
+            headline.append(f"[bold]{escape(name)} {escape(shown)}[/]{window}")
         headline.append(f"TPM {_num(document.get('tpm'))}")
         shown = f"{measured:.0f}" if measured >= 10 else f"{measured:.2f}"
         console.print(" · ".join(headline) + f"  (measured {shown} s after {document['warmup_seconds']:.0f} s "

@@ -128,6 +128,12 @@ const fbb = (() => {
     return {text: fmt(value, digits), n: true, value: isNumber(value) ? value : null};
   }
 
+  // The same with its unit after the number ("391,299/min"); "–" alone where there is no number.
+  function withUnit(value, unit, digits) {
+    const cell = num(value, digits);
+    return isNumber(value) && unit ? {...cell, text: cell.text + unit} : cell;
+  }
+
   /* table(parent, columns, rows): columns are labels or {label, n (numeric), title}; a row is an
      array of cells or {cells, cls, title}; a cell is text, a number (formatted), a Node, or
      {text | node, n, cls, title, colspan, value}. Returns the <table>. */
@@ -592,5 +598,5 @@ const fbb = (() => {
   });
 
   return {COLOURS, TOTAL, SHADE, data, section, done, errors, charts, isNumber, fmt, fmtDelta, fmtMB, fmtTime,
-          perSecond, colourOf, el, note, num, table, heat, details, chartBox, lineChart, barChart, ratioChart};
+          perSecond, colourOf, el, note, num, withUnit, table, heat, details, chartBox, lineChart, barChart, ratioChart};
 })();

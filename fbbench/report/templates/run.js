@@ -3,7 +3,7 @@
    Figures are shown as the document holds them; the only arithmetic here is unit conversion
    (counters per interval → per second, bytes → MB, pages × page size) and sums across units. */
 const run = fbb.data();
-const {el, fmt, num, note, table, isNumber} = fbb;
+const {el, fmt, num, withUnit, note, table, isNumber} = fbb;
 
 // ------------------------------------------------------------------ interval geometry
 // One row per (interval, unit) in run.intervals; their start and length are the same for every unit.
@@ -70,12 +70,17 @@ fbb.section("headline", node => {
   }
   for (const [name, value] of Object.entries(run.metrics || {})) {
     const window = (run.metric_windows || {})[name];
-    figure(node, value, "", name, window && isNumber(window.seconds) ? `over a ${seconds(window.seconds)} s window` : "");
+    const unit = metricUnit(name);
+    const over = window && isNumber(window.seconds) ? ` over a ${seconds(window.seconds)} s window` : "";
+    figure(node, value, unit, name, (unit ? "per minute" : "its change") + over);
   }
   if (isNumber(run.tpm)) figure(node, run.tpm, "/min", "transactions (TPM)", "committed and rolled back units");
   figure(node, run.connections, "", "connections");
   figure(node, isNumber(run.measure_seconds) ? seconds(run.measure_seconds) : "–", "s", "measured");
 });
+
+// A metric's unit as the document gives it: "/min", or "" for a count (its change over the window).
+function metricUnit(name) { return (run.metric_units || {})[name] || ""; }
 
 fbb.section("metric-windows", node => {
   const windows = Object.entries(run.metric_windows || {});
@@ -83,7 +88,7 @@ fbb.section("metric-windows", node => {
   note(node, "The database-side metrics count the change of their SQL's value over their own window " +
              "(from the reading that opened the measured period to the one that closed it):");
   table(node, ["metric", {label: "value", n: true}, "window from", "to", {label: "seconds", n: true}],
-        windows.map(([name, w]) => [name, num((run.metrics || {})[name]), fbb.fmtTime(w.start_at),
+        windows.map(([name, w]) => [name, withUnit((run.metrics || {})[name], metricUnit(name)), fbb.fmtTime(w.start_at),
                                     fbb.fmtTime(w.end_at), num(w.seconds, 2)]));
 });
 
