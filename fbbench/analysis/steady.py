@@ -274,7 +274,7 @@ def steady_state(series: IntervalSeries) -> SteadyState:
 
     if settled is None:
         verdict = "never settled"
-        head = (f"never settled: the {series.figure} did not stay within {low:,.4g}–{high:,.4g}{series.unit} "
+        head = (f"never settled: the {series.figure} did not stay within {_level(low)}–{_level(high)}{series.unit} "
                 f"(the level of its last half ± {BAND_K:g} × its interval-to-interval noise)")
     else:
         verdict = "trend" if trend != "none" else "steady"
@@ -285,7 +285,7 @@ def steady_state(series: IntervalSeries) -> SteadyState:
             head += f" (warm-up {warmup_seconds:.0f} s)"
     start_level = fitted.at(first_hour)
     measured_text = f"the measured {span_hours * 3600:.0f} s"
-    start_text = f"from a fitted {start_level:,.4g}{series.unit}"
+    start_text = f"from a fitted {_level(start_level)}{series.unit}"
     if start_level <= 0:
         slope_text = f"from a fitted start of 0 over {measured_text}: no change relative to it"
     elif span_hours >= 1:
@@ -296,7 +296,7 @@ def steady_state(series: IntervalSeries) -> SteadyState:
                       f"{_percent(change_low)} to {_percent(change_high)}")
     if collapsed:
         assert zero_hour is not None
-        trend_text = (f"collapsed: its fitted trend fell from {start_level:,.4g}{series.unit} to 0 within "
+        trend_text = (f"collapsed: its fitted trend fell from {_level(start_level)}{series.unit} to 0 within "
                       f"{max(zero_hour - first_hour, 0.0) * 3600:.0f} s of {measured_text} (−100 %, 95 % CI of "
                       f"the change {_percent(change_low)} to {_percent(change_high)})")
     else:
@@ -339,6 +339,11 @@ class _Line:
         if first <= 0:
             return math.inf if self.slope > 0 else -1.0 if self.slope < 0 else 0.0
         return max(self.slope / first, -1.0)
+
+
+def _level(value: float) -> str:
+    """A level in the figure's unit, as a reader takes it in: 14,190 rather than 1.419e+04."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
 
 
 def _percent(fraction: float) -> str:
