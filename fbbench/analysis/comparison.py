@@ -403,6 +403,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
         "verdicts": verdicts,
         "engine": {"available": bool(engine_rows), "figures": engine_rows},
         "lint": findings,
+        "lint_groups": lint.grouped(findings, {s.label: (s.kind, len(s.runs)) for s in subjects}),
         "valid": not errors,
         "forced": bool(force and errors),
         "invalid_because": [f"{f['rule']} {f['message']}" for f in errors],

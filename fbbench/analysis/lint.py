@@ -171,6 +171,44 @@ def worst(findings: Iterable[Finding]) -> str | None:
     return next((s for s in SEVERITIES if s in found), None)
 
 
+# Where a grouped finding is, by its scope (a run's findings name their side and how many runs).
+_SCOPE_WORDS = {"comparison": "the comparison", "sweep": "across the cells", "series": "the series"}
+
+
+def grouped(findings: Sequence[Mapping[str, Any]], sides: Mapping[str, tuple[str, int]]) -> list[dict[str, Any]]:
+    """The findings of a comparison or a sweep, one group per rule and side: a series' repeats
+    mostly say the same thing, and ten runs saying it are one line with a count, not ten.
+
+    ``findings`` carry ``scope`` (comparison / sweep / series / run), ``side`` and ``excluded`` (a
+    run not used); ``sides`` gives each side's kind (run / series) and its number of runs. Each
+    group: the rule, severity, title and why; scope, side, excluded; ``about`` in words
+    (``B (6 of 10 runs)``); ``count``; ``message`` (the first finding's) and ``same_message``
+    (all say it alike); ``findings`` (each one's subject and message). Most severe first, the
+    findings of runs not used last within a severity."""
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for finding in findings:
+        scope = finding.get("scope") or "run"
+        key = (finding["rule"], finding["severity"], scope, finding.get("side"), bool(finding.get("excluded")),
+               finding["message"] if scope != "run" else None)
+        groups.setdefault(key, []).append(finding)
+    found = []
+    for (rule, severity, scope, side, excluded, _), items in groups.items():
+        first = items[0]
+        if scope == "run" and side in sides:
+            kind, runs = sides[side]
+            about = f"{side} (the run)" if kind == "run" else f"{side} ({len(items)} of {runs} runs)"
+        elif scope == "run":
+            about = ", ".join(dict.fromkeys(str(f.get("subject") or "") for f in items))
+        else:
+            about = f"{side} ({_SCOPE_WORDS[scope]})" if side else _SCOPE_WORDS.get(scope, scope)
+        found.append({"rule": rule, "severity": severity, "title": first["title"], "why": first["why"],
+                      "scope": scope, "side": side, "excluded": excluded, "about": about, "count": len(items),
+                      "message": first["message"], "same_message": len({f["message"] for f in items}) == 1,
+                      "findings": [{"subject": f.get("subject"), "message": f["message"]} for f in items]})
+    order = {severity: i for i, severity in enumerate(SEVERITIES)}
+    return sorted(found, key=lambda g: (order.get(g["severity"], 9), g["excluded"], g["rule"], str(g["side"])))
+
+
 # ---------------------------------------------------------------------------------- comparison
 
 _RULE_OF_KEY = (

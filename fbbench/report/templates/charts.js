@@ -186,6 +186,25 @@ const fbb = (() => {
     return node;
   }
 
+  /* The lint of a comparison or a sweep as the document groups it (analysis/lint.py grouped): one
+     row per rule and side, with where and how many; the runs a group was found in are folded
+     under its message, each with its own message when they differ. */
+  function lintGroups(parent, groups) {
+    return table(parent, ["severity", "rule", "about", "finding", "why it matters"], groups.map(g => {
+      const what = el("div");
+      el("div", {}, what, g.message + (g.excluded ? " (a run not used: this finding does not count)" : ""));
+      if (g.scope === "run" && g.count > 1) {
+        const fold = details(what, g.same_message ? `the ${g.count} runs` : `the ${g.count} runs, each with its figures`);
+        const list = el("ul", {class: "runs"}, fold);
+        g.findings.forEach(f => el("li", {}, list, g.same_message ? f.subject : `${f.subject}: ${f.message}`));
+      }
+      return {cls: g.excluded ? "dim" : "lint-" + g.severity,
+              cells: [el("span", {class: "sev-" + g.severity}, null, g.severity), `${g.rule} ${g.title}`,
+                      {text: g.about, cls: "what"}, what,
+                      {text: g.why, cls: "why"}]};
+    }), {id: "lint-table"});
+  }
+
   // A titled chart container (its note says what is drawn and from where).
   function chartBox(parent, id, title, text) {
     const box = el("div", {class: "chart-box"}, parent);
@@ -598,5 +617,5 @@ const fbb = (() => {
   });
 
   return {COLOURS, TOTAL, SHADE, data, section, done, errors, charts, isNumber, fmt, fmtDelta, fmtMB, fmtTime,
-          perSecond, colourOf, el, note, num, withUnit, table, heat, details, chartBox, lineChart, barChart, ratioChart};
+          perSecond, colourOf, el, note, num, withUnit, table, heat, details, lintGroups, chartBox, lineChart, barChart, ratioChart};
 })();
