@@ -608,6 +608,7 @@ def test_what_a_run_never_recorded_is_no_difference_to_choose_an_axis_by() -> No
     assert on_axis == [] and {row.key for row in others} == {row.key for row in rows}
     findings = lint.lint_comparison({"A": full, "B": early})
     assert {finding.rule for finding in findings} == {"FB009"}  # "cannot be compared", a note
+    assert "stopped before its engine was read" in findings[0].why, findings[0].why  # why this note, here
     # A difference both recorded is still the axis, and the unrecorded ones stay notes beside it.
     other_page = conditions.Conditions({**full.data, "database.page_size": "16384"}, frozenset())
     on_axis, others = conditions.axis(conditions.diff({"A": full, "B": other_page, "C": early}))

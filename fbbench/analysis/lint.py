@@ -81,7 +81,9 @@ RULES: dict[str, Rule] = {rule.id: rule for rule in (
          "A comparison changes one thing at a time (the TPC-C-on-Firebird study): every other difference is a "
          "second, unmeasured axis."),
     Rule("FB009", NOTE, "condition not visible",
-         "What a run cannot see (a Firebird 3 server's firebird.conf) cannot be shown to be equal."),
+         "What a run did not record cannot be shown to be equal: a Firebird 3 server does not show its "
+         "firebird.conf, and a run that stopped before its engine was read recorded neither the engine's nor "
+         "the database's conditions."),
     Rule("FB010", ERROR, "axis unclear",
          "A comparison must say which difference it measures; with several, any one may explain the result."),
     Rule("FB011", ERROR, "series not uniform",
