@@ -220,6 +220,11 @@ def test_embedded_run_completes_with_the_contract(embedded_run: TpccRun) -> None
     phases = Counter(row["phase"] for row in doc["intervals"])
     assert phases["warmup"] >= len(UNITS) and phases["measure"] >= 3 * len(UNITS), phases
     assert f"run {doc['run_id']} — completed" in embedded_run.cli.stdout
+    # The live line: the measured average only once a measured interval has closed, never on the
+    # warm-up's line (it read "avg" over the few milliseconds the measured period had lasted).
+    live = [line for line in embedded_run.cli.stdout.splitlines() if re.match(r"\s*\[\s*\d+ s\] ", line)]
+    assert any("] measure" in line and " avg " in line for line in live), live
+    assert not [line for line in live if "] warmup" in line and " avg " in line], live
 
 
 def test_embedded_engine_is_the_requested_one(embedded_run: TpccRun, request: pytest.FixtureRequest) -> None:
