@@ -186,12 +186,18 @@ fbb.section("latency-units", node => {
 fbb.section("units-table", node => {
   const rows = Object.entries(run.units || {});
   if (!rows.length) return note(node, "No units.");
-  const lat = (u, k) => num((u.latency_ms || {})[k], 2);
+  // A run stopped before its measured period counted nothing: "–", not zeros that read as measured;
+  // a unit that never ended has no latency, whatever its empty histogram says.
+  const measured = isNumber(run.measure_seconds) && run.measure_seconds > 0;
+  if (!measured) note(node, `Nothing was measured: the run ${run.status} before its measured period.`, "warn");
+  const count = u => u.ok + u.rolled_back + u.conflicts + u.errors;
+  const cnt = v => measured ? num(v) : num(null);
+  const lat = (u, k) => num(measured && count(u) ? (u.latency_ms || {})[k] : null, 2);
   table(node, ["unit", ...["count", "ok", "rolled back", "conflicts", "errors", "mean ms", "p50 ms", "p90 ms",
                            "p95 ms", "p99 ms", "max ms"].map(label => ({label, n: true}))],
-        rows.map(([name, u]) => [name, num(u.ok + u.rolled_back + u.conflicts + u.errors), num(u.ok),
-                                 num(u.rolled_back), num(u.conflicts), num(u.errors), lat(u, "mean"), lat(u, "p50"),
-                                 lat(u, "p90"), lat(u, "p95"), lat(u, "p99"), lat(u, "max")]));
+        rows.map(([name, u]) => [name, cnt(count(u)), cnt(u.ok), cnt(u.rolled_back), cnt(u.conflicts), cnt(u.errors),
+                                 lat(u, "mean"), lat(u, "p50"), lat(u, "p90"), lat(u, "p95"), lat(u, "p99"),
+                                 lat(u, "max")]));
   rows.forEach(([name, u]) => {
     Object.entries(u.errors_by_gdscode || {}).forEach(([code, e]) =>
       el("p", {class: "fail"}, node, `${name}: ${fmt(e.count)} error(s), gdscode ${code}: ${e.message}`));
@@ -463,8 +469,13 @@ fbb.section("log-findings", node => {
   const findings = [...(run.log_findings || [])].sort((a, b) =>
     (SEVERITY.indexOf(a.severity) + 1 || 9) - (SEVERITY.indexOf(b.severity) + 1 || 9) || String(a.kind).localeCompare(String(b.kind)));
   if (!findings.length) return note(node, "Nothing new in firebird.log during the run.");
-  table(node, ["severity", "kind", {label: "count", n: true}, "first", "last", "example"],
-        findings.map(f => [el("span", {class: "sev-" + f.severity}, null, f.severity), f.kind, num(f.count),
+  // What the log said, with the values its first entry had; the kind (values as <name>) on hover.
+  const said = f => {
+    const detail = f.detail || {};
+    return {text: (detail.text || f.kind) + (detail.values_vary ? " (and other values)" : ""), title: f.kind};
+  };
+  table(node, ["severity", "message", {label: "count", n: true}, "first", "last", "example"],
+        findings.map(f => [el("span", {class: "sev-" + f.severity}, null, f.severity), said(f), num(f.count),
                            // firebird.log's own local time stamps, as the log writes them
                            {text: String(f.first_at || "–").replace("T", " "), cls: "n"},
                            {text: String(f.last_at || "–").replace("T", " "), cls: "n"}, el("pre", {class: "example"}, null, f.example || "")]),
