@@ -55,13 +55,23 @@ function figure(parent, value, unit, label, sub, cls = "figure") {
   return box;
 }
 
+// A figure's definition as its card shows it: a long sum (docflow adds up 16 units) by its first
+// and last terms, the whole expression on hover.
+function shortDefinition(definition) {
+  const terms = String(definition).split("+").map(term => term.trim()).filter(Boolean);
+  return terms.length > 3 ? `the sum of ${terms.length} terms, ${terms[0]} + … + ${terms[terms.length - 1]}`
+                          : String(definition).replace(/\s+/g, " ").trim();
+}
+
 fbb.section("headline", node => {
   const h = run.headline;
   if (h) {
     const better = h.better === "lower" ? "↓ lower is better" : "↑ higher is better";
-    const defined = h.definition ? `counts ${h.definition}${h.per ? " per " + h.per : ""}` : "";
-    figure(node, h.value, h.unit, `${h.name} (${better})`,
-           [h.description, defined].filter(Boolean).join("; "), "figure main").id = "headline-figure";
+    const defined = h.definition ? `counts ${shortDefinition(h.definition)}${h.per ? " per " + h.per : ""}` : "";
+    const card = figure(node, h.value, h.unit, `${h.name} (${better})`,
+                        [h.description, defined].filter(Boolean).join("; "), "figure main");
+    card.id = "headline-figure";
+    if (h.definition) card.title = `${h.name} = ${String(h.definition).replace(/\s+/g, " ").trim()}`;
   } else if (isNumber(run.score_per_minute)) {
     figure(node, run.score_per_minute, "/min", "score", "", "figure main");
   } else {
@@ -175,12 +185,20 @@ fbb.section("latency-time", node => {
 
 const PERCENTILES = [["p50", "#a8c7fa"], ["p90", "#669df6"], ["p95", "#1a73e8"], ["p99", "#0b3d91"]];
 fbb.section("latency-units", node => {
-  const rows = Object.entries(run.units || {});
+  // The units that ended in the measured period (a unit that never ended has no latency).
+  const measured = isNumber(run.measure_seconds) && run.measure_seconds > 0;
+  const rows = Object.entries(run.units || {})
+    .filter(([, u]) => measured && u.ok + u.rolled_back + u.conflicts + u.errors > 0);
+  // Names that would not fit under their bars side by side (docflow's 18 units) lie along the
+  // side instead, one row per unit: about 7 px a character against the page's width.
+  const longest = Math.max(0, ...rows.map(([name]) => name.length));
+  const horizontal = longest * 7 > 1000 / Math.max(1, rows.length);
   fbb.barChart(node, {
-    categories: rows.map(([name]) => name), categoryName: "unit",
+    categories: rows.map(([name]) => name), categoryName: "unit", horizontal,
     series: PERCENTILES.map(([p, colour]) => ({label: p, colour, values: rows.map(([, u]) => (u.latency_ms || {})[p])})),
     valueLabel: "latency, ms", unit: "ms", digits: 2, empty: "No unit ran in the measured period.",
   });
+  node.dataset.orientation = horizontal ? "horizontal" : "vertical";
 });
 
 fbb.section("units-table", node => {
