@@ -251,6 +251,15 @@ def test_noise_alone_is_steady_and_a_handful_of_intervals_too_short() -> None:
     assert steady.steady_state(constructed([1000, 1000, 1000], warmup=1)).verdict == "too short"
 
 
+def test_sentences_say_half_seconds_and_large_levels_as_numbers() -> None:
+    # A 0.5 s warm-up read "warm-up 0 s"; a median of 122,028/min read "1.22e+05".
+    rng = np.random.default_rng(24)
+    state = steady.steady_state(constructed(120000 * (1 + rng.normal(0, 0.01, 12)), warmup=1, seconds=0.5))
+    assert "(warm-up 0.5 s)" in state.text and "e+" not in state.text, state.text
+    text = stats.summarize([131568.0, 97392.0, 118896.0, 103944.0, 110280.0, 112296.0, 126192.0]).text
+    assert text.startswith("median 112,296 (95 % CI 97,392–131,568)") and "e+" not in text, text
+
+
 # --------------------------------------------------------------------------------- real runs
 
 

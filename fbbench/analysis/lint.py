@@ -24,6 +24,7 @@ from typing import Any
 
 from fbbench.analysis import conditions as cond
 from fbbench.analysis import figures, psql, steady
+from fbbench.analysis.stats import readable
 from fbbench.engines.firebird_conf import (
     CACHE_PER_ATTACHMENT,
     architecture_of_mode,
@@ -428,8 +429,8 @@ def _steady_findings(run: Mapping[str, Any], subject: str) -> list[Finding]:
     if state.verdict == "never settled":
         findings.append(_finding("FB043", state.text, evidence, subject))
     elif state.warmup_too_short:
-        findings.append(_finding("FB044", f"warm-up {state.warmup_seconds:.0f} s, but the {series.figure} settled "
-                                 f"only after {state.settled_after:.0f} s", evidence, subject))
+        findings.append(_finding("FB044", f"warm-up {readable(state.warmup_seconds)} s, but the {series.figure} "
+                                 f"settled only after {readable(state.settled_after or 0.0)} s", evidence, subject))
     if state.trend != "none":
         verb = "" if state.collapsed else "is "
         findings.append(_finding("FB041", f"the {series.figure} {verb}{state.trend_text}", evidence, subject))

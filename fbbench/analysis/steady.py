@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from fbbench.analysis import figures
-from fbbench.analysis.stats import scipy_stats
+from fbbench.analysis.stats import readable, scipy_stats
 
 BAND_K = 3.0  # band half-width in robust standard deviations of the interval-to-interval noise
 MIN_BAND = 0.01  # … and at least 1 % of the centre (a run at a fixed target rate has no noise)
@@ -274,18 +274,18 @@ def steady_state(series: IntervalSeries) -> SteadyState:
 
     if settled is None:
         verdict = "never settled"
-        head = (f"never settled: the {series.figure} did not stay within {_level(low)}–{_level(high)}{series.unit} "
-                f"(the level of its last half ± {BAND_K:g} × its interval-to-interval noise)")
+        head = (f"never settled: the {series.figure} did not stay within {readable(low)}–{readable(high)}"
+                f"{series.unit} (the level of its last half ± {BAND_K:g} × its interval-to-interval noise)")
     else:
         verdict = "trend" if trend != "none" else "steady"
-        head = f"settled after {settled_after:.0f} s"
+        head = f"settled after {readable(series.starts[settled])} s"
         if too_short:
-            head += f": the warm-up ({warmup_seconds:.0f} s) was too short, the measured period began unsettled"
+            head += f": the warm-up ({readable(warmup_seconds)} s) was too short, the measured period began unsettled"
         else:
-            head += f" (warm-up {warmup_seconds:.0f} s)"
+            head += f" (warm-up {readable(warmup_seconds)} s)"
     start_level = fitted.at(first_hour)
-    measured_text = f"the measured {span_hours * 3600:.0f} s"
-    start_text = f"from a fitted {_level(start_level)}{series.unit}"
+    measured_text = f"the measured {readable(span_hours * 3600)} s"
+    start_text = f"from a fitted {readable(start_level)}{series.unit}"
     if start_level <= 0:
         slope_text = f"from a fitted start of 0 over {measured_text}: no change relative to it"
     elif span_hours >= 1:
@@ -296,8 +296,8 @@ def steady_state(series: IntervalSeries) -> SteadyState:
                       f"{_percent(change_low)} to {_percent(change_high)}")
     if collapsed:
         assert zero_hour is not None
-        trend_text = (f"collapsed: its fitted trend fell from {_level(start_level)}{series.unit} to 0 within "
-                      f"{max(zero_hour - first_hour, 0.0) * 3600:.0f} s of {measured_text} (−100 %, 95 % CI of "
+        trend_text = (f"collapsed: its fitted trend fell from {readable(start_level)}{series.unit} to 0 within "
+                      f"{readable(max(zero_hour - first_hour, 0.0) * 3600)} s of {measured_text} (−100 %, 95 % CI of "
                       f"the change {_percent(change_low)} to {_percent(change_high)})")
     else:
         trend_text = {"none": f"no trend ({slope_text})", "rising": f"rising {slope_text}",
@@ -339,11 +339,6 @@ class _Line:
         if first <= 0:
             return math.inf if self.slope > 0 else -1.0 if self.slope < 0 else 0.0
         return max(self.slope / first, -1.0)
-
-
-def _level(value: float) -> str:
-    """A level in the figure's unit, as a reader takes it in: 14,190 rather than 1.419e+04."""
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
 
 
 def _percent(fraction: float) -> str:
