@@ -466,7 +466,7 @@ class ResultsStore:
         per_minute: dict[str, dict[str, bool]] = {}
         for run_id, name, flag in self.db.execute(
                 "select run_id, name, per_minute from metrics where run_id in "
-                f"({','.join('?' * len(rows))})", [row[0] for row in rows]):
+                "(select run_id from runs order by started_at desc limit ?)", (limit,)):
             per_minute.setdefault(run_id, {})[name] = bool(flag)
         runs = []
         for (run_id, started, ended, status, pid, host, workload, label, version, summary, settings, failure,
