@@ -134,7 +134,10 @@ def test_report_shows_the_documents_figures(watched: Run, tmp_path: Path) -> Non
         assert flag["text"] in dom.by_id("gstat").text
     findings = dom.by_id("log-findings")
     if doc["log_findings"]:
-        assert all(f["kind"] in findings.text for f in doc["log_findings"])
+        # As the log wrote them (e.g. "Sweep is started by SYSDBA"), the kind with <name>s on hover.
+        assert all(f["detail"]["text"] in findings.text for f in doc["log_findings"]), findings.text
+        messages = [row.all("td")[1].text for row in findings.all("tr")[1:]]
+        assert messages and not [m for m in messages if "<" in m], messages
     else:
         assert "Nothing new" in findings.text
     assert f"{doc['sampling']['readings']} reading(s)" in dom.by_id("watching").text
@@ -309,7 +312,7 @@ def test_charts_of_values_within_rounding_error_of_each_other_draw(tmp_path: Pat
     # 1.0000000000000004): a scale that narrow made uPlot's tick step vanish and its tick loop
     # grow an array until "RangeError: Invalid array length" (a compare page of a CI run).
     (tmp_path / "edge.html").write_text('<div class="chart" id="ratios"></div><div class="chart" id="line"></div>'
-                                        '<div class="chart" id="flat"></div>')
+                                        '<div class="chart" id="flat"></div><div class="chart" id="wide"></div>')
     (tmp_path / "edge.js").write_text("""
 const page = fbb.data();
 fbb.section("ratios", node => fbb.ratioChart(node, {categories: ["score", "TPM"], series: [
@@ -318,11 +321,15 @@ fbb.section("line", node => fbb.lineChart(node, {x: [1, 2, 3], yMin0: false,
   series: [{label: "score", values: page.close}]}));
 fbb.section("flat", node => fbb.lineChart(node, {x: [1, 2, 3], yMin0: false,
   series: [{label: "score", values: page.flat}]}));
+fbb.section("wide", node => fbb.ratioChart(node, {categories: ["p50", "p99"], series: [
+  {label: "B / A", values: [0.5, 1.2], lo: page.wide_lo, hi: page.wide_hi}]}));
 fbb.done();
 """)
+    # And a latency ratio whose interval spans 1e-22 to 1e30 (three runs whose p99 scattered
+    # wildly under load): a log scale that wide broke the whole page the same way (a suite run).
     data = {"ratios": [1.0000000000000004, 0.9999999999999998], "close": [3096.0000000000014, 3096.0, 3096.0],
-            "flat": [1e6, 1e6, 1e6 + 1e-9]}
+            "flat": [1e6, 1e6, 1e6 + 1e-9], "wide_lo": [1e-22, 0.9], "wide_hi": [1e30, 1.5]}
     page = tmp_path / "page.html"
     page.write_text(html.render_page(tmp_path / "edge.html", "edge", data), encoding="utf-8")
     dom = _render(page, tmp_path).body
-    assert int(dom.attrs["data-charts"]) == 3
+    assert int(dom.attrs["data-charts"]) == 4
