@@ -490,6 +490,8 @@ const fbb = (() => {
     return track(container, u, height);
   }
 
+  const RATIO_FLOOR = 1e-6;  // the ratio chart's log scale: 1e-6 to 1e6 at the most
+
   /* ratioChart(container, spec): ratios with their 95 % intervals, one row per category (a figure):
      per series a dot at the ratio and a whisker over its interval, and a dashed line at 1 (no
      change). Categories run down the chart, the ratio across it (on a log scale when the ratios
@@ -533,12 +535,19 @@ const fbb = (() => {
     // 1.0000000000000004) leaves uPlot no tick step above their precision, and its tick loop
     // grows an array until "Invalid array length".
     const pad = Math.max((high - low) * 0.08, 0.005);
-    const range = log ? [low / 1.25, high * 1.25] : [Math.max(0, low - pad), high + pad];
+    // A log scale within a millionfold either way: an interval bound of 1e-22 (three runs whose
+    // p99 scatter wildly) made uPlot's log ticks grow an array until "Invalid array length"; the
+    // whisker then runs to the edge, and the legend keeps the bound's value.
+    const range = log ? [Math.max(low / 1.25, RATIO_FLOOR), Math.min(high * 1.25, 1 / RATIO_FLOOR)]
+                      : [Math.max(0, low - pad), high + pad];
     const height = spec.height || Math.max(150, n * (10 + 12 * k) + 70);
     const px = uPlot.pxRatio;
     const draw = u => {
       const {ctx, bbox} = u;
       ctx.save();
+      ctx.beginPath();
+      ctx.rect(bbox.left, bbox.top, bbox.width, bbox.height);
+      ctx.clip();  // a whisker beyond the scale ends at its edge
       const one = Math.round(u.valToPos(1, "y", true)) + 0.5;
       ctx.strokeStyle = "#5f6368";
       ctx.lineWidth = px;
