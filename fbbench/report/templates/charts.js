@@ -535,10 +535,14 @@ const fbb = (() => {
     // 1.0000000000000004) leaves uPlot no tick step above their precision, and its tick loop
     // grows an array until "Invalid array length".
     const pad = Math.max((high - low) * 0.08, 0.005);
-    // A log scale within a millionfold either way: an interval bound of 1e-22 (three runs whose
-    // p99 scatter wildly) made uPlot's log ticks grow an array until "Invalid array length"; the
-    // whisker then runs to the edge, and the legend keeps the bound's value.
-    const range = log ? [Math.max(low / 1.25, RATIO_FLOOR), Math.min(high * 1.25, 1 / RATIO_FLOOR)]
+    // A log scale from one power of ten to another, within a millionfold either way: uPlot steps
+    // its log ticks from the scale's minimum, and from one that is no power of ten (0.0987) or a
+    // tiny one (1e-22) the steps round to nothing and its tick loop grows an array until "Invalid
+    // array length" (or runs on). A whisker beyond the scale ends at its edge; the legend keeps
+    // the bound's value.
+    const decade = (v, round) => 10 ** round(Math.log10(v) + (round === Math.floor ? 1e-9 : -1e-9));
+    const range = log ? [Math.max(decade(low / 1.05, Math.floor), RATIO_FLOOR),
+                         Math.min(decade(high * 1.05, Math.ceil), 1 / RATIO_FLOOR)]
                       : [Math.max(0, low - pad), high + pad];
     const height = spec.height || Math.max(150, n * (10 + 12 * k) + 70);
     const px = uPlot.pxRatio;
