@@ -287,6 +287,19 @@ def test_check_that_does_not_prepare_stops_the_run_before_measuring(tmp_path: Pa
     assert _left_in(work) == []  # the run's database copy, made before the failure, is gone
 
 
+def test_a_run_failing_in_its_schema_script_shows_what_it_never_read_as_unknown(tmp_path: Path) -> None:
+    # It failed before its database existed: no page size, no buffers. The summary says "?" where
+    # it printed Python's None.
+    workload = _bank_copy(tmp_path)
+    schema = workload / "schema.sql"
+    schema.write_text("create tablex oops (x integer);\n" + schema.read_text())
+    result = run_cli("run", str(workload), *QUICK, "--results", str(tmp_path / "r.sqlite"), "--workdir",
+                     str(tmp_path / "work"))
+    assert result.returncode == 1 and "schema.sql:1" in result.stderr and "Traceback" not in result.stderr
+    assert "None" not in result.stdout, result.stdout
+    assert "page size ?, buffers ?, forced writes ?" in " ".join(result.stdout.split()), result.stdout
+
+
 def test_fail_on_checks_gives_exit_code_3(tmp_path: Path) -> None:
     workload = _bank_copy(tmp_path, edit=("select iif(sum(balance) = ${accounts} * 100, 0, 1)",
                                           "select iif(sum(balance) = ${accounts} * 100, 1, 0)"))

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.chromium import legend, render_ok
+from tests.chromium import first_screen, legend, render_ok
 from tests.conftest import REPO, assert_clean_error, run_cli
 
 BANK = REPO / "tests" / "workloads" / "bank"
@@ -109,6 +109,23 @@ def test_a_sweep_killed_in_the_middle_resumes_and_reports(tmp_path: Path) -> Non
         assert len(names) == 3, names  # the axis, then one line per value of the other axis
     assert body.has_id("heatmap") and "2048" in body.by_id("heatmap").text
     assert "cell" in body.by_id("cells-table").text
+    # The answer first: the best cell and how sure that is, on the first screen; then the curves, the
+    # conditions (where the cells differ: the axes), the lint grouped by rule and cell, every cell.
+    screen = first_screen(tmp_path / "sweep.html", tmp_path / "screen")
+    assert screen.shows("best-verdict"), screen.layout
+    order = ["best", "curves", "conditions", "lint", "cells"]
+    tops = [screen.layout[element]["top"] for element in order]
+    assert tops == sorted(tops), dict(zip(order, tops, strict=True))
+    best = document["best"]
+    assert f"Best: cell {best['cell']}" in body.by_id("best-verdict").text
+    axis_rows = [row["key"] for row in document["conditions"]["axis"]]
+    assert {"load.connections", "conf.DefaultDbCachePages"} <= set(axis_rows), document["conditions"]
+    assert "load.connections" in body.by_id("conditions-table").text
+    runs_of = {f"cell {cell['index']}": len(cell["runs"]) for cell in document["cells"]}  # the killed run too
+    for group in document["lint_groups"]:
+        if group["scope"] == "run":
+            assert group["about"] == f"{group['side']} ({group['count']} of {runs_of[group['side']]} runs)", group
+    assert len(document["lint_groups"]) <= len(document["lint"])
 
 
 def test_a_size_series_grows_one_database(tmp_path: Path) -> None:

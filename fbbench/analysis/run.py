@@ -176,6 +176,8 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         "score_per_minute": summary.get("score_per_minute"),
         "tpm": summary.get("tpm"),
         "metrics": metrics,
+        "metric_units": {name: figures.metric_unit(bool(metric.get("per_minute")))
+                         for name, metric in (run.get("metrics") or {}).items()},
         "metric_windows": {name: {"start_at": m.get("window_start"), "end_at": m.get("window_end"),
                                   "seconds": _window_seconds(m)}
                            for name, m in (run.get("metrics") or {}).items()},

@@ -33,6 +33,11 @@ def _on_off(value: Any) -> str:
     return "?" if value is None else ("on" if value else "off")
 
 
+def _known(value: Any) -> str:
+    """A setting as recorded, "?" where the run stopped before it was read."""
+    return "?" if value is None else str(value)
+
+
 def print_summary(document: dict[str, Any], console: Console) -> None:
     engine, database = document["engine"], document["database"]
     status = document["status"]
@@ -45,9 +50,9 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         console.print(escape(f"tags: {', '.join(document['tags'])}"), highlight=False, soft_wrap=True)
     console.print(
         f"engine {engine.get('version') or '?'} ({engine.get('label') or '?'}, {engine.get('mode') or '?'}); "
-        f"page size {database.get('page_size')}, buffers {database.get('page_buffers')}, "
+        f"page size {_known(database.get('page_size'))}, buffers {_known(database.get('page_buffers'))}, "
         f"forced writes {_on_off(database.get('forced_writes'))}; "
-        f"{document.get('connections')} connection(s), seed {document.get('seed')}"
+        f"{_known(document.get('connections'))} connection(s), seed {_known(document.get('seed'))}"
     )
     architecture = engine.get("architecture") or {}
     if architecture.get("requested") or architecture.get("verified"):
@@ -78,22 +83,30 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         if stored.get("definition") != "ok" or stored.get("per") != "minute":
             headline.append(f"score {_num(document.get('score_per_minute'))}/min")
         names = {figure.get("name") for figure in stated}
+        units = document.get("metric_units") or {}
         for name, value in document.get("metrics", {}).items():
             if name not in names:
-                headline.append(f"[bold]{escape(name)} {_num(value)}[/]{window(name)}")
+                shown = _num(value) + (units.get(name, "") if value is not None else "")
+                headline.append(f"[bold]{escape(name)} {escape(shown)}[/]{window(name)}")
         headline.append(f"TPM {_num(document.get('tpm'))}")
         shown = f"{measured:.0f}" if measured >= 10 else f"{measured:.2f}"
         console.print(" · ".join(headline) + f"  (measured {shown} s after {document['warmup_seconds']:.0f} s "
                       "warm-up)")
     units = document.get("units", {})
     if units:
-        table = Table(title="per unit (measured period)", title_justify="left")
+        # A run stopped before its measured period counted nothing: its zeros would read as measured.
+        title = "per unit (measured period)" if measured else "per unit: nothing was measured"
+        table = Table(title=title, title_justify="left")
         for column in ("unit", "count", "ok", "rolled back", "conflicts", "errors", "p50 ms", "p95 ms", "p99 ms",
                        "max ms"):
             table.add_column(column, justify="left" if column == "unit" else "right")
         for name, unit in units.items():
             count = unit["ok"] + unit["rolled_back"] + unit["conflicts"] + unit["errors"]
-            latency = unit.get("latency_ms") or {}
+            if not measured:
+                table.add_row(name, *["–"] * 9)
+                continue
+            # No unit ended: no latency to speak of, whatever the empty histogram says.
+            latency = (unit.get("latency_ms") or {}) if count else {}
             table.add_row(name, f"{count:,}", f"{unit['ok']:,}", f"{unit['rolled_back']:,}", f"{unit['conflicts']:,}",
                           f"{unit['errors']:,}", _ms(latency.get("p50")), _ms(latency.get("p95")),
                           _ms(latency.get("p99")), _ms(latency.get("max")))
@@ -231,6 +244,13 @@ def _rate(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
 
 
+def log_finding_text(finding: Mapping[str, Any]) -> str:
+    """A firebird.log finding as the log wrote it (its first entry's values), else its kind."""
+    detail = finding.get("detail") or {}
+    text = detail.get("text") or finding["kind"]
+    return text + (" (and other values)" if detail.get("values_vary") else "")
+
+
 def engine_lines(document: Mapping[str, Any]) -> list[str]:
     """What the engine did: I/O and garbage collection per measured second, gaps, firebird.log."""
     lines = []
@@ -263,7 +283,7 @@ def engine_lines(document: Mapping[str, Any]) -> list[str]:
         parts = []
         for finding in findings[:6]:
             colour = worst.get(finding["severity"])
-            text = escape(f"{finding['kind']} ×{finding['count']}")
+            text = escape(f"{log_finding_text(finding)} ×{finding['count']}")
             parts.append(f"[{colour}]{text}[/]" if colour else text)
         more = f" and {len(findings) - 6} more" if len(findings) > 6 else ""
         lines.append(f"firebird.log: {'; '.join(parts)}{more}")

@@ -524,6 +524,11 @@ class ResultsStore:
             "select run_id, started_at, ended_at, status, pid, host, workload, engine_label, engine_version, "
             "summary_json, settings_json, failure, series_id, repeat_index from runs "
             "order by started_at desc limit ?", (limit,)).fetchall()
+        per_minute: dict[str, dict[str, bool]] = {}
+        for run_id, name, flag in self.db.execute(
+                "select run_id, name, per_minute from metrics where run_id in "
+                "(select run_id from runs order by started_at desc limit ?)", (limit,)):
+            per_minute.setdefault(run_id, {})[name] = bool(flag)
         runs = []
         for (run_id, started, ended, status, pid, host, workload, label, version, summary, settings, failure,
              series_id, repeat_index) in rows:
@@ -532,7 +537,7 @@ class ResultsStore:
                 "status": self.status_of((status, pid, host)), "workload": workload, "engine_label": label,
                 "engine_version": version, "summary": json.loads(summary) if summary else {},
                 "settings": json.loads(settings), "failure": failure, "series_id": series_id,
-                "repeat_index": repeat_index,
+                "repeat_index": repeat_index, "metrics_per_minute": per_minute.get(run_id, {}),
             })
         return runs
 

@@ -256,7 +256,8 @@ def _finish(store: ResultsStore, run_id: str, added: str, kept: str, status: str
     store.record_findings(run_id, "firebird.log", [
         {"kind": f.kind, "severity": f.severity, "count": f.count, "example": f.example,
          "first_at": f.first.isoformat() if f.first else None, "last_at": f.last.isoformat() if f.last else None,
-         "detail": {"statement": f.statement, "attempts": f.attempts} if f.statement else {}}
+         "detail": {"text": f.text, "values_vary": f.values_vary}
+                   | ({"statement": f.statement, "attempts": f.attempts} if f.statement else {})}
         for f in found])
     store.update_run(run_id, firebird_log=kept[-200_000:])
     fatal = firebird_log.fatal(found)
