@@ -46,7 +46,8 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     console.print(
         f"engine {engine.get('version') or '?'} ({engine.get('label') or '?'}, {engine.get('mode') or '?'}); "
         f"page size {database.get('page_size')}, buffers {database.get('page_buffers')}, "
-        f"forced writes {_on_off(database.get('forced_writes'))}; "
+        f"forced writes {_on_off(database.get('forced_writes'))}, "
+        f"replication {(document.get('replication') or {}).get('mode') or 'off'}; "
         f"{document.get('connections')} connection(s), seed {document.get('seed')}"
     )
     architecture = engine.get("architecture") or {}
@@ -115,6 +116,9 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     population = (document.get("population") or {}).get("text")
     if population:
         console.print(escape(population), highlight=False, soft_wrap=True)
+    replication = (document.get("replication") or {}).get("text")
+    if replication:
+        console.print(escape(replication), highlight=False, soft_wrap=True)
     if document.get("client_cpu_seconds") is not None and measured:
         console.print(_client_share(document))
     for line in credibility_lines(document):

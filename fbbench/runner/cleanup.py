@@ -1,8 +1,9 @@
 """The one clean-up routine for every ending of a run, and for what killed runs left behind.
 
-A run owns two things in the work directory, both named after its id: its database (an
-embedded run's copy, a managed server's database) and its runtime root (which also holds the
-engine child's request files and a managed server's instance).
+A run owns these in the work directory, each named after its id: its database (an embedded run's
+copy, a managed server's database), its runtime root (which also holds the engine child's
+request files and a managed server's instance) and, for a replicated run, its replication
+directory (the journal, its archive, a sync replica), which goes and stays with the database.
 Whatever way a run ends — completed, failed at any phase, interrupted, its engine crashed — the
 parent calls :func:`clean_run` once the child has gone. A run killed before it could do so is
 cleaned by the next run (:func:`remove_leftovers`), which also removes population caches that an
@@ -25,14 +26,32 @@ from fbbench.store import ResultsStore
 BUILDING_SUFFIX = ".building.fdb"
 
 
+REPLICATION_SUFFIX = ".replication"
+
+
 @dataclass(frozen=True)
 class RunFiles:
     database: Path  # an embedded run's database copy
     runtime: Path  # the run's runtime root (and the engine child's request files)
+    replication: Path  # --replication: the journal, its archive, the replica of a sync run
+
+    @property
+    def journal(self) -> Path:
+        return self.replication / "journal"
+
+    @property
+    def archive(self) -> Path:
+        return self.replication / "archive"
+
+    @property
+    def replica(self) -> Path:
+        return self.replication / "replica.fdb"
 
 
 def run_files(workdir: Path, run_id: str) -> RunFiles:
-    return RunFiles(workdir / "databases" / f"{run_id}.fdb", runtime_base(workdir, run_id))
+    databases = workdir / "databases"
+    return RunFiles(databases / f"{run_id}.fdb", runtime_base(workdir, run_id),
+                    databases / f"{run_id}{REPLICATION_SUFFIX}")
 
 
 def clean_run(workdir: Path, run_id: str, keep_database: bool) -> list[str]:
@@ -44,6 +63,13 @@ def clean_run(workdir: Path, run_id: str, keep_database: bool) -> list[str]:
         removed.append(str(files.database))
     elif not keep_database:
         ownership.unregister(str(files.database))
+    if not keep_database and files.replication.exists():
+        if files.replica.exists():
+            ownership.remove_run_copy(str(files.replica), workdir)
+        shutil.rmtree(paths.assert_inside(files.replication, workdir), ignore_errors=True)
+        removed.append(str(files.replication))
+    elif not keep_database:
+        ownership.unregister(str(files.replica))
     if files.runtime.exists():
         shutil.rmtree(paths.assert_inside(files.runtime, workdir), ignore_errors=True)
         removed.append(str(files.runtime))
@@ -65,6 +91,8 @@ def remove_leftovers(store: ResultsStore, workdir: Path) -> list[str]:
     # right after a run completed): its files are still there although the store says it ended.
     present = {path.stem for path in (workdir / "databases").glob("*.fdb")}
     present |= {path.name for path in (workdir / "runtimes").glob("*") if path.is_dir()}
+    present |= {path.name.removesuffix(REPLICATION_SUFFIX)
+                for path in (workdir / "databases").glob(f"*{REPLICATION_SUFFIX}")}
     for run_id, kept in store.ended_runs(present):
         removed += clean_run(workdir, run_id, kept)
     removed += _abandoned_builds(workdir / "dbcache")

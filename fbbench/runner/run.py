@@ -15,7 +15,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from fbbench import paths
 from fbbench.database import ownership
 from fbbench.engines import EmbeddedEngine, ManagedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
 from fbbench.engines import managed as managed_servers
-from fbbench.engines.runtime import check_conf
+from fbbench.engines.runtime import Runtime, check_conf, check_replication, write_replication_conf
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import cleanup, limits
 from fbbench.runner.host import host_facts
@@ -118,6 +118,7 @@ class Checked:
     conf: dict[str, str]
     workdir: Path
     results: Path
+    replication_conf: dict[str, str] = field(default_factory=dict)  # replication.conf but its paths
 
 
 def check(settings: RunSettings, password: str | None = None) -> Checked:
@@ -143,6 +144,8 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     if settings.architecture is None and local:
         settings.architecture = "super"  # Firebird's default ServerMode, made explicit in the record
     conf = check_conf(engine, settings.engine_conf(local))
+    replication_conf = check_replication(engine, settings.replication, settings.replication_conf,
+                                         settings.where("replication_conf"), settings.where("replication"))
     limits.check(settings.connections, engine.label, local_major, settings.architecture, conf, settings.page_size,
                  settings.page_buffers)
 
@@ -153,7 +156,7 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
         workdir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise FbbenchError(f"cannot create the work directory {workdir}: {error.strerror}") from None
-    return Checked(workload, engine, conf, workdir, results)
+    return Checked(workload, engine, conf, workdir, results, replication_conf)
 
 
 def execute(settings: RunSettings, password: str | None = None,
@@ -198,6 +201,9 @@ def execute(settings: RunSettings, password: str | None = None,
                                         "port": managed.server.port, "home": str(managed.server.home)}
                 store.record_phase(run_id, "runtime", started, time.monotonic() - clock, detail)
                 plan = _plan(run_id, settings, workload.directory, engine, workdir, results, managed)
+                if settings.replication != "off":
+                    plan["replication"] = _replication_plan(runtime, settings.replication, checked.replication_conf,
+                                                            cleanup.run_files(workdir, run_id))
                 if barrier is not None:
                     plan |= {"barrier": barrier, "quiet": True}
                 try:
@@ -216,6 +222,23 @@ def execute(settings: RunSettings, password: str | None = None,
         finally:
             cleanup.clean_run(workdir, run_id, settings.keep_database)
     return RunOutcome(run_id, outcome["status"], outcome["failure"], results, outcome.get("hint"))
+
+
+def _replication_plan(runtime: Runtime, mode: str, conf: dict[str, str], files: cleanup.RunFiles) -> dict[str, Any]:
+    """The run's replication.conf in its runtime root, and the directories it names (inside the
+    work directory, with the database: removed with it, or kept by --keep-database)."""
+    chosen: dict[str, Path] = {}
+    if mode == "async":
+        chosen = {"journal_directory": files.journal, "journal_archive_directory": files.archive}
+    else:
+        chosen = {"sync_replica": files.replica}
+    files.replication.mkdir(parents=True, exist_ok=True)
+    for key in ("journal_directory", "journal_archive_directory"):
+        if key in chosen:
+            chosen[key].mkdir(exist_ok=True)
+    write_replication_conf(runtime, files.database, chosen, conf)
+    return {"mode": mode, "settings": conf, "directory": str(files.replication),
+            **{key: str(path) for key, path in chosen.items()}}
 
 
 def _own_by_path(managed: managed_servers.ManagedRun, dsn: str, database: Path) -> None:

@@ -508,6 +508,7 @@ fbb.section("conditions", node => {
     ["header before / after", `OIT ${fmt(hb.oldest_transaction)} / ${fmt(ha.oldest_transaction)}, ` +
                               `OAT ${fmt(hb.oldest_active)} / ${fmt(ha.oldest_active)}, Next ${fmt(hb.next_transaction)} / ${fmt(ha.next_transaction)}`],
     ["population", p.text || "–"],
+    ["replication", (run.replication || {}).text || "off"],
     ["workload", `${run.workload}, scale ${JSON.stringify(run.scale || {})}, seed ${run.seed}`],
     ["load", `${fmt(run.connections)} connection(s), warm-up ${fmt(run.warmup_seconds)} s, measured ${fmt(run.measure_seconds)} s` +
              (run.transactions_per_attachment ? `, ${fmt(run.transactions_per_attachment)} units per attachment` : "")],
@@ -527,6 +528,10 @@ fbb.section("conf", node => {
   const conf = (run.engine || {}).firebird_conf;
   node.textContent = typeof conf === "string" ? conf || "(not known)"
     : Object.entries(conf || {}).map(([k, v]) => `${k} = ${v}`).join("\n") || "(not known)";
+});
+fbb.section("replconf", node => {
+  const r = run.replication || {};
+  node.textContent = r.conf_text || (r.mode && r.mode !== "off" ? "(not kept)" : "(replication off: none written)");
 });
 fbb.section("phases", node => {
   table(node, ["phase", {label: "seconds", n: true}], (run.phases || []).map(ph => [ph.name, num(ph.seconds, 1)]));

@@ -28,6 +28,7 @@ from rich.console import Console
 from fbbench.observe.sampler import Sampler, SamplerThread
 from fbbench.runner.engine import facts
 from fbbench.runner.engine.live import LiveDisplay
+from fbbench.runner.engine.replication import JournalWatch
 from fbbench.store import ResultsStore
 from fbbench.store.model import RecordedSettings
 from fbbench.workloads.spec import Workload
@@ -56,6 +57,7 @@ class Measured:
     sample_seconds: list[float] = field(default_factory=list)  # how long each engine reading took
     sampler_errors: list[str] = field(default_factory=list)
     architecture: dict[str, Any] | None = None  # what the engine really ran (facts.architecture_reading)
+    journal: dict[str, Any] | None = None  # --replication async: JournalWatch.figures over the measured period
 
 
 class _ArchitectureCheck:
@@ -146,12 +148,13 @@ class _Readings:
 
 def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id: str, dsn: str, console: Console,
         settings: RecordedSettings, monitor: bool, tables: list[str], processes: bool = False,
-        barrier: dict[str, str] | None = None) -> Measured:
+        barrier: dict[str, str] | None = None, journal: JournalWatch | None = None) -> Measured:
     """Warm-up and measure: the core's result, the metrics over the measured window, the samples stored.
 
     ``processes``: the core runs Classic's one process per attachment (embedded Classic).
     ``barrier``: the run is time-shared with another (fbbench compare --paired): connected, it
-    waits at the start barrier and starts at the common zero (:mod:`fbbench.runner.barrier`)."""
+    waits at the start barrier and starts at the common zero (:mod:`fbbench.runner.barrier`).
+    ``journal``: a replicated run's journal, read at every boundary (and at the zero before any work)."""
     from fbbench import _core, loadcore
     from fbbench.runner.barrier import Barrier, arrive
 
@@ -174,6 +177,8 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
         reading at the zero itself races the first units, and a counted metric such as NOPM would
         miss one), then the load starts — time-shared, at the pair's common zero."""
         nonlocal baseline_before_zero
+        if journal is not None:
+            journal.zero()
         if thread is not None:
             baseline_before_zero = thread.zero(wait=BASELINE_WAIT_SECONDS)
         if barrier is not None:
@@ -182,6 +187,8 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
 
     def on_boundary(boundary: int, at: float, last: bool) -> None:
         """Straight from the core at each boundary: the sampler reads right then."""
+        if journal is not None:
+            journal.boundary(boundary, last)
         if not last:
             architecture.boundary(boundary)
         if thread is None or boundary == 0:
@@ -211,7 +218,7 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     process_before, python_before = _process_cpu(), time.thread_time()
     try:
         with LiveDisplay.measurement(console, workload, settings) as display:
-            held = barrier is not None or thread is not None
+            held = barrier is not None or thread is not None or journal is not None
             result = loadcore.run_load(config, on_progress=lambda live: on_progress(live, display),
                                      on_boundary=on_boundary, processes=processes,
                                      hold=hold if held else None)
@@ -223,8 +230,14 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     result["python_cpu_seconds"] = time.thread_time() - python_before + (thread.cpu_seconds if thread else 0.0)
     measured = bool(result.get("measured_seconds"))  # a run stopped in warm-up measured nothing
     metrics = _metric_results(workload, readings.windows, result) if measured else {}
+    journaled = None
+    if journal is not None:
+        for interval, rows in journal.interval_rows().items():
+            store.record_samples(run_id, interval, rows)
+        if measured:
+            journaled = journal.figures(measure_start, result.get("measured_seconds") or 0.0)
     return Measured(result, metrics, readings.sample_seconds, list(thread.errors) if thread else [],
-                    architecture.result(timeout=15))
+                    architecture.result(timeout=15), journaled)
 
 
 def _metric_results(workload: Workload, windows: dict[str, MetricWindow],
