@@ -224,6 +224,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         "connections": settings.get("connections"),
         "warmup_seconds": settings.get("warmup") if settings.get("transactions") is None else 0,
         "measure_seconds": summary.get("measured_seconds"),
+        "measured_turns": summary.get("timeshare"),
         "transactions_per_attachment": settings.get("transactions"),
         "headline": _headline(summary.get("headline")),
         "figures": [_headline(figure) for figure in summary.get("figures") or []],

@@ -91,6 +91,7 @@ class Summary(TypedDict, total=False):
     sampler_errors: int
     # --replication: what publication did (runner/engine/replication.py) and the journal's figures
     replication: dict[str, Any] | None
+    timeshare: dict[str, Any] | None  # time-shared fixed work: wall_seconds, own_seconds, turns
 
 
 class DatabaseRecord(TypedDict, total=False):

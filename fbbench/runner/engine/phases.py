@@ -291,4 +291,6 @@ def _summary(measured: measure.Measured, settings: RecordedSettings, workload: A
         "sampling": measure.sampling_cost(measured.sample_seconds, settings["interval"]),
         "sampler_errors": len(measured.sampler_errors),
         "replication": replicated,
+        # Time-shared fixed work: measured_seconds is the run's own turns (runner/timeshare.py).
+        "timeshare": result.get("timeshare"),
     }
