@@ -213,3 +213,17 @@ def test_ctrl_c_leaves_nothing_behind(tmp_path: Path, background: Callable[..., 
     assert not list((work / "runtimes").iterdir())
     registry = json.loads((Path(os.environ["FBBENCH_HOME"]) / "owned-databases.json").read_text())
     assert not [location for location in registry if location.startswith(str(work / "databases"))]
+
+
+def test_replication_is_a_sweep_axis_checked_per_cell(tmp_path: Path) -> None:
+    spec = tmp_path / "replication.toml"
+    spec.write_text('workload = "orders"\nengine = "5.0"\ntransactions = 5\nconnections = 1\n'
+                    '[matrix]\nreplication = ["off", "async", "sync"]\n')
+    planned = run_cli("sweep", str(spec), "--dry-run", "--results", str(tmp_path / "results.sqlite"))
+    assert planned.returncode == 0, planned.stderr
+    for mode in ("off", "async", "sync"):
+        assert f"replication={mode}" in planned.stdout
+    # Every cell is checked before the first run: 3.0 with replication is refused by its cell.
+    spec.write_text('workload = "orders"\nreplication = "async"\ntransactions = 5\n[matrix]\nengine = ["3.0", "5.0"]\n')
+    refused = run_cli("sweep", str(spec), "--dry-run", "--results", str(tmp_path / "results.sqlite"))
+    assert_clean_error(refused, "cell engine=3.0", "Firebird 3.0 has no built-in replication")
