@@ -227,3 +227,21 @@ def test_replication_is_a_sweep_axis_checked_per_cell(tmp_path: Path) -> None:
     spec.write_text('workload = "orders"\nreplication = "async"\ntransactions = 5\n[matrix]\nengine = ["3.0", "5.0"]\n')
     refused = run_cli("sweep", str(spec), "--dry-run", "--results", str(tmp_path / "results.sqlite"))
     assert_clean_error(refused, "cell engine=3.0", "Firebird 3.0 has no built-in replication")
+
+
+def test_replication_needs_a_work_directory_its_conf_can_name(tmp_path: Path) -> None:
+    # replication.conf reads '#' as a comment: refused before anything runs, nothing created.
+    work = tmp_path / "odd#work"
+    result = run_cli("run", "orders", "--transactions", "1", "--replication", "async", "--workdir", str(work),
+                     "--results", str(tmp_path / "results.sqlite"))
+    assert_clean_error(result, "replication needs a work directory whose path has no '#'")
+    assert not work.exists()
+
+
+def test_each_log_has_its_own_summary_line() -> None:
+    from fbbench.report.console import engine_lines
+
+    findings = [{"source": "firebird.log", "kind": "sweep: Sweep is finished", "severity": "info", "count": 1},
+                {"source": "replication.log", "kind": "replication warning", "severity": "warning", "count": 9}]
+    lines = engine_lines({"log_findings": findings})
+    assert lines == ["firebird.log: sweep: Sweep is finished ×1", "replication.log: [yellow]replication warning ×9[/]"]

@@ -243,13 +243,15 @@ def engine_lines(document: Mapping[str, Any]) -> list[str]:
     findings = document.get("log_findings") or []
     if not findings:
         lines.append("firebird.log: nothing new")
-    else:
+    # One line per log the engine wrote (firebird.log; replication.log for a replicated run).
+    for source in dict.fromkeys(finding.get("source") or "firebird.log" for finding in findings):
         worst = {"fatal": "red", "critical": "red", "error": "red", "warning": "yellow"}
         parts = []
-        for finding in findings[:6]:
+        own = [finding for finding in findings if (finding.get("source") or "firebird.log") == source]
+        for finding in own[:6]:
             colour = worst.get(finding["severity"])
             text = escape(f"{finding['kind']} ×{finding['count']}")
             parts.append(f"[{colour}]{text}[/]" if colour else text)
-        more = f" and {len(findings) - 6} more" if len(findings) > 6 else ""
-        lines.append(f"firebird.log: {'; '.join(parts)}{more}")
+        more = f" and {len(own) - 6} more" if len(own) > 6 else ""
+        lines.append(f"{escape(source)}: {'; '.join(parts)}{more}")
     return lines

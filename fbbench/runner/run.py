@@ -23,7 +23,13 @@ from fbbench import paths
 from fbbench.database import ownership
 from fbbench.engines import EmbeddedEngine, ManagedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
 from fbbench.engines import managed as managed_servers
-from fbbench.engines.runtime import Runtime, check_conf, check_replication, write_replication_conf
+from fbbench.engines.runtime import (
+    Runtime,
+    check_conf,
+    check_replication,
+    check_replication_path,
+    write_replication_conf,
+)
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import cleanup, limits
 from fbbench.runner.host import host_facts
@@ -152,6 +158,8 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     workdir = Path(settings.workdir or paths.default_workdir()).expanduser().resolve()
     results = Path(settings.results or paths.default_results()).expanduser().resolve()
     check_outputs(settings, results)
+    if settings.replication != "off":
+        check_replication_path(workdir)
     try:
         workdir.mkdir(parents=True, exist_ok=True)
     except OSError as error:

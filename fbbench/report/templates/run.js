@@ -466,8 +466,8 @@ fbb.section("log-findings", node => {
   const findings = [...(run.log_findings || [])].sort((a, b) =>
     (SEVERITY.indexOf(a.severity) + 1 || 9) - (SEVERITY.indexOf(b.severity) + 1 || 9) || String(a.kind).localeCompare(String(b.kind)));
   if (!findings.length) return note(node, "Nothing new in firebird.log during the run.");
-  table(node, ["severity", "kind", {label: "count", n: true}, "first", "last", "example"],
-        findings.map(f => [el("span", {class: "sev-" + f.severity}, null, f.severity), f.kind, num(f.count),
+  table(node, ["log", "severity", "kind", {label: "count", n: true}, "first", "last", "example"],
+        findings.map(f => [f.source || "firebird.log", el("span", {class: "sev-" + f.severity}, null, f.severity), f.kind, num(f.count),
                            // firebird.log's own local time stamps, as the log writes them
                            {text: String(f.first_at || "–").replace("T", " "), cls: "n"},
                            {text: String(f.last_at || "–").replace("T", " "), cls: "n"}, el("pre", {class: "example"}, null, f.example || "")]),
