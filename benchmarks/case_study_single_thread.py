@@ -113,6 +113,8 @@ def said(answer: Answer) -> str:
     ratio = answer.ratio
     if ratio.get("ratio") is None:
         return "no ratio (a side has no completed run)"
+    if not answer.document.get("valid", True):
+        return f"withheld, the comparison is invalid: {answer.document.get('invalid_because')}"
     if not ratio.get("resolved"):
         return f"not resolved: elapsed {percent(ratio['ratio'])}, 95 % interval {interval(ratio)}"
     word = "longer" if ratio["ratio"] > 1 else "shorter"
