@@ -216,6 +216,36 @@ def test_a_series_on_4_0_against_one_on_5_0(engines: Compared, tmp_path: Path) -
     assert f"{headline['values']['A']:,.0f}" in dom.by_id("results-table").text
 
 
+def test_the_comparison_page_opens_with_its_verdict(engines: Compared, tmp_path: Path) -> None:
+    """Opened in a laptop's window, the page shows its answer without scrolling: the verdict, the
+    headline's ratio with its interval, the ratio chart; then the conditions, the lint grouped by
+    rule and side, the per-figure table and the runs. (The runs' table came first, and on a
+    10-pair comparison the verdict lay some 4,000 pixels down.)"""
+    _, doc, page = engines
+    screen = chromium.first_screen(page, tmp_path / "screen")
+    assert screen.screenshot.stat().st_size > 10_000
+    assert screen.shows("verdict-B") and screen.shows("headline-ratio-B"), screen.layout
+    assert screen.layout["ratios-throughput"]["top"] < screen.height  # the chart starts on the first screen
+    order = ["verdicts", "headline-ratio", "ratios-throughput", "conditions", "lint", "results", "sides"]
+    tops = [screen.layout[element]["top"] for element in order]
+    assert tops == sorted(tops), dict(zip(order, tops, strict=True))
+    body = chromium.render_ok(page, tmp_path / "chromium").body
+    headline = doc["figures"][0]["ratios"]["B"]
+    text = body.by_id("headline-ratio-B").text
+    assert f"score B/A = {headline['ratio']:.3f}" in text and f"over the {headline['basis']}" in text, text
+    # The lint, one row per rule and side: a finding every run of a series has is one row, with its count.
+    groups, findings = doc["lint_groups"], doc["lint"]
+    assert len(groups) < len(findings), (groups, findings)
+    for group in groups:
+        same = [f for f in findings if f["rule"] == group["rule"] and f["side"] == group["side"]
+                and f["scope"] == group["scope"] and f["severity"] == group["severity"]]
+        assert group["count"] == len(same) == len(group["findings"]), group
+        if group["scope"] == "run":
+            assert group["about"] == f"{group['side']} ({group['count']} of 3 runs)", group
+    rows = body.by_id("lint-table").all("tr")[1:]
+    assert [row.all("td")[2].text for row in rows] == [group["about"] for group in groups]
+
+
 def test_compare_json_matches_its_documentation(engines: Compared) -> None:
     doc = engines[1]
     assert doc["schema_version"] == 1

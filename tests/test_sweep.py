@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.chromium import legend, render_ok
+from tests.chromium import first_screen, legend, render_ok
 from tests.conftest import REPO, assert_clean_error, run_cli
 
 BANK = REPO / "tests" / "workloads" / "bank"
@@ -56,7 +56,6 @@ def test_a_sweep_killed_in_the_middle_resumes_and_reports(tmp_path: Path) -> Non
     common = ["--results", str(store)]
     env = {**os.environ, "FBBENCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
     (tmp_path / "home").mkdir()
-    spec.write_text(spec.read_text().replace("sweep = false\n", f'sweep = false\nworkdir = "{work}"\n'))
 
     dry = run_cli("sweep", str(spec), "--dry-run", *common)
     assert dry.returncode == 0, dry.stderr
@@ -64,8 +63,10 @@ def test_a_sweep_killed_in_the_middle_resumes_and_reports(tmp_path: Path) -> Non
     assert not _runs(store)  # --dry-run runs nothing
 
     with open(tmp_path / "out.txt", "w") as out:
-        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), *common], stdout=out,
-                                    stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True)
+        # --workdir on the first command only: the resumed sweep runs in it too.
+        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), *common,
+                                     "--workdir", str(work)],
+                                    stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True)
     deadline = time.monotonic() + 180
     while sum(1 for run in _runs(store) if run[3] == "completed") < 3:
         assert sweeping.poll() is None, (tmp_path / "out.txt").read_text()
@@ -93,6 +94,11 @@ def test_a_sweep_killed_in_the_middle_resumes_and_reports(tmp_path: Path) -> Non
     assert document["best"]["cell"] in (1, 2, 3, 4) and document["best"]["versus_runner_up"]
     assert document["overhead"]["share"] > 0
     assert "sweep overhead:" in resumed.stdout
+    # Every run, the resumed ones too, in the work directory the sweep began with.
+    with closing(sqlite3.connect(store)) as db:
+        roots = [json.loads(row[0])["root"] for row in db.execute("select detail_json from phases "
+                                                                    "where name = 'runtime'")]
+    assert len(roots) >= len(completed) and all(root.startswith(f"{work}/runtimes/") for root in roots), roots
     # Nothing of the killed run is left behind once the resumed sweep ran its clean-up.
     assert not list((work / "databases").glob("*.fdb")) and not list((work / "runtimes").iterdir())
 
@@ -103,6 +109,23 @@ def test_a_sweep_killed_in_the_middle_resumes_and_reports(tmp_path: Path) -> Non
         assert len(names) == 3, names  # the axis, then one line per value of the other axis
     assert body.has_id("heatmap") and "2048" in body.by_id("heatmap").text
     assert "cell" in body.by_id("cells-table").text
+    # The answer first: the best cell and how sure that is, on the first screen; then the curves, the
+    # conditions (where the cells differ: the axes), the lint grouped by rule and cell, every cell.
+    screen = first_screen(tmp_path / "sweep.html", tmp_path / "screen")
+    assert screen.shows("best-verdict"), screen.layout
+    order = ["best", "curves", "conditions", "lint", "cells"]
+    tops = [screen.layout[element]["top"] for element in order]
+    assert tops == sorted(tops), dict(zip(order, tops, strict=True))
+    best = document["best"]
+    assert f"Best: cell {best['cell']}" in body.by_id("best-verdict").text
+    axis_rows = [row["key"] for row in document["conditions"]["axis"]]
+    assert {"load.connections", "conf.DefaultDbCachePages"} <= set(axis_rows), document["conditions"]
+    assert "load.connections" in body.by_id("conditions-table").text
+    runs_of = {f"cell {cell['index']}": len(cell["runs"]) for cell in document["cells"]}  # the killed run too
+    for group in document["lint_groups"]:
+        if group["scope"] == "run":
+            assert group["about"] == f"{group['side']} ({group['count']} of {runs_of[group['side']]} runs)", group
+    assert len(document["lint_groups"]) <= len(document["lint"])
 
 
 def test_a_size_series_grows_one_database(tmp_path: Path) -> None:
@@ -226,3 +249,68 @@ def test_dry_run_lists_each_cell_on_one_line_in_the_spec_s_words(tmp_path: Path)
 def test_resume_of_an_unknown_sweep(tmp_path: Path) -> None:
     store = tmp_path / "r.sqlite"
     assert_clean_error(run_cli("sweep", "--resume", "nosuch", "--results", str(store)), "no results store")
+
+
+def test_a_huge_sweep_is_refused_unless_yes(tmp_path: Path) -> None:
+    """The user's report: a 10,000-cell sweep (33 hours) started at once."""
+    spec = _spec(tmp_path, f'repeats = 1\nworkdir = "{tmp_path / "work"}"\n[matrix]\n'
+                           f"connections = {list(range(1, 101))}\n"
+                           f'"conf.DefaultDbCachePages" = {list(range(1000, 1100))}\n')
+    spec.write_text(spec.read_text().replace('duration = "1s"', 'duration = "10s"'))
+    store = tmp_path / "r.sqlite"
+    refused = run_cli("sweep", str(spec), "--results", str(store))
+    assert_clean_error(refused, "the sweep is planned to take about", "days", "10,000 run(s) of about",
+                       "10,000 cell(s) × 1 repeat(s)", "more than 24 h 00 min", "add --yes if you mean it")
+    assert not _runs(store)
+    with open(tmp_path / "out.txt", "w") as out:
+        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), "--yes",
+                                     "--results", str(store)],
+                                    stdout=out, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
+                                    env={**os.environ, "COLUMNS": "200"})
+    try:
+        deadline = time.monotonic() + 60
+        while "sweep: run 1 of 10000" not in (tmp_path / "out.txt").read_text():
+            assert sweeping.poll() is None and time.monotonic() < deadline, (tmp_path / "out.txt").read_text()
+            time.sleep(0.2)
+        os.killpg(sweeping.pid, signal.SIGINT)
+        assert sweeping.wait(60) == 130, (tmp_path / "out.txt").read_text()
+    finally:
+        if sweeping.poll() is None:
+            os.killpg(sweeping.pid, signal.SIGKILL)
+    lines = (tmp_path / "out.txt").read_text().splitlines()
+    assert lines[0].startswith("sweep: about ") and " days " in lines[0].split("—")[0], lines[0]
+    assert "10,000 run(s) of about" in lines[0]
+    assert "Traceback" not in "\n".join(lines)
+
+
+def test_a_size_series_stopped_while_it_grows_still_reports(tmp_path: Path) -> None:
+    """Ctrl-C while a growing cell populates: its run has no population facts, which the size
+    series read as a source of None (AttributeError, a traceback instead of the report)."""
+    slow = REPO / "tests" / "workloads" / "slow_load"
+    spec = tmp_path / "grow.toml"
+    # yes: the second size would take days to grow (the first one's build says so before it runs).
+    spec.write_text(f'workload = "{slow}"\n{TIMING}repeats = 1\nconnections = 1\nyes = true\n'
+                    f'workdir = "{tmp_path / "work"}"\n'
+                    '[matrix]\n"scale.rounds" = { values = [4, 100000000], grow = true }\n')
+    store = tmp_path / "r.sqlite"
+    with open(tmp_path / "out.txt", "w") as out:
+        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), "--results", str(store),
+                                     "--json", str(tmp_path / "grow.json")], stdout=out, stderr=subprocess.STDOUT,
+                                    cwd=REPO, start_new_session=True, env={**os.environ, "COLUMNS": "200"})
+    try:
+        deadline = time.monotonic() + 120
+        while not [run for run in _runs(store) if run[1] == 2]:  # the second cell's run has begun
+            assert sweeping.poll() is None and time.monotonic() < deadline, (tmp_path / "out.txt").read_text()
+            time.sleep(0.2)
+        time.sleep(3)  # inside its population
+        os.killpg(sweeping.pid, signal.SIGINT)
+        code = sweeping.wait(60)
+    finally:
+        if sweeping.poll() is None:
+            os.killpg(sweeping.pid, signal.SIGKILL)
+    output = (tmp_path / "out.txt").read_text()
+    assert code == 130, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    series = json.loads((tmp_path / "grow.json").read_text())["size_series"]
+    assert [point["size"] for point in series] == ["4", "100000000"]
+    assert series[0]["load_source"].startswith("built") and series[1]["load_source"] is None

@@ -159,7 +159,7 @@ def figure_defs(runs: Sequence[StoredRun]) -> list[FigureDef]:
         if name in seen:
             continue
         per_minute = bool(metric.get("per_minute"))
-        defs.append(FigureDef(name, "metric", "/min" if per_minute else "", "higher", per_minute,
+        defs.append(FigureDef(name, "metric", figures.metric_unit(per_minute), "higher", per_minute,
                               _metric_value(name),
                               _metric_intervals(name, per_minute), "counted by the database"))
     if not stored_headline or stored_headline.get("name") != figures.SCORE.name:
@@ -440,6 +440,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
         "verdicts": verdicts,
         "engine": {"available": bool(engine_rows), "figures": engine_rows},
         "lint": findings,
+        "lint_groups": lint.grouped(findings, {s.label: (s.kind, len(s.runs)) for s in subjects}),
         "valid": not errors,
         "forced": bool(force and errors),
         "invalid_because": [f"{f['rule']} {f['message']}" for f in errors],

@@ -42,6 +42,17 @@ def _headline(stored: StoredFigure | None) -> dict[str, Any] | None:
             "definition": stored.get("value"), "description": stored.get("description", "")}
 
 
+def _validation(stored: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The database's validation after the run, every key present (null where it was not done);
+    None for a run that ended before its load ran (nothing to validate)."""
+    if not stored:
+        return None
+    return {"requested": stored.get("requested"), "done": bool(stored.get("done")), "reason": stored.get("reason"),
+            **{key: stored.get(key) for key in ("method", "seconds", "sound", "errors", "warnings", "refused")},
+            "by_kind": stored.get("by_kind") or {}, "output": stored.get("output") or [],
+            "unchecked": stored.get("unchecked") or []}
+
+
 def population_text(load: Mapping[str, Any]) -> str | None:
     """What the run's population took, in words (from the engine child's load facts, or the stored
     ones): a copy of the cached population took its copy; the build's speed is the cache's, said
@@ -231,6 +242,8 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         "score_per_minute": summary.get("score_per_minute"),
         "tpm": summary.get("tpm"),
         "metrics": metrics,
+        "metric_units": {name: figures.metric_unit(bool(metric.get("per_minute")))
+                         for name, metric in (run.get("metrics") or {}).items()},
         "metric_windows": {name: {"start_at": m.get("window_start"), "end_at": m.get("window_end"),
                                   "seconds": _window_seconds(m)}
                            for name, m in (run.get("metrics") or {}).items()},
@@ -240,6 +253,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         "audits": [{"name": c["name"], "passed": c["passed"], "detail": c["detail"], "value": c["value"],
                     "low": c.get("low"), "high": c.get("high"), "n": c.get("n")}
                    for c in run.get("checks", []) if c["kind"] == "audit"],
+        "validation": _validation(run.get("validation")),
         "client_cpu_seconds": summary.get("client_cpu_seconds"),
         "thread_cpu_seconds": summary.get("thread_cpu_seconds"),
         "process_cpu_seconds": summary.get("process_cpu_seconds"),

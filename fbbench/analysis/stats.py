@@ -52,6 +52,11 @@ from typing import Any
 import numpy as np
 
 
+def readable(value: float) -> str:
+    """A level or a time in a sentence, as a reader takes it in: 14,190 and 0.5, never 1.419e+04."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def scipy_stats() -> Any:
     """scipy.stats, imported on first use: it takes over a second to import, and every run's
     engine process imports this package (audits)."""
@@ -448,11 +453,11 @@ class SeriesSummary:
 
     @property
     def text(self) -> str:
-        interval = (f" (95 % CI {self.low:,.4g}–{self.high:,.4g})" if math.isfinite(self.low)
+        interval = (f" (95 % CI {readable(self.low)}–{readable(self.high)})" if math.isfinite(self.low)
                     else f" (no 95 % interval below {MIN_EXACT_MEDIAN} values)")
         cv = f", CV {self.cv * 100:.1f} %" if math.isfinite(self.cv) else ""
         spread = f", min–max {self.spread * 100:.1f} % of the median" if math.isfinite(self.spread) else ""
-        return f"median {self.median:,.4g}{interval}{cv}{spread} over {self.n}"
+        return f"median {readable(self.median)}{interval}{cv}{spread} over {self.n}"
 
 
 def summarize(values: Sequence[float], *, confidence: float = CONFIDENCE) -> SeriesSummary:

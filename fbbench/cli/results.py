@@ -27,6 +27,7 @@ def results_list(
 
     Example: `fbbench results list`
     """
+    from fbbench.analysis.figures import metric_unit
     from fbbench.store import ResultsStore
 
     with ResultsStore(results or paths.default_results(), create=False) as store:
@@ -46,7 +47,8 @@ def results_list(
         table.add_row(item["run_id"], in_series, time.strftime("%Y-%m-%d %H:%M", time.localtime(item["started_at"])),
                       item["status"], item["workload"], item["engine_version"] or item["engine_label"] or "?",
                       str(item["settings"].get("connections", "")), headline_text(summary),
-                      ", ".join(f"{k} {v:,.0f}" for k, v in (summary.get("metrics") or {}).items() if v is not None),
+                      ", ".join(f"{k} {v:,.0f}{metric_unit(item['metrics_per_minute'].get(k, False))}"
+                                for k, v in (summary.get("metrics") or {}).items() if v is not None),
                       escape(", ".join(item["settings"].get("tags") or [])))
     if console.is_terminal:
         console.print(table)

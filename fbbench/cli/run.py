@@ -18,9 +18,9 @@ from fbbench.cli.common import (
     UserOption,
     WorkdirOption,
     _credentials,
+    _notices,
     _on_off,
     _print_error,
-    _print_leftovers,
     _print_static_lint,
     console,
 )
@@ -87,6 +87,9 @@ def run(
     no_sweep: Annotated[bool, typer.Option("--no-sweep", help="Skip the sweep before measuring.")] = False,
     no_monitor: Annotated[bool, typer.Option("--no-monitor", help="Do not watch the engine (no MON$ sampling per "
                                              "interval, no gstat); DB-side metrics are still read.")] = False,
+    validate: Annotated[bool | None, typer.Option(
+        "--validate/--no-validate", help="Validate the database after the run (Firebird's full validation; a "
+        "corrupt database fails the run). Default: for runs whose load lasts longer than a minute.")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Rebuild the populated database instead of copying "
                                         "the cached one.")] = False,
     grow: Annotated[str | None, typer.Option("--grow", help="Scale parameter (e.g. warehouses): extend the "
@@ -101,6 +104,8 @@ def run(
     allow_many_connections: Annotated[bool, typer.Option(
         "--allow-many-connections", help="Allow more than 1,000 attachments (memory and process limits are "
         "still checked).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Go ahead with a run planned to take more than 24 hours "
+                                      "(its population's build, estimated or projected, included).")] = False,
     fail_on_checks: Annotated[bool, typer.Option("--fail-on-checks", help="Exit with code 3 when a consistency "
                                                  "check fails (for CI).")] = False,
     fail_on_audits: Annotated[bool, typer.Option("--fail-on-audits", help="Exit with code 3 when an audit is "
@@ -131,7 +136,7 @@ def run(
     def finished(outcome: RunOutcome) -> None:
         codes.append(_conclude_run(outcome, settings))
 
-    series_id, outcomes = execute_series(settings, credentials.password, on_leftovers=_print_leftovers, on_run=finished)
+    series_id, outcomes = execute_series(settings, credentials.password, notices=_notices(), on_run=finished)
     if series_id is not None:
         _print_series(series_id, outcomes)
     code = next((c for c in codes if c == INTERRUPTED), max(codes, default=0))
@@ -146,17 +151,22 @@ _KEY_VALUE_SETTINGS = ("scale", "conf", "replication_conf")
 def _flags(parameters: dict[str, Any]) -> dict[str, Any]:
     """The run settings as the command's parameters give them, None where not given (the spec file's
     value stands). A setting's parameter bears its name, or its flag's where settings._FLAGS renames
-    it (--rate, --tag); one that is on by default is turned off by ``--no-NAME``. A new run setting
+    it (--rate, --tag); one that is on by default is turned off by ``--no-NAME``; one whose default
+    is None ("fbbench decides") is a ``--NAME/--no-NAME`` pair, each side given. A new run setting
     thus needs its RunSettings field, its kind and one option, nothing here."""
-    from fbbench.runner.settings import _FLAGS, _KINDS
+    from dataclasses import fields
 
+    from fbbench.runner.settings import _FLAGS, _KINDS, RunSettings, _flag
+
+    both_sides = {f.name for f in fields(RunSettings) if _KINDS.get(f.name) is _flag and f.default is None}
     flags: dict[str, Any] = {}
     for name in _KINDS:
         if name in _KEY_VALUE_SETTINGS:
             continue
         parameter = _FLAGS.get(name, name)
         if parameter in parameters:
-            flags[name] = _given(parameters[parameter])
+            value = parameters[parameter]
+            flags[name] = value if name in both_sides else _given(value)
         elif "no_" + parameter in parameters:
             flags[name] = False if parameters["no_" + parameter] else None
     return flags

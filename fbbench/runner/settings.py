@@ -194,6 +194,9 @@ class RunSettings:
     replication_conf: dict[str, str] = field(default_factory=dict)
     sweep: bool = True
     monitor: bool = True  # the sampler (MON$ per interval), gstat before/after
+    # Validate the database after the run (Firebird's full validation, observe/validation.py);
+    # None: when the load (warm-up and measured period) ran longer than a minute.
+    validation: bool | None = None
     fresh: bool = False
     grow: str | None = None  # a scale name: extend a cached smaller population instead of building anew
     load_connections: int = field(default_factory=lambda: os.cpu_count() or 2)
@@ -201,6 +204,7 @@ class RunSettings:
     target_rate: float | None = None
     keep_database: bool = False
     allow_many_connections: bool = False
+    yes: bool = False  # go ahead with what is planned to take more than a day (runner.limits.check_planned)
     fail_on_checks: bool = False
     fail_on_audits: bool = False
     user: str | None = None
@@ -283,8 +287,10 @@ class RunSettings:
 
 # Spec keys that differ from the setting's name, and flags that differ from it (fbbench run's parameter
 # for a setting bears its flag's name: fbbench.cli.run._flags).
-_SPEC_ALIASES = {"set": "conf", "rate": "target_rate", "set_replication": "replication_conf"}
-_FLAGS = {"conf": "set", "target_rate": "rate", "tags": "tag", "replication_conf": "set_replication"}
+_SPEC_ALIASES = {"set": "conf", "rate": "target_rate", "set_replication": "replication_conf",
+                 "validate": "validation"}
+_FLAGS = {"conf": "set", "target_rate": "rate", "tags": "tag", "replication_conf": "set_replication",
+          "validation": "validate"}
 
 _KINDS: dict[str, Kind] = {
     "workload": _text, "engine": _text, "scale": _pairs, "connections": _whole, "warmup": _duration,
@@ -292,9 +298,9 @@ _KINDS: dict[str, Kind] = {
     "conf": _pairs, "architecture": _architecture,
     "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "replication": _replication,
     "replication_conf": _pairs, "sweep": _flag, "monitor": _flag,
-    "fresh": _flag, "grow": _text,
+    "validation": _flag, "fresh": _flag, "grow": _text,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
-    "allow_many_connections": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
+    "allow_many_connections": _flag, "yes": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,
 }
 assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins", "seed_fixed", "timeshare"}
@@ -397,14 +403,9 @@ def parse_pairs(items: list[str], option: str) -> dict[str, str]:
     return pairs
 
 
-def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] | None = None,
-                 conf: list[str] | None = None, replication_conf: list[str] | None = None) -> RunSettings:
-    """Spec file first, then the flags that were given (None = not given) on top; then checked.
-
-    Switch flags (``--fresh``, ``--no-sweep`` …) can only turn a setting on, so they are passed
-    only when present.
-    """
-    values, origins = read_spec(spec) if spec else ({}, {})
+def lay_flags(values: dict[str, Any], origins: dict[str, str], flags: Mapping[str, Any]) -> None:
+    """The flags that were given (None = not given) laid over a spec file's ``values``: a flag wins,
+    and its value has no file and line to name (``origins`` forgets them)."""
     for name, value in flags.items():
         if value is None:
             continue
@@ -414,6 +415,17 @@ def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] |
             value = [*values.get("tags", []), *value]
         values[name] = value
         origins.pop(name, None)
+
+
+def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] | None = None,
+                 conf: list[str] | None = None, replication_conf: list[str] | None = None) -> RunSettings:
+    """Spec file first, then the flags that were given (None = not given) on top; then checked.
+
+    Switch flags (``--fresh``, ``--no-sweep`` …) can only turn a setting on, so they are passed
+    only when present.
+    """
+    values, origins = read_spec(spec) if spec else ({}, {})
+    lay_flags(values, origins, flags)
     if scale:
         values["scale"] = {**values.get("scale", {}), **parse_pairs(scale, "--scale")}
     if conf:
