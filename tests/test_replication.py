@@ -215,6 +215,31 @@ def test_ctrl_c_leaves_nothing_behind(tmp_path: Path, background: Callable[..., 
     assert not [location for location in registry if location.startswith(str(work / "databases"))]
 
 
+def test_a_killed_replicated_run_is_cleaned_by_the_next_run(tmp_path: Path,
+                                                            background: Callable[..., RunningCli]) -> None:  # noqa: F811
+    # The replication directory (journal, archive, the sync replica) is recorded with the run's
+    # files before it is made, so the next run in the work directory removes it (runner/cleanup.py).
+    work = tmp_path / "work"
+    run = background(tmp_path, work, "orders", *SMALL, "--engine", "5.0", "--replication", "sync",
+                     "--warmup", "1s", "--duration", "60s", "--interval", "1s")
+    run.wait_measuring(intervals=2)
+    child = run.engine_child()
+    assert child is not None, run.watch()
+    os.killpg(run.pid, signal.SIGKILL)
+    os.killpg(child, signal.SIGKILL)
+    assert run.wait_exit(EXIT_WITHIN) == -signal.SIGKILL
+    _wait_until(lambda: not run.leftovers(), EXIT_WITHIN, "no process left of the killed run")
+    directories = list((work / "databases").glob("*.replication"))
+    assert len(directories) == 1 and (directories[0] / "replica.fdb").exists(), directories
+    next_run = run_cli("run", "orders", *SMALL, "--transactions", "1", "--results", str(run.store),
+                       "--workdir", str(work))
+    assert next_run.returncode == 0, next_run.stdout[-2000:] + next_run.stderr
+    assert "removed what killed runs left behind" in next_run.stdout, next_run.stdout
+    assert not list((work / "databases").iterdir())
+    registry = json.loads((Path(os.environ["FBBENCH_HOME"]) / "owned-databases.json").read_text())
+    assert not [location for location in registry if location.startswith(str(work / "databases"))]
+
+
 def test_replication_is_a_sweep_axis_checked_per_cell(tmp_path: Path) -> None:
     spec = tmp_path / "replication.toml"
     spec.write_text('workload = "orders"\nengine = "5.0"\ntransactions = 5\nconnections = 1\n'
