@@ -240,6 +240,21 @@ def test_a_killed_replicated_run_is_cleaned_by_the_next_run(tmp_path: Path,
     assert not [location for location in registry if location.startswith(str(work / "databases"))]
 
 
+def test_a_disk_with_room_for_the_copy_but_not_the_sync_replica_is_refused(tmp_path: Path) -> None:
+    # A sync run copies the populated database twice (its copy, then the replica): both must fit.
+    from tests.test_hardening import _left_in, _tmpfs
+
+    work, store = tmp_path / "work", tmp_path / "r.sqlite"
+    first = run_cli("run", "orders", *SMALL, "--transactions", "1", "--results", str(store), "--workdir", str(work))
+    assert first.returncode == 0, first.stderr  # the populated cache, on the roomy disk
+    size = max(path.stat().st_size for path in (work / "dbcache").glob("*.fdb"))
+    with _tmpfs(work / "databases", size * 3 // 2):
+        result = run_cli("run", "orders", *SMALL, "--transactions", "1", "--replication", "sync",
+                         "--results", str(store), "--workdir", str(work))
+        assert _left_in(work) == []
+    assert_clean_error(result, "the run's copy and its sync replica of the cached orders population need")
+
+
 def test_replication_is_a_sweep_axis_checked_per_cell(tmp_path: Path) -> None:
     spec = tmp_path / "replication.toml"
     spec.write_text('workload = "orders"\nengine = "5.0"\ntransactions = 5\nconnections = 1\n'

@@ -188,27 +188,34 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
     build: its size and time are scaled from the nearest build of the same workload that the
     cache measured (:func:`limits.nearest_estimate`; refused only beyond the estimate's margin).
     A scale no build measured is watched while it builds instead (runner/engine/population.py).
-    An external server's disk is not this machine's."""
+    A sync replicated run makes a second copy beside it, its replica. An external server's disk is
+    not this machine's."""
     estimate = None
+    # --replication sync: the run's replica, a copy of the populated database, lies beside it.
+    copies = 2 if settings.replication == "sync" else 1
     if isinstance(engine, EmbeddedEngine | ManagedEngine):
         cache, databases = population_cache.cache_dir(workdir), cleanup.databases_dir(workdir)
         key = population_cache.cache_key(workload, settings.page_size, engine.major)
         cached = population_cache.entry(cache, workload.name, key).database
         if isinstance(engine, EmbeddedEngine) and cached.exists() and not settings.fresh:
             size = cached.stat().st_size
-            short = limits.shortfall([(databases, size)])
+            short = limits.shortfall([(databases, copies * size)])
             if short is not None:
-                raise FbbenchError(f"the run's copy of the cached {workload.name} population needs "
-                                   f"{limits.bytes_text(size)}: {short[0].text()}", hint=limits.ROOM_HINT)
+                copy = "copy" if copies == 1 else "copy and its sync replica"
+                raise FbbenchError(f"the run's {copy} of the cached {workload.name} population "
+                                   f"need{'s' if copies == 1 else ''} {limits.bytes_text(copies * size)}: "
+                                   f"{short[0].text()}", hint=limits.ROOM_HINT)
         else:
             measured = population_cache.measurements(cache, workload)
             estimate = limits.nearest_estimate(workload, measured, engine.major, settings.page_size)
         if estimate is not None:
             # Embedded: built in the cache, then copied for the run; managed: built in place.
             places = [cache, databases] if isinstance(engine, EmbeddedEngine) else [databases]
+            places += [databases] * (copies - 1)
             short = limits.shortfall([(place, estimate.size_bytes) for place in places], limits.ESTIMATE_MARGIN)
             if short is not None:
-                twice = ", built in the cache and copied for the run" if len(places) == 2 else ""
+                twice = ", built in the cache and copied for the run" if isinstance(engine, EmbeddedEngine) else ""
+                twice += ", and again for its sync replica" if copies == 2 else ""
                 wanted = limits.scale_difference(workload.scale, estimate.basis.scale)
                 raise FbbenchError(
                     f"the {workload.name} population at {wanted} needs about "
