@@ -22,26 +22,19 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from fbbench_run import fbbench
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
 VARIANTS = ("flawed", "fixed")
 CONSISTENCY = ("1", "0")
-
-
-def fbbench(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "fbbench", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "FBBENCH_HOME": str(home), "COLUMNS": "150"})
-    if check and done.returncode != 0:
-        sys.exit(f"fbbench {' '.join(args)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
-    return done
 
 
 def shown(args: list[str]) -> str:

@@ -1,4 +1,5 @@
-"""Shared by the benchmark scripts: one ``fbbench run tpcc`` through the CLI in a private home."""
+"""Shared by the benchmark scripts: fbbench through its CLI in a private home (any command, or one
+``fbbench run``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from fbbench.store import ResultsStore  # noqa: E402
+
+
+def fbbench(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """``fbbench ARGS`` with FBBENCH_HOME=``home``; exits the script with fbbench's output when it fails
+    (unless ``check`` is false)."""
+    done = subprocess.run([sys.executable, "-m", "fbbench", *args], cwd=HERE.parent, capture_output=True, text=True,
+                          env={**os.environ, "FBBENCH_HOME": str(home), "COLUMNS": "150"})
+    if check and done.returncode != 0:
+        sys.exit(f"fbbench {' '.join(args)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
+    return done
 
 
 def run_tpcc(home: Path, name: str, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -516,7 +516,8 @@ def test_conditions_of_a_firebird_3_run_read_its_conf_file() -> None:
     assert shown["firebird_conf"] == shown["firebird_conf_set"] == {"ServerMode": "Super", "DefaultDbCachePages": "512"}
     assert not record.conf_complete and record.defaults == frozenset()
     five = conditions.Conditions({"engine.version": "5.0.4", "protocol": "embedded", "architecture": "Super",
-                                  "conf.DefaultDbCachePages": "512", "conf.ReadConsistency": "true"},
+                                  "replication": "off", "conf.DefaultDbCachePages": "512",
+                                  "conf.ReadConsistency": "true"},
                                  frozenset({"conf.ReadConsistency"}))
     rows = conditions.diff({"3.0": record, "5.0": five})
     consistency = next(row for row in rows if row.key == "conf.ReadConsistency")

@@ -18,6 +18,7 @@ from fbbench.store import ResultsStore
 from tests.conftest import REPO, assert_clean_error, run_cli
 
 SPIN = REPO / "benchmarks" / "workloads" / "spin"
+FIXED_UNITS = 300  # spin units of loops=100 in the fixed-work pair: a few seconds of A's own turns
 
 
 def spec(directory: Path, name: str, loops: int, **extra: object) -> Path:
@@ -70,6 +71,35 @@ def test_pairs_share_the_same_seconds_and_are_compared_pair_by_pair(tmp_path: Pa
         assert first["settings"]["timeshare"]["turn"] == second["settings"]["timeshare"]["turn"] == 0.1
 
 
+def test_fixed_work_in_a_pair_is_timed_by_its_own_turns(tmp_path: Path) -> None:
+    # B does three times A's work. Timed by the clock, A's seconds would hold B's turns (about
+    # twice its own), and B's would hold A's while A ran: each run's seconds must be its own turns.
+    store_path, document = tmp_path / "results.sqlite", tmp_path / "paired.json"
+    a = spec(tmp_path, "a", 100, transactions=FIXED_UNITS)
+    b = spec(tmp_path, "b", 100, transactions=3 * FIXED_UNITS)
+    result = run_cli("compare", "--paired", str(a), str(b), "--pairs", "1", "--axis", "transactions",
+                     "--results", str(store_path), "--json", str(document), timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    compared = json.loads(document.read_text())
+    assert compared["pairing"]["complete"] == 1
+    with ResultsStore(store_path, create=False) as store:
+        runs = {side["label"]: store.load_run(side["runs"][0]["run_id"]) for side in compared["sides"]}
+    turns = {label: run["summary"]["timeshare"] for label, run in runs.items()}
+    for label, run in runs.items():
+        own, wall = turns[label]["own_seconds"], turns[label]["wall_seconds"]
+        assert run["summary"]["measured_seconds"] == own < wall, (label, turns)
+        assert turns[label]["turns"] >= 5
+    # A finished first: while it measured, B had every other turn.
+    assert 1.6 < turns["A"]["wall_seconds"] / turns["A"]["own_seconds"] < 2.4, turns
+    # B's clock also holds A's turns, during A's work and after it (A's checks, its end): by the
+    # clock B would seem more than 4 times as slow; by its own turns it did 3 times the work.
+    assert turns["B"]["wall_seconds"] > turns["A"]["own_seconds"] + turns["B"]["own_seconds"], turns
+    assert 2.4 < turns["B"]["own_seconds"] / turns["A"]["own_seconds"] < 3.6, turns
+    # The headline is each run's own seconds (elapsed: the score over them).
+    headline = compared["figures"][0]
+    assert headline["kind"] == "headline"
+
+
 def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     store_path = tmp_path / "results.sqlite"
     a = spec(tmp_path, "a", 10)
@@ -80,6 +110,9 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     longer = spec(tmp_path, "longer", 10, duration="6s")
     differ = run_cli("compare", "--paired", str(a), str(longer), "--results", str(store_path))
     assert_clean_error(differ, "same seconds", "duration")
+    fixed = spec(tmp_path, "fixed", 10, transactions=50)
+    mixed = run_cli("compare", "--paired", str(a), str(fixed), "--results", str(store_path))
+    assert_clean_error(mixed, "both be fixed work or both timed")
     server = spec(tmp_path, "server", 10, engine="server:/usr")
     refused = run_cli("compare", "--paired", str(a), str(server), "--results", str(store_path))
     assert_clean_error(refused, "embedded")

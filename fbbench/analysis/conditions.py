@@ -22,6 +22,10 @@ key                          from
                              not visible). ServerMode is ``architecture``.
 ``database.page_size`` …     the database before the run: page_size, page_buffers (effective,
                              MON$PAGE_BUFFERS), forced_writes, sweep_interval, ods
+``replication``              off, async or sync (Firebird's built-in replication, which fbbench
+                             sets up on embedded engines; an external server's is not visible)
+``replication.<key>``        the replication.conf the engine read, but the paths fbbench chose
+                             per run (journal_directory, journal_archive_directory, sync_replica)
 ``workload.name``/``.hash``  the workload's name; sha256 of the files the run used
 ``scale.<name>``             the effective scale (workload defaults with the run's overrides)
 ``load.*``                   connections, warmup, duration or transactions, interval,
@@ -58,13 +62,13 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from fbbench.engines.catalog import looks_like_dsn
-from fbbench.engines.firebird_conf import ARCHITECTURES, parse_conf_text
+from fbbench.engines.firebird_conf import ARCHITECTURES, REPLICATION_OWNED, parse_conf_text
 from fbbench.engines.installation import RESERVED_KEYS
 from fbbench.errors import FbbenchError
 from fbbench.store.model import StoredRun
 
 # Keys that describe one factor a user would name as an axis.
-_FACTORS = (("engine.", "engine"), ("host.", "host"))
+_FACTORS = (("engine.", "engine"), ("host.", "host"), ("replication.", "replication"))
 # Keys that follow from a factor: when the factor is the axis (or differs), they are expected to.
 _CONSEQUENCES: dict[str, tuple[str, ...]] = {
     "engine": ("database.ods", "client.version"),
@@ -231,6 +235,7 @@ def record(run: StoredRun) -> Conditions:
         "workload.name": run.get("workload"),
         "workload.hash": workload_hash(run.get("workload_files") or {}) if run.get("workload_files") else None,
     }
+    values |= replication_record(run, protocol)
     values |= {f"scale.{name}": value for name, value in sorted(effective_scale(run).items())}
     fixed_work = settings.get("transactions") is not None
     values |= {
@@ -265,6 +270,21 @@ def record(run: StoredRun) -> Conditions:
     }
     shown = {key: str(value) for key, value in values.items() if value is not None}
     return Conditions(shown, frozenset(defaults), conf_complete, settings.get("seed"), run_id)
+
+
+def replication_record(run: StoredRun, protocol: str) -> dict[str, str]:
+    """``replication`` and the replication.conf keys the engine read (``replication.<key>``), the
+    paths chosen per run left out. A run recorded before fbbench knew replication ran without it;
+    a server's replication is its own replication.conf's, not visible to a client (no key)."""
+    mode = (run.get("settings") or {}).get("replication") or "off"
+    if mode == "off" and protocol != "embedded":
+        return {}
+    values = {"replication": mode}
+    text = (run.get("engine") or {}).get("replication_conf_text") or ""
+    for key, value in parse_conf_text(text).items():
+        if key != "database" and key not in REPLICATION_OWNED:
+            values[f"replication.{key}"] = value
+    return values
 
 
 def series_record(records: Sequence[Conditions]) -> tuple[Conditions, list[DiffRow]]:

@@ -90,6 +90,9 @@ RULES: dict[str, Rule] = {rule.id: rule for rule in (
          "A comparison must say which difference it measures; with several, any one may explain the result."),
     Rule("FB011", ERROR, "series not uniform",
          "The repeats of a series must share their conditions, or their spread mixes noise with a change."),
+    Rule("FB012", ERROR, "replication differs",
+         "Replication writes every change a second time — into a journal, or through a replica's commit — and the "
+         "published 4.0 comparison reported a further hit with it on: on one side only, it is a second axis."),
     # One run: the cache, the disk, the architecture.
     Rule("FB020", WARNING, "page cache too small",
          "With a cache of a few dozen pages (the published 50-page \"drive test\") a run measures copying pages "
@@ -222,12 +225,16 @@ _RULE_OF_KEY = (
     (("database.forced_writes",), "FB004"),
     (("engine.version", "engine.build"), "FB005"),
 )
+# Keys whose rule is their factor's: every replication.conf key is replication's.
+_RULE_OF_FACTOR = {"replication": "FB012"}
 
 
 def _rule_of(row: cond.DiffRow) -> str:
     for keys, rule in _RULE_OF_KEY:
         if row.key in keys:
             return rule
+    if row.factor in _RULE_OF_FACTOR:
+        return _RULE_OF_FACTOR[row.factor]
     if row.key.startswith("host."):
         return "FB006"
     if row.key.startswith("conf."):

@@ -74,6 +74,70 @@ def population_text(load: Mapping[str, Any]) -> str | None:
                                                                    if build else "")
 
 
+# What consumes an embedded run's archive: nothing (an async replica is applied by a server's
+# replication, which an embedded engine does not run). Said wherever the archive's figures are.
+ARCHIVE_CONSUMED = "nothing consumes the archive (an embedded engine applies no journal)"
+JOURNAL_SOURCE = "replication"  # the engine samples' source of the journal's figures per interval
+
+
+def _bytes(value: float | None) -> str:
+    if value is None:
+        return "–"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:,.1f} {unit}"
+    return f"{value:,.0f} B"
+
+
+def replication_document(run: StoredRun) -> dict[str, Any]:
+    """The run's replication (docs/run-result.md, ``replication``): the mode and settings, the
+    replication.conf the engine read, the tables published, and for async the journal's and the
+    archive's bytes over the measured period and per measured second (null where they do not apply)."""
+    settings = run.get("settings") or {}
+    mode = settings.get("replication") or "off"
+    stored = ((run.get("summary") or {}).get("replication") or {}) if mode != "off" else {}
+    samples = run.get("engine_samples") or {}
+    figures = ("journal_bytes", "archive_bytes", "segments_archived", "journal_bytes_per_second",
+               "archive_bytes_per_second", "window_seconds", "journal_bytes_total", "segments_archived_total")
+    document: dict[str, Any] = {
+        "mode": mode,
+        "settings": settings.get("replication_conf") or {},
+        "conf_text": (run.get("engine") or {}).get("replication_conf_text"),
+        "publication_active": stored.get("publication_active"),
+        "published_tables": stored.get("published_tables"),
+        "replica": stored.get("replica"),
+        **{name: stored.get(name) for name in figures},
+        "archive_consumed_by": ARCHIVE_CONSUMED if mode == "async" else None,
+        # Per interval, as the engine child stored them beside the sampler's readings.
+        "intervals": [{"index": index, **{name: (samples[index].get(JOURNAL_SOURCE) or {}).get(name)
+                                          for name in ("journal_bytes", "archive_bytes", "segments_archived")}}
+                      for index in sorted(samples) if index >= 0 and samples[index].get(JOURNAL_SOURCE)],
+    }
+    document["text"] = replication_text(document) if mode != "off" else None
+    return finite(document)
+
+
+def replication_text(replication: Mapping[str, Any]) -> str:
+    """A run's replication in words, with its figures when it has them: the live line after
+    publication, the summary, the report."""
+    mode = replication.get("mode")
+    tables = replication.get("published_tables")
+    published = f"publication on for {len(tables)} table(s)" if tables is not None else "publication on"
+    if mode == "sync":
+        replica = replication.get("replica") or {}
+        return (f"replication sync: {published}; every commit also commits on a replica fbbench made "
+                f"({_bytes(replica.get('size_bytes'))}, replica mode read-only) in the run's work directory")
+    text = f"replication async: {published}; journal and archive in the run's work directory"
+    if replication.get("journal_bytes") is not None:
+        seconds = replication.get("window_seconds")
+        over = f" over the measured {seconds:.1f} s" if seconds else ""
+        text = (f"replication async: journal {_bytes(replication['journal_bytes'])} "
+                f"({_bytes(replication.get('journal_bytes_per_second'))}/s), archived "
+                f"{_bytes(replication.get('archive_bytes'))} in {replication.get('segments_archived')} segment(s) "
+                f"({_bytes(replication.get('archive_bytes_per_second'))}/s){over}; {published}")
+    return f"{text}; {ARCHIVE_CONSUMED}"
+
+
 def _count(value: Any) -> str:
     return "–" if value is None else f"{value:,.0f}"
 
@@ -167,9 +231,11 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         "population": {k: load.get(k) for k in ("source", "load_seconds", "load_connections", "total_rows",
                                                  "grown_bytes", "mb_per_second", "rows_per_second", "rows",
                                                  "copy_seconds", "cache_built_at")} | {"text": population_text(load)},
+        "replication": replication_document(run),
         "connections": settings.get("connections"),
         "warmup_seconds": settings.get("warmup") if settings.get("transactions") is None else 0,
         "measure_seconds": summary.get("measured_seconds"),
+        "measured_turns": summary.get("timeshare"),
         "transactions_per_attachment": settings.get("transactions"),
         "headline": _headline(summary.get("headline")),
         "figures": [_headline(figure) for figure in summary.get("figures") or []],
@@ -254,7 +320,8 @@ def _observation(run: StoredRun) -> dict[str, Any]:
                                  "seconds": engine.covered_seconds(index, samples, intervals)}
         entry["tables"] = {source.split(":", 1)[1]: values for source, values in figures.items()
                            if source.startswith("table:")}
-        entry.update({source: values for source, values in figures.items() if not source.startswith("table:")})
+        entry.update({source: values for source, values in figures.items()
+                      if not source.startswith("table:") and source != JOURNAL_SOURCE})
         per_interval.append(entry)
 
     stored = run.get("gstat") or {}

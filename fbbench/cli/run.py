@@ -78,6 +78,12 @@ def run(
                                                      "the architecture's, 2048 Super, 256 per attachment "
                                                      "otherwise).")] = None,
     forced_writes: Annotated[OnOff | None, typer.Option("--forced-writes", help="on or off.")] = None,
+    replication: Annotated[str | None, typer.Option(
+        "--replication", help="Firebird's built-in replication (4.0+): off, async (the engine journals every change "
+        "into the run's work directory) or sync (every commit also commits on a replica fbbench creates) "
+        f"(default {_DEFAULT.replication}).")] = None,
+    set_replication: Annotated[list[str] | None, typer.Option(
+        "--set-replication", help="replication.conf key=value for this run, e.g. buffer_size=4194304.")] = None,
     no_sweep: Annotated[bool, typer.Option("--no-sweep", help="Skip the sweep before measuring.")] = False,
     no_monitor: Annotated[bool, typer.Option("--no-monitor", help="Do not watch the engine (no MON$ sampling per "
                                              "interval, no gstat); DB-side metrics are still read.")] = False,
@@ -117,7 +123,7 @@ def run(
     flags = _flags(locals())  # first: the locals are still exactly the command's parameters
     from fbbench.runner.settings import from_sources
 
-    settings = from_sources(spec, flags, scale, set_conf)
+    settings = from_sources(spec, flags, scale, set_conf, set_replication)
     credentials = _credentials(settings.user, password_file)
     settings.user = credentials.user
 
@@ -139,7 +145,7 @@ def run(
 
 
 # Key=Value lists, which from_sources lays over the spec file's tables itself.
-_KEY_VALUE_SETTINGS = ("scale", "conf")
+_KEY_VALUE_SETTINGS = ("scale", "conf", "replication_conf")
 
 
 def _flags(parameters: dict[str, Any]) -> dict[str, Any]:

@@ -89,3 +89,63 @@ def parse_conf_text(text: str) -> dict[str, str]:
         if sep and key.strip():
             pairs[key.strip()] = value.strip()
     return pairs
+
+
+# ------------------------------------------------------------------------------ replication.conf
+# Firebird 4.0 brought built-in replication; its primary side reads a ``database = PATH { … }``
+# section of replication.conf in the root directory whenever it opens that database
+# (``src/jrd/replication/Config.cpp``: ``Config::get``). The embedded wheels ship no
+# replication.conf, so the keys are listed here as the engines' own file documents them, per
+# version (builds/install/misc/replication.conf at v4.0.7 and v5.0.4; docs/replication.md).
+#
+# How the engine reads a value, which is why fbbench checks every one before a run: a number
+# is taken only when it is all digits and above zero (``parseLong``: "16M", "0" and "-1" are
+# silently ignored and the default stays); a boolean only as the exact words true/yes/on/1 or
+# false/no/off/0 (any other word is ignored); an unknown key is ignored without a word by 4.0
+# and logged to replication.log by 5.0.
+
+REPLICATION_MODES = ("off", "async", "sync")
+# The first Firebird version with built-in replication.
+REPLICATION_SINCE = "4.0"
+
+# Primary-side keys a run may set (--set-replication), with how the engine reads them.
+_PRIMARY_KEYS = {
+    "buffer_size": "number",  # bytes of changes kept in memory before they go to the journal / a replica
+    "journal_segment_size": "number",  # bytes
+    "journal_segment_count": "number",
+    "journal_group_flush_delay": "number",  # milliseconds
+    "journal_archive_timeout": "number",  # seconds
+    "journal_file_prefix": "text",
+    "include_filter": "text",  # a regular expression over table names
+    "exclude_filter": "text",
+    "log_errors": "boolean",
+    "report_errors": "boolean",
+    "disable_on_error": "boolean",
+}
+REPLICATION_KEYS: dict[str, dict[str, str]] = {"4.0": dict(_PRIMARY_KEYS), "5.0": dict(_PRIMARY_KEYS)}
+# Keys fbbench writes itself, and why a run cannot set them.
+REPLICATION_OWNED = {
+    "journal_directory": "fbbench puts the journal inside the run's work directory",
+    "journal_archive_directory": "fbbench puts the archive inside the run's work directory",
+    "sync_replica": "fbbench creates the replica of --replication sync itself",
+    "journal_archive_command": "the engine would run that command; fbbench archives with the engine's own copy, "
+                               "inside the run's work directory",
+    "plugin": "fbbench measures Firebird's built-in replication",
+}
+# Keys of the replica side (a server that applies journals): nothing applies them in a run.
+REPLICA_SIDE_KEYS = {"4.0": ("journal_source_directory", "source_guid", "verbose_logging", "apply_idle_timeout",
+                             "apply_error_timeout"),
+                     "5.0": ("journal_source_directory", "source_guid", "verbose_logging", "apply_idle_timeout",
+                             "apply_error_timeout", "cascade_replication")}
+REPLICATION_BOOLEANS = frozenset({"true", "yes", "on", "1", "false", "no", "off", "0"})
+# What fbbench writes for --replication async unless --set-replication says otherwise: the
+# engine's default archive timeout is 60 s, longer than many runs, which would archive nothing.
+REPLICATION_DEFAULTS = {"async": {"journal_archive_timeout": "10"}, "sync": {}}
+
+
+def replication_version(major: str) -> str | None:
+    """The replication.conf vocabulary of an engine version ("4.0", "5.0", "5.0.4" …), None
+    where there is no built-in replication (3.0)."""
+    parts = major.split(".")
+    key = ".".join(parts[:2]) if len(parts) >= 2 else f"{parts[0]}.0"
+    return key if key in REPLICATION_KEYS else None

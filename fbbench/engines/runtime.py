@@ -29,13 +29,27 @@ from fbbench.engines.catalog import (
     ServerEngine,
     parse_engine,
 )
-from fbbench.engines.firebird_conf import BOOLEAN_WORDS, CHOICES, integer
+from fbbench.engines.firebird_conf import (
+    BOOLEAN_WORDS,
+    CHOICES,
+    REPLICA_SIDE_KEYS,
+    REPLICATION_BOOLEANS,
+    REPLICATION_DEFAULTS,
+    REPLICATION_KEYS,
+    REPLICATION_OWNED,
+    REPLICATION_SINCE,
+    integer,
+    replication_version,
+)
 from fbbench.engines.installation import check_reserved, conf_docs
 from fbbench.engines.rootfs import link_tree, native_fix, prepare_lib_dir
 from fbbench.errors import FbbenchError
 from fbbench.paths import assert_inside, file_error
 
 _CONF_KEY = re.compile(r"^#?\s*([A-Z][A-Za-z0-9]+)\s*=", re.MULTILINE)
+REPLICATION_CONF = "replication.conf"
+REPLICATION_LOG = "replication.log"  # where the engine logs replication's errors (the root directory)
+_ULONG_MAX = 2**32 - 1  # Firebird keeps replication.conf's numbers in 32-bit words
 
 @dataclass
 class Runtime:
@@ -77,6 +91,14 @@ class Runtime:
     @property
     def conf_file(self) -> Path:
         return self.root / "firebird.conf"
+
+    @property
+    def replication_conf(self) -> Path:
+        return self.root / REPLICATION_CONF
+
+    @property
+    def replication_log(self) -> Path:
+        return self.root / REPLICATION_LOG
 
     @property
     def embedded(self) -> bool:
@@ -223,6 +245,82 @@ def check_conf(engine: Engine, conf: dict[str, str]) -> dict[str, str]:
     return validate_conf(conf, installer.wheel_root(engine), engine.label)
 
 
+def check_replication(engine: Engine, mode: str, conf: dict[str, str], where: str = "--set-replication",
+                      mode_where: str = "--replication") -> dict[str, str]:
+    """--replication and --set-replication checked before anything runs: the replication.conf keys
+    the run writes besides the paths fbbench chooses (the mode's defaults, then the run's own),
+    each checked against the keys Firebird's replication.conf documents for the engine's version
+    and read the way the engine reads it (:data:`fbbench.engines.firebird_conf.REPLICATION_KEYS`)."""
+    if mode == "off":
+        return {}
+    if not isinstance(engine, EmbeddedEngine):
+        raise FbbenchError(f"{mode_where} {mode} needs an embedded engine: fbbench writes replication.conf only into "
+                           f"the runtime roots of the engines it runs itself, and {engine.label} reads its own",
+                           hint="use --engine 4.0 or 5.0 (embedded), or set up the server's replication.conf yourself")
+    version = replication_version(engine.version)
+    if version is None:
+        raise FbbenchError(f"{mode_where} {mode}: Firebird {engine.major} has no built-in replication "
+                           f"(it came with Firebird {REPLICATION_SINCE})", hint="use --engine 4.0 or 5.0")
+    known = REPLICATION_KEYS[version]
+    checked = dict(REPLICATION_DEFAULTS[mode])
+    for key, value in conf.items():
+        # The engine compares keys as written, in lower case: "Buffer_Size" would be ignored.
+        name = key.strip().lower()
+        if name in REPLICATION_OWNED:
+            raise FbbenchError(f"{where} {key}: fbbench sets it itself ({REPLICATION_OWNED[name]})")
+        if name in REPLICA_SIDE_KEYS[version]:
+            raise FbbenchError(f"{where} {key} is a replica-side key: nothing applies the journal in a run "
+                               "(an embedded engine has no replication server)")
+        if name not in known:
+            close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.5)
+            raise FbbenchError(f"unknown replication.conf key '{key}' for {engine.label}",
+                               hint=(f"did you mean {close[0]}? " if close else "") + "keys: " + ", ".join(known))
+        checked[name] = _replication_value(name, known[name], str(value), where)
+    return checked
+
+
+def _replication_value(name: str, kind: str, value: str, where: str) -> str:
+    value = value.strip()
+    if not value or "\n" in value or "\r" in value or "#" in value or "{" in value or "}" in value:
+        raise FbbenchError(f"{where} {name} must be a single line without '#', '{{' or '}}', got {value!r}")
+    if kind == "number":
+        # The engine takes only digits above zero; "16M", "0" or "-1" would silently leave the default.
+        if not value.isdigit() or not 0 < int(value) <= _ULONG_MAX:
+            raise FbbenchError(f"{where} {name} must be a whole number from 1 to {_ULONG_MAX:,} (no K or M), "
+                               f"got '{value}'",
+                               hint="Firebird ignores any other value in replication.conf without a word")
+        return str(int(value))
+    if kind == "boolean":
+        if value.lower() not in REPLICATION_BOOLEANS:
+            raise FbbenchError(f"{where} {name} must be true or false, got '{value}'",
+                               hint="Firebird reads true/yes/on/1 and false/no/off/0; any other word is ignored")
+        return value.lower()  # the engine compares the words in lower case
+    return value
+
+
+def check_replication_path(path: Path) -> None:
+    """A path replication.conf can name: the engine's conf reader takes '#' for a comment, braces
+    for a section and '$(' for a macro."""
+    if any(mark in str(path) for mark in ("#", "{", "}", "$(", "\n")):
+        raise FbbenchError(f"replication needs a work directory whose path has no '#', '{{', '}}' or '$(': {path}",
+                           hint="give --workdir another directory")
+
+
+def write_replication_conf(runtime: Runtime, database: Path, paths: dict[str, Path], settings: dict[str, str]) -> str:
+    """The run's replication.conf in its runtime root: one section for the run's database, with the
+    paths fbbench chose (``paths``: key → directory or replica) and the checked ``settings``."""
+    for path in (database, *paths.values()):
+        check_replication_path(path)
+    lines = [f"# Generated by fbbench {__version__} for {runtime.engine.label}.",
+             "# Replication of the run's database only; keys not listed have the engine's defaults.", "",
+             f"database = {database}", "{"]
+    lines += [f"    {key} = {path}" for key, path in paths.items()]
+    lines += [f"    {key} = {value}" for key, value in settings.items()]
+    text = "\n".join([*lines, "}"]) + "\n"
+    runtime.replication_conf.write_text(text)
+    return text
+
+
 def missing_native_libraries(runtime: Runtime) -> dict[str, str]:
     """Shared libraries the runtime cannot find → the command that installs them."""
     objects = [runtime.client_library, *sorted((runtime.root / "plugins").glob("libEngine*.so"))]
@@ -268,7 +366,7 @@ def prepare_runtime(engine: Engine | str, workdir: Path, conf: dict[str, str] | 
     try:
         if base.exists():
             shutil.rmtree(assert_inside(base, workdir))
-        link_tree(source, root, skip={"firebird.conf", "firebird.log"})
+        link_tree(source, root, skip={"firebird.conf", "firebird.log", REPLICATION_CONF, REPLICATION_LOG})
         runtime.conf_file.write_text("\n".join(lines) + "\n")
         runtime.firebird_log.touch()
         runtime.lock_dir.mkdir(parents=True, exist_ok=True)

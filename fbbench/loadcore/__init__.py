@@ -96,6 +96,9 @@ class LoadResult(TypedDict):
     # Added by the runner (runner/engine/measure.py): this process's CPU, and Python's share.
     process_cpu_seconds: NotRequired[float]
     python_cpu_seconds: NotRequired[float]
+    # A time-shared fixed-work run (runner/engine/measure.py): measured_seconds is its own turns;
+    # wall_seconds, own_seconds and turns say how that was counted (runner/barrier.own_seconds).
+    timeshare: NotRequired[dict[str, Any]]
 
 
 def units_completed(result: LoadResult) -> int:

@@ -51,7 +51,8 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     console.print(
         f"engine {engine.get('version') or '?'} ({engine.get('label') or '?'}, {engine.get('mode') or '?'}); "
         f"page size {_known(database.get('page_size'))}, buffers {_known(database.get('page_buffers'))}, "
-        f"forced writes {_on_off(database.get('forced_writes'))}; "
+        f"forced writes {_on_off(database.get('forced_writes'))}, "
+        f"replication {(document.get('replication') or {}).get('mode') or 'off'}; "
         f"{_known(document.get('connections'))} connection(s), seed {_known(document.get('seed'))}"
     )
     architecture = engine.get("architecture") or {}
@@ -130,6 +131,9 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     population = (document.get("population") or {}).get("text")
     if population:
         console.print(escape(population), highlight=False, soft_wrap=True)
+    replication = (document.get("replication") or {}).get("text")
+    if replication:
+        console.print(escape(replication), highlight=False, soft_wrap=True)
     if document.get("client_cpu_seconds") is not None and measured:
         console.print(_client_share(document))
     for line in credibility_lines(document):
@@ -278,13 +282,15 @@ def engine_lines(document: Mapping[str, Any]) -> list[str]:
     findings = document.get("log_findings") or []
     if not findings:
         lines.append("firebird.log: nothing new")
-    else:
+    # One line per log the engine wrote (firebird.log; replication.log for a replicated run).
+    for source in dict.fromkeys(finding.get("source") or "firebird.log" for finding in findings):
         worst = {"fatal": "red", "critical": "red", "error": "red", "warning": "yellow"}
         parts = []
-        for finding in findings[:6]:
+        own = [finding for finding in findings if (finding.get("source") or "firebird.log") == source]
+        for finding in own[:6]:
             colour = worst.get(finding["severity"])
             text = escape(f"{log_finding_text(finding)} ×{finding['count']}")
             parts.append(f"[{colour}]{text}[/]" if colour else text)
-        more = f" and {len(findings) - 6} more" if len(findings) > 6 else ""
-        lines.append(f"firebird.log: {'; '.join(parts)}{more}")
+        more = f" and {len(own) - 6} more" if len(own) > 6 else ""
+        lines.append(f"{escape(source)}: {'; '.join(parts)}{more}")
     return lines

@@ -2,12 +2,14 @@
 
 A run creates files in its work directory — its database (an embedded run's copy, a managed
 server's database), its runtime root (which also holds the engine child's request files and a
-managed server's instance) and, while it populates, a population being built in the cache — and
-records each one in the results store *before* creating it, with the id of the work directory
-(:class:`fbbench.paths.WorkDir`) and the process that will remove it. Whatever way a run ends
-— completed, failed at any phase, interrupted, its engine crashed — that process calls
-:func:`clean_run` once the engine child has gone. What a run killed before it could do so left is
-removed by the next run in the same work directory with the same store (:func:`remove_leftovers`).
+managed server's instance), for a replicated run its replication directory (the journal, its
+archive, a sync replica), which goes and stays with the database, and, while it populates, a
+population being built in the cache — and records each one in the results store *before*
+creating it, with the id of the work directory (:class:`fbbench.paths.WorkDir`) and the process
+that will remove it. Whatever way a run ends — completed, failed at any phase, interrupted, its
+engine crashed — that process calls :func:`clean_run` once the engine child has gone. What a run
+killed before it could do so left is removed by the next run in the same work directory with the
+same store (:func:`remove_leftovers`).
 
 Only recorded paths are ever deleted, and only those inside the work directory they were recorded
 for: never a file because its name looks like one of fbbench's.
@@ -31,13 +33,29 @@ from fbbench.store import ResultsStore
 from fbbench.store.results import RunFiles, StoreError
 
 # The kinds of files a run records (run_files.kind in the store).
-DATABASE, RUNTIME, BUILDING = "database", "runtime", "building"
+DATABASE, RUNTIME, BUILDING, REPLICATION = "database", "runtime", "building", "replication"
+
+REPLICATION_SUFFIX = ".replication"
+REPLICA_NAME = "replica.fdb"  # a sync run's replica, in its replication directory
 
 
 @dataclass(frozen=True)
 class RunPaths:
     database: Path  # an embedded run's database copy
     runtime: Path  # the run's runtime root (and the engine child's request files)
+    replication: Path  # --replication: the journal, its archive, the replica of a sync run
+
+    @property
+    def journal(self) -> Path:
+        return self.replication / "journal"
+
+    @property
+    def archive(self) -> Path:
+        return self.replication / "archive"
+
+    @property
+    def replica(self) -> Path:
+        return self.replication / REPLICA_NAME
 
 
 def databases_dir(workdir: Path) -> Path:
@@ -46,17 +64,22 @@ def databases_dir(workdir: Path) -> Path:
 
 
 def run_paths(workdir: Path, run_id: str) -> RunPaths:
-    return RunPaths(databases_dir(workdir) / f"{run_id}.fdb", runtime_base(workdir, run_id))
+    databases = databases_dir(workdir)
+    return RunPaths(databases / f"{run_id}.fdb", runtime_base(workdir, run_id),
+                    databases / f"{run_id}{REPLICATION_SUFFIX}")
 
 
-def run_files(workdir: paths.WorkDir, run_id: str, database: bool) -> RunFiles:
+def run_files(workdir: paths.WorkDir, run_id: str, database: bool, replication: bool = False) -> RunFiles:
     """What a run creates in ``workdir`` and this process removes when it ends (to be recorded
     before it creates them): its runtime root, and its database unless ``database`` is False (a
-    database the user asked to keep is not the clean-up's)."""
+    database the user asked to keep is not the clean-up's), with its replication directory when
+    ``replication`` (it goes and stays with the database)."""
     made = run_paths(workdir.path, run_id)
     files = {str(made.runtime): RUNTIME}
     if database:
         files[str(made.database)] = DATABASE
+        if replication:
+            files[str(made.replication)] = REPLICATION
     return RunFiles(workdir.ident, os.getpid(), files)
 
 
@@ -102,6 +125,10 @@ def _remove(store: ResultsStore, workdir: paths.WorkDir, run_id: str, files: dic
                     continue  # a run builds that population right now; it stays recorded for later
             elif kind == DATABASE:
                 ownership.remove_run_copy(path, workdir.path)
+            elif kind == REPLICATION:
+                ownership.remove_run_copy(str(target / REPLICA_NAME), workdir.path)  # a sync run's replica
+                if existed:
+                    shutil.rmtree(paths.assert_inside(target, workdir.path), ignore_errors=True)
             elif existed:
                 shutil.rmtree(paths.assert_inside(target, workdir.path), ignore_errors=True)
         except OSError:

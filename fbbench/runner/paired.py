@@ -102,10 +102,6 @@ def check_pair(a: RunSettings, b: RunSettings, *, force: bool = False) -> tuple[
             raise FbbenchError(f"{label}: --paired time-shares the engine processes fbbench runs itself, which only an "
                                f"embedded engine is; {settings.where('engine')} is {engine.label}",
                                hint="use an embedded engine (5.0, 4.0, 3.0), or compare servers with run --repeat")
-        if settings.transactions is not None:
-            raise FbbenchError(f"{label}: {settings.where('transactions')}: --paired compares timed runs over the same "
-                               "seconds; fixed work ends at a different moment for each side",
-                               hint="give a duration instead")
         if settings.repeat != 1:
             raise FbbenchError(f"{label}: {settings.where('repeat')} {settings.repeat}: with --paired the number of "
                                "pairs is --pairs N", hint="remove repeat from the spec")
@@ -113,7 +109,14 @@ def check_pair(a: RunSettings, b: RunSettings, *, force: bool = False) -> tuple[
             if getattr(settings, name):
                 raise FbbenchError(f"{label}: {settings.where(name)}: --paired writes one comparison, not a file per "
                                    "run", hint="give compare's own --json / --report")
-    for name in ("warmup", "duration", "interval"):
+    if (a.transactions is None) != (b.transactions is None):
+        fixed, timed = (a, b) if a.transactions is not None else (b, a)
+        raise FbbenchError(f"A and B must both be fixed work or both timed: {fixed.where('transactions')} is "
+                           f"{fixed.transactions} per attachment, the other side runs {timed.duration:g} s",
+                           hint="fixed work is judged by the seconds it took, a timed run by its rate")
+    # Fixed work ends when its work is done, each side timed by its own turns (timeshare.py).
+    same = ("interval",) if a.transactions is not None else ("warmup", "duration", "interval")
+    for name in same:
         if getattr(a, name) != getattr(b, name):
             raise FbbenchError(f"A and B must measure the same seconds: {name} is {getattr(a, name):g} s in A "
                                f"({a.where(name)}) and {getattr(b, name):g} s in B ({b.where(name)})",
@@ -276,7 +279,8 @@ def _run_pair(index: int, sides: dict[str, RunSettings], series: dict[str, str],
             if threads[label].ended.is_set():
                 break  # it ended before its engine ran: the other is not started
         if not stop.forward() and _meet(stop, barriers, threads):
-            _share(result, stop, barriers, first, turn, sides["A"].warmup + sides["A"].duration)
+            fixed_work = sides["A"].transactions is not None
+            _share(result, stop, barriers, first, turn, None if fixed_work else sides["A"].warmup + sides["A"].duration)
         _join(threads, stop)
     result.interrupted = request.requested
     _conclude(result, errors)
@@ -284,15 +288,22 @@ def _run_pair(index: int, sides: dict[str, RunSettings], series: dict[str, str],
 
 
 def _share(result: PairResult, stop: _Stop, barriers: dict[str, barrier.Barrier], first: str, turn: float,
-           seconds: float) -> None:
-    """The common zero, then turns until the measured period's end; the turns' facts in ``result``."""
+           seconds: float | None) -> None:
+    """The common zero, then turns until the measured period's end — ``seconds`` after the zero,
+    or (None: fixed work) once both runs said theirs ended; the turns' facts in ``result``."""
     zero = timeshare.start_in(START_TURNS_AHEAD * turn + START_MARGIN)
     barrier.write_go(list(barriers.values()), zero)
-    turns = timeshare.Turns.of([(label, stop.processes[label].pid) for label in LABELS], turn)
+    turns = timeshare.Turns.of([(label, stop.processes[label].pid) for label in LABELS], turn,
+                               logs={label: barriers[label].turns for label in LABELS})
     finished = False
     try:
-        finished = turns.share(zero + seconds, first=LABELS.index(first),
-                               abort=lambda: stop.forward() or _any_gone(stop))
+        def measured(label: str) -> bool:
+            return barriers[label].measured_until() is not None
+
+        # A run may end once its measured period has (fixed work: the other's may go on).
+        finished = turns.share(None if seconds is None else zero + seconds, first=LABELS.index(first),
+                               abort=lambda: stop.forward() or _any_gone(stop, measured),
+                               done=lambda member: measured(member.name))
     finally:
         turns.release()
         result.shared = turns.facts() | {"zero_wall": time.time() + (zero - time.monotonic()), "complete": finished}
@@ -313,8 +324,10 @@ def _meet(stop: _Stop, barriers: dict[str, barrier.Barrier], threads: dict[str, 
     return False
 
 
-def _any_gone(stop: _Stop) -> bool:
-    return any(not platform.process_alive(process.pid) for process in stop.processes.values())
+def _any_gone(stop: _Stop, measured: Callable[[str], bool]) -> bool:
+    """A run's engine process ended before its measured period did: it failed."""
+    return any(not platform.process_alive(process.pid) and not measured(label)
+               for label, process in stop.processes.items())
 
 
 def _join(threads: dict[str, signals.Thread], stop: _Stop) -> None:

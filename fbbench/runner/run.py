@@ -15,7 +15,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,13 @@ from fbbench import paths
 from fbbench.database import ownership
 from fbbench.engines import EmbeddedEngine, ManagedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
 from fbbench.engines import managed as managed_servers
-from fbbench.engines.runtime import check_conf
+from fbbench.engines.runtime import (
+    Runtime,
+    check_conf,
+    check_replication,
+    check_replication_path,
+    write_replication_conf,
+)
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import cleanup, limits, population_cache, presence
 from fbbench.runner.host import host_facts
@@ -129,6 +135,7 @@ class Checked:
     conf: dict[str, str]
     workdir: paths.WorkDir
     results: Path
+    replication_conf: dict[str, str] = field(default_factory=dict)  # replication.conf but its paths
 
 
 def check(settings: RunSettings, password: str | None = None) -> Checked:
@@ -157,6 +164,10 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     check_outputs(settings, results)
     workdir = paths.check_workdir(settings.workdir)  # before an engine is installed to read its conf keys
     conf = check_conf(engine, settings.engine_conf(local))
+    replication_conf = check_replication(engine, settings.replication, settings.replication_conf,
+                                         settings.where("replication_conf"), settings.where("replication"))
+    if settings.replication != "off":
+        check_replication_path(workdir)
     limits.check(settings.connections, engine.label, local_major, settings.architecture, conf, settings.page_size,
                  settings.page_buffers)
     # The population's attachments are threads of the engine process, each with its own page
@@ -166,7 +177,7 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
                  settings.page_buffers, flag="--load-connections")
     # Before the work directory is made: a refused run leaves nothing behind.
     check_room_and_time(settings, workload, engine, workdir)
-    return Checked(workload, engine, conf, paths.own_workdir(settings.workdir), results)
+    return Checked(workload, engine, conf, paths.own_workdir(settings.workdir), results, replication_conf)
 
 
 def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, workdir: Path) -> None:
@@ -177,27 +188,34 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
     build: its size and time are scaled from the nearest build of the same workload that the
     cache measured (:func:`limits.nearest_estimate`; refused only beyond the estimate's margin).
     A scale no build measured is watched while it builds instead (runner/engine/population.py).
-    An external server's disk is not this machine's."""
+    A sync replicated run makes a second copy beside it, its replica. An external server's disk is
+    not this machine's."""
     estimate = None
+    # --replication sync: the run's replica, a copy of the populated database, lies beside it.
+    copies = 2 if settings.replication == "sync" else 1
     if isinstance(engine, EmbeddedEngine | ManagedEngine):
         cache, databases = population_cache.cache_dir(workdir), cleanup.databases_dir(workdir)
         key = population_cache.cache_key(workload, settings.page_size, engine.major)
         cached = population_cache.entry(cache, workload.name, key).database
         if isinstance(engine, EmbeddedEngine) and cached.exists() and not settings.fresh:
             size = cached.stat().st_size
-            short = limits.shortfall([(databases, size)])
+            short = limits.shortfall([(databases, copies * size)])
             if short is not None:
-                raise FbbenchError(f"the run's copy of the cached {workload.name} population needs "
-                                   f"{limits.bytes_text(size)}: {short[0].text()}", hint=limits.ROOM_HINT)
+                copy = "copy" if copies == 1 else "copy and its sync replica"
+                raise FbbenchError(f"the run's {copy} of the cached {workload.name} population "
+                                   f"need{'s' if copies == 1 else ''} {limits.bytes_text(copies * size)}: "
+                                   f"{short[0].text()}", hint=limits.ROOM_HINT)
         else:
             measured = population_cache.measurements(cache, workload)
             estimate = limits.nearest_estimate(workload, measured, engine.major, settings.page_size)
         if estimate is not None:
             # Embedded: built in the cache, then copied for the run; managed: built in place.
             places = [cache, databases] if isinstance(engine, EmbeddedEngine) else [databases]
+            places += [databases] * (copies - 1)
             short = limits.shortfall([(place, estimate.size_bytes) for place in places], limits.ESTIMATE_MARGIN)
             if short is not None:
-                twice = ", built in the cache and copied for the run" if len(places) == 2 else ""
+                twice = ", built in the cache and copied for the run" if isinstance(engine, EmbeddedEngine) else ""
+                twice += ", and again for its sync replica" if copies == 2 else ""
                 wanted = limits.scale_difference(workload.scale, estimate.basis.scale)
                 raise FbbenchError(
                     f"the {workload.name} population at {wanted} needs about "
@@ -231,7 +249,8 @@ def execute(settings: RunSettings, password: str | None = None,
     run_id = new_run_id()
     # Its database copy is the clean-up's unless kept, or on an external server (not in the work directory).
     made = cleanup.run_files(checked.workdir, run_id,
-                             database=not settings.keep_database and not isinstance(engine, ServerEngine))
+                             database=not settings.keep_database and not isinstance(engine, ServerEngine),
+                             replication=settings.replication != "off")
 
     with ResultsStore(results) as store:
         removed = cleanup.remove_leftovers(store, checked.workdir)
@@ -267,6 +286,9 @@ def execute(settings: RunSettings, password: str | None = None,
                                         "port": managed.server.port, "home": str(managed.server.home)}
                 store.record_phase(run_id, "runtime", started, time.monotonic() - clock, detail)
                 plan = _plan(run_id, settings, workload.directory, engine, checked.workdir, results, managed)
+                if settings.replication != "off":
+                    plan["replication"] = _replication_plan(runtime, settings.replication, checked.replication_conf,
+                                                            cleanup.run_paths(workdir, run_id))
                 if barrier is not None:
                     plan |= {"barrier": barrier, "quiet": True}
                 try:
@@ -293,6 +315,23 @@ def execute(settings: RunSettings, password: str | None = None,
         finally:
             cleanup.clean_run(store, checked.workdir, run_id, made)
     return RunOutcome(run_id, outcome["status"], outcome["failure"], results, outcome.get("hint"))
+
+
+def _replication_plan(runtime: Runtime, mode: str, conf: dict[str, str], files: cleanup.RunPaths) -> dict[str, Any]:
+    """The run's replication.conf in its runtime root, and the directories it names (inside the
+    work directory, with the database: removed with it, or kept by --keep-database)."""
+    chosen: dict[str, Path] = {}
+    if mode == "async":
+        chosen = {"journal_directory": files.journal, "journal_archive_directory": files.archive}
+    else:
+        chosen = {"sync_replica": files.replica}
+    files.replication.mkdir(parents=True, exist_ok=True)
+    for key in ("journal_directory", "journal_archive_directory"):
+        if key in chosen:
+            chosen[key].mkdir(exist_ok=True)
+    write_replication_conf(runtime, files.database, chosen, conf)
+    return {"mode": mode, "settings": conf, "directory": str(files.replication),
+            **{key: str(path) for key, path in chosen.items()}}
 
 
 def _own_by_path(managed: managed_servers.ManagedRun, dsn: str, database: Path) -> None:

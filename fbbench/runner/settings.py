@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
-from fbbench.engines.firebird_conf import ARCHITECTURES, architecture_of_mode, key_of
+from fbbench.engines.firebird_conf import ARCHITECTURES, REPLICATION_MODES, architecture_of_mode, key_of
 from fbbench.errors import FbbenchError
 from fbbench.store.model import RecordedSettings
 
@@ -116,6 +116,14 @@ def _architecture(value: Any, what: str) -> str:
     return value.strip().lower()
 
 
+def _replication(value: Any, what: str) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in REPLICATION_MODES:
+        raise FbbenchError(f"{what} must be off, async or sync, got {_shown(value)}",
+                           hint="async: the engine journals every change (Firebird 4.0+); sync: every commit also "
+                                "commits on a replica database")
+    return value.strip().lower()
+
+
 def _duration(value: Any, what: str) -> float:
     return parse_duration(value, what)
 
@@ -179,6 +187,11 @@ class RunSettings:
     page_size: int | None = None
     page_buffers: int | None = None
     forced_writes: bool | None = None
+    # Firebird's built-in replication (4.0+): off, async (a journal and its archive in the run's
+    # work directory) or sync (a replica database fbbench creates); replication_conf is
+    # --set-replication key=value for the rest of the run's replication.conf.
+    replication: str = "off"
+    replication_conf: dict[str, str] = field(default_factory=dict)
     sweep: bool = True
     monitor: bool = True  # the sampler (MON$ per interval), gstat before/after
     # Validate the database after the run (Firebird's full validation, observe/validation.py);
@@ -228,6 +241,9 @@ class RunSettings:
         if self.connect_rate < 0:
             raise FbbenchError(f"{self.where('connect_rate')} cannot be negative")
         self._resolve_architecture()
+        if self.replication_conf and self.replication == "off":
+            raise FbbenchError(f"{self.where('replication_conf')} has no effect without replication",
+                               hint="add --replication async (or sync)")
         if self.connections > MANY_CONNECTIONS and not self.allow_many_connections:
             raise FbbenchError(
                 f"{self.where('connections')} {self.connections:,} is more than {MANY_CONNECTIONS:,} attachments",
@@ -271,14 +287,17 @@ class RunSettings:
 
 # Spec keys that differ from the setting's name, and flags that differ from it (fbbench run's parameter
 # for a setting bears its flag's name: fbbench.cli.run._flags).
-_SPEC_ALIASES = {"set": "conf", "rate": "target_rate", "validate": "validation"}
-_FLAGS = {"conf": "set", "target_rate": "rate", "tags": "tag", "validation": "validate"}
+_SPEC_ALIASES = {"set": "conf", "rate": "target_rate", "set_replication": "replication_conf",
+                 "validate": "validation"}
+_FLAGS = {"conf": "set", "target_rate": "rate", "tags": "tag", "replication_conf": "set_replication",
+          "validation": "validate"}
 
 _KINDS: dict[str, Kind] = {
     "workload": _text, "engine": _text, "scale": _pairs, "connections": _whole, "warmup": _duration,
     "duration": _duration, "transactions": _whole, "repeat": _whole, "interval": _duration, "seed": _whole,
     "conf": _pairs, "architecture": _architecture,
-    "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "monitor": _flag,
+    "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "replication": _replication,
+    "replication_conf": _pairs, "sweep": _flag, "monitor": _flag,
     "validation": _flag, "fresh": _flag, "grow": _text,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "yes": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
@@ -399,7 +418,7 @@ def lay_flags(values: dict[str, Any], origins: dict[str, str], flags: Mapping[st
 
 
 def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] | None = None,
-                 conf: list[str] | None = None) -> RunSettings:
+                 conf: list[str] | None = None, replication_conf: list[str] | None = None) -> RunSettings:
     """Spec file first, then the flags that were given (None = not given) on top; then checked.
 
     Switch flags (``--fresh``, ``--no-sweep`` …) can only turn a setting on, so they are passed
@@ -411,6 +430,9 @@ def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] |
         values["scale"] = {**values.get("scale", {}), **parse_pairs(scale, "--scale")}
     if conf:
         values["conf"] = {**values.get("conf", {}), **parse_pairs(conf, "--set")}
+    if replication_conf:
+        values["replication_conf"] = {**values.get("replication_conf", {}),
+                                      **parse_pairs(replication_conf, "--set-replication")}
     if "workload" not in values:
         from fbbench.workloads.spec import builtin_workloads
 

@@ -23,6 +23,14 @@ The **start barrier** (:mod:`fbbench.runner.barrier`) makes the members measure 
    while the other runs free. The turns end with the measured period (zero + warm-up +
    duration); after it every member runs freely to its end.
 
+**Fixed work** (``--transactions``) ends at a different moment for each member, and its
+headline is how long the work took. Then the turns go on until every member's measured period
+has ended (each says when: :func:`fbbench.runner.barrier.measured`); a member that has finished
+goes on in its turns (never beside another one's measurement) until its run ends; and each
+member's seconds are its own turns only (:func:`fbbench.runner.barrier.own_seconds`, from
+the turn log the coordinator keeps per member), not the wall time, which would hold the other
+member's turns too — the headline would then be the other run's speed as well.
+
 Who takes the first turn is the caller's choice (fbbench alternates it between pairs, so that
 neither side always follows the other).
 """
@@ -32,6 +40,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fbbench.engines import platform
@@ -51,6 +60,7 @@ class Member:
     running_seconds: float = 0.0  # wall time of its turns
     turns: int = 0
     cpu_seconds: float = 0.0  # CPU its processes used over the shared seconds
+    log: Path | None = None  # where its turns are logged ("c T" continued, "s T" stopped: barrier.own_seconds)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "running_seconds": self.running_seconds, "turns": self.turns,
@@ -68,10 +78,11 @@ class Turns:
     _cpu_before: dict[int, float] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, groups: Sequence[tuple[str, int]], turn: float = TURN_SECONDS) -> Turns:
+    def of(cls, groups: Sequence[tuple[str, int]], turn: float = TURN_SECONDS,
+           logs: dict[str, Path] | None = None) -> Turns:
         if turn <= 0:
             raise ValueError("a turn must last longer than 0 seconds")
-        return cls([Member(name, pgid) for name, pgid in groups], turn)
+        return cls([Member(name, pgid, log=(logs or {}).get(name)) for name, pgid in groups], turn)
 
     def stop_all(self) -> None:
         for member in self.members:
@@ -82,21 +93,35 @@ class Turns:
         for member in self.members:
             platform.continue_group(member.pgid)
 
-    def share(self, until: float, *, first: int = 0, abort: Callable[[], bool] | None = None) -> bool:
+    def share(self, until: float | None, *, first: int = 0, abort: Callable[[], bool] | None = None,
+              done: Callable[[Member], bool] | None = None) -> bool:
         """Turns until ``until`` (time.monotonic()), member ``first`` first; the members are
-        stopped when this starts and left stopped when it returns. Returns False when ``abort()``
-        said to give up (checked between turns: a member died); Ctrl-C propagates."""
+        stopped when this starts and left stopped when it returns. ``until`` None (fixed work):
+        until ``done(member)`` holds for every member. A member that is done goes on taking its
+        turns (what it does after its measured period — storing, checking — must never run beside
+        another's measurement, nor stop holding a lock the others wait for) until its process has
+        ended. Returns False when ``abort()`` said to give up (checked between turns: a member
+        died); Ctrl-C propagates."""
+        if until is None and done is None:
+            raise ValueError("turns without an end: give until, or done")
         order = self.members[first:] + self.members[:first]
         self.started_at, clock = time.time(), time.monotonic()
         self._cpu_before = {m.pgid: platform.group_cpu_seconds(m.pgid) for m in self.members}
+        finished: set[str] = set()
         try:
-            while time.monotonic() < until:
+            while until is None or time.monotonic() < until:
+                if done is not None:
+                    finished |= {member.name for member in order if done(member)}
+                    if len(finished) == len(order):
+                        break
                 for member in order:
-                    left = until - time.monotonic()
+                    left = self.turn if until is None else until - time.monotonic()
                     if left <= 0:
                         break
                     if abort is not None and abort():
                         return False
+                    if member.name in finished and not platform.process_alive(member.pgid):
+                        continue  # done, and its run has ended
                     self._take_turn(member, min(self.turn, left))
             return True
         finally:
@@ -112,6 +137,8 @@ class Turns:
                 self._take_turn(member, self.turn)
 
     def _take_turn(self, member: Member, seconds: float) -> None:
+        if member.log is not None:  # before it can run: the turn log holds every moment it could
+            _log(member.log, "c")
         platform.continue_group(member.pgid)
         started = time.perf_counter()
         try:
@@ -120,10 +147,17 @@ class Turns:
             platform.stop_group(member.pgid)
             member.running_seconds += time.perf_counter() - started
             member.turns += 1
+            if member.log is not None:
+                _log(member.log, "s")
 
     def facts(self) -> dict[str, Any]:
         return {"turn": self.turn, "started_at": self.started_at, "seconds": self.seconds,
                 "members": [m.to_dict() for m in self.members]}
+
+
+def _log(path: Path, event: str) -> None:
+    with open(path, "a") as log:
+        log.write(f"{event} {time.monotonic()!r}\n")
 
 
 def start_in(seconds: float) -> float:

@@ -35,6 +35,8 @@ class RecordedSettings(TypedDict, total=False):
     page_size: int | None
     page_buffers: int | None
     forced_writes: bool | None
+    replication: str
+    replication_conf: dict[str, str]
     sweep: bool
     monitor: bool
     fresh: bool
@@ -89,6 +91,9 @@ class Summary(TypedDict, total=False):
     abandoned: list[int]
     sampling: dict[str, Any] | None
     sampler_errors: int
+    # --replication: what publication did (runner/engine/replication.py) and the journal's figures
+    replication: dict[str, Any] | None
+    timeshare: dict[str, Any] | None  # time-shared fixed work: wall_seconds, own_seconds, turns
 
 
 class DatabaseRecord(TypedDict, total=False):
@@ -221,4 +226,7 @@ class RunPlan(TypedDict):
     results: str
     database: dict[str, Any]  # the fields of runner/engine/population.py DatabasePlan
     barrier: NotRequired[dict[str, str]]  # time-shared: the start barrier's files (runner/barrier.py)
+    # --replication async|sync: the mode, the checked replication.conf settings, and the paths
+    # replication.conf names (journal_directory, journal_archive_directory, sync_replica)
+    replication: NotRequired[dict[str, Any]]
     quiet: NotRequired[bool]

@@ -47,7 +47,8 @@ MODES = ("matrix", "one_at_a_time")
 DEFAULT_REPEATS = 3  # runs per cell when the spec does not say
 # Settings that are not conditions of an experiment: outputs, where things live, who connects.
 NOT_AXES = {"workload", "workdir", "results", "json", "report", "repeat", "tags", "user", "keep_database",
-            "fresh", "grow", "fail_on_checks", "fail_on_audits", "allow_many_connections", "yes", "validation"}
+            "fresh", "grow", "fail_on_checks", "fail_on_audits", "allow_many_connections", "yes", "validation",
+            "replication_conf"}
 SWEEP_KEYS = {"matrix", "repeats", "mode"}
 
 
@@ -233,7 +234,7 @@ def read_sweep(path: Path, text: str | None = None) -> SweepSpec:
 def check_cells(spec: SweepSpec) -> None:
     """Every cell's settings, workload scale and firebird.conf checked now, not when its turn comes."""
     from fbbench.engines.catalog import parse_engine
-    from fbbench.engines.runtime import check_conf
+    from fbbench.engines.runtime import check_conf, check_replication
     from fbbench.workloads.spec import load_workload
 
     seen: set[tuple[str, ...]] = set()
@@ -241,12 +242,14 @@ def check_cells(spec: SweepSpec) -> None:
         try:
             settings = spec.settings_for(cell)
             key = (settings.workload, repr(sorted(settings.scale.items())), settings.engine,
-                   repr(sorted(settings.conf.items())))
+                   repr(sorted(settings.conf.items())), settings.replication)
             if key in seen:
                 continue
             seen.add(key)
             load_workload(settings.workload, settings.scale)
             check_conf(parse_engine(settings.engine), settings.conf)
+            check_replication(parse_engine(settings.engine), settings.replication, settings.replication_conf,
+                              settings.where("replication_conf"), settings.where("replication"))
         except FbbenchError as error:
             raise FbbenchError(f"cell {cell.label}: {error.message}", hint=error.hint) from None
 

@@ -517,8 +517,8 @@ fbb.section("log-findings", node => {
     const detail = f.detail || {};
     return {text: (detail.text || f.kind) + (detail.values_vary ? " (and other values)" : ""), title: f.kind};
   };
-  table(node, ["severity", "message", {label: "count", n: true}, "first", "last", "example"],
-        findings.map(f => [el("span", {class: "sev-" + f.severity}, null, f.severity), said(f), num(f.count),
+  table(node, ["log", "severity", "message", {label: "count", n: true}, "first", "last", "example"],
+        findings.map(f => [f.source || "firebird.log", el("span", {class: "sev-" + f.severity}, null, f.severity), said(f), num(f.count),
                            // firebird.log's own local time stamps, as the log writes them
                            {text: String(f.first_at || "–").replace("T", " "), cls: "n"},
                            {text: String(f.last_at || "–").replace("T", " "), cls: "n"}, el("pre", {class: "example"}, null, f.example || "")]),
@@ -559,6 +559,7 @@ fbb.section("conditions", node => {
     ["header before / after", `OIT ${fmt(hb.oldest_transaction)} / ${fmt(ha.oldest_transaction)}, ` +
                               `OAT ${fmt(hb.oldest_active)} / ${fmt(ha.oldest_active)}, Next ${fmt(hb.next_transaction)} / ${fmt(ha.next_transaction)}`],
     ["population", p.text || "–"],
+    ["replication", (run.replication || {}).text || "off"],
     ["workload", `${run.workload}, scale ${JSON.stringify(run.scale || {})}, seed ${run.seed}`],
     ["load", `${fmt(run.connections)} connection(s), warm-up ${fmt(run.warmup_seconds)} s, measured ${fmt(run.measure_seconds)} s` +
              (run.transactions_per_attachment ? `, ${fmt(run.transactions_per_attachment)} units per attachment` : "")],
@@ -578,6 +579,10 @@ fbb.section("conf", node => {
   const conf = (run.engine || {}).firebird_conf;
   node.textContent = typeof conf === "string" ? conf || "(not known)"
     : Object.entries(conf || {}).map(([k, v]) => `${k} = ${v}`).join("\n") || "(not known)";
+});
+fbb.section("replconf", node => {
+  const r = run.replication || {};
+  node.textContent = r.conf_text || (r.mode && r.mode !== "off" ? "(not kept)" : "(replication off: none written)");
 });
 fbb.section("phases", node => {
   table(node, ["phase", {label: "seconds", n: true}], (run.phases || []).map(ph => [ph.name, num(ph.seconds, 1)]));

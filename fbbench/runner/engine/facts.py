@@ -53,6 +53,9 @@ def engine_facts(dsn: str, runtime: Runtime) -> dict[str, Any]:
         facts["firebird_conf_source"] = "not visible: a Firebird 3 server has no RDB$CONFIG"
         facts["firebird_conf_text"] = ""
         facts["server_mode"] = "unknown (not visible from a Firebird 3 client)"
+    if runtime.embedded and runtime.replication_conf.exists():
+        # Kept with the run as its firebird.conf is: what the engine read (docs/replication.md).
+        facts["replication_conf_text"] = runtime.replication_conf.read_text()
     return facts
 
 

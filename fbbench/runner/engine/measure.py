@@ -28,6 +28,7 @@ from rich.console import Console
 from fbbench.observe.sampler import Sampler, SamplerThread
 from fbbench.runner.engine import facts
 from fbbench.runner.engine.live import LiveDisplay
+from fbbench.runner.engine.replication import JournalWatch
 from fbbench.store import ResultsStore
 from fbbench.store.model import RecordedSettings
 from fbbench.workloads.spec import Workload
@@ -56,6 +57,7 @@ class Measured:
     sample_seconds: list[float] = field(default_factory=list)  # how long each engine reading took
     sampler_errors: list[str] = field(default_factory=list)
     architecture: dict[str, Any] | None = None  # what the engine really ran (facts.architecture_reading)
+    journal: dict[str, Any] | None = None  # --replication async: JournalWatch.figures over the measured period
 
 
 class _ArchitectureCheck:
@@ -146,14 +148,15 @@ class _Readings:
 
 def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id: str, dsn: str, console: Console,
         settings: RecordedSettings, monitor: bool, tables: list[str], processes: bool = False,
-        barrier: dict[str, str] | None = None) -> Measured:
+        barrier: dict[str, str] | None = None, journal: JournalWatch | None = None) -> Measured:
     """Warm-up and measure: the core's result, the metrics over the measured window, the samples stored.
 
     ``processes``: the core runs Classic's one process per attachment (embedded Classic).
     ``barrier``: the run is time-shared with another (fbbench compare --paired): connected, it
-    waits at the start barrier and starts at the common zero (:mod:`fbbench.runner.barrier`)."""
+    waits at the start barrier and starts at the common zero (:mod:`fbbench.runner.barrier`).
+    ``journal``: a replicated run's journal, read at every boundary (and at the zero before any work)."""
     from fbbench import _core, loadcore
-    from fbbench.runner.barrier import Barrier, arrive
+    from fbbench.runner import barrier as start_barrier
 
     timeline = _core.Timeline(json.dumps(config))
     measure_start = timeline.measure_start_boundary  # where the metric window opens
@@ -168,20 +171,25 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     architecture = _ArchitectureCheck(dsn, config["connections"], measure_start, thread)
 
     baseline_before_zero = False  # the held load's baseline was read: the zero itself needs none
+    zero: float | None = None  # the run's zero (CLOCK_MONOTONIC), once the held load starts
 
     def hold() -> float:
         """The load holds connected at its start: the baseline is read before any of its work (a
         reading at the zero itself races the first units, and a counted metric such as NOPM would
         miss one), then the load starts — time-shared, at the pair's common zero."""
-        nonlocal baseline_before_zero
+        nonlocal baseline_before_zero, zero
+        if journal is not None:
+            journal.zero()
         if thread is not None:
             baseline_before_zero = thread.zero(wait=BASELINE_WAIT_SECONDS)
-        if barrier is not None:
-            return arrive(Barrier.from_json(barrier))
-        return time.monotonic()
+        zero = start_barrier.arrive(start_barrier.Barrier.from_json(barrier)) if barrier is not None \
+            else time.monotonic()
+        return zero
 
     def on_boundary(boundary: int, at: float, last: bool) -> None:
         """Straight from the core at each boundary: the sampler reads right then."""
+        if journal is not None:
+            journal.boundary(boundary, last)
         if not last:
             architecture.boundary(boundary)
         if thread is None or boundary == 0:
@@ -211,10 +219,12 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     process_before, python_before = _process_cpu(), time.thread_time()
     try:
         with LiveDisplay.measurement(console, workload, settings) as display:
-            held = barrier is not None or thread is not None
+            held = barrier is not None or thread is not None or journal is not None
             result = loadcore.run_load(config, on_progress=lambda live: on_progress(live, display),
                                      on_boundary=on_boundary, processes=processes,
                                      hold=hold if held else None)
+        if barrier is not None and zero is not None:  # first: the coordinator waits for it
+            _own_turns(result, start_barrier.Barrier.from_json(barrier), zero, settings)
     finally:
         if thread is not None:
             thread.close(timeout=30)  # answers the boundaries already reported, then detaches
@@ -223,8 +233,29 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     result["python_cpu_seconds"] = time.thread_time() - python_before + (thread.cpu_seconds if thread else 0.0)
     measured = bool(result.get("measured_seconds"))  # a run stopped in warm-up measured nothing
     metrics = _metric_results(workload, readings.windows, result) if measured else {}
+    journaled = None
+    if journal is not None:
+        for interval, rows in journal.interval_rows().items():
+            store.record_samples(run_id, interval, rows)
+        if measured:
+            journaled = journal.figures(measure_start, result.get("measured_seconds") or 0.0)
     return Measured(result, metrics, readings.sample_seconds, list(thread.errors) if thread else [],
-                    architecture.result(timeout=15))
+                    architecture.result(timeout=15), journaled)
+
+
+def _own_turns(result: LoadResult, shared: Any, zero: float, settings: RecordedSettings) -> None:
+    """A time-shared run: tell the coordinator its measured period ended; fixed work is then
+    timed by its own turns only (runner/timeshare.py), its wall time kept beside them."""
+    from fbbench.runner import barrier as start_barrier
+
+    fixed_work = settings.get("transactions") is not None
+    wall = result.get("measured_seconds") or 0.0
+    end = zero + (0.0 if fixed_work else float(settings.get("warmup") or 0.0)) + wall
+    start_barrier.measured(shared, end)
+    if fixed_work and wall > 0:
+        own, turns = start_barrier.own_seconds(shared, zero, end)
+        result["timeshare"] = {"wall_seconds": wall, "own_seconds": own, "turns": turns}
+        result["measured_seconds"] = own
 
 
 def _metric_results(workload: Workload, windows: dict[str, MetricWindow],

@@ -26,10 +26,11 @@ from fbbench.engines import current_runtime
 from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.observe import architecture, firebird_log, gstat, validation
+from fbbench.observe import replication as replication_log
 from fbbench.observe.firebird_log import LogWatch
 from fbbench.paths import file_error
 from fbbench.runner.cleanup import BUILDING
-from fbbench.runner.engine import facts, measure, population, workload_sql
+from fbbench.runner.engine import facts, measure, population, replication, workload_sql
 from fbbench.runner.engine.core_config import core_config
 from fbbench.runner.engine.live import LiveDisplay
 from fbbench.store import ResultsStore
@@ -86,6 +87,9 @@ def execute(plan: RunPlan) -> dict[str, Any]:
     # What the engine logs from here on is this run's (the runtime's own file when embedded).
     log_file = runtime.firebird_log if runtime.embedded else None
     log = LogWatch(db_plan.services_host, log_file)
+    replicating = plan.get("replication")
+    replicated: dict[str, Any] | None = None  # what publish() did, then the journal's figures
+    journal = replication.JournalWatch.of(replicating) if replicating else None
     loaded: float | None = None  # how long the load ran, once it has: then there is a database to validate
     abandoned = False
 
@@ -103,6 +107,10 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             detail.update(source=load["source"])
             store.update_run(run_id, load=load)
             _print_load(console, load)
+            if replicating:
+                replicated = replication.publish(dsn, replicating)
+                detail["replication"] = replicated
+                _print_replication(console, replicated)
 
         with phases.phase("before", "before: sweep, gstat, snapshot") as detail:
             if settings["sweep"]:
@@ -127,7 +135,7 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             processes = settings.get("architecture") == "classic" and runtime.embedded
             load_started = time.monotonic()
             measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
-                                   processes=processes, barrier=plan.get("barrier"))
+                                   processes=processes, barrier=plan.get("barrier"), journal=journal)
             loaded = time.monotonic() - load_started
             result = measured.result
             detail.update(status=result["status"], measured_seconds=result.get("measured_seconds"),
@@ -159,11 +167,16 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                     _record_gstat(store, run_id, "after", db_plan.services_host, database_path)
                 for check in workload_sql.run_checks(dsn, workload):
                     store.record_check(run_id, "check", check["name"], check["passed"], check["value"], check["detail"])
+                if replicated and replicated.get("replica"):
+                    in_step, said = replication.replica_in_step(dsn, replicated["replica"]["path"])
+                    store.record_check(run_id, "check", REPLICA_CHECK, in_step, None, said)
                 metric_values = {name: metric["value"] for name, metric in measured.metrics.items()}
                 for audit in run_audits(workload, result["units"], metric_values):
                     store.record_check(run_id, "audit", audit["name"], audit["passed"], audit["value"], audit["detail"],
                                        audit["low"], audit["high"], audit["n"])
-        store.update_run(run_id, summary=_summary(measured, settings, workload))
+        if replicated is not None:
+            replicated = {**replicated, **(measured.journal or {})}
+        store.update_run(run_id, summary=_summary(measured, settings, workload, replicated))
     except (KeyboardInterrupt, Interrupted):
         status, failure = "interrupted", "interrupted by the user"
     except StoreError as error:  # nothing more can be recorded: say so, end cleanly
@@ -195,6 +208,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                 status, failure = "failed", f"{failure}; and {error.message}" if failure else error.message
                 hint = hint or error.hint
         try:
+            if replicating:
+                status, failure, hint = _replication_log(store, run_id, runtime.replication_log, status, failure, hint)
             status, failure, hint = _finish(store, run_id, run_log, log.added_or_reason(), status, failure, hint,
                                             corrupt)
         except StoreError as error:
@@ -274,6 +289,33 @@ def _finish(store: ResultsStore, run_id: str, added: str, kept: str, status: str
     return status, failure, hint
 
 
+REPLICA_CHECK = "replica in step with the primary"
+
+
+def _replication_log(store: ResultsStore, run_id: str, path: Path, status: str, failure: str | None,
+                     hint: str | None) -> tuple[str, str | None, str | None]:
+    """What the engine wrote to replication.log during the run, as findings; an error there fails
+    the run: by default the engine stops replicating after one, so the rest measured none."""
+    try:
+        text = path.read_text(errors="replace") if path.exists() else ""
+    except OSError as error:
+        text = f"(replication.log could not be read: {error.strerror})"
+    found = replication_log.log_findings(text)
+    store.record_findings(run_id, "replication.log", found)
+    errors = [f for f in found if f["severity"] == "error"]
+    if errors and status == "completed":
+        status = "failed"
+        failure = f"the engine reported a replication error in replication.log: {errors[0]['example']}"
+        hint = hint or "Firebird stops replicating after an error (disable_on_error), so the run measured none after it"
+    return status, failure, hint
+
+
+def _print_replication(console: Console, replicated: dict[str, Any]) -> None:
+    from fbbench.analysis.run import replication_text
+
+    console.print(f"  {replication_text(replicated)}", highlight=False, soft_wrap=True)
+
+
 def _print_load(console: Console, load: dict[str, Any]) -> None:
     from fbbench.analysis.run import population_text
 
@@ -288,7 +330,8 @@ def _store_result(store: ResultsStore, run_id: str, result: LoadResult) -> None:
     store.record_unit_totals(run_id, result.get("units", {}))
 
 
-def _summary(measured: measure.Measured, settings: RecordedSettings, workload: Any) -> dict[str, Any]:
+def _summary(measured: measure.Measured, settings: RecordedSettings, workload: Any,
+             replicated: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the run concluded, computed once here (analysis.figures) and read by every report."""
     result, metrics = measured.result, measured.metrics
     units = result.get("units", {})
@@ -317,4 +360,7 @@ def _summary(measured: measure.Measured, settings: RecordedSettings, workload: A
         "abandoned": result.get("abandoned", []),
         "sampling": measure.sampling_cost(measured.sample_seconds, settings["interval"]),
         "sampler_errors": len(measured.sampler_errors),
+        "replication": replicated,
+        # Time-shared fixed work: measured_seconds is the run's own turns (runner/timeshare.py).
+        "timeshare": result.get("timeshare"),
     }
