@@ -74,52 +74,67 @@ def _locked(path: Path) -> Iterator[None]:
 def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[str, Any]:
     """Create or copy the run's database; returns the load facts (source, speed)."""
     if plan.cache_dir is None:
-        # A database already there (header via the services API, nothing attached) is replaced
-        # only if it is an earlier run's; any other one is refused untouched.
-        token = ownership.refuse_unless_owned_or_absent(plan.location, "build a database at")
-        if token is not None:
-            lifecycle.drop(plan.location, token)
-            ownership.unregister(plan.location)
+        _clear_place(plan.location)
         load = build(plan.location, workload, plan, progress)
         load["source"] = "built in place"
     else:
-        cache = Path(plan.cache_dir)
-        key = cache_key(workload, plan)
-        cached, meta = cache / f"{workload.name}-{key}.fdb", cache / f"{workload.name}-{key}.json"
-        with _locked(cache / f"{key}.lock"):
-            if plan.fresh or not (cached.exists() and meta.exists()):
-                for stale in (cached, meta):
-                    if stale.exists():
-                        ownership.unregister(str(stale))
-                        stale.unlink()
-                building = cache / f"{workload.name}-{key}{BUILDING_SUFFIX}"
-                if building.exists():  # left by a build that was killed
-                    ownership.unregister(str(building))
-                    building.unlink()
-                source = _grow_source(cache, workload, plan) if plan.grow and not plan.fresh else None
-                try:
-                    if source is not None:
-                        stats = grow(source, str(building), workload, plan, progress)
-                    else:
-                        stats = build(str(building), workload, plan, progress)
-                except BaseException:  # interrupted or failed: a half-built cache is never kept
-                    ownership.unregister(str(building))
-                    building.unlink(missing_ok=True)
-                    raise
-                ownership.unregister(str(building))
-                building.rename(cached)
-                ownership.register(str(cached), _mark_token(str(cached)), {"purpose": "populated cache"})
-                meta.write_text(json.dumps({"built_at": time.time(), "key": key, "load": stats,
-                                            "material": cache_material(workload, plan)}, indent=2, default=str))
-                load = {**stats, "source": stats.get("source", "built (now cached)")}
-            else:
-                load = {**json.loads(meta.read_text())["load"], "source": "copy of cached population"}
-            started = time.monotonic()
-            shutil.copyfile(cached, plan.location)
-            load["copy_seconds"] = time.monotonic() - started
-        load["cache_file"] = str(cached)
-        _take_ownership(plan.location)
+        def make(building: str) -> dict[str, Any]:
+            source = _grow_source(Path(str(plan.cache_dir)), workload, plan) if plan.grow and not plan.fresh else None
+            if source is not None:
+                return grow(source, building, workload, plan, progress)
+            return build(building, workload, plan, progress)
+
+        load = _from_cache(plan, workload.name, cache_key(workload, plan), cache_material(workload, plan), make,
+                           "built (now cached)", "copy of cached population")
     _apply_settings(plan)
+    return load
+
+
+def _clear_place(location: str) -> None:
+    """A database already at a server's location (header via the services API, nothing attached)
+    is replaced only if it is an earlier run's; any other one is refused untouched."""
+    token = ownership.refuse_unless_owned_or_absent(location, "build a database at")
+    if token is not None:
+        lifecycle.drop(location, token)
+        ownership.unregister(location)
+
+
+def _from_cache(plan: DatabasePlan, name: str, key: str, material: dict[str, Any],
+                make: Callable[[str], dict[str, Any]], built: str, copied: str) -> dict[str, Any]:
+    """The run's database as a copy of the cache entry ``name-key``, made first (by ``make``, at a
+    building path, under the key's lock) when it is missing or ``plan.fresh``. A half-made entry
+    is never kept. Returns the facts of the making (as cached) with the copy's own."""
+    cache = Path(str(plan.cache_dir))
+    cached, meta = cache / f"{name}-{key}.fdb", cache / f"{name}-{key}.json"
+    with _locked(cache / f"{key}.lock"):
+        if plan.fresh or not (cached.exists() and meta.exists()):
+            for stale in (cached, meta):
+                if stale.exists():
+                    ownership.unregister(str(stale))
+                    stale.unlink()
+            building = cache / f"{name}-{key}{BUILDING_SUFFIX}"
+            if building.exists():  # left by a build that was killed
+                ownership.unregister(str(building))
+                building.unlink()
+            try:
+                stats = make(str(building))
+            except BaseException:  # interrupted or failed: a half-built cache is never kept
+                ownership.unregister(str(building))
+                building.unlink(missing_ok=True)
+                raise
+            ownership.unregister(str(building))
+            building.rename(cached)
+            ownership.register(str(cached), _mark_token(str(cached)), {"purpose": "populated cache"})
+            meta.write_text(json.dumps({"built_at": time.time(), "key": key, "load": stats,
+                                        "material": material}, indent=2, default=str))
+            load = {**stats, "source": stats.get("source", built)}
+        else:
+            load = {**json.loads(meta.read_text())["load"], "source": copied}
+        started = time.monotonic()
+        shutil.copyfile(cached, plan.location)
+        load["copy_seconds"] = time.monotonic() - started
+    load["cache_file"] = str(cached)
+    _take_ownership(plan.location)
     return load
 
 
