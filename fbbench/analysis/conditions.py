@@ -22,6 +22,8 @@ key                          from
                              not visible). ServerMode is ``architecture``.
 ``database.page_size`` …     the database before the run: page_size, page_buffers (effective,
                              MON$PAGE_BUFFERS), forced_writes, sweep_interval, ods
+``database.restored_from``   ``--database-from``: sha256 of the gbak backup the database was restored
+                             from (its file name and place are not conditions)
 ``workload.name``/``.hash``  the workload's name; sha256 of the files the run used
 ``scale.<name>``             the effective scale (workload defaults with the run's overrides)
 ``load.*``                   connections, warmup, duration or transactions, interval,
@@ -110,6 +112,11 @@ def _timeshare(value: Any) -> str | None:
     if not isinstance(value, dict) or not value.get("turn"):
         return None
     return f"{int(value.get('runs') or 2)} runs in turns of {float(value['turn']):g} s"
+
+
+def _backup(load: Mapping[str, Any]) -> str | None:
+    restored = load.get("restored_from")
+    return f"backup sha256 {restored['sha256'][:16]}" if isinstance(restored, dict) and restored.get("sha256") else None
 
 
 def _gib(value: Any) -> str | None:
@@ -205,6 +212,7 @@ def record(run: StoredRun) -> Conditions:
         "database.forced_writes": _on_off(before.get("forced_writes")),
         "database.sweep_interval": before.get("sweep_interval"),
         "database.ods": before.get("ods"),
+        "database.restored_from": _backup(run.get("load") or {}),
         "workload.name": run.get("workload"),
         "workload.hash": workload_hash(run.get("workload_files") or {}) if run.get("workload_files") else None,
     }

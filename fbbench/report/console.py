@@ -101,7 +101,12 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     for line in engine_lines(document):
         console.print(line, highlight=False, soft_wrap=True)
     population = document.get("population") or {}
-    if population.get("mb_per_second"):
+    if population.get("restored_from"):
+        backup = population["restored_from"]
+        console.print(f"database: {population['source']}: {backup['backup']} (sha256 {backup['sha256'][:16]}…, "
+                      f"{backup['backup_bytes'] / 1e6:,.1f} MB), restored in {population['restore_seconds']:.1f} s",
+                      highlight=False, soft_wrap=True)
+    elif population.get("mb_per_second"):
         console.print(f"population: {population['source']}; {_num(population['total_rows'])} rows, "
                       f"{population['mb_per_second']:.2f} MB/s, {_num(population['rows_per_second'])} rows/s")
     if document.get("client_cpu_seconds") is not None and measured:

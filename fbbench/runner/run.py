@@ -115,6 +115,7 @@ class Checked:
     conf: dict[str, str]
     workdir: Path
     results: Path
+    backup: dict[str, Any] | None = None  # --database-from: the backup's facts (runner/backup.py)
 
 
 def check(settings: RunSettings, password: str | None = None) -> Checked:
@@ -146,11 +147,16 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     workdir = Path(settings.workdir or paths.default_workdir()).expanduser().resolve()
     results = Path(settings.results or paths.default_results()).expanduser().resolve()
     check_outputs(settings, results)
+    backup = None
+    if settings.database_from is not None:
+        from fbbench.runner.backup import backup_facts, for_engine
+
+        backup = for_engine(backup_facts(settings.database_from, settings.where("database_from")), engine)
     try:
         workdir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise FbbenchError(f"cannot create the work directory {workdir}: {error.strerror}") from None
-    return Checked(workload, engine, conf, workdir, results)
+    return Checked(workload, engine, conf, workdir, results, backup)
 
 
 def execute(settings: RunSettings, password: str | None = None,
@@ -194,7 +200,7 @@ def execute(settings: RunSettings, password: str | None = None,
                     detail["server"] = {"engine": engine.label, "build": managed.engine.build,
                                         "port": managed.server.port, "home": str(managed.server.home)}
                 store.record_phase(run_id, "runtime", started, time.monotonic() - clock, detail)
-                plan = _plan(run_id, settings, workload.directory, engine, workdir, results, managed)
+                plan = _plan(run_id, settings, workload.directory, engine, workdir, results, managed, checked.backup)
                 if barrier is not None:
                     plan |= {"barrier": barrier, "quiet": True}
                 try:
@@ -227,7 +233,8 @@ def _own_by_path(managed: managed_servers.ManagedRun, dsn: str, database: Path) 
 
 
 def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, workdir: Path,
-          results: Path, managed: managed_servers.ManagedRun | None = None) -> RunPlan:
+          results: Path, managed: managed_servers.ManagedRun | None = None,
+          backup: dict[str, Any] | None = None) -> RunPlan:
     if isinstance(engine, EmbeddedEngine):
         database = cleanup.run_files(workdir, run_id).database
         database.parent.mkdir(parents=True, exist_ok=True)
@@ -257,6 +264,6 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
             # Population runs with forced writes off; the copy gets the engine's default (on) unless asked.
             "forced_writes": True if settings.forced_writes is None else settings.forced_writes,
             "sweep_interval": None, "fresh": settings.fresh, "grow": settings.grow,
-            "load_connections": settings.load_connections,
+            "load_connections": settings.load_connections, "restore": backup,
         },
     }

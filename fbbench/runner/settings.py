@@ -171,6 +171,9 @@ class RunSettings:
     monitor: bool = True  # the sampler (MON$ per interval), gstat before/after
     fresh: bool = False
     grow: str | None = None  # a scale name: extend a cached smaller population instead of building anew
+    # A gbak backup: the run's database is restored from it (cached per checksum, engine, page size)
+    # instead of built by the workload's scripts and load steps.
+    database_from: str | None = None
     load_connections: int = field(default_factory=lambda: os.cpu_count() or 2)
     connect_rate: float = 0.0
     target_rate: float | None = None
@@ -211,6 +214,10 @@ class RunSettings:
             raise FbbenchError(f"{self.where('target_rate')} must be positive")
         if self.connect_rate < 0:
             raise FbbenchError(f"{self.where('connect_rate')} cannot be negative")
+        if self.database_from is not None and self.grow is not None:
+            raise FbbenchError(f"{self.where('grow')} grows a population the workload builds; "
+                               f"{self.where('database_from')} restores the database from a backup instead",
+                               hint="give one of the two")
         self._resolve_architecture()
         if self.connections > MANY_CONNECTIONS and not self.allow_many_connections:
             raise FbbenchError(
@@ -263,7 +270,7 @@ _KINDS: dict[str, Kind] = {
     "duration": _duration, "transactions": _whole, "repeat": _whole, "interval": _duration, "seed": _whole,
     "conf": _pairs, "architecture": _architecture,
     "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "monitor": _flag,
-    "fresh": _flag, "grow": _text,
+    "fresh": _flag, "grow": _text, "database_from": _text,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,

@@ -39,6 +39,7 @@ class RecordedSettings(TypedDict, total=False):
     monitor: bool
     fresh: bool
     grow: str | None
+    database_from: str | None
     load_connections: int
     connect_rate: float
     target_rate: float | None

@@ -499,7 +499,9 @@ fbb.section("conditions", node => {
     ["size", `${fbb.fmtMB(d.size_bytes_before)} before, ${fbb.fmtMB(d.size_bytes)} after`],
     ["header before / after", `OIT ${fmt(hb.oldest_transaction)} / ${fmt(ha.oldest_transaction)}, ` +
                               `OAT ${fmt(hb.oldest_active)} / ${fmt(ha.oldest_active)}, Next ${fmt(hb.next_transaction)} / ${fmt(ha.next_transaction)}`],
-    ["population", p.source ? `${p.source}; ${fmt(p.total_rows)} rows, ${fmt(p.mb_per_second, 2)} MB/s, ` +
+    ["population", p.restored_from ? `${p.source}: ${p.restored_from.backup} (sha256 ${p.restored_from.sha256.slice(0, 16)}…, ` +
+                                     `${fbb.fmtMB(p.restored_from.backup_bytes)}), restored in ${fmt(p.restore_seconds, 1)} s` :
+                   p.source ? `${p.source}; ${fmt(p.total_rows)} rows, ${fmt(p.mb_per_second, 2)} MB/s, ` +
                               `${fmt(p.rows_per_second, 0)} rows/s, ${fmt(p.load_connections)} load attachment(s)` : "–"],
     ["workload", `${run.workload}, scale ${JSON.stringify(run.scale || {})}, seed ${run.seed}`],
     ["load", `${fmt(run.connections)} connection(s), warm-up ${fmt(run.warmup_seconds)} s, measured ${fmt(run.measure_seconds)} s` +

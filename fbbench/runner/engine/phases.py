@@ -85,7 +85,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
         workload = load_workload(plan["workload_dir"], settings["scale"])
         store.update_run(run_id, workload_files=workload.files)
 
-        with phases.phase("database", "database: create, populate") as detail:
+        title = "database: restore" if db_plan.restore else "database: create, populate"
+        with phases.phase("database", title) as detail:
             with LiveDisplay.population(console) as progress:
                 load = population.prepare(db_plan, workload, progress)
             detail.update(source=load["source"])
@@ -205,6 +206,13 @@ def _finish(store: ResultsStore, run_id: str, log: LogWatch, status: str, failur
 
 
 def _print_load(console: Console, load: dict[str, Any]) -> None:
+    backup = load.get("restored_from")
+    if backup is not None:
+        speed = f" — {load['mb_per_second']:.2f} MB/s of backup" if load.get("mb_per_second") else ""
+        console.print(f"  database ({load['source']}): {backup['backup']} (sha256 {backup['sha256'][:16]}…), "
+                      f"{load['size_bytes'] / 1e6:,.1f} MB, page size {load['page_size']}, ODS {load['ods']}; "
+                      f"restored in {load['restore_seconds']:.1f} s{speed}")
+        return
     if load.get("mb_per_second") is None:
         return
     console.print(

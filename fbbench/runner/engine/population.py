@@ -52,6 +52,9 @@ class DatabasePlan:
     fresh: bool
     load_connections: int
     grow: str | None = None  # a scale name: extend a cached smaller population instead of building anew
+    # A gbak backup to restore instead of building the workload's database (runner/backup.py):
+    # path, name, sha256, size_bytes, stream (send it through the services connection).
+    restore: dict[str, Any] | None = None
 
 
 def cache_material(workload: Workload, plan: DatabasePlan) -> dict[str, Any]:
@@ -73,7 +76,9 @@ def _locked(path: Path) -> Iterator[None]:
 
 def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[str, Any]:
     """Create or copy the run's database; returns the load facts (source, speed)."""
-    if plan.cache_dir is None:
+    if plan.restore is not None:
+        load = restored(plan, progress)
+    elif plan.cache_dir is None:
         _clear_place(plan.location)
         load = build(plan.location, workload, plan, progress)
         load["source"] = "built in place"
@@ -130,12 +135,49 @@ def _from_cache(plan: DatabasePlan, name: str, key: str, material: dict[str, Any
             load = {**stats, "source": stats.get("source", built)}
         else:
             load = {**json.loads(meta.read_text())["load"], "source": copied}
-        started = time.monotonic()
-        shutil.copyfile(cached, plan.location)
-        load["copy_seconds"] = time.monotonic() - started
+        if plan.location:  # else only the cache entry was wanted (fbbench db restore)
+            started = time.monotonic()
+            shutil.copyfile(cached, plan.location)
+            load["copy_seconds"] = time.monotonic() - started
     load["cache_file"] = str(cached)
-    _take_ownership(plan.location)
+    if plan.location:
+        _take_ownership(plan.location)
     return load
+
+
+def restored(plan: DatabasePlan, progress: Progress) -> dict[str, Any]:
+    """The run's database restored from a gbak backup (plan.restore) instead of built: cached per
+    backup checksum, engine version and page size (a server's is restored in place). The
+    workload's scripts and load steps are not run: the database is the user's."""
+    from fbbench.database import restore
+    from fbbench.engines import current_runtime
+
+    backup = plan.restore
+    assert backup is not None
+    step = f"restore {backup['name']}"
+    details = {"backup": backup["name"], "sha256": backup["sha256"], "backup_bytes": backup["size_bytes"]}
+
+    def make(location: str) -> dict[str, Any]:
+        progress(step, 0, 1)
+        server_path = location if plan.cache_dir is not None else _server_path(location)
+        facts = restore.restore(backup["path"], location, plan.services_host, server_path, plan.page_size, details,
+                                current_runtime().tmp_dir, stream=bool(backup.get("stream")))
+        progress(step, 1, 1)
+        seconds = facts["restore_seconds"]
+        return {**facts, "restored_from": details, "seconds": seconds,
+                "mb_per_second": backup["size_bytes"] / 1e6 / seconds if seconds > 0 else None}
+
+    if plan.cache_dir is None:
+        _clear_place(plan.location)
+        try:
+            return {**make(plan.location), "source": "restored in place"}
+        except BaseException:
+            restore.drop_unmarked(plan.location)
+            raise
+    material = {"format": POPULATION_FORMAT, "backup_sha256": backup["sha256"], "page_size": plan.page_size,
+                "engine": plan.engine_major}
+    key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+    return _from_cache(plan, "restored", key, material, make, "restored (now cached)", "copy of the cached restore")
 
 
 def _grow_source(cache: Path, workload: Workload, plan: DatabasePlan) -> tuple[Path, dict[str, Any]] | None:
@@ -400,3 +442,8 @@ class _Loaders:
             raise FbbenchError(f"load step '{step.name}' failed: "
                                f"{driver.explain(error, self.dsn).message}") from None
         return len(iterations)
+
+
+def restore_into_cache(plan: dict[str, Any]) -> dict[str, Any]:
+    """``fbbench db restore``: only the cache entry of a backup (made when missing or fresh)."""
+    return restored(DatabasePlan(**plan), lambda _step, _done, _total: None)
