@@ -8,7 +8,7 @@ use std::ptr;
 
 use crate::config::{Config, StatementSpec, Unit};
 use crate::ffi::*;
-use crate::params::{Bind, Gen};
+use crate::params::{Bind, Choice, Gen};
 use crate::rng::Rng;
 use crate::sqlda::SqlDa;
 use crate::tpb::{build_tpb, Isolation};
@@ -33,6 +33,7 @@ struct Param {
     gen: Gen,
     bind: Bind,
     data: *mut u8,
+    indicator: *mut i16,
 }
 
 pub struct Statement {
@@ -331,6 +332,7 @@ impl<'a> Attachment<'a> {
                 gen: gen.clone(),
                 bind: binds[i],
                 data,
+                indicator: inputs.var(i).sqlind,
             });
         }
         let tally = tally_columns
@@ -463,6 +465,12 @@ impl Statement {
     #[inline]
     pub fn bind(&mut self, rng: &mut Rng, attachment: u32) {
         for p in &mut self.params {
+            if let Gen::Choice(values) = &p.gen {
+                let picked = &values[rng.below(values.len() as u64) as usize];
+                // SAFETY: as below; the indicator is this parameter's slot.
+                unsafe { write_choice(p.data, p.indicator, p.bind, picked) };
+                continue;
+            }
             // SAFETY: `data` points at this parameter's buffer, sized for its bind type.
             unsafe {
                 match p.bind {
@@ -488,6 +496,26 @@ impl Statement {
                 }
             }
         }
+    }
+}
+
+/// Writes one value of a `choice` into a parameter's buffer and indicator. The bind type is the
+/// choice's (Gen::bind): its values are all of that kind or null.
+///
+/// # Safety
+/// `data` and `indicator` must point at the parameter's buffers, sized for `bind`.
+#[inline]
+unsafe fn write_choice(data: *mut u8, indicator: *mut i16, bind: Bind, value: &Choice) {
+    *indicator = if matches!(value, Choice::Null) { -1 } else { 0 };
+    match (bind, value) {
+        (Bind::Int, Choice::Int(v)) => (data as *mut i64).write(*v),
+        (Bind::Float, Choice::Float(v)) => (data as *mut f64).write(*v),
+        (Bind::Text { max_len }, Choice::Text(t)) => {
+            let len = t.len().min(max_len);
+            std::ptr::copy_nonoverlapping(t.as_ptr(), data.add(2), len);
+            (data as *mut [u8; 2]).write((len as u16).to_ne_bytes());
+        }
+        _ => {}
     }
 }
 
