@@ -28,7 +28,8 @@ key                          from
 ``scale.<name>``             the effective scale (workload defaults with the run's overrides)
 ``load.*``                   connections, warmup, duration or transactions, interval,
                              target_rate, connect_rate, sweep, monitor; ``load.seed`` only when fixed;
-                             ``load.timeshare`` for runs that shared the machine in turns
+                             ``load.timeshare`` for runs that shared the machine in turns;
+                             ``load.trace`` for runs recorded by a trace session (--trace)
 ``host.*``                   name, cpu_model, cpus, memory, os, kernel, machine, disk
 ``fbbench.*``                version, python
 ===========================  ===============================================================
@@ -230,6 +231,8 @@ def record(run: StoredRun) -> Conditions:
         "load.monitor": _on_off(settings.get("monitor")),  # the engine sampler's own attachment
         "load.seed": str(settings.get("seed")) if settings.get("seed_fixed") else None,
         "load.timeshare": _timeshare(settings.get("timeshare")),
+        # A trace session costs the engine work: a traced run is compared with traced runs.
+        "load.trace": "on" if settings.get("trace") else None,
     }
     disk = host.get("workdir_disk") or {}
     values |= {

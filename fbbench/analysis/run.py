@@ -150,6 +150,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         "peak_rss_bytes": summary.get("peak_rss_bytes"),
         "sampling": summary.get("sampling"),
         "sampler_errors": summary.get("sampler_errors", 0),
+        "trace": summary.get("trace"),
         "phases": [{"name": p["name"], "seconds": p["seconds"]} for p in run.get("phases", [])],
         "host": run.get("host") or {},
         "settings": settings,

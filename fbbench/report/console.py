@@ -109,6 +109,12 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     elif population.get("mb_per_second"):
         console.print(f"population: {population['source']}; {_num(population['total_rows'])} rows, "
                       f"{population['mb_per_second']:.2f} MB/s, {_num(population['rows_per_second'])} rows/s")
+    trace = document.get("trace")
+    if trace:
+        console.print(f"trace: {trace['file']} — {trace['statements']:,} statement execution(s), "
+                      f"{trace['committed']:,} commit(s) of {trace['attachments']} attachment(s)"
+                      + ("; [bold red]the engine suspended the session: the trace is incomplete[/]"
+                         if trace.get("suspended") else ""), highlight=False, soft_wrap=True)
     if document.get("client_cpu_seconds") is not None and measured:
         console.print(_client_share(document))
     for line in credibility_lines(document):

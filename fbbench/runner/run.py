@@ -56,6 +56,11 @@ def check_outputs(settings: RunSettings, results: Path) -> None:
     paths.writable_file(results, "the results store (--results)")
     if settings.json:
         paths.writable_file(Path(settings.json), "--json")
+    if settings.trace:
+        if Path(settings.trace).expanduser().exists():
+            raise FbbenchError(f"{settings.where('trace')} {settings.trace} already exists",
+                               hint="fbbench never overwrites a file; choose a new name")
+        paths.writable_file(Path(settings.trace), settings.where("trace"))
     if settings.report:
         paths.writable_file(Path(settings.report), "--report")
     else:
@@ -251,10 +256,13 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
         location = engine.dsn
         services_host = engine.host + (f"/{engine.port}" if engine.port else "")
         cache_dir, major = None, "server"
+    recorded = settings.recorded()
+    if settings.trace:  # the engine child writes it wherever it runs
+        recorded["trace"] = str(Path(settings.trace).expanduser().absolute())
     return {
         "run_id": run_id,
         "parent_pid": os.getpid(),  # the child must not run on if this process is already gone
-        "settings": settings.recorded(),
+        "settings": recorded,
         "workload_dir": str(workload_dir),
         "workdir": str(workdir),
         "results": str(results),

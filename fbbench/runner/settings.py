@@ -174,6 +174,9 @@ class RunSettings:
     # A gbak backup: the run's database is restored from it (cached per checksum, engine, page size)
     # instead of built by the workload's scripts and load steps.
     database_from: str | None = None
+    # A file to record a Firebird trace of the load into (warm-up and measured period), with the
+    # replay-grade config of fbbench.trace.config: what fbbench workload from-trace and replay read.
+    trace: str | None = None
     load_connections: int = field(default_factory=lambda: os.cpu_count() or 2)
     connect_rate: float = 0.0
     target_rate: float | None = None
@@ -214,6 +217,9 @@ class RunSettings:
             raise FbbenchError(f"{self.where('target_rate')} must be positive")
         if self.connect_rate < 0:
             raise FbbenchError(f"{self.where('connect_rate')} cannot be negative")
+        if self.trace is not None and self.repeat > 1:
+            raise FbbenchError(f"{self.where('trace')} records one run's trace; {self.where('repeat')} "
+                               f"{self.repeat} runs would all write it", hint="trace one run")
         if self.database_from is not None and self.grow is not None:
             raise FbbenchError(f"{self.where('grow')} grows a population the workload builds; "
                                f"{self.where('database_from')} restores the database from a backup instead",
@@ -270,7 +276,7 @@ _KINDS: dict[str, Kind] = {
     "duration": _duration, "transactions": _whole, "repeat": _whole, "interval": _duration, "seed": _whole,
     "conf": _pairs, "architecture": _architecture,
     "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "monitor": _flag,
-    "fresh": _flag, "grow": _text, "database_from": _text,
+    "fresh": _flag, "grow": _text, "database_from": _text, "trace": _text,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,

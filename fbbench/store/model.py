@@ -40,6 +40,7 @@ class RecordedSettings(TypedDict, total=False):
     fresh: bool
     grow: str | None
     database_from: str | None
+    trace: str | None
     load_connections: int
     connect_rate: float
     target_rate: float | None
@@ -88,6 +89,7 @@ class Summary(TypedDict, total=False):
     abandoned: list[int]
     sampling: dict[str, Any] | None
     sampler_errors: int
+    trace: dict[str, Any] | None  # --trace: what the capture holds (fbbench.trace.capture)
 
 
 class DatabaseRecord(TypedDict, total=False):

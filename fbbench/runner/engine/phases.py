@@ -79,6 +79,7 @@ def execute(plan: RunPlan) -> dict[str, Any]:
     database_path = dsn if db_plan.cache_dir is not None else population._server_path(dsn)
     monitor = settings.get("monitor", True)
     status, failure, hint = "completed", None, None
+    traced: list[dict[str, Any]] = []
     # What the engine logs from here on is this run's (the runtime's own file when embedded).
     log = LogWatch(db_plan.services_host, runtime.firebird_log if runtime.embedded else None)
     try:
@@ -114,9 +115,12 @@ def execute(plan: RunPlan) -> dict[str, Any]:
         with phases.phase("measure", "warm-up and measure") as detail:
             # Embedded Classic: one process per attachment. A server's Classic forks its own.
             processes = settings.get("architecture") == "classic" and runtime.embedded
-            measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
-                                   processes=processes, barrier=plan.get("barrier"))
+            with _traced(settings.get("trace"), db_plan.services_host, database_path, runtime, console) as traced:
+                measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
+                                       processes=processes, barrier=plan.get("barrier"))
             result = measured.result
+            if traced:
+                detail["trace"] = traced[0]
             detail.update(status=result["status"], measured_seconds=result.get("measured_seconds"),
                           sampler_errors=measured.sampler_errors[:20])
             engine = {**engine, "architecture_requested": settings.get("architecture"),
@@ -149,7 +153,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                 for audit in run_audits(workload, result["units"], metric_values):
                     store.record_check(run_id, "audit", audit["name"], audit["passed"], audit["value"], audit["detail"],
                                        audit["low"], audit["high"], audit["n"])
-        store.update_run(run_id, summary=_summary(measured, settings, workload))
+        store.update_run(run_id, summary={**_summary(measured, settings, workload),
+                                          "trace": traced[0] if traced else None})
     except (KeyboardInterrupt, Interrupted):
         status, failure = "interrupted", "interrupted by the user"
     except StoreError as error:  # nothing more can be recorded: say so, end cleanly
@@ -172,6 +177,31 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             hint = hint or error.hint
         store.close()
     return {"status": status, "failure": failure, "hint": hint}
+
+
+@contextmanager
+def _traced(output: str | None, services_host: str, database: str, runtime: Any,
+            console: Console) -> Iterator[list[dict[str, Any]]]:
+    """--trace: a user trace session of the run's database streamed into ``output`` while the load
+    runs (an embedded engine's through the in-process services manager); what it captured is the
+    list's one item afterwards."""
+    if not output:
+        yield []
+        return
+    from fbbench.trace.capture import Capture
+
+    capture = Capture(services_host, database, Path(output), {"engine": runtime.engine.label, "run": True})
+    capture.start()
+    captured: list[dict[str, Any]] = []
+    try:
+        yield captured
+    finally:
+        summary = capture.stop("the run's load ended")
+        captured.append(summary)
+        console.print(f"  trace: {summary['statements']:,} statement execution(s), {summary['committed']:,} "
+                      f"commit(s) of {summary['attachments']} attachment(s) in {output}"
+                      + (" — [bold red]the engine suspended the session: the trace is incomplete[/]"
+                         if summary["suspended"] else ""))
 
 
 def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: str, database: str) -> None:
