@@ -113,3 +113,13 @@ def traced_with_limits(database: str, output: str) -> None:
         other.trace.stop(session_id=session)
     reader.join(10)
     __import__("pathlib").Path(output).write_text("".join(line for line in lines if isinstance(line, str)))
+
+
+def backup(database: str, target: str, services_host: str = "") -> int:
+    """gbak backup of a database through the services API (only reads it); the backup's size."""
+    import os
+
+    with driver.server(services_host) as server:
+        server.database.backup(database=database, backup=target)
+        server.wait()
+    return os.path.getsize(target)

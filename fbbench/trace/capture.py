@@ -1,9 +1,12 @@
 """A user trace session streamed into a file (inside an engine child process).
 
 The session is started through the services API with fbbench's replay-grade config
-(:mod:`fbbench.trace.config`) and read on a thread of its own, line by line as the engine hands
-them over, straight into the file: nothing is held back, so a capture that is killed leaves a
-file whose every complete event can be read. The engine buffers a user session's output up to
+(:mod:`fbbench.trace.config`) and read on a thread of its own as the engine hands the output over
+(at least every second: a query for output otherwise waits for a full 64 KiB buffer), straight
+into the file: nothing is held back, so a capture that is killed leaves a file whose every
+complete event can be read. Stopping a session drops what its reader has not read yet, and a
+reader can lag a busy server by seconds: a stop first reads on until it reaches the moment of the
+stop (or the output goes quiet). The engine buffers a user session's output up to
 ``MaxUserTraceLogSize`` and *suspends* the session when its reader falls behind (it says so in
 the output): that is detected and reported, since what follows it is missing.
 
@@ -119,6 +122,9 @@ class Capture:
         server = driver.server(self.services_host)
         # Raw bytes through: a value in another character set is written as it came.
         server.encoding, server.encoding_errors = "utf-8", "surrogateescape"
+        # Without a timeout a query for output waits for a full buffer (64 KiB): a server's quiet
+        # tail would sit there, and a stop then drops it. With one, what is there comes each second.
+        server.query_timeout = 1
         self.session_id = server.trace.start(config=session_config(self.database),
                                              name=f"fbbench {self.output.name}"[:60])
         self._server = server
@@ -145,10 +151,11 @@ class Capture:
     def running(self) -> bool:
         return self._thread is not None and not self._thread.ended.is_set()
 
-    def _drain(self, quiet: float = 1.0, longest: float = 10.0) -> None:
-        """Stopping a session drops what the engine logged that its reader has not read yet: before
-        the stop, read on until an event logged after this moment arrives (a server's clock may
-        differ from ours: then) or nothing came for ``quiet`` seconds, ``longest`` at most."""
+    def _drain(self, quiet: float = 2.0, longest: float = 600.0) -> float:
+        """Stopping a session drops what the engine logged that its reader has not read yet, and a
+        reader can be seconds behind a busy server: before the stop, read on until an event logged
+        after this moment arrives (a server's clock may differ from ours: then) or nothing came for
+        ``quiet`` seconds, ``longest`` at most. How long that took."""
         from datetime import datetime
 
         now = datetime.now()
@@ -157,13 +164,14 @@ class Capture:
             last = self.tally.last
             if (last is not None and datetime.fromisoformat(last) >= now) or \
                     time.monotonic() - self.tally.read_at >= quiet:
-                return
+                break
             time.sleep(0.05)
+        return time.monotonic() - started
 
     def stop(self, reason: str) -> dict[str, Any]:
         """Stop the session (from a second service connection: the first one is reading), once the
         reader took what was still buffered; close the file; what was captured."""
-        self._drain()
+        caught_up = self._drain()
         if self.session_id is not None and self.running():
             with contextlib.suppress(Exception), driver.server(self.services_host) as other:
                 other.trace.stop(session_id=self.session_id)
@@ -183,7 +191,7 @@ class Capture:
             if self._server is not None and not self.running():
                 self._server.close()
         return {**self.tally.summary(set(own)), "stopped": reason, "file": str(self.output),
-                "bytes": self.output.stat().st_size, "reader_error": self.failure,
+                "bytes": self.output.stat().st_size, "reader_error": self.failure, "drain_seconds": caught_up,
                 "own_attachments": {str(k): v for k, v in sorted(own.items())}}
 
     def _directives(self, values: dict[str, Any]) -> None:
