@@ -29,7 +29,8 @@ key                          from
 ``load.*``                   connections, warmup, duration or transactions, interval,
                              target_rate, connect_rate, sweep, monitor; ``load.seed`` only when fixed;
                              ``load.timeshare`` for runs that shared the machine in turns;
-                             ``load.trace`` for runs recorded by a trace session (--trace)
+                             ``load.trace`` for runs recorded by a trace session (--trace);
+                             ``load.replay`` (order, speed) for a replay of a trace
 ``host.*``                   name, cpu_model, cpus, memory, os, kernel, machine, disk
 ``fbbench.*``                version, python
 ===========================  ===============================================================
@@ -222,7 +223,10 @@ def record(run: StoredRun) -> Conditions:
     values |= {
         "load.connections": settings.get("connections"),
         "load.warmup": _seconds(0 if fixed_work else settings.get("warmup")),
-        "load.duration": None if fixed_work else _seconds(settings.get("duration")),
+        # A replay lasts as long as its trace at its speed: the trace is the workload (its hash).
+        "load.duration": None if fixed_work or settings.get("replay") else _seconds(settings.get("duration")),
+        "load.replay": f"{settings.get('order', 'timed')}, speed {float(settings.get('speed') or 1):g}"
+        if settings.get("replay") else None,
         "load.transactions": f"{settings['transactions']} per attachment" if fixed_work else None,
         "load.interval": _seconds(settings.get("interval")),
         "load.target_rate": f"{settings['target_rate']:g}/s" if settings.get("target_rate") else None,

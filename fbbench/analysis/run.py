@@ -151,6 +151,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         "sampling": summary.get("sampling"),
         "sampler_errors": summary.get("sampler_errors", 0),
         "trace": summary.get("trace"),
+        "replay": replay_document(run),
         "phases": [{"name": p["name"], "seconds": p["seconds"]} for p in run.get("phases", [])],
         "host": run.get("host") or {},
         "settings": settings,
@@ -163,6 +164,32 @@ def result_document(run: StoredRun) -> dict[str, Any]:
     document.update(_observation(run))
     document.update(credibility(run))
     return document
+
+
+KEPT_DIVERGENCES = 200  # listed in the document; all are in the store, and counted by kind
+
+
+def replay_document(run: StoredRun) -> dict[str, Any] | None:
+    """A replay's own figures: what it replayed of its trace, the lag behind the traced schedule,
+    each statement's latency against the traced one, and the divergences from the trace."""
+    replay = (run.get("summary") or {}).get("replay")
+    if not replay:
+        return None
+    statements = []
+    for row in run.get("replay_statements") or []:
+        replayed, traced = row["latency_ms"], row["traced"]
+        p50 = traced.get("p50")
+        statements.append({
+            "template": row["template"], "sql": row["sql"], "executions": row["executions"], "errors": row["errors"],
+            "latency_ms": replayed, "traced_ms": traced,
+            # The trace times a statement to the millisecond: a ratio to a traced median below 1 ms
+            # would compare with a rounding.
+            "p50_ratio": replayed.get("p50", 0) / p50 if p50 and p50 >= 1 and replayed.get("p50") else None,
+        })
+    divergences = run.get("divergences") or []
+    return finite({**replay, "statement_latency": statements,
+                   "divergence_list": [dict(d) for d in divergences[:KEPT_DIVERGENCES]],
+                   "divergences_listed": min(len(divergences), KEPT_DIVERGENCES)})
 
 
 def steady_document(run: StoredRun) -> dict[str, Any] | None:

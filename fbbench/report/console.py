@@ -109,6 +109,8 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     elif population.get("mb_per_second"):
         console.print(f"population: {population['source']}; {_num(population['total_rows'])} rows, "
                       f"{population['mb_per_second']:.2f} MB/s, {_num(population['rows_per_second'])} rows/s")
+    for line in replay_lines(document.get("replay")):
+        console.print(line, highlight=False, soft_wrap=True)
     trace = document.get("trace")
     if trace:
         console.print(f"trace: {trace['file']} — {trace['statements']:,} statement execution(s), "
@@ -248,4 +250,40 @@ def engine_lines(document: Mapping[str, Any]) -> list[str]:
             parts.append(f"[{colour}]{text}[/]" if colour else text)
         more = f" and {len(findings) - 6} more" if len(findings) > 6 else ""
         lines.append(f"firebird.log: {'; '.join(parts)}{more}")
+    return lines
+
+
+def replay_lines(replay: dict[str, Any] | None, statements: int = 10) -> list[str]:
+    """A replay's figures: what was replayed, the lag, the slowest statements against the trace,
+    and the divergences by kind with the first few."""
+    if not replay:
+        return []
+    tx, st = replay["transactions"], replay["statements"]
+    lines = [f"replay of {replay['trace']} (sha256 {replay['sha256'][:16]}…), order {replay['order']}, speed "
+             f"{replay['speed']:g}: {tx['replayed']:,} of {tx['planned']:,} transactions, {st['executed']:,} of "
+             f"{st['planned']:,} statements; the traced {replay['seconds']:,.1f} s are "
+             f"{replay['seconds'] / replay['speed']:,.1f} s at this speed",
+             f"  lag behind the traced schedule: p50 {replay['lag_ms'].get('p50', 0):,.1f} ms, p95 "
+             f"{replay['lag_ms'].get('p95', 0):,.1f} ms, max {replay['lag_max_ms']:,.1f} ms"
+             + (f"; strict order given up {replay['stalls']} time(s)" if replay.get("stalls") else "")]
+    rows = sorted(replay.get("statement_latency") or [], key=lambda r: -(r["latency_ms"].get("p50") or 0))
+    for row in rows[:statements]:
+        traced = row["traced_ms"]
+        ratio = f" ({row['p50_ratio']:.2f}×)" if row.get("p50_ratio") else ""
+        sql = escape(" ".join(row["sql"].split())[:70])
+        errors = f", {row['errors']:,} failed (traced: {traced.get('failed', 0):,})" if row["errors"] else ""
+        lines.append(f"  {row['executions']:>7,} × {sql}: p50 {row['latency_ms'].get('p50', 0):,.2f} ms, traced "
+                     f"{traced.get('p50', 0):,.0f} ms{ratio}{errors}")
+    if replay["divergences"]:
+        kinds = ", ".join(f"{kind} {count:,}" for kind, count in sorted(replay["divergences_by_kind"].items()))
+        lines.append(f"  [bold yellow]{replay['divergences']:,} divergence(s) from the trace[/]: {kinds} — a replay "
+                     "that diverges measures something else than what was traced")
+        for item in replay.get("divergence_list", [])[:5]:
+            detail = escape(", ".join(f"{k} {v}" for k, v in item["detail"].items()))
+            lines.append(f"    {item['kind']}: attachment {item['attachment']}, traced transaction "
+                         f"{item['transaction']}, statement {item['template']}: {detail}")
+    else:
+        lines.append("  no divergence from the trace")
+    for note, count in sorted((replay.get("notes") or {}).items()):
+        lines.append(f"  {count:,} {escape(note)}")
     return lines

@@ -67,16 +67,40 @@ def check_outputs(settings: RunSettings, results: Path) -> None:
         paths.writable_file(paths.default_report(results, "report"), "the report directory")
 
 
+def run_workload(settings: RunSettings) -> Any:
+    """The workload a run runs: the one it names, or a replay's, made from its trace
+    (:func:`fbbench.workloads.from_trace.replay_workload`)."""
+    if settings.replay:
+        from fbbench.workloads.from_trace import replay_workload
+
+        return replay_workload(settings.replay)[0]
+    return load_workload(settings.workload, settings.scale)
+
+
 def static_findings(settings: RunSettings) -> list[Any]:
     """The credibility lint's static rules on what the run is about to do (before anything runs):
     rand()/gen_uuid() reached under read consistency, a tiny page cache, Classic with a large one.
     A list of :class:`fbbench.analysis.lint.Finding`; an unknown engine version counts as 4.0+."""
     from fbbench.analysis.lint import lint_workload
 
-    workload = load_workload(settings.workload, settings.scale)
+    workload = run_workload(settings)
     engine = parse_engine(settings.engine)
     major = engine.major if isinstance(engine, EmbeddedEngine | ManagedEngine) else None
     return lint_workload(workload, major, settings.conf, page_buffers=settings.page_buffers)
+
+
+def _replay_settings(settings: RunSettings, workload: Any, engine: Any) -> None:
+    """A replay's load is its trace's: one attachment per traced session, no warm-up, as long
+    as the trace at its speed."""
+    import json
+
+    facts = json.loads(workload.files["replay.json"])
+    if settings.architecture == "classic" and isinstance(engine, EmbeddedEngine):
+        raise FbbenchError("a replay runs its attachments as threads of one process; embedded Classic needs one "
+                           "process per attachment", hint="replay on super or superclassic, or on a Classic server")
+    settings.connections = facts["sessions"]
+    settings.warmup, settings.transactions = 0.0, None
+    settings.duration = max(facts["seconds"] / settings.speed, 0.001)
 
 
 def new_series_id() -> str:
@@ -127,8 +151,10 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     """Everything that can be checked before a run touches an engine; raises FbbenchError with one
     line saying what is wrong. Fills in the architecture a local engine defaults to."""
     settings.validate()
-    workload = load_workload(settings.workload, settings.scale)  # a broken workload fails before anything runs
+    workload = run_workload(settings)  # a broken workload (or trace) fails before anything runs
     engine = parse_engine(settings.engine)
+    if settings.replay:
+        _replay_settings(settings, workload, engine)
     if isinstance(engine, ServerEngine) and password is None:
         raise FbbenchError(f"a password is needed for {engine.label}",
                            hint="give --password-file FILE or set ISC_PASSWORD")

@@ -103,6 +103,10 @@ class Execution:
     error: tuple[int, str] | None = None  # first gdscode and the whole message
     sql_truncated: bool = False
     arguments_skipped: int = 0  # "...N more arguments skipped..."
+    # Positions of its START and FINISH events in the file: the order the engine logged them in,
+    # finer than the time stamps (whole milliseconds on these engines).
+    start_event: int | None = None
+    finish_event: int = 0
 
     @property
     def changes(self) -> dict[str, int]:
@@ -179,6 +183,8 @@ class Transaction:
     end: TransactionEnd = "open"
     follows: int | None = None  # the transaction whose commit/rollback retaining started this one
     statements: list[Execution] = field(default_factory=list)
+    start_event: int | None = None  # positions of its START and its end in the file (see Execution)
+    end_event: int | None = None
 
 
 @dataclass

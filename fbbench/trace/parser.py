@@ -110,7 +110,8 @@ class _Reader:
         self.limits = limits
         self.first: datetime | None = None
         self.transactions: dict[int, Transaction] = {}
-        self.starts: dict[tuple[int, int], tuple[float, str]] = {}  # (attachment, statement) → start
+        self.starts: dict[tuple[int, int], tuple[float, int]] = {}  # (attachment, statement) → its START
+        self.position = 0  # events read so far: the next one's position in the file
         self.last_failed: dict[int, Execution] = {}  # attachment → its latest failed execution
 
     def offset(self, stamp: str) -> float:
@@ -125,6 +126,7 @@ class _Reader:
     def read(self, event: RawEvent) -> None:
         trace = self.trace
         trace.events[event.name] = trace.events.get(event.name, 0) + 1
+        self.position += 1
         at = self.offset(event.at)
         lines = event.lines
         match = _ATTACHMENT.match(lines[0]) if lines else None
@@ -148,14 +150,14 @@ class _Reader:
             attachment.detached_at = at
         elif name in ("COMMIT_TRANSACTION", "ROLLBACK_TRANSACTION", "COMMIT_RETAINING", "ROLLBACK_RETAINING"):
             if transaction is not None and not event.failed:
-                transaction.ended_at = at
+                transaction.ended_at, transaction.end_event = at, self.position
                 transaction.end = {"COMMIT_TRANSACTION": "commit", "ROLLBACK_TRANSACTION": "rollback",
                                    "COMMIT_RETAINING": "commit_retaining",
                                    "ROLLBACK_RETAINING": "rollback_retaining"}[name]  # type: ignore[assignment]
         elif name == "EXECUTE_STATEMENT_START":
             statement = self.statement(rest, event)
             if statement is not None:
-                self.starts[(attachment.id, statement[0])] = (at, statement[1])
+                self.starts[(attachment.id, statement[0])] = (at, self.position)
         elif name == "EXECUTE_STATEMENT_FINISH":
             self.finish(attachment, transaction, rest, event, at)
         elif name.startswith("ERROR AT"):
@@ -180,13 +182,17 @@ class _Reader:
             return known
         follows = int(match.group(2)) if match.group(2) else None
         previous = self.transactions.get(follows) if follows is not None else None
+        start_event = None
         if name == "START_TRANSACTION":
             started: float | None = at
+            start_event = self.position
         elif previous is not None and previous.end in ("commit_retaining", "rollback_retaining"):
             started = previous.ended_at  # a retaining commit or rollback went straight on in this one
+            start_event = previous.end_event
         else:
             started = None  # it was running when the trace began
-        transaction = Transaction(number, attachment.id, Tpb.parse(match.group(3)), started, follows=follows)
+        transaction = Transaction(number, attachment.id, Tpb.parse(match.group(3)), started, follows=follows,
+                                  start_event=start_event)
         self.transactions[number] = transaction
         attachment.transactions.append(transaction)
         return transaction
@@ -215,9 +221,10 @@ class _Reader:
             self.trace.unreadable.append(f"{event.at} {event.name} (attachment {attachment.id}, statement "
                                          f"{number}): {error}")
             return
+        execution.finish_event = self.position
         start = self.starts.pop((attachment.id, number), None)
         if start is not None:
-            execution.started_at = start[0]
+            execution.started_at, execution.start_event = start
         if event.failed:
             self.last_failed[attachment.id] = execution
         if transaction is None:

@@ -199,6 +199,9 @@ def generate(trace: Trace, trace_path: Path, name: str) -> Generated:
                            hint="a workload needs transactions that started and ended within the trace, with "
                                 "statements; record for longer, or check that the right database was traced")
     shapes = group(selection.complete)
+    # The user exceptions the application answered with a rollback, wherever raised: by design for
+    # every unit (a unit seen a few times in the trace may not have met its "nothing to do" yet).
+    by_design = sorted({name for shape in shapes for name in _rollback_exceptions(shape)})
     gaps, median_gap = _think_times(selection)
     thinks = median_gap is not None and median_gap >= NO_THINK_BELOW
     units: list[Unit] = []
@@ -219,7 +222,7 @@ def generate(trace: Trace, trace_path: Path, name: str) -> Generated:
                                len(selection.attachments)) for p in range(count)])
         shape_gaps = [gaps[t.id] for t in shape.transactions if t.id in gaps]
         think = round(statistics.mean(shape_gaps), 3) if thinks and shape_gaps else 0.0
-        units.append(Unit(shape, fitted, _rollback_exceptions(shape), think, _correlations(shape)))
+        units.append(Unit(shape, fitted, by_design, think, _correlations(shape)))
     if not units:
         reasons = sorted({problem for _shape, problems in excluded for problem in problems})
         raise FbbenchError(f"no transaction of {trace_path} can be a workload unit: {'; '.join(reasons)}")
@@ -390,7 +393,8 @@ def _readme(name: str, trace: Trace, trace_path: Path, digest: str, selection: S
                 shown = shown if len(shown) <= 60 else shown[:57] + "…)"
                 out.append(f"  - statement {index + 1}, parameter {position + 1}: `{_cell(shown)}` — {item.how}")
         if unit.rollback_on:
-            out.append(f"  - rolls back by design on {', '.join(unit.rollback_on)} (the trace rolled back on it)")
+            out.append(f"  - rolls back by design on {', '.join(unit.rollback_on)} (the application rolled back "
+                       "on these user exceptions wherever the trace saw them raised)")
     out += ["", "## What it leaves out, and why", ""]
     left = []
     for shape, problems in excluded:
@@ -493,3 +497,40 @@ def verify_readable(directory: Path) -> None:
     from fbbench.workloads.spec import load_workload
 
     load_workload(str(directory))
+
+
+# ----------------------------------------------------------------------------------- replays
+
+
+def replay_workload(trace_path: str | Path) -> tuple[Any, Any, dict[str, Any]]:
+    """What a replay of a trace runs, as a workload the runner records like any other: its units
+    are the trace's transaction shapes (weighted by their count, SQL only: the values come from
+    the trace); its files the units' workload.toml and the trace's facts (replay.json), so that
+    replays of one trace compare and replays of two differ. Returns the workload, the replay plan
+    (:func:`fbbench.trace.replay.plan`) and the trace's facts."""
+    from fbbench.trace.parser import parse_file
+    from fbbench.trace.replay import plan as replay_plan
+    from fbbench.workloads.spec import stored_workload
+
+    path = Path(trace_path).expanduser()
+    plan = replay_plan(parse_file(path))
+    facts: dict[str, Any] = {"trace": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                             "bytes": path.stat().st_size,
+             "seconds": plan.seconds, "sessions": len(plan.sessions), "actions": plan.actions,
+             "templates": len(plan.templates), "skipped": len(plan.skipped), "notes": dict(plan.notes)}
+    name = "replay-" + (re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem) or "trace")
+    lines = [f"name = {_toml_string(name)}",
+             "description = " + _toml_string(f"a replay of the trace {path.name} (sha256 {facts['sha256'][:16]}…)"), ""]
+    for shape in plan.shapes:
+        lines += ["[[units]]", f"name = {_toml_string(shape.name)}", f"weight = {len(shape.transactions)}",
+                  f"isolation = {_toml_string(_ISOLATION[shape.tpb.isolation])}"]
+        if shape.tpb.lock_timeout is not None:
+            lines.append(f"lock_timeout = {shape.tpb.lock_timeout}")
+        if shape.tpb.read_only:
+            lines.append("read_only = true")
+        lines.append("statements = [" + ", ".join(f"{{ sql = {_toml_sql(sql)} }}" for sql in shape.sqls) + "]")
+        lines.append("")
+    files = {"workload.toml": "\n".join(lines), "replay.json": json.dumps(facts, indent=2, sort_keys=True)}
+    from dataclasses import replace
+
+    return replace(stored_workload(files), files=files), plan, facts

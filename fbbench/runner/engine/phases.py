@@ -28,7 +28,7 @@ from fbbench.errors import FbbenchError, Interrupted
 from fbbench.observe import architecture, firebird_log, gstat
 from fbbench.observe.firebird_log import LogWatch
 from fbbench.runner.engine import facts, measure, population, workload_sql
-from fbbench.runner.engine.core_config import core_config
+from fbbench.runner.engine.core_config import core_config, replay_config
 from fbbench.runner.engine.live import LiveDisplay
 from fbbench.store import ResultsStore
 from fbbench.store.model import RecordedSettings, RunPlan
@@ -83,7 +83,13 @@ def execute(plan: RunPlan) -> dict[str, Any]:
     # What the engine logs from here on is this run's (the runtime's own file when embedded).
     log = LogWatch(db_plan.services_host, runtime.firebird_log if runtime.embedded else None)
     try:
-        workload = load_workload(plan["workload_dir"], settings["scale"])
+        replaying = None
+        if settings.get("replay"):
+            from fbbench.workloads.from_trace import replay_workload
+
+            workload, replaying, _facts = replay_workload(str(settings["replay"]))
+        else:
+            workload = load_workload(plan["workload_dir"], settings["scale"])
         store.update_run(run_id, workload_files=workload.files)
 
         title = "database: restore" if db_plan.restore else "database: create, populate"
@@ -110,8 +116,11 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             detail["constants"] = constants
             tables = workload_sql.tables(dsn)
 
-        config = core_config(workload, settings, dsn, str(runtime.client_library),
-                             driver.credentials(), seed, exceptions, constants)
+        if replaying is not None:
+            config = replay_config(replaying, settings, dsn, str(runtime.client_library), driver.credentials(), seed)
+        else:
+            config = core_config(workload, settings, dsn, str(runtime.client_library),
+                                 driver.credentials(), seed, exceptions, constants)
         with phases.phase("measure", "warm-up and measure") as detail:
             # Embedded Classic: one process per attachment. A server's Classic forks its own.
             processes = settings.get("architecture") == "classic" and runtime.embedded
@@ -132,6 +141,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             if mismatch and result["status"] == "completed":
                 result["status"], result["failure"] = "failed", mismatch
         _store_result(store, run_id, result)
+        if replaying is not None and result.get("replay"):
+            store.record_replay(run_id, replaying, result["replay"])
         for name, metric in measured.metrics.items():
             store.record_metric(run_id, name, metric["start"], metric["end"], metric["value"], metric["per_minute"],
                                 metric["description"], metric["window"])
@@ -154,7 +165,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                     store.record_check(run_id, "audit", audit["name"], audit["passed"], audit["value"], audit["detail"],
                                        audit["low"], audit["high"], audit["n"])
         store.update_run(run_id, summary={**_summary(measured, settings, workload),
-                                          "trace": traced[0] if traced else None})
+                                          "trace": traced[0] if traced else None,
+                                          "replay": _replay_summary(workload, replaying, result)})
     except (KeyboardInterrupt, Interrupted):
         status, failure = "interrupted", "interrupted by the user"
     except StoreError as error:  # nothing more can be recorded: say so, end cleanly
@@ -202,6 +214,25 @@ def _traced(output: str | None, services_host: str, database: str, runtime: Any,
                       f"commit(s) of {summary['attachments']} attachment(s) in {output}"
                       + (" — [bold red]the engine suspended the session: the trace is incomplete[/]"
                          if summary["suspended"] else ""))
+
+
+def _replay_summary(workload: Any, replaying: Any, result: LoadResult) -> dict[str, Any] | None:
+    """A replay's own figures (the per-statement ones and the divergences are in their tables)."""
+    measured: dict[str, Any] | None = result.get("replay")
+    if replaying is None or not measured:
+        return None
+    import json
+
+    facts = json.loads(workload.files["replay.json"])
+    divergences = measured["divergences"]
+    by_kind = dict(divergences["by_kind"])
+    if replaying.skipped:
+        by_kind["not replayable"] = len(replaying.skipped)
+    return {**facts, "order": measured["order"], "speed": measured["speed"],
+            "transactions": measured["transactions"], "statements": measured["statements"],
+            "lag_ms": measured["lag"]["latency_ms"], "lag_max_ms": measured["lag"]["max_ms"],
+            "divergences": sum(by_kind.values()), "divergences_by_kind": by_kind, "stalls": measured["stalls"],
+            "notes": dict(replaying.notes)}
 
 
 def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: str, database: str) -> None:
