@@ -23,7 +23,6 @@ from fbbench.trace.parser import parse_file
 from fbbench.trace.shapes import select
 from fbbench.workloads.spec import load_workload
 from tests.conftest import ENGINES, fb3_server_or_skip, run_cli
-from tests.fb3server import Fb3Server
 
 SCALE = ["--scale", "workers=4", "--scale", "init_rounds=2"]
 CONNECTIONS = 4
@@ -156,7 +155,7 @@ def test_a_workload_from_the_trace_runs_everywhere_with_the_traced_mix(app: dict
     total_traced = sum(traced.values())
     assert all(unit.statements[0].sql.startswith("execute procedure docflow_") for unit in workload.units)
     client_order = workload.unit("docflow_client_order")
-    assert [str(g) for g in client_order.statements[0].params][0] == "home(4)"  # each attachment its worker
+    assert str(client_order.statements[0].params[0]) == "home(4)"  # each attachment its worker
     for version in ENGINES:
         report = tmp_path / f"{version}.json"
         result = run_cli("run", str(generated), "--database-from", str(app["backup"]), "--engine", version,
