@@ -15,8 +15,8 @@ from fbbench.cli.common import (
     UserOption,
     WorkdirOption,
     _credentials,
+    _notices,
     _on_off,
-    _print_leftovers,
     _print_static_lint,
 )
 
@@ -81,7 +81,7 @@ def replay(
     settings.user = credentials.user
     _print_static_lint(static_findings(settings))
     codes: list[int] = []
-    execute_series(settings, credentials.password, on_leftovers=_print_leftovers,
+    execute_series(settings, credentials.password, notices=_notices(),
                    on_run=lambda outcome: codes.append(_conclude_run(outcome, settings)))
     code = next((c for c in codes if c == INTERRUPTED), max(codes, default=0))
     if code:

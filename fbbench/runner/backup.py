@@ -12,6 +12,7 @@ from typing import Any
 
 from fbbench.engines import EmbeddedEngine, Engine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
 from fbbench.errors import FbbenchError
+from fbbench.runner.population_cache import cache_dir
 
 _CHUNK = 1 << 20
 
@@ -56,7 +57,7 @@ def restore_into_cache(path: str, engine_name: str, workdir: Path, page_size: in
     check_page_size(page_size, engine)
     facts = backup_facts(path, "the backup")
     workdir.mkdir(parents=True, exist_ok=True)
-    plan = {"location": "", "services_host": "", "cache_dir": str(workdir / "dbcache"), "engine_major": engine.major,
+    plan = {"location": "", "services_host": "", "cache_dir": str(cache_dir(workdir)), "engine_major": engine.major,
             "page_size": page_size, "page_buffers": None, "forced_writes": None, "sweep_interval": None,
             "fresh": fresh, "load_connections": 1, "restore": for_engine(facts, engine)}
     runtime = prepare_runtime(engine, workdir, user=user, password=password)
