@@ -42,7 +42,7 @@ app.command(short_help="Compare runs or series: every figure as a ratio with its
 app.command("lint", short_help="The credibility lint alone (exit 1 on an error, for CI).")(compare.lint_command)
 app.add_typer(trace.trace_app, name="trace")
 app.add_typer(workload.workload_app, name="workload")
-app.command()(replay.replay)
+app.command(short_help="Replay an application's trace on a copy restored from its backup, as a run.")(replay.replay)
 
 
 @app.callback(invoke_without_command=True)
