@@ -130,6 +130,16 @@ def test_a_run_on_a_restored_database_skips_the_workload_s_build(foreign_backup:
     with ResultsStore(tmp_path / "r.sqlite", create=False) as store:
         conditions = record(store.load_run(document["run_id"]))
     assert conditions["database.restored_from"] == f"backup sha256 {before[:16]}"
+    # The restore's cache entry was built as the run's recorded file, and the run's copy of it is
+    # recorded as its database: the clean-up removed both (the entry itself stays, cached).
+    import sqlite3
+
+    files = dict(sqlite3.connect(tmp_path / "r.sqlite").execute(
+        "select kind, path from run_files where run_id = ? and removed_at is not null", (document["run_id"],)))
+    assert files["building"].endswith(".building.fdb") and "/dbcache/restored-" in files["building"], files
+    assert Path(files["database"]).parent.name == "databases" and not Path(files["database"]).exists(), files
+    assert document["population"]["text"].startswith(f"database: restored (now cached): {foreign_backup.name} ")
+    assert len(list((workdir / "dbcache").glob("restored-*.fdb"))) == 1
     # Not a file, and growing a population that is restored: one line each.
     assert_clean_error(run_cli("run", str(workload), "--database-from", str(tmp_path), "--workdir", str(workdir)),
                        "is not a file")
