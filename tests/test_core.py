@@ -296,3 +296,31 @@ def test_client_server_outcomes_and_a_killed_server(fb3: Fb3Server, tmp_path: Pa
     assert result["units"]["select"]["ok"] > 0
     # The timer also covers the child start and the connects, so only bound the measured time loosely.
     assert 0.2 < result["measured_seconds"] < 3.5
+
+
+def test_choice_draws_each_of_its_values_nulls_included(embedded: Target) -> None:
+    """choice(…) binds numbers, floats and strings (a quote inside kept), and null as NULL: with
+    values that add up to distinguishable sums, every value was drawn and bound as given."""
+    units = [
+        unit("numbers", statement("select coalesce(cast(? as integer), 1000) as v from rdb$database",
+                                  ("choice", [2, 5, None])), tally=["V"]),
+        unit("strings", statement("select char_length(coalesce(cast(? as varchar(20)), 'twenty characters..!'))"
+                                  " as l, iif(cast(? as varchar(5)) = 'it''s', 1, 0) as q from rdb$database",
+                                  ("choice", ["ab", "abcd", None]), ("choice", ["it's"])), tally=["L", "Q"]),
+        unit("floats", statement("select cast(? as double precision) * 2 as f from rdb$database",
+                                 ("choice", [0.5, 1.5])), tally=["F"]),
+    ]
+    result = embedded.run({"connections": 1, "transactions": 180, "seed": 5, "units": units})
+    assert result["status"] == "completed", result["failure"]
+    numbers, strings = result["units"]["numbers"], result["units"]["strings"]
+    n, total = numbers["ok"], int(numbers["tally"]["V"])
+    nulls, rest = divmod(total, 1000)  # 2a + 5b < 1000
+    fives = (rest - 2 * (n - nulls)) // 3
+    twos = n - nulls - fives
+    assert min(twos, fives, nulls) > 5 and 2 * twos + 5 * fives + 1000 * nulls == total, (n, total)
+    m, lengths = strings["ok"], int(strings["tally"]["L"])
+    assert strings["tally"]["Q"] == m  # 'it''s' arrived as it's
+    assert 2 * m < lengths < 20 * m and (lengths - 2 * m) % 2 == 0
+    floats = result["units"]["floats"]
+    threes = (floats["tally"]["F"] - floats["ok"]) / 2  # 1 per 0.5 drawn, 3 per 1.5
+    assert 0 < threes < floats["ok"] and threes == int(threes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import tracemalloc
 from pathlib import Path
@@ -183,6 +184,20 @@ def test_generators_and_expressions() -> None:
     for bad in ("__import__('os')", "a[0]", "1 if 1 else 2"):
         with pytest.raises(ExpressionError):
             evaluate(bad, {"a": 1})
+
+
+def test_choice_and_null_values_round_trip_as_a_workload_writes_them() -> None:
+    """choice(…) and const(null): strings in single quotes with a quote inside doubled, null as a
+    word; what fbbench writes (str) reads back the same (workload from-trace relies on it)."""
+    written = parse_generator("choice('a', 'it''s', \"x, y\", null)")
+    assert written == Generator("choice", ("a", "it's", "x, y", None))
+    assert parse_generator(str(written)) == written
+    assert parse_generator("const(null)") == Generator("const", (None,))
+    assert parse_generator("choice(1, 2.5, -3)").to_core() == {"kind": "choice", "args": [1, 2.5, -3]}
+    for bad, fragment in (("choice()", "1 to 10,000 values"), ("choice('a', 1)", "all numbers or all strings"),
+                          ("choice(N)", "'N' is not a run constant")):
+        with pytest.raises(ValueError, match=re.escape(fragment)):
+            parse_generator(bad)
 
 
 def test_nurand_stays_in_its_range() -> None:

@@ -45,6 +45,61 @@ struct RawConfig {
     #[serde(default)]
     hold: bool,
     units: Vec<RawUnit>,
+    #[serde(default)]
+    replay: Option<RawReplay>,
+}
+
+/// A replay of traced sessions (docs/core-api.md, "Replay").
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReplay {
+    order: String,
+    #[serde(default)]
+    speed: Option<f64>,
+    #[serde(default)]
+    stall_seconds: Option<f64>,
+    templates: Vec<String>,
+    sessions: Vec<Vec<RawTransaction>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTransaction {
+    unit: usize,
+    #[serde(default)]
+    trace_id: Option<u64>,
+    at: f64,
+    end_at: f64,
+    #[serde(default)]
+    start_seq: u64,
+    #[serde(default)]
+    end_seq: u64,
+    isolation: String,
+    #[serde(default)]
+    read_only: bool,
+    #[serde(default)]
+    lock_timeout: Option<u32>,
+    end: String,
+    statements: Vec<RawExecution>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExecution {
+    template: usize,
+    at: f64,
+    #[serde(default)]
+    seq: u64,
+    #[serde(default)]
+    params: Vec<Value>,
+    #[serde(default)]
+    rows: Option<u64>,
+    #[serde(default)]
+    changes: Option<[u64; 3]>,
+    #[serde(default)]
+    error: Option<i64>,
+    #[serde(default)]
+    ordered_at_start: bool,
 }
 
 #[derive(Deserialize)]
@@ -113,6 +168,59 @@ pub struct Config {
     pub units: Vec<Unit>,
     /// Cumulative weights for the unit draw.
     pub cumulative_weights: Vec<f64>,
+    /// A replay instead of drawn units: attachment k replays session k.
+    pub replay: Option<Replay>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Each action at its traced time (divided by the speed): no order across attachments.
+    Timed,
+    /// Each action only after every action traced before it has run (with a stall guard).
+    Strict,
+}
+
+pub struct Replay {
+    pub order: Order,
+    pub speed: f64,
+    /// Strict order: how long an action waits for its turn before the order is given up.
+    pub stall: Duration,
+    pub templates: Vec<String>,
+    pub sessions: Vec<Vec<ReplayTransaction>>,
+    /// Actions in the strict order (every start, statement and end), numbered from 1.
+    pub actions: u64,
+    /// The attachment (1-based) each action belongs to, by its number.
+    pub owners: Vec<u32>,
+}
+
+pub struct ReplayTransaction {
+    pub unit: usize,
+    pub trace_id: Option<u64>,
+    pub at: f64,
+    pub end_at: f64,
+    pub start_seq: u64,
+    pub end_seq: u64,
+    pub tpb: Vec<u8>,
+    pub lock_timeout: Option<u32>,
+    /// The traced end: commit (true) or rollback.
+    pub commit: bool,
+    pub statements: Vec<ReplayExecution>,
+}
+
+pub struct ReplayExecution {
+    pub template: usize,
+    pub at: f64,
+    pub seq: u64,
+    pub params: Vec<Value>,
+    /// What the trace saw: rows fetched, rows inserted / updated / deleted (every table, triggers
+    /// and procedures included), the error's gdscode.
+    pub rows: Option<u64>,
+    pub changes: Option<[u64; 3]>,
+    pub error: Option<i64>,
+    /// Strict order: the trace logged its START, so it counts as done in the order once it has
+    /// begun (what the trace logged after its start happened while it ran); otherwise once it
+    /// has ended.
+    pub ordered_at_start: bool,
 }
 
 pub struct Unit {
@@ -153,7 +261,16 @@ impl Config {
             return Err("interval_seconds must be greater than 0".into());
         }
         let warmup = positive_or(raw.warmup_seconds, 0.0, "warmup_seconds")?;
+        let replaying = raw.replay.is_some();
         let measure = match (raw.transactions, raw.measure_seconds) {
+            (None, None) if replaying && warmup == 0.0 => None,
+            _ if replaying => {
+                return Err(
+                    "a replay has no warm-up, no measured period and no transactions: it lasts \
+                     as long as its sessions"
+                        .into(),
+                )
+            }
             (Some(0), _) => return Err("transactions must be at least 1".into()),
             (Some(_), Some(_)) => {
                 return Err("give either measure_seconds or transactions, not both".into())
@@ -201,7 +318,7 @@ impl Config {
             if !names.insert(raw_unit.name.clone()) {
                 return Err(format!("unit name {:?} is used twice", raw_unit.name));
             }
-            let (unit, weight) = compile_unit(raw_unit)?;
+            let (unit, weight) = compile_unit(raw_unit, replaying)?;
             total_weight += weight;
             cumulative_weights.push(total_weight);
             units.push(unit);
@@ -209,7 +326,19 @@ impl Config {
         if total_weight <= 0.0 {
             return Err("at least one unit needs a weight greater than 0".into());
         }
-        let longest_lock_wait = units.iter().filter_map(|u| u.lock_timeout).max();
+        let replay = match raw.replay {
+            Some(replay) => Some(compile_replay(replay, raw.connections, units.len())?),
+            None => None,
+        };
+        let longest_lock_wait = match &replay {
+            Some(r) => r
+                .sessions
+                .iter()
+                .flatten()
+                .filter_map(|t| t.lock_timeout)
+                .max(),
+            None => units.iter().filter_map(|u| u.lock_timeout).max(),
+        };
         let watchdog = Duration::from_secs_f64(watchdog_seconds)
             + Duration::from_secs(longest_lock_wait.unwrap_or(0).into());
         Ok(Config {
@@ -234,6 +363,7 @@ impl Config {
             hold: raw.hold,
             units,
             cumulative_weights,
+            replay,
         })
     }
 
@@ -250,7 +380,106 @@ impl Config {
     }
 }
 
-fn compile_unit(raw: RawUnit) -> Result<(Unit, f64), String> {
+fn compile_replay(raw: RawReplay, connections: u32, units: usize) -> Result<Replay, String> {
+    let order = match raw.order.as_str() {
+        "timed" => Order::Timed,
+        "strict" => Order::Strict,
+        other => return Err(format!("replay order {other:?} is not timed or strict")),
+    };
+    let speed = raw.speed.unwrap_or(1.0);
+    if !speed.is_finite() || speed <= 0.0 {
+        return Err(format!("replay speed must be greater than 0, not {speed}"));
+    }
+    let stall = positive_or(raw.stall_seconds, 10.0, "stall_seconds")?;
+    if raw.sessions.len() != connections as usize {
+        return Err(format!(
+            "a replay has one attachment per session: {} session(s), {connections} connection(s)",
+            raw.sessions.len()
+        ));
+    }
+    if raw
+        .templates
+        .iter()
+        .any(|t| t.trim().is_empty() || t.contains('\0'))
+    {
+        return Err("replay templates must be SQL text without NUL".into());
+    }
+    let mut sessions = Vec::with_capacity(raw.sessions.len());
+    let mut actions = 0u64;
+    for (s, session) in raw.sessions.into_iter().enumerate() {
+        let mut compiled = Vec::with_capacity(session.len());
+        for (t, tx) in session.into_iter().enumerate() {
+            let where_ =
+                |e: String| format!("replay session {}, transaction {}: {e}", s + 1, t + 1);
+            if tx.unit >= units {
+                return Err(where_(format!("unit {} does not exist", tx.unit)));
+            }
+            let isolation = Isolation::parse(&tx.isolation)
+                .ok_or_else(|| where_(format!("isolation {:?}", tx.isolation)))?;
+            let commit = match tx.end.as_str() {
+                "commit" => true,
+                "rollback" => false,
+                other => return Err(where_(format!("end {other:?} is not commit or rollback"))),
+            };
+            if !(tx.at.is_finite() && tx.end_at.is_finite()) {
+                return Err(where_("times must be finite".into()));
+            }
+            let mut statements = Vec::with_capacity(tx.statements.len());
+            for e in tx.statements {
+                if e.template >= raw.templates.len() {
+                    return Err(where_(format!("template {} does not exist", e.template)));
+                }
+                actions = actions.max(e.seq);
+                statements.push(ReplayExecution {
+                    template: e.template,
+                    at: e.at,
+                    seq: e.seq,
+                    params: e.params,
+                    rows: e.rows,
+                    changes: e.changes,
+                    error: e.error,
+                    ordered_at_start: e.ordered_at_start,
+                });
+            }
+            actions = actions.max(tx.start_seq).max(tx.end_seq);
+            compiled.push(ReplayTransaction {
+                unit: tx.unit,
+                trace_id: tx.trace_id,
+                at: tx.at,
+                end_at: tx.end_at,
+                start_seq: tx.start_seq,
+                end_seq: tx.end_seq,
+                tpb: build_tpb(isolation, tx.read_only, tx.lock_timeout),
+                lock_timeout: tx.lock_timeout,
+                commit,
+                statements,
+            });
+        }
+        sessions.push(compiled);
+    }
+    let mut owners = vec![0u32; actions as usize + 1];
+    for (s, session) in sessions.iter().enumerate() {
+        for tx in session {
+            let seqs = [tx.start_seq, tx.end_seq]
+                .into_iter()
+                .chain(tx.statements.iter().map(|e| e.seq));
+            for seq in seqs.filter(|&q| q > 0) {
+                owners[seq as usize] = s as u32 + 1;
+            }
+        }
+    }
+    Ok(Replay {
+        order,
+        speed,
+        stall: Duration::from_secs_f64(stall),
+        templates: raw.templates,
+        sessions,
+        actions,
+        owners,
+    })
+}
+
+fn compile_unit(raw: RawUnit, replaying: bool) -> Result<(Unit, f64), String> {
     let name = raw.name;
     let context = |e: String| format!("unit {name}: {e}");
     let weight = positive_or(raw.weight, 1.0, "weight").map_err(context)?;
@@ -263,7 +492,8 @@ fn compile_unit(raw: RawUnit) -> Result<(Unit, f64), String> {
     })?;
     let keying_seconds = positive_or(raw.keying_seconds, 0.0, "keying_seconds").map_err(context)?;
     let think_seconds = positive_or(raw.think_seconds, 0.0, "think_seconds").map_err(context)?;
-    if raw.statements.is_empty() {
+    if raw.statements.is_empty() && !replaying {
+        // A replay's units only count its transactions: their statements come from the sessions.
         return Err(context("no statements".into()));
     }
     let mut statements = Vec::new();
@@ -378,5 +608,61 @@ mod tests {
             .err()
             .unwrap();
         assert!(error.contains("used twice"), "{error}");
+    }
+
+    fn replay_json(extra: &str, sessions: &str) -> String {
+        format!(
+            r#"{{"client_library": "/x/libfbclient.so.2", "database": "/x/db.fdb", "connections": 2 {extra},
+               "units": [{{"name": "shape", "statements": []}}],
+               "replay": {{"order": "strict", "speed": 2.0, "templates": ["select 1 from rdb$database"],
+                          "sessions": {sessions}}}}}"#
+        )
+    }
+
+    #[test]
+    fn a_replay_compiles_its_sessions_and_orders_its_actions() {
+        let tx = |start: u64, seq: u64, end: u64| {
+            format!(
+                r#"{{"unit": 0, "at": 0.1, "end_at": 0.2, "start_seq": {start}, "end_seq": {end},
+                    "isolation": "read_committed_no_rec_version", "end": "rollback",
+                    "statements": [{{"template": 0, "at": 0.15, "seq": {seq}, "params": [1, "a", null]}}]}}"#
+            )
+        };
+        let sessions = format!("[[{}], [{}]]", tx(1, 3, 5), tx(2, 4, 6));
+        let config = Config::from_json(&replay_json("", &sessions)).unwrap();
+        let replay = config.replay.as_ref().unwrap();
+        assert_eq!(replay.order, Order::Strict);
+        assert_eq!(replay.actions, 6);
+        assert_eq!(replay.owners, vec![0, 1, 2, 1, 2, 1, 2]);
+        assert!(!replay.sessions[0][0].commit);
+        // read committed, no record version: isc_tpb_no_rec_version (18)
+        assert_eq!(replay.sessions[0][0].tpb, vec![3, 9, 15, 18, 6]);
+        assert_eq!(config.timeline.measure, None);
+        let bad = |extra: &str, sessions: &str, fragment: &str| {
+            let error = Config::from_json(&replay_json(extra, sessions))
+                .err()
+                .expect("should fail");
+            assert!(error.contains(fragment), "{error}");
+        };
+        bad(
+            "",
+            &format!("[[{}]]", tx(1, 2, 3)),
+            "one attachment per session",
+        );
+        bad(
+            r#", "measure_seconds": 5"#,
+            &sessions,
+            "a replay has no warm-up",
+        );
+        bad(
+            "",
+            &sessions.replace(r#""template": 0"#, r#""template": 3"#),
+            "template 3",
+        );
+        bad(
+            "",
+            &sessions.replace(r#""end": "rollback""#, r#""end": "maybe""#),
+            "not commit or rollback",
+        );
     }
 }

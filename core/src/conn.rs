@@ -8,7 +8,9 @@ use std::ptr;
 
 use crate::config::{Config, StatementSpec, Unit};
 use crate::ffi::*;
-use crate::params::{Bind, Gen};
+use serde_json::Value;
+
+use crate::params::{Bind, Choice, Gen, MAX_TEXT};
 use crate::rng::Rng;
 use crate::sqlda::SqlDa;
 use crate::tpb::{build_tpb, Isolation};
@@ -33,6 +35,7 @@ struct Param {
     gen: Gen,
     bind: Bind,
     data: *mut u8,
+    indicator: *mut i16,
 }
 
 pub struct Statement {
@@ -41,6 +44,9 @@ pub struct Statement {
     inputs: SqlDa,
     outputs: SqlDa,
     params: Vec<Param>,
+    /// The input types as described (sqltype, subtype), for a statement whose values are bound
+    /// per execution (a replay): each binding starts from them.
+    described: Vec<(i16, i16)>,
     /// (value, indicator, tally slot) of output columns summed for the unit's tally.
     tally: Vec<(*const f64, *const i16, usize)>,
     has_inputs: bool,
@@ -227,7 +233,7 @@ impl<'a> Attachment<'a> {
         if rc != 0 {
             return Err(self.error_text());
         }
-        let described = self.describe(tr, &mut handle, &sql, spec, tally_names, found);
+        let described = self.describe(tr, &mut handle, &sql, Some(spec), tally_names, found);
         if described.is_err() {
             // The error text is already taken: the free reports into the scratch vector.
             // SAFETY: the handle was allocated on this attachment just above.
@@ -238,13 +244,58 @@ impl<'a> Attachment<'a> {
         described
     }
 
-    /// Prepares an allocated statement and builds its descriptors and parameter bindings.
+    /// Prepares one SQL text whose parameter values are bound per execution
+    /// (`Statement::bind_values`): a replay's statements. The handle is freed on every error path.
+    pub fn prepare_sql(&mut self, tr: &mut Handle, sql: &str) -> Result<Statement, String> {
+        let text = CString::new(sql).map_err(|_| "SQL contains NUL")?;
+        let mut handle: Handle = 0;
+        // SAFETY: as in prepare.
+        let rc = unsafe {
+            (self.api.dsql_allocate_statement)(self.status.as_mut_ptr(), &mut self.db, &mut handle)
+        };
+        if rc != 0 {
+            return Err(self.error_text());
+        }
+        let described = self.describe(tr, &mut handle, &text, None, &[], &mut []);
+        if described.is_err() {
+            // SAFETY: the handle was allocated on this attachment just above.
+            unsafe {
+                (self.api.dsql_free_statement)(self.scratch.as_mut_ptr(), &mut handle, DSQL_DROP)
+            };
+        }
+        described
+    }
+
+    /// This attachment's rows inserted, updated and deleted since it attached (every table,
+    /// what triggers and procedures did included); None when the engine's answer cannot be read.
+    pub fn changes(&mut self) -> Option<[u64; 3]> {
+        let items = [INFO_INSERT_COUNT, INFO_UPDATE_COUNT, INFO_DELETE_COUNT];
+        let mut buffer = vec![0u8; 65_535];
+        // SAFETY: item and result buffers with their true lengths.
+        let rc = unsafe {
+            (self.api.database_info)(
+                self.scratch.as_mut_ptr(),
+                &mut self.db,
+                items.len() as i16,
+                items.as_ptr() as *const c_char,
+                buffer.len() as i16,
+                buffer.as_mut_ptr() as *mut c_char,
+            )
+        };
+        if rc != 0 {
+            return None;
+        }
+        parse_counts(&buffer)
+    }
+
+    /// Prepares an allocated statement and builds its descriptors and parameter bindings
+    /// (``spec``: the generators that draw them; None: bound per execution).
     fn describe(
         &mut self,
         tr: &mut Handle,
         handle: &mut Handle,
         sql: &CString,
-        spec: &StatementSpec,
+        spec: Option<&StatementSpec>,
         tally_names: &[String],
         found: &mut [bool],
     ) -> Result<Statement, String> {
@@ -277,7 +328,8 @@ impl<'a> Attachment<'a> {
             _ => Kind::Plain,
         };
 
-        let mut inputs = SqlDa::new(spec.params.len().max(1));
+        let generators: &[Gen] = spec.map(|s| s.params.as_slice()).unwrap_or(&[]);
+        let mut inputs = SqlDa::new(generators.len().max(1));
         let mut outputs = SqlDa::new(16);
         // SAFETY: descriptors hold as many XSQLVARs as their sqln says.
         unsafe {
@@ -300,15 +352,23 @@ impl<'a> Attachment<'a> {
                 }
             }
         }
-        if inputs.count() != spec.params.len() {
+        if spec.is_some() && inputs.count() != generators.len() {
             return Err(format!(
                 "the statement has {} parameter(s) but {} generator(s) are given",
                 inputs.count(),
-                spec.params.len()
+                generators.len()
             ));
         }
-        let binds: Vec<Bind> = spec.params.iter().map(Gen::bind).collect();
-        inputs.prepare_inputs(&binds);
+        let described = (0..inputs.count())
+            .map(|i| {
+                let var = inputs.var(i);
+                (var.sqltype, var.sqlsubtype)
+            })
+            .collect();
+        let binds: Vec<Bind> = generators.iter().map(Gen::bind).collect();
+        if spec.is_some() {
+            inputs.prepare_inputs(&binds);
+        }
         let mut tally_columns = Vec::new();
         for column in 0..outputs.count() {
             let alias = outputs.alias(column);
@@ -320,8 +380,8 @@ impl<'a> Attachment<'a> {
         let as_double: Vec<usize> = tally_columns.iter().map(|(c, _)| *c).collect();
         outputs.prepare_outputs(&as_double);
 
-        let mut params = Vec::with_capacity(spec.params.len());
-        for (i, gen) in spec.params.iter().enumerate() {
+        let mut params = Vec::with_capacity(generators.len());
+        for (i, gen) in generators.iter().enumerate() {
             let data = inputs.data_ptr(i);
             if let Gen::ConstFloat(v) = gen {
                 // SAFETY: the slot is 8 aligned bytes for a DOUBLE.
@@ -331,6 +391,7 @@ impl<'a> Attachment<'a> {
                 gen: gen.clone(),
                 bind: binds[i],
                 data,
+                indicator: inputs.var(i).sqlind,
             });
         }
         let tally = tally_columns
@@ -348,6 +409,7 @@ impl<'a> Attachment<'a> {
             inputs,
             outputs,
             params,
+            described,
             tally,
         })
     }
@@ -382,14 +444,16 @@ impl<'a> Attachment<'a> {
     }
 
     /// Executes one prepared statement once: parameters were bound by `Statement::bind`.
-    /// Tally columns of every returned row are added to `tally`.
+    /// Tally columns of every returned row are added to `tally`. Returns the rows it returned
+    /// (every row of a cursor, fetched to the end; the output row of EXECUTE PROCEDURE).
     #[inline]
     pub fn execute(
         &mut self,
         tr: &mut Handle,
         s: &mut Statement,
         tally: &mut [f64],
-    ) -> Result<(), ()> {
+    ) -> Result<u64, ()> {
+        let mut rows = 0u64;
         let api = self.api;
         let st = self.status.as_mut_ptr();
         let input: *const Xsqlda = if s.has_inputs {
@@ -418,6 +482,7 @@ impl<'a> Attachment<'a> {
                             );
                             return Err(());
                         }
+                        rows += 1;
                         s.add_tally(tally);
                     }
                     if (api.dsql_free_statement)(st, &mut s.handle, DSQL_CLOSE) != 0 {
@@ -435,6 +500,7 @@ impl<'a> Attachment<'a> {
                     {
                         return Err(());
                     }
+                    rows += s.has_outputs as u64;
                     s.add_tally(tally);
                 }
                 Kind::Plain => {
@@ -444,7 +510,7 @@ impl<'a> Attachment<'a> {
                 }
             }
         }
-        Ok(())
+        Ok(rows)
     }
 
     pub fn drop_statement(&mut self, s: &mut Statement) {
@@ -459,10 +525,73 @@ impl<'a> Attachment<'a> {
 }
 
 impl Statement {
+    /// Binds one execution's values (a replay): integers as BIGINT, floats as DOUBLE PRECISION,
+    /// strings as VARCHAR in the parameter's own character set, null as NULL; Firebird converts
+    /// them to the declared types as it would literals.
+    pub fn bind_values(&mut self, values: &[Value]) -> Result<(), String> {
+        if values.len() != self.described.len() {
+            return Err(format!(
+                "the statement has {} parameter(s), the trace {}",
+                self.described.len(),
+                values.len()
+            ));
+        }
+        let mut binds = Vec::with_capacity(values.len());
+        for (i, value) in values.iter().enumerate() {
+            let (sqltype, subtype) = self.described[i];
+            let var = self.inputs.var(i);
+            var.sqltype = sqltype;
+            var.sqlsubtype = subtype;
+            binds.push(match value {
+                Value::Null => Bind::Null,
+                Value::Number(n) if n.as_i64().is_some() => Bind::Int,
+                Value::Number(_) => Bind::Float,
+                Value::String(text) if text.len() <= MAX_TEXT => Bind::Text {
+                    max_len: text.len(),
+                },
+                Value::String(_) => {
+                    return Err(format!("parameter {}: longer than {MAX_TEXT} bytes", i + 1))
+                }
+                other => return Err(format!("parameter {}: {other} is not a value", i + 1)),
+            });
+        }
+        self.inputs.prepare_inputs(&binds);
+        for (i, value) in values.iter().enumerate() {
+            let data = self.inputs.data_ptr(i);
+            // SAFETY: prepare_inputs sized each buffer for the bind type just chosen.
+            unsafe {
+                match value {
+                    Value::Number(n) => match n.as_i64() {
+                        Some(v) => (data as *mut i64).write(v),
+                        None => (data as *mut f64).write(n.as_f64().unwrap_or(0.0)),
+                    },
+                    Value::String(text) => {
+                        std::ptr::copy_nonoverlapping(text.as_ptr(), data.add(2), text.len());
+                        (data as *mut [u8; 2]).write((text.len() as u16).to_ne_bytes());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.has_inputs = !values.is_empty();
+        Ok(())
+    }
+
+    /// A statement that returns rows through a cursor (SELECT, a selectable procedure).
+    pub fn is_cursor(&self) -> bool {
+        self.kind == Kind::Cursor
+    }
+
     /// Draws this execution's parameters into the input buffers.
     #[inline]
     pub fn bind(&mut self, rng: &mut Rng, attachment: u32) {
         for p in &mut self.params {
+            if let Gen::Choice(values) = &p.gen {
+                let picked = &values[rng.below(values.len() as u64) as usize];
+                // SAFETY: as below; the indicator is this parameter's slot.
+                unsafe { write_choice(p.data, p.indicator, p.bind, picked) };
+                continue;
+            }
             // SAFETY: `data` points at this parameter's buffer, sized for its bind type.
             unsafe {
                 match p.bind {
@@ -491,11 +620,91 @@ impl Statement {
     }
 }
 
+/// Writes one value of a `choice` into a parameter's buffer and indicator. The bind type is the
+/// choice's (Gen::bind): its values are all of that kind or null.
+///
+/// # Safety
+/// `data` and `indicator` must point at the parameter's buffers, sized for `bind`.
+#[inline]
+unsafe fn write_choice(data: *mut u8, indicator: *mut i16, bind: Bind, value: &Choice) {
+    *indicator = if matches!(value, Choice::Null) { -1 } else { 0 };
+    match (bind, value) {
+        (Bind::Int, Choice::Int(v)) => (data as *mut i64).write(*v),
+        (Bind::Float, Choice::Float(v)) => (data as *mut f64).write(*v),
+        (Bind::Text { max_len }, Choice::Text(t)) => {
+            let len = t.len().min(max_len);
+            std::ptr::copy_nonoverlapping(t.as_ptr(), data.add(2), len);
+            (data as *mut [u8; 2]).write((len as u16).to_ne_bytes());
+        }
+        _ => {}
+    }
+}
+
+/// Sums the per-table counts of isc_database_info's insert, update and delete items: each item
+/// is followed by a 2-byte length and (2-byte table id, 4-byte count) pairs.
+fn parse_counts(buffer: &[u8]) -> Option<[u64; 3]> {
+    let mut totals = [0u64; 3];
+    let mut i = 0;
+    while i < buffer.len() {
+        let item = buffer[i];
+        if item == INFO_END {
+            return Some(totals);
+        }
+        if item == INFO_TRUNCATED || i + 3 > buffer.len() {
+            return None;
+        }
+        let length = u16::from_le_bytes([buffer[i + 1], buffer[i + 2]]) as usize;
+        let body = buffer.get(i + 3..i + 3 + length)?;
+        let slot = match item {
+            INFO_INSERT_COUNT => 0,
+            INFO_UPDATE_COUNT => 1,
+            INFO_DELETE_COUNT => 2,
+            _ => return None,
+        };
+        for pair in body.chunks_exact(6) {
+            totals[slot] += u32::from_le_bytes([pair[2], pair[3], pair[4], pair[5]]) as u64;
+        }
+        i += 3 + length;
+    }
+    None
+}
+
 fn first_line(sql: &str) -> String {
     let line = sql.trim().lines().next().unwrap_or("");
     if line.chars().count() > 60 {
         format!("{}…", line.chars().take(60).collect::<String>())
     } else {
         line.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_counts_are_summed_over_tables() {
+        // insert: table 128 → 3, table 129 → 2; update: table 128 → 7; delete: none.
+        let mut buffer = vec![
+            INFO_INSERT_COUNT,
+            12,
+            0,
+            128,
+            0,
+            3,
+            0,
+            0,
+            0,
+            129,
+            0,
+            2,
+            0,
+            0,
+            0,
+        ];
+        buffer.extend([INFO_UPDATE_COUNT, 6, 0, 128, 0, 7, 0, 0, 0]);
+        buffer.extend([INFO_DELETE_COUNT, 0, 0, INFO_END]);
+        assert_eq!(parse_counts(&buffer), Some([5, 7, 0]));
+        assert_eq!(parse_counts(&[INFO_TRUNCATED]), None);
     }
 }

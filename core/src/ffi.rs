@@ -39,6 +39,12 @@ pub const SQL_INT64: i16 = 580;
 
 // Statement info.
 pub const INFO_SQL_STMT_TYPE: u8 = 21;
+/// isc_database_info items: this attachment's record operations per table since it attached.
+pub const INFO_INSERT_COUNT: u8 = 25;
+pub const INFO_UPDATE_COUNT: u8 = 26;
+pub const INFO_DELETE_COUNT: u8 = 27;
+pub const INFO_END: u8 = 1;
+pub const INFO_TRUNCATED: u8 = 2;
 pub const STMT_SELECT: i32 = 1;
 pub const STMT_EXEC_PROCEDURE: i32 = 8;
 pub const STMT_START_TRANS: i32 = 9;
@@ -166,6 +172,7 @@ pub struct FbApi {
     pub dsql_fetch: FetchFn,
     pub dsql_free_statement: FreeFn,
     pub dsql_sql_info: SqlInfoFn,
+    pub database_info: SqlInfoFn,
     pub fb_interpret: InterpretFn,
     pub fb_cancel_operation: CancelFn,
     // Unloading libfbclient while the embedded engine still has threads is not safe, and the
@@ -205,6 +212,7 @@ impl FbApi {
             dsql_fetch: sym!("isc_dsql_fetch"),
             dsql_free_statement: sym!("isc_dsql_free_statement"),
             dsql_sql_info: sym!("isc_dsql_sql_info"),
+            database_info: sym!("isc_database_info"),
             fb_interpret: sym!("fb_interpret"),
             fb_cancel_operation: sym!("fb_cancel_operation"),
             _library: library,

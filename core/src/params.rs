@@ -11,7 +11,12 @@ pub const MAX_TEXT: usize = 32_765;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Gen {
     Uniform(i64, i64),
-    NuRand { a: i64, x: i64, y: i64, c: i64 },
+    NuRand {
+        a: i64,
+        x: i64,
+        y: i64,
+        c: i64,
+    },
     Home(i64),
     Seed,
     ConstInt(i64),
@@ -20,6 +25,17 @@ pub enum Gen {
     ConstNull,
     Text(usize),
     Attachment,
+    /// One of the values, each equally likely (a value listed twice is drawn twice as often).
+    Choice(Vec<Choice>),
+}
+
+/// A value of `choice`: all numbers or all strings, any of them null.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Choice {
+    Int(i64),
+    Float(f64),
+    Text(Vec<u8>),
+    Null,
 }
 
 /// How a generator's values are bound (docs/core-api.md: INT64, DOUBLE, VARYING).
@@ -111,8 +127,9 @@ impl Gen {
                     other => Err(format!("const: {other} is not an integer, float or string")),
                 }
             }
+            "choice" => parse_choice(args),
             other => Err(format!(
-                "unknown generator {other:?} (uniform, nurand, home, seed, const, string, attachment)"
+                "unknown generator {other:?} (uniform, nurand, home, seed, const, string, attachment, choice)"
             )),
         }
     }
@@ -123,6 +140,21 @@ impl Gen {
             Gen::ConstText(t) => Bind::Text { max_len: t.len() },
             Gen::Text(n) => Bind::Text { max_len: *n },
             Gen::ConstNull => Bind::Null,
+            Gen::Choice(values) => {
+                let longest = values.iter().filter_map(|v| match v {
+                    Choice::Text(t) => Some(t.len()),
+                    _ => None,
+                });
+                if let Some(max_len) = longest.max() {
+                    Bind::Text { max_len }
+                } else if values.iter().any(|v| matches!(v, Choice::Float(_))) {
+                    Bind::Float
+                } else if values.iter().any(|v| matches!(v, Choice::Int(_))) {
+                    Bind::Int
+                } else {
+                    Bind::Null
+                }
+            }
             _ => Bind::Int,
         }
     }
@@ -158,6 +190,44 @@ impl Gen {
             _ => 0,
         }
     }
+}
+
+fn parse_choice(args: &[Value]) -> Result<Gen, String> {
+    if args.is_empty() {
+        return Err("choice takes one value or more: choice(v1, v2, ...)".into());
+    }
+    let mut values = Vec::with_capacity(args.len());
+    for arg in args {
+        values.push(match arg {
+            Value::Null => Choice::Null,
+            Value::Bool(b) => Choice::Int(*b as i64),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => Choice::Int(i),
+                None => Choice::Float(n.as_f64().unwrap_or(0.0)),
+            },
+            Value::String(s) if s.len() <= MAX_TEXT => Choice::Text(s.as_bytes().to_vec()),
+            Value::String(_) => {
+                return Err(format!("choice: strings are limited to {MAX_TEXT} bytes"))
+            }
+            other => return Err(format!("choice: {other} is not a number, a string or null")),
+        });
+    }
+    let texts = values.iter().any(|v| matches!(v, Choice::Text(_)));
+    let numbers = values
+        .iter()
+        .any(|v| matches!(v, Choice::Int(_) | Choice::Float(_)));
+    if texts && numbers {
+        return Err("choice: values must be all numbers or all strings (null allowed)".into());
+    }
+    if values.iter().any(|v| matches!(v, Choice::Float(_))) {
+        // One bind type for the parameter: integers among floats are bound as floats.
+        for value in &mut values {
+            if let Choice::Int(i) = *value {
+                *value = Choice::Float(i as f64);
+            }
+        }
+    }
+    Ok(Gen::Choice(values))
 }
 
 /// TPC-C 2.1.6: NURand(A, x, y) = (((random(0, A) | random(x, y)) + C) % (y - x + 1)) + x.
@@ -218,6 +288,22 @@ mod tests {
         assert!(parse("gaussian", json!([]))
             .unwrap_err()
             .contains("unknown generator"));
+        assert_eq!(
+            parse("choice", json!(["ab", null, "xyz"])).unwrap().bind(),
+            Bind::Text { max_len: 3 }
+        );
+        assert_eq!(
+            parse("choice", json!([1, 2.5])).unwrap(),
+            Gen::Choice(vec![Choice::Float(1.0), Choice::Float(2.5)])
+        );
+        assert_eq!(parse("choice", json!([1, null])).unwrap().bind(), Bind::Int);
+        assert_eq!(parse("choice", json!([null])).unwrap().bind(), Bind::Null);
+        assert!(parse("choice", json!([]))
+            .unwrap_err()
+            .contains("one value or more"));
+        assert!(parse("choice", json!(["a", 1]))
+            .unwrap_err()
+            .contains("all numbers or all strings"));
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub struct Ended {
     pub messages: HashMap<i64, String>,
     pub clock: WallClock,
     pub zero: Option<Instant>,
+    /// A replay's own measurements (docs/core-api.md, "Replay").
+    pub replay: Option<Value>,
 }
 
 pub struct AttachmentEnd {
@@ -116,6 +118,7 @@ pub fn result_json(config: &Config, ended: Ended, collected: Option<Collected>) 
         messages,
         clock,
         zero,
+        replay,
     } = ended;
     // A stop the user asked for stays "stopped" even when an attachment had to be abandoned
     // (the note says which); a failure of the run, or an attachment abandoned after a period
@@ -175,7 +178,7 @@ pub fn result_json(config: &Config, ended: Ended, collected: Option<Collected>) 
         units.insert(unit.name.clone(), stats.total_json(&unit.tally, &messages));
     }
 
-    json!({
+    let mut result = json!({
         "status": status,
         "failure": failure,
         "started_at": clock.created_wall,
@@ -188,6 +191,9 @@ pub fn result_json(config: &Config, ended: Ended, collected: Option<Collected>) 
         "abandoned": abandoned,
         "intervals": intervals,
         "units": units,
-    })
-    .to_string()
+    });
+    if let Some(replay) = replay {
+        result["replay"] = replay;
+    }
+    result.to_string()
 }

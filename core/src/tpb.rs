@@ -11,6 +11,7 @@ const TPB_READ: u8 = 8;
 const TPB_WRITE: u8 = 9;
 const TPB_READ_COMMITTED: u8 = 15;
 const TPB_REC_VERSION: u8 = 17;
+const TPB_NO_REC_VERSION: u8 = 18;
 const TPB_LOCK_TIMEOUT: u8 = 21;
 /// Firebird 4.0+; an older engine refuses the transaction, which fails the run up front.
 const TPB_READ_CONSISTENCY: u8 = 22;
@@ -23,6 +24,9 @@ pub enum Isolation {
     ReadConsistency,
     /// Firebird's "table stability" (isc_tpb_consistency).
     Serializable,
+    /// Read committed waiting for the latest version of a record another transaction is
+    /// changing: not in the workload format, but what a traced application may have run.
+    ReadCommittedNoRecVersion,
 }
 
 impl Isolation {
@@ -40,11 +44,15 @@ impl Isolation {
             Isolation::ReadCommitted => "read_committed",
             Isolation::ReadConsistency => "read_consistency",
             Isolation::Serializable => "serializable",
+            Isolation::ReadCommittedNoRecVersion => "read_committed_no_rec_version",
         }
     }
 
     pub fn parse(text: &str) -> Option<Isolation> {
-        Isolation::ALL.into_iter().find(|i| i.name() == text)
+        Isolation::ALL
+            .into_iter()
+            .chain([Isolation::ReadCommittedNoRecVersion])
+            .find(|i| i.name() == text)
     }
 }
 
@@ -56,6 +64,9 @@ pub fn build_tpb(isolation: Isolation, read_only: bool, lock_timeout: Option<u32
         Isolation::ReadCommitted => tpb.extend([TPB_READ_COMMITTED, TPB_REC_VERSION]),
         Isolation::ReadConsistency => tpb.extend([TPB_READ_COMMITTED, TPB_READ_CONSISTENCY]),
         Isolation::Serializable => tpb.push(TPB_CONSISTENCY),
+        Isolation::ReadCommittedNoRecVersion => {
+            tpb.extend([TPB_READ_COMMITTED, TPB_NO_REC_VERSION])
+        }
     }
     match lock_timeout {
         None => tpb.push(TPB_WAIT),

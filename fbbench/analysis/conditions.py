@@ -26,11 +26,15 @@ key                          from
                              sets up on embedded engines; an external server's is not visible)
 ``replication.<key>``        the replication.conf the engine read, but the paths fbbench chose
                              per run (journal_directory, journal_archive_directory, sync_replica)
+``database.restored_from``   ``--database-from``: sha256 of the gbak backup the database was restored
+                             from (its file name and place are not conditions)
 ``workload.name``/``.hash``  the workload's name; sha256 of the files the run used
 ``scale.<name>``             the effective scale (workload defaults with the run's overrides)
 ``load.*``                   connections, warmup, duration or transactions, interval,
                              target_rate, connect_rate, sweep, monitor; ``load.seed`` only when fixed;
-                             ``load.timeshare`` for runs that shared the machine in turns
+                             ``load.timeshare`` for runs that shared the machine in turns;
+                             ``load.trace`` for runs recorded by a trace session (--trace);
+                             ``load.replay`` (order, speed) for a replay of a trace
 ``host.*``                   name, cpu_model, cpus, memory, os, kernel, machine, disk
 ``fbbench.*``                version, python
 ===========================  ===============================================================
@@ -122,6 +126,11 @@ def _timeshare(value: Any) -> str | None:
     if not isinstance(value, dict) or not value.get("turn"):
         return None
     return f"{int(value.get('runs') or 2)} runs in turns of {float(value['turn']):g} s"
+
+
+def _backup(load: Mapping[str, Any]) -> str | None:
+    restored = load.get("restored_from")
+    return f"backup sha256 {restored['sha256'][:16]}" if isinstance(restored, dict) and restored.get("sha256") else None
 
 
 def _gib(value: Any) -> str | None:
@@ -232,6 +241,7 @@ def record(run: StoredRun) -> Conditions:
         "database.forced_writes": _on_off(before.get("forced_writes")),
         "database.sweep_interval": before.get("sweep_interval"),
         "database.ods": before.get("ods"),
+        "database.restored_from": _backup(run.get("load") or {}),
         "workload.name": run.get("workload"),
         "workload.hash": workload_hash(run.get("workload_files") or {}) if run.get("workload_files") else None,
     }
@@ -241,7 +251,10 @@ def record(run: StoredRun) -> Conditions:
     values |= {
         "load.connections": settings.get("connections"),
         "load.warmup": _seconds(0 if fixed_work else settings.get("warmup")),
-        "load.duration": None if fixed_work else _seconds(settings.get("duration")),
+        # A replay lasts as long as its trace at its speed: the trace is the workload (its hash).
+        "load.duration": None if fixed_work or settings.get("replay") else _seconds(settings.get("duration")),
+        "load.replay": f"{settings.get('order', 'timed')}, speed {float(settings.get('speed') or 1):g}"
+        if settings.get("replay") else None,
         "load.transactions": f"{settings['transactions']} per attachment" if fixed_work else None,
         "load.interval": _seconds(settings.get("interval")),
         "load.target_rate": f"{settings['target_rate']:g}/s" if settings.get("target_rate") else None,
@@ -250,6 +263,8 @@ def record(run: StoredRun) -> Conditions:
         "load.monitor": _on_off(settings.get("monitor")),  # the engine sampler's own attachment
         "load.seed": str(settings.get("seed")) if settings.get("seed_fixed") else None,
         "load.timeshare": _timeshare(settings.get("timeshare")),
+        # A trace session costs the engine work: a traced run is compared with traced runs.
+        "load.trace": "on" if settings.get("trace") else None,
     }
     disk = host.get("workdir_disk") or {}
     values |= {

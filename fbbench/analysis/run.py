@@ -56,7 +56,22 @@ def _validation(stored: dict[str, Any] | None) -> dict[str, Any] | None:
 def population_text(load: Mapping[str, Any]) -> str | None:
     """What the run's population took, in words (from the engine child's load facts, or the stored
     ones): a copy of the cached population took its copy; the build's speed is the cache's, said
-    with its date, never as this run's. None when nothing was loaded."""
+    with its date, never as this run's; a restored backup (``--database-from``) is named with its
+    checksum and the restore's time. None when nothing was loaded."""
+    copy = load.get("copy_seconds")
+    took = "" if copy is None else f" in {copy:.1f} s" if copy >= 1 else f" in {copy * 1000:.0f} ms"
+    built_at = load.get("cache_built_at")
+    when = f" on {time.strftime('%Y-%m-%d %H:%M', time.localtime(built_at))}" if built_at else ""
+    backup = load.get("restored_from")
+    if backup:
+        restore = load.get("restore_seconds")
+        speed = f" — {load['mb_per_second']:.2f} MB/s of backup" if load.get("mb_per_second") else ""
+        made = (f"; {load['size_bytes'] / 1e6:,.1f} MB, page size {load.get('page_size')}, ODS {load.get('ods')}"
+                if load.get("size_bytes") is not None else "")
+        return (f"database: {load.get('source')}: {backup['backup']} (sha256 {backup['sha256'][:16]}…, "
+                f"{backup['backup_bytes'] / 1e6:,.1f} MB), restored"
+                + ("" if restore is None else f" in {restore:.1f} s") + (when if copy is not None else "")
+                + speed + made + ("" if copy is None else f"; copied{took}"))
     if not load.get("total_rows"):
         return None
     rows = f"{_count(load['total_rows'])} rows"
@@ -66,10 +81,6 @@ def population_text(load: Mapping[str, Any]) -> str | None:
              if load.get("mb_per_second") is not None and load.get("load_seconds") is not None else "")
     if load.get("source") != COPIED_POPULATION:
         return f"population {load.get('source')}: {rows}" + (f", {build}" if build else "")
-    copy = load.get("copy_seconds")
-    took = "" if copy is None else f" in {copy:.1f} s" if copy >= 1 else f" in {copy * 1000:.0f} ms"
-    built_at = load.get("cache_built_at")
-    when = f" on {time.strftime('%Y-%m-%d %H:%M', time.localtime(built_at))}" if built_at else ""
     return f"population: copied from the cache{took} ({rows})" + (f"; the cache was built{when}: {build}"
                                                                    if build else "")
 
@@ -230,7 +241,8 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         },
         "population": {k: load.get(k) for k in ("source", "load_seconds", "load_connections", "total_rows",
                                                  "grown_bytes", "mb_per_second", "rows_per_second", "rows",
-                                                 "copy_seconds", "cache_built_at")} | {"text": population_text(load)},
+                                                 "copy_seconds", "cache_built_at", "restored_from",
+                                                 "restore_seconds")} | {"text": population_text(load)},
         "replication": replication_document(run),
         "connections": settings.get("connections"),
         "warmup_seconds": settings.get("warmup") if settings.get("transactions") is None else 0,
@@ -261,6 +273,8 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         "peak_rss_bytes": summary.get("peak_rss_bytes"),
         "sampling": summary.get("sampling"),
         "sampler_errors": summary.get("sampler_errors", 0),
+        "trace": summary.get("trace"),
+        "replay": replay_document(run),
         "phases": [{"name": p["name"], "seconds": p["seconds"]} for p in run.get("phases", [])],
         "host": run.get("host") or {},
         "settings": settings,
@@ -273,6 +287,32 @@ def result_document(run: StoredRun) -> dict[str, Any]:
     document.update(_observation(run))
     document.update(credibility(run))
     return document
+
+
+KEPT_DIVERGENCES = 200  # listed in the document; all are in the store, and counted by kind
+
+
+def replay_document(run: StoredRun) -> dict[str, Any] | None:
+    """A replay's own figures: what it replayed of its trace, the lag behind the traced schedule,
+    each statement's latency against the traced one, and the divergences from the trace."""
+    replay = (run.get("summary") or {}).get("replay")
+    if not replay:
+        return None
+    statements = []
+    for row in run.get("replay_statements") or []:
+        replayed, traced = row["latency_ms"], row["traced"]
+        p50 = traced.get("p50")
+        statements.append({
+            "template": row["template"], "sql": row["sql"], "executions": row["executions"], "errors": row["errors"],
+            "latency_ms": replayed, "traced_ms": traced,
+            # The trace times a statement to the millisecond: a ratio to a traced median below 1 ms
+            # would compare with a rounding.
+            "p50_ratio": replayed.get("p50", 0) / p50 if p50 and p50 >= 1 and replayed.get("p50") else None,
+        })
+    divergences = run.get("divergences") or []
+    return finite({**replay, "statement_latency": statements,
+                   "divergence_list": [dict(d) for d in divergences[:KEPT_DIVERGENCES]],
+                   "divergences_listed": min(len(divergences), KEPT_DIVERGENCES)})
 
 
 def steady_document(run: StoredRun) -> dict[str, Any] | None:

@@ -20,7 +20,7 @@ from fbbench.cli.common import (
     console,
 )
 
-db_app = typer.Typer(help="Benchmark databases: create, describe, drop (only fbbench's own).",
+db_app = typer.Typer(help="Benchmark databases: create, restore, describe, drop (only fbbench's own).",
                      no_args_is_help=True)
 
 
@@ -123,3 +123,36 @@ def db_drop(
 
     manage.drop(path, engine, _workdir(workdir), _credentials(user, password_file))
     console.print(f"dropped {path}")
+
+
+@db_app.command("restore")
+def db_restore(
+    backup: Annotated[str, typer.Argument(help="A gbak backup file (.fbk); only read.")],
+    engine: EngineOption = None,
+    page_size: Annotated[int | None, typer.Option(help="Page size of the restored database (default: the "
+                                                  "backup's).")] = None,
+    fresh: Annotated[bool, typer.Option("--fresh", help="Restore again even if this backup is already "
+                                        "restored for this engine and page size.")] = False,
+    workdir: WorkdirOption = None,
+) -> None:
+    """Restore a gbak backup into fbbench's work directory, as a database fbbench owns (marked like
+    every database it creates): one per backup checksum, engine version and page size, which
+    `fbbench run WORKLOAD --database-from BACKUP` then copies for each run. Your file is only read.
+    Restoring a 3.0 backup on 5.0 gives the on-disk structure your upgrade would.
+
+    Example: `fbbench db restore app.fbk --engine 5.0`
+    """
+    from fbbench.runner.backup import restore_into_cache
+
+    done = restore_into_cache(backup, engine or "5.0", _workdir(workdir), page_size, fresh)
+    facts = done["backup"]
+    made = done["source"].startswith("restored")
+    how = (f"restored in {done['restore_seconds']:.1f} s" if made
+           else "already restored (cached); --fresh restores it again")
+    console.print(f"{facts['name']} (sha256 {facts['sha256'][:16]}…, {facts['size_bytes'] / 1e6:,.1f} MB) on "
+                  f"{done['engine']}: {how}", highlight=False, soft_wrap=True)
+    console.print(f"  {done['cache_file']}: page size {done['page_size']}, ODS {done['ods']}, "
+                  f"{done['size_bytes'] / 1e6:,.1f} MB, owned by fbbench", highlight=False, soft_wrap=True)
+    console.print(f"  runs start from a copy of it: fbbench run WORKLOAD --database-from {backup} --engine "
+                  f"{engine or '5.0'}" + (f" --page-size {page_size}" if page_size else ""),
+                  highlight=False, soft_wrap=True)

@@ -94,6 +94,12 @@ def run(
                                         "the cached one.")] = False,
     grow: Annotated[str | None, typer.Option("--grow", help="Scale parameter (e.g. warehouses): extend the "
                                              "largest cached smaller population instead of building anew.")] = None,
+    database_from: Annotated[Path | None, typer.Option(
+        "--database-from", help="A gbak backup (.fbk): the run's database is restored from it (your file is only "
+        "read; cached per checksum, engine and page size) instead of built by the workload.")] = None,
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", help="Record a Firebird trace of the load (warm-up and measured period) into this new file, "
+        "for fbbench workload from-trace and fbbench replay.")] = None,
     load_connections: Annotated[int | None, typer.Option("--load-connections", help="Attachments for "
                                                          "population (default: CPU count).")] = None,
     rate: Annotated[float | None, typer.Option("--rate", help="Target units/s in total (open loop; latency "

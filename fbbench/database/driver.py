@@ -9,15 +9,22 @@ core); population steps and monitoring are not hot enough to matter.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+from collections.abc import Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fbbench.errors import FbbenchError, FirebirdError
 
 if TYPE_CHECKING:
     from firebird.driver import Connection, Server
 
+# The process name fbbench's own attachments give the engine (MON$REMOTE_PROCESS, and the trace's
+# process line): its monitoring, population and checks are told apart from the workload's
+# attachments, which the native core makes under the process's own name.
+OWN_PROCESS = "fbbench"
 _LOGIN_FAILED = 335544472
 _NETWORK_ERROR = 335544721
 _IO_ERROR = 335544344
@@ -62,6 +69,31 @@ def explain(error: Exception, dsn: str) -> FirebirdError:
     return FirebirdError(text, codes)
 
 
+_naming = threading.Lock()
+
+
+@contextlib.contextmanager
+def _named_as_fbbench() -> Iterator[None]:
+    """firebird-driver builds its DPB itself and takes no process name: for the duration of one
+    attach (serialised) its DPB class is one that adds fbbench's own."""
+    from firebird.driver import core
+    from firebird.driver.types import DPBItem
+
+    plain = core.DPB
+
+    class Named(plain):  # type: ignore[misc, valid-type]
+        def get_buffer(self, *, for_create: bool = False) -> bytes:
+            name = OWN_PROCESS.encode()
+            return bytes(super().get_buffer(for_create=for_create)) + bytes([DPBItem.PROCESS_NAME, len(name)]) + name
+
+    with _naming:
+        core.DPB = Named
+        try:
+            yield
+        finally:
+            core.DPB = plain
+
+
 def cannot_write(error: FirebirdError) -> bool:
     """Whether the engine said the database cannot be written (disk full, an I/O error): a run
     then fails, as the load core fails it when a unit meets one of these codes."""
@@ -74,7 +106,9 @@ def connect(dsn: str, *, charset: str = "UTF8", no_gc: bool = False) -> Connecti
     driver = _driver()
     user, password = credentials()
     try:
-        return driver.connect(dsn, user=user, password=password, charset=charset, no_gc=no_gc or None)
+        with _named_as_fbbench():
+            connection: Any = driver.connect(dsn, user=user, password=password, charset=charset, no_gc=no_gc or None)
+        return connection
     except driver.DatabaseError as error:
         raise explain(error, dsn) from None
 
@@ -91,7 +125,9 @@ def create_database(dsn: str, *, page_size: int | None = None, forced_writes: bo
     try:
         for option, value in options.items():
             option.value = value
-        return driver.create_database(dsn, user=user, password=password, charset=charset)
+        with _named_as_fbbench():
+            connection: Any = driver.create_database(dsn, user=user, password=password, charset=charset)
+        return connection
     except driver.DatabaseError as error:
         raise explain(error, dsn) from None
     finally:

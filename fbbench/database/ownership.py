@@ -181,10 +181,18 @@ def refuse_unless_owned_or_absent(location: str, action: str) -> str | None:
 
 
 def write_mark(connection: Connection, token: str, settings: dict[str, Any]) -> None:
-    connection.execute_immediate(
-        f"create table {MARK_TABLE} (token varchar(64) not null, fbbench_version varchar(32), "
-        "created_at timestamp, settings blob sub_type text)"
-    )
+    """Mark a database fbbench just made. One restored from a backup of an fbbench database has
+    the mark table already, with that database's row: it gets its own row instead."""
+    with connection.cursor() as cursor:
+        cursor.execute("select count(*) from rdb$relations where rdb$relation_name = ?", (MARK_TABLE,))
+        present = cursor.fetchone()[0] > 0
+    if present:
+        connection.execute_immediate(f"delete from {MARK_TABLE}")
+    else:
+        connection.execute_immediate(
+            f"create table {MARK_TABLE} (token varchar(64) not null, fbbench_version varchar(32), "
+            "created_at timestamp, settings blob sub_type text)"
+        )
     connection.commit()
     with connection.cursor() as cursor:
         cursor.execute(

@@ -93,6 +93,8 @@ class LoadResult(TypedDict):
     units: dict[str, UnitResult]
     # Classic's one process per attachment (loadcore.classic): each process's facts.
     worker_processes: NotRequired[list[dict[str, Any]]]
+    # A replay's own measurements (docs/core-api.md, "Replay").
+    replay: NotRequired[dict[str, Any]]
     # Added by the runner (runner/engine/measure.py): this process's CPU, and Python's share.
     process_cpu_seconds: NotRequired[float]
     python_cpu_seconds: NotRequired[float]

@@ -134,6 +134,14 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     replication = (document.get("replication") or {}).get("text")
     if replication:
         console.print(escape(replication), highlight=False, soft_wrap=True)
+    for line in replay_lines(document.get("replay")):
+        console.print(line, highlight=False, soft_wrap=True)
+    trace = document.get("trace")
+    if trace:
+        console.print(f"trace: {escape(str(trace['file']))} — {trace['statements']:,} statement execution(s), "
+                      f"{trace['committed']:,} commit(s) of {trace['attachments']} attachment(s)"
+                      + ("; [bold red]the engine suspended the session: the trace is incomplete[/]"
+                         if trace.get("suspended") else ""), highlight=False, soft_wrap=True)
     if document.get("client_cpu_seconds") is not None and measured:
         console.print(_client_share(document))
     for line in credibility_lines(document):
@@ -293,4 +301,40 @@ def engine_lines(document: Mapping[str, Any]) -> list[str]:
             parts.append(f"[{colour}]{text}[/]" if colour else text)
         more = f" and {len(own) - 6} more" if len(own) > 6 else ""
         lines.append(f"{escape(source)}: {'; '.join(parts)}{more}")
+    return lines
+
+
+def replay_lines(replay: dict[str, Any] | None, statements: int = 10) -> list[str]:
+    """A replay's figures: what was replayed, the lag, the slowest statements against the trace,
+    and the divergences by kind with the first few."""
+    if not replay:
+        return []
+    tx, st = replay["transactions"], replay["statements"]
+    lines = [f"replay of {replay['trace']} (sha256 {replay['sha256'][:16]}…), order {replay['order']}, speed "
+             f"{replay['speed']:g}: {tx['replayed']:,} of {tx['planned']:,} transactions, {st['executed']:,} of "
+             f"{st['planned']:,} statements; the traced {replay['seconds']:,.1f} s are "
+             f"{replay['seconds'] / replay['speed']:,.1f} s at this speed",
+             f"  lag behind the traced schedule: p50 {replay['lag_ms'].get('p50', 0):,.1f} ms, p95 "
+             f"{replay['lag_ms'].get('p95', 0):,.1f} ms, max {replay['lag_max_ms']:,.1f} ms"
+             + (f"; strict order given up {replay['stalls']} time(s)" if replay.get("stalls") else "")]
+    rows = sorted(replay.get("statement_latency") or [], key=lambda r: -(r["latency_ms"].get("p50") or 0))
+    for row in rows[:statements]:
+        traced = row["traced_ms"]
+        ratio = f" ({row['p50_ratio']:.2f}×)" if row.get("p50_ratio") else ""
+        sql = escape(" ".join(row["sql"].split())[:70])
+        errors = f", {row['errors']:,} failed (traced: {traced.get('failed', 0):,})" if row["errors"] else ""
+        lines.append(f"  {row['executions']:>7,} × {sql}: p50 {row['latency_ms'].get('p50', 0):,.2f} ms, traced "
+                     f"{traced.get('p50', 0):,.0f} ms{ratio}{errors}")
+    if replay["divergences"]:
+        kinds = ", ".join(f"{kind} {count:,}" for kind, count in sorted(replay["divergences_by_kind"].items()))
+        lines.append(f"  [bold yellow]{replay['divergences']:,} divergence(s) from the trace[/]: {kinds} — a replay "
+                     "that diverges measures something else than what was traced")
+        for item in replay.get("divergence_list", [])[:5]:
+            detail = escape(", ".join(f"{k} {v}" for k, v in item["detail"].items()))
+            lines.append(f"    {item['kind']}: attachment {item['attachment']}, traced transaction "
+                         f"{item['transaction']}, statement {item['template']}: {detail}")
+    else:
+        lines.append("  no divergence from the trace")
+    for note, count in sorted((replay.get("notes") or {}).items()):
+        lines.append(f"  {count:,} {escape(note)}")
     return lines

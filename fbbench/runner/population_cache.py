@@ -1,7 +1,8 @@
 """The populated-database cache in a work directory: where its entries live and what names them.
 
 Populated databases are kept per workload (name, files, scale), page size and engine version
-under ``WORKDIR/dbcache``: ``NAME-KEY.fdb`` and its facts ``NAME-KEY.json``, built as
+(restored backups per checksum, page size and engine version: :data:`RESTORED`) under
+``WORKDIR/dbcache``: ``NAME-KEY.fdb`` and its facts ``NAME-KEY.json``, built as
 ``NAME-KEY.building.fdb`` under the lock ``KEY.lock``. The engine side builds and reads them
 (:mod:`fbbench.runner.engine.population`), the parent side cleans what a killed build left
 (:mod:`fbbench.runner.cleanup`).
@@ -33,6 +34,20 @@ def cache_material(workload: Workload, page_size: int | None, engine_major: str)
 
 def cache_key(workload: Workload, page_size: int | None, engine_major: str) -> str:
     material = cache_material(workload, page_size, engine_major)
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# The cache entries of restored gbak backups (``--database-from``, ``fbbench db restore``) are
+# named RESTORED-KEY, keyed by the backup's checksum, the page size and the engine version.
+RESTORED = "restored"
+
+
+def restore_material(backup_sha256: str, page_size: int | None, engine_major: str) -> dict[str, Any]:
+    return {"format": POPULATION_FORMAT, "backup_sha256": backup_sha256, "page_size": page_size,
+            "engine": engine_major}
+
+
+def restore_key(material: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
 
 

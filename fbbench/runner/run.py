@@ -73,10 +73,25 @@ def check_outputs(settings: RunSettings, results: Path) -> None:
     paths.writable_file(results, "the results store (--results)")
     if settings.json:
         paths.writable_file(Path(settings.json), "--json")
+    if settings.trace:
+        if Path(settings.trace).expanduser().exists():
+            raise FbbenchError(f"{settings.where('trace')} {settings.trace} already exists",
+                               hint="fbbench never overwrites a file; choose a new name")
+        paths.writable_file(Path(settings.trace), settings.where("trace"))
     if settings.report:
         paths.writable_file(Path(settings.report), "--report")
     else:
         paths.writable_file(paths.default_report(results, "report"), "the report directory")
+
+
+def run_workload(settings: RunSettings) -> Any:
+    """The workload a run runs: the one it names, or a replay's, made from its trace
+    (:func:`fbbench.workloads.from_trace.replay_workload`)."""
+    if settings.replay:
+        from fbbench.workloads.from_trace import replay_workload
+
+        return replay_workload(settings.replay)[0]
+    return load_workload(settings.workload, settings.scale)
 
 
 def static_findings(settings: RunSettings) -> list[Any]:
@@ -85,13 +100,27 @@ def static_findings(settings: RunSettings) -> list[Any]:
     A list of :class:`fbbench.analysis.lint.Finding`; an unknown engine version counts as 4.0+."""
     from fbbench.analysis.lint import lint_workload
 
-    workload = load_workload(settings.workload, settings.scale)
+    workload = run_workload(settings)
     engine = parse_engine(settings.engine)
     major = engine.major if isinstance(engine, EmbeddedEngine | ManagedEngine) else None
     # The conf with --architecture's ServerMode: the architecture the run asks for, whether fbbench
     # configures the engine or (an external server) only verifies it.
     return lint_workload(workload, major, settings.engine_conf(local=True), page_buffers=settings.page_buffers,
                          connections=settings.connections, page_size=settings.page_size)
+
+
+def _replay_settings(settings: RunSettings, workload: Any, engine: Any) -> None:
+    """A replay's load is its trace's: one attachment per traced session, no warm-up, as long
+    as the trace at its speed."""
+    import json
+
+    facts = json.loads(workload.files["replay.json"])
+    if settings.architecture == "classic" and isinstance(engine, EmbeddedEngine):
+        raise FbbenchError("a replay runs its attachments as threads of one process; embedded Classic needs one "
+                           "process per attachment", hint="replay on super or superclassic, or on a Classic server")
+    settings.connections = facts["sessions"]
+    settings.warmup, settings.transactions = 0.0, None
+    settings.duration = max(facts["seconds"] / settings.speed, 0.001)
 
 
 def new_series_id() -> str:
@@ -136,14 +165,17 @@ class Checked:
     workdir: paths.WorkDir
     results: Path
     replication_conf: dict[str, str] = field(default_factory=dict)  # replication.conf but its paths
+    backup: dict[str, Any] | None = None  # --database-from: the backup's facts (runner/backup.py)
 
 
 def check(settings: RunSettings, password: str | None = None) -> Checked:
     """Everything that can be checked before a run touches an engine; raises FbbenchError with one
     line saying what is wrong. Fills in the architecture a local engine defaults to."""
     settings.validate()
-    workload = load_workload(settings.workload, settings.scale)  # a broken workload fails before anything runs
+    workload = run_workload(settings)  # a broken workload (or trace) fails before anything runs
     engine = parse_engine(settings.engine)
+    if settings.replay:
+        _replay_settings(settings, workload, engine)
     if isinstance(engine, ServerEngine) and password is None:
         raise FbbenchError(f"a password is needed for {engine.label}",
                            hint="give --password-file FILE or set ISC_PASSWORD")
@@ -175,12 +207,18 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     loading = "super" if settings.architecture in (None, "super") else "superclassic"
     limits.check(settings.load_connections, engine.label, local_major, loading, conf, settings.page_size,
                  settings.page_buffers, flag="--load-connections")
+    backup = None
+    if settings.database_from is not None:
+        from fbbench.runner.backup import backup_facts, for_engine
+
+        backup = for_engine(backup_facts(settings.database_from, settings.where("database_from")), engine)
     # Before the work directory is made: a refused run leaves nothing behind.
-    check_room_and_time(settings, workload, engine, workdir)
-    return Checked(workload, engine, conf, paths.own_workdir(settings.workdir), results, replication_conf)
+    check_room_and_time(settings, workload, engine, workdir, backup)
+    return Checked(workload, engine, conf, paths.own_workdir(settings.workdir), results, replication_conf, backup)
 
 
-def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, workdir: Path) -> None:
+def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, workdir: Path,
+                        backup: dict[str, Any] | None = None) -> None:
     """Refuse a run whose database would not fit the work directory's disk, or that is planned to
     take more than a day without --yes.
 
@@ -188,24 +226,31 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
     build: its size and time are scaled from the nearest build of the same workload that the
     cache measured (:func:`limits.nearest_estimate`; refused only beyond the estimate's margin).
     A scale no build measured is watched while it builds instead (runner/engine/population.py).
-    A sync replicated run makes a second copy beside it, its replica. An external server's disk is
-    not this machine's."""
+    With ``backup`` (--database-from) the database is restored, not built: the copy of its cached
+    restore is checked, a restore still to make has no estimate. A sync replicated run makes a
+    second copy beside it, its replica. An external server's disk is not this machine's."""
     estimate = None
     # --replication sync: the run's replica, a copy of the populated database, lies beside it.
     copies = 2 if settings.replication == "sync" else 1
     if isinstance(engine, EmbeddedEngine | ManagedEngine):
         cache, databases = population_cache.cache_dir(workdir), cleanup.databases_dir(workdir)
-        key = population_cache.cache_key(workload, settings.page_size, engine.major)
-        cached = population_cache.entry(cache, workload.name, key).database
+        if backup is not None:
+            material = population_cache.restore_material(backup["sha256"], settings.page_size, engine.major)
+            name, what = population_cache.RESTORED, f"restore of {backup['name']}"
+            key = population_cache.restore_key(material)
+        else:
+            name, what = workload.name, f"{workload.name} population"
+            key = population_cache.cache_key(workload, settings.page_size, engine.major)
+        cached = population_cache.entry(cache, name, key).database
         if isinstance(engine, EmbeddedEngine) and cached.exists() and not settings.fresh:
             size = cached.stat().st_size
             short = limits.shortfall([(databases, copies * size)])
             if short is not None:
                 copy = "copy" if copies == 1 else "copy and its sync replica"
-                raise FbbenchError(f"the run's {copy} of the cached {workload.name} population "
+                raise FbbenchError(f"the run's {copy} of the cached {what} "
                                    f"need{'s' if copies == 1 else ''} {limits.bytes_text(copies * size)}: "
                                    f"{short[0].text()}", hint=limits.ROOM_HINT)
-        else:
+        elif backup is None:
             measured = population_cache.measurements(cache, workload)
             estimate = limits.nearest_estimate(workload, measured, engine.major, settings.page_size)
         if estimate is not None:
@@ -285,7 +330,8 @@ def execute(settings: RunSettings, password: str | None = None,
                     detail["server"] = {"engine": engine.label, "build": managed.engine.build,
                                         "port": managed.server.port, "home": str(managed.server.home)}
                 store.record_phase(run_id, "runtime", started, time.monotonic() - clock, detail)
-                plan = _plan(run_id, settings, workload.directory, engine, checked.workdir, results, managed)
+                plan = _plan(run_id, settings, workload.directory, engine, checked.workdir, results, managed,
+                             checked.backup)
                 if settings.replication != "off":
                     plan["replication"] = _replication_plan(runtime, settings.replication, checked.replication_conf,
                                                             cleanup.run_paths(workdir, run_id))
@@ -346,7 +392,8 @@ def _own_by_path(managed: managed_servers.ManagedRun, dsn: str, database: Path) 
 
 
 def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, workdir: paths.WorkDir,
-          results: Path, managed: managed_servers.ManagedRun | None = None) -> RunPlan:
+          results: Path, managed: managed_servers.ManagedRun | None = None,
+          backup: dict[str, Any] | None = None) -> RunPlan:
     if isinstance(engine, EmbeddedEngine):
         database = cleanup.run_paths(workdir.path, run_id).database
         database.parent.mkdir(parents=True, exist_ok=True)
@@ -363,10 +410,13 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
         location = engine.dsn
         services_host = engine.host + (f"/{engine.port}" if engine.port else "")
         cache_dir, major = None, "server"
+    recorded = settings.recorded()
+    if settings.trace:  # the engine child writes it wherever it runs
+        recorded["trace"] = str(Path(settings.trace).expanduser().absolute())
     return {
         "run_id": run_id,
         "parent_pid": os.getpid(),  # the child must not run on if this process is already gone
-        "settings": settings.recorded(),
+        "settings": recorded,
         "workload_dir": str(workload_dir),
         "workdir": str(workdir.path),
         "workdir_id": workdir.ident,  # what the child records with the files it creates there
@@ -377,7 +427,7 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
             # Population runs with forced writes off; the copy gets the engine's default (on) unless asked.
             "forced_writes": True if settings.forced_writes is None else settings.forced_writes,
             "sweep_interval": None, "fresh": settings.fresh, "grow": settings.grow,
-            "load_connections": settings.load_connections,
+            "load_connections": settings.load_connections, "restore": backup,
             "local_file": str(database) if managed is not None else None,
             "time_limit": None if settings.yes else limits.PLANNED_LIMIT_SECONDS,
         },

@@ -124,6 +124,14 @@ def _replication(value: Any, what: str) -> str:
     return value.strip().lower()
 
 
+def _order(value: Any, what: str) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in ("timed", "strict"):
+        raise FbbenchError(f"{what} must be timed or strict, got {_shown(value)}",
+                           hint="timed: each attachment at its traced times, no order across them; strict: "
+                                "every action after those traced before it (may stall; said so)")
+    return value.strip().lower()
+
+
 def _duration(value: Any, what: str) -> float:
     return parse_duration(value, what)
 
@@ -199,6 +207,17 @@ class RunSettings:
     validation: bool | None = None
     fresh: bool = False
     grow: str | None = None  # a scale name: extend a cached smaller population instead of building anew
+    # A gbak backup: the run's database is restored from it (cached per checksum, engine, page size)
+    # instead of built by the workload's scripts and load steps.
+    database_from: str | None = None
+    # A file to record a Firebird trace of the load into (warm-up and measured period), with the
+    # replay-grade config of fbbench.trace.config: what fbbench workload from-trace and replay read.
+    trace: str | None = None
+    # A trace to replay (fbbench replay) instead of the workload's drawn units: one attachment per
+    # traced attachment, at the traced times divided by ``speed``, in ``order`` (timed | strict).
+    replay: str | None = None
+    speed: float = 1.0
+    order: str = "timed"
     load_connections: int = field(default_factory=lambda: os.cpu_count() or 2)
     connect_rate: float = 0.0
     target_rate: float | None = None
@@ -240,6 +259,19 @@ class RunSettings:
             raise FbbenchError(f"{self.where('target_rate')} must be positive")
         if self.connect_rate < 0:
             raise FbbenchError(f"{self.where('connect_rate')} cannot be negative")
+        if self.speed <= 0:
+            raise FbbenchError(f"{self.where('speed')} must be greater than 0, got {self.speed:g}")
+        self.order = _order(self.order, self.where("order"))
+        if self.replay is not None and self.database_from is None:
+            raise FbbenchError("a replay changes the database it runs on: it needs --database-from BACKUP "
+                               "(restored into a copy fbbench owns)")
+        if self.trace is not None and self.repeat > 1:
+            raise FbbenchError(f"{self.where('trace')} records one run's trace; {self.where('repeat')} "
+                               f"{self.repeat} runs would all write it", hint="trace one run")
+        if self.database_from is not None and self.grow is not None:
+            raise FbbenchError(f"{self.where('grow')} grows a population the workload builds; "
+                               f"{self.where('database_from')} restores the database from a backup instead",
+                               hint="give one of the two")
         self._resolve_architecture()
         if self.replication_conf and self.replication == "off":
             raise FbbenchError(f"{self.where('replication_conf')} has no effect without replication",
@@ -298,7 +330,8 @@ _KINDS: dict[str, Kind] = {
     "conf": _pairs, "architecture": _architecture,
     "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "replication": _replication,
     "replication_conf": _pairs, "sweep": _flag, "monitor": _flag,
-    "validation": _flag, "fresh": _flag, "grow": _text,
+    "validation": _flag, "fresh": _flag, "grow": _text, "database_from": _text, "trace": _text, "replay": _text,
+    "speed": _number, "order": _order,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "yes": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,

@@ -41,6 +41,11 @@ class RecordedSettings(TypedDict, total=False):
     monitor: bool
     fresh: bool
     grow: str | None
+    database_from: str | None
+    trace: str | None
+    replay: str | None
+    speed: float
+    order: str
     load_connections: int
     connect_rate: float
     target_rate: float | None
@@ -94,6 +99,8 @@ class Summary(TypedDict, total=False):
     # --replication: what publication did (runner/engine/replication.py) and the journal's figures
     replication: dict[str, Any] | None
     timeshare: dict[str, Any] | None  # time-shared fixed work: wall_seconds, own_seconds, turns
+    trace: dict[str, Any] | None  # --trace: what the capture holds (fbbench.trace.capture)
+    replay: dict[str, Any] | None  # fbbench replay: its trace's facts, order, speed, lag, divergences
 
 
 class DatabaseRecord(TypedDict, total=False):
@@ -178,6 +185,30 @@ class CheckRow(TypedDict):
 Samples = dict[int, dict[str, dict[str, float | None]]]  # interval → source → name → value
 
 
+class ReplayStatementRow(TypedDict):
+    """One SQL text of a replay: the replay's executions and latency beside the trace's."""
+
+    template: int
+    sql: str
+    executions: int
+    errors: int
+    histogram: str | None
+    latency_ms: dict[str, float]
+    traced: dict[str, float]  # count, p50, p95, p99, max, mean (ms), as the trace timed them
+
+
+class DivergenceRow(TypedDict):
+    kind: str
+    attachment: int | None
+    transaction: int | None  # its number in the trace
+    template: int | None
+    detail: dict[str, Any]
+
+
+# The fields of a divergence with a column of their own (the rest is its detail).
+DIVERGENCE_FIELDS = ("kind", "attachment", "transaction", "template")
+
+
 class StoredRun(TypedDict):
     """Everything stored about one run (:meth:`ResultsStore.load_run`)."""
 
@@ -212,6 +243,8 @@ class StoredRun(TypedDict):
     gstat: dict[str, GstatRow]
     findings: list[FindingRow]
     checks: list[CheckRow]
+    replay_statements: list[ReplayStatementRow]
+    divergences: list[DivergenceRow]
 
 
 class RunPlan(TypedDict):

@@ -27,7 +27,7 @@ import psutil
 from fbbench.errors import FbbenchError
 from fbbench.store.model import RecordedSettings, StoredRun
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 OPEN_TIMEOUT_SECONDS = 30.0  # how long a store busy with another fbbench process is waited for
 
 MIGRATIONS: dict[int, str] = {
@@ -176,6 +176,32 @@ MIGRATIONS: dict[int, str] = {
     # why not, the kind of validation, what Firebird found.
     6: """
     alter table runs add column validation_json text;
+    """,
+    # 6 → 7: replays of a trace — each statement's latency against the traced one, and every
+    # divergence from the trace.
+    7: """
+    create table replay_statements (
+        run_id text not null references runs(run_id),
+        template integer not null,         -- the statement's SQL text, numbered in the trace's order
+        sql text not null,
+        executions integer not null,
+        errors integer not null,
+        histogram text,                    -- HDR histogram (base64 V2) of the replayed executions, in µs
+        latency_json text,                 -- the replay's p50, p90, p95, p99, max, mean (ms)
+        traced_json text,                  -- the trace's: count, p50, p95, p99, max, mean (ms)
+        primary key (run_id, template)
+    );
+    create table divergences (
+        run_id text not null references runs(run_id),
+        idx integer not null,              -- in the order the replay met them (the first 1,000)
+        kind text not null,                -- error, succeeded, rows, rows changed, commit failed, …
+        attachment integer,                -- the replay's attachment (1-based), or the traced one when
+                                           -- kind is "not replayable" (never executed)
+        transaction_id integer,            -- the transaction's number in the trace
+        template integer,
+        detail_json text,
+        primary key (run_id, idx)
+    );
     """,
 }
 
@@ -499,6 +525,26 @@ class ResultsStore:
                             "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             (run_id, kind, name, None if passed is None else int(passed), value, detail, low, high, n))
 
+    def record_replay(self, run_id: str, plan: Any, measured: Mapping[str, Any]) -> None:
+        """A replay's statements (the core's ``replay.templates`` beside the plan's traced
+        figures) and divergences: those the core met, after those the plan could not replay."""
+        from fbbench.store.model import DIVERGENCE_FIELDS
+
+        with self.transaction():
+            for index, (template, replayed) in enumerate(zip(plan.templates, measured["templates"], strict=True)):
+                self.db.execute("insert or replace into replay_statements values (?, ?, ?, ?, ?, ?, ?, ?)",
+                                (run_id, index, template.sql, replayed["executions"], replayed["errors"],
+                                 replayed.get("histogram"), _json(replayed.get("latency_ms") or {}),
+                                 _json(template.traced())))
+            found = [{"kind": "not replayable", "attachment": s["attachment"], "transaction": s["transaction"],
+                      "why": s["why"], "sql": s["sql"][:200]} for s in plan.skipped]
+            found += list(measured["divergences"]["first"])
+            for index, item in enumerate(found):
+                detail = {k: v for k, v in item.items() if k not in DIVERGENCE_FIELDS}
+                self.db.execute("insert or replace into divergences values (?, ?, ?, ?, ?, ?, ?)",
+                                (run_id, index, item["kind"], item.get("attachment"), item.get("transaction"),
+                                 item.get("template"), _json(detail)))
+
     def finish_run(self, run_id: str, status: str, failure: str | None = None) -> None:
         with self.transaction():
             self.db.execute("update runs set status = ?, failure = coalesce(?, failure), ended_at = ? "
@@ -648,5 +694,18 @@ class ResultsStore:
             for k, name, p, v, d, low, high, n in self.db.execute(
                 "select kind, name, passed, value, detail, low, high, n from checks where run_id = ? order by rowid",
                 (run_id,))
+        ]
+        run["replay_statements"] = [
+            {"template": t, "sql": sql, "executions": n, "errors": e, "histogram": h,
+             "latency_ms": json.loads(lat or "{}"), "traced": json.loads(traced or "{}")}
+            for t, sql, n, e, h, lat, traced in self.db.execute(
+                "select template, sql, executions, errors, histogram, latency_json, traced_json "
+                "from replay_statements where run_id = ? order by template", (run_id,))
+        ]
+        run["divergences"] = [
+            {"kind": k, "attachment": a, "transaction": tr, "template": t, "detail": json.loads(d or "{}")}
+            for k, a, tr, t, d in self.db.execute(
+                "select kind, attachment, transaction_id, template, detail_json from divergences where run_id = ? "
+                "order by idx", (run_id,))
         ]
         return cast(StoredRun, run)

@@ -16,9 +16,12 @@ from typing import Any
 from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluate_number
 
 _ALPHANUMERIC = string.ascii_letters + string.digits
-# Generator → how many arguments it takes; nurand's fourth is its C (a number or a run constant).
+# Generator → how many arguments it takes; nurand's fourth is its C (a number or a run constant);
+# choice takes one or more values (CHOICE_MAX at most).
 _GENERATORS: dict[str, tuple[int, ...]] = {"uniform": (2,), "nurand": (3, 4), "home": (1,), "seed": (0,),
-                                           "const": (1,), "string": (1,), "attachment": (0,)}
+                                           "const": (1,), "string": (1,), "attachment": (0,), "choice": ()}
+CHOICE_MAX = 10_000
+_VALUES = ("const", "choice")  # generators whose arguments are values: numbers, 'strings' or null
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a run constant's name
 
 
@@ -37,7 +40,16 @@ class Generator:
         return {"kind": self.kind, "args": list(self.args)}
 
     def __str__(self) -> str:
-        return f"{self.kind}({', '.join(repr(a) if isinstance(a, str) else str(a) for a in self.args)})"
+        """As a workload writes it: strings in single quotes (a quote inside doubled), null."""
+
+        def shown(arg: Any) -> str:
+            if arg is None:
+                return "null"
+            if isinstance(arg, str) and not isinstance(arg, Constant):
+                return "'" + arg.replace("'", "''") + "'"
+            return repr(arg) if isinstance(arg, float) else str(arg)
+
+        return f"{self.kind}({', '.join(shown(a) for a in self.args)})"
 
 
 def parse_generator(text: str, constants: Collection[str] = ()) -> Generator:
@@ -49,13 +61,19 @@ def parse_generator(text: str, constants: Collection[str] = ()) -> Generator:
         raise ValueError(f"unknown parameter generator '{text}'; expected one of: {known}")
     kind, body = match.group(1), match.group(2).strip()
     raw_args = _split_arguments(body) if body else []
-    if len(raw_args) not in _GENERATORS[kind]:
+    if kind == "choice":
+        if not 1 <= len(raw_args) <= CHOICE_MAX:
+            raise ValueError(f"'{_short(text)}': choice takes 1 to {CHOICE_MAX:,} values, got {len(raw_args)}")
+    elif len(raw_args) not in _GENERATORS[kind]:
         takes = " or ".join(str(n) for n in _GENERATORS[kind])
         raise ValueError(f"'{text}': {kind} takes {takes} argument(s), got {len(raw_args)}")
     args: list[Any] = []
     for raw in raw_args:
-        if kind == "const" and len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
-            args.append(raw[1:-1])
+        if kind in _VALUES and len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+            args.append(raw[1:-1].replace(raw[0] * 2, raw[0]))  # a doubled quote is the quote itself
+            continue
+        if kind in _VALUES and raw.lower() == "null":
+            args.append(None)
             continue
         if IDENTIFIER.match(raw):
             if raw not in constants:
@@ -64,7 +82,7 @@ def parse_generator(text: str, constants: Collection[str] = ()) -> Generator:
             args.append(Constant(raw))
             continue
         try:
-            number = evaluate_number(raw) if kind == "const" else evaluate_int(raw)
+            number = evaluate_number(raw) if kind in _VALUES else evaluate_int(raw)
             args.append(int(number) if isinstance(number, float) and number.is_integer() else number)
         except ExpressionError as error:
             raise ValueError(f"'{text}': {error}") from None
@@ -75,7 +93,16 @@ def parse_generator(text: str, constants: Collection[str] = ()) -> Generator:
         raise ValueError(f"'{text}': x is above y")
     if kind in ("home", "string") and numbers[0] is not None and args[0] < 1:
         raise ValueError(f"'{text}': the argument must be at least 1")
+    if kind == "choice":
+        if any(isinstance(a, Constant) for a in args):
+            raise ValueError(f"'{_short(text)}': choice takes values (numbers, 'strings', null), not run constants")
+        if {isinstance(a, str) for a in args if a is not None} == {True, False}:
+            raise ValueError(f"'{_short(text)}': choice's values must be all numbers or all strings (null allowed)")
     return Generator(kind, tuple(args))
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _split_arguments(body: str) -> list[str]:
@@ -84,7 +111,7 @@ def _split_arguments(body: str) -> list[str]:
         if quote:
             current += ch
             if ch == quote:
-                quote = ""
+                quote = ""  # a doubled quote closes and reopens: the value keeps one of them
         elif ch in "'\"":
             quote = ch
             current += ch
@@ -125,6 +152,8 @@ def value(generator: Generator, rng: random.Random, attachment: int, constants: 
         return rng.getrandbits(63)
     if kind == "const":
         return args[0]
+    if kind == "choice":
+        return rng.choice(args)
     if kind == "string":
         return "".join(rng.choice(_ALPHANUMERIC) for _ in range(int(args[0])))
     if kind == "attachment":

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::config::Config;
+use super::replay::{OrderGate, ReplayStats};
+use crate::config::{Config, Replay};
 use crate::ffi::{FbApi, Handle, StatusVector, FB_CANCEL_RAISE, STATUS_LEN};
 use crate::outcome::Outcome;
 use crate::report::{AttachmentEnd, Ended, Finished, Live};
@@ -103,6 +104,10 @@ pub struct Shared {
     pub cond: Condvar,
     pub slots: Vec<WorkerSlot>,
     pub clock: WallClock,
+    /// A replay's strict order, and what its attachments measured (merged as each comes back).
+    pub(super) order: Mutex<OrderGate>,
+    pub(super) order_cond: Condvar,
+    replay_totals: Mutex<Option<ReplayStats>>,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -127,7 +132,15 @@ impl Shared {
                 }),
             })
             .collect();
+        let actions = config.replay.as_ref().map_or(0, |r| r.actions);
+        let replay_totals = config
+            .replay
+            .as_ref()
+            .map(|r| ReplayStats::new(r.templates.len(), false));
         Shared {
+            order: Mutex::new(OrderGate::new(actions)),
+            order_cond: Condvar::new(),
+            replay_totals: Mutex::new(replay_totals),
             config,
             signals: OnceLock::new(),
             api: OnceLock::new(),
@@ -274,6 +287,22 @@ impl Shared {
         }
     }
 
+    /// Strict order: action `seq` has run; the order's frontier moves past every action done.
+    pub(super) fn action_done(&self, replay: &Replay, seq: u64) {
+        if seq == 0 || replay.order != crate::config::Order::Strict {
+            return;
+        }
+        lock(&self.order).mark(seq);
+        self.order_cond.notify_all();
+    }
+
+    /// An attachment's replay measurements, added to the run's.
+    pub(super) fn replay_finished(&self, stats: &ReplayStats) {
+        if let Some(totals) = lock(&self.replay_totals).as_mut() {
+            totals.add(stats);
+        }
+    }
+
     pub fn add_message(&self, index: u32, code: i64, message: String) {
         lock(&self.slot(index).stats)
             .messages
@@ -404,7 +433,12 @@ impl Shared {
                 finished: stats.finished.clone(),
             });
         }
+        let replay = match (&self.config.replay, lock(&self.replay_totals).as_ref()) {
+            (Some(replay), Some(totals)) => Some(totals.to_json(replay)),
+            _ => None,
+        };
         Ended {
+            replay,
             failure,
             run_failed,
             user_stopped,

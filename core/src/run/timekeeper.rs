@@ -35,7 +35,9 @@ pub(super) fn run_intervals(shared: &Shared, zero: Instant) -> Collected {
         let (start, end, phase) = timeline.bounds(index);
         let deadline = zero + Duration::from_secs_f64(end);
         let ended = |state: &RunState| {
-            shared.stopping() || (config.transactions.is_some() && state.finished >= workers)
+            shared.stopping()
+                || ((config.transactions.is_some() || config.replay.is_some())
+                    && state.finished >= workers)
         };
         let state = shared.wait_while(lock(&shared.state), deadline, |state| !ended(state));
         let interrupted = ended(&state);

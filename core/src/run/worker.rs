@@ -46,13 +46,13 @@ pub fn worker_main(shared: &Shared, index: u32) {
     shared.worker_finished(index, worker.units_done, worker.core_ns, cpu, error);
 }
 
-struct Worker<'s> {
-    shared: &'s Shared,
-    index: u32,
+pub(super) struct Worker<'s> {
+    pub(super) shared: &'s Shared,
+    pub(super) index: u32,
     core_ns: u64,
-    units_done: u64,
+    pub(super) units_done: u64,
     /// gdscodes whose message this attachment already handed in (fb_interpret runs once each).
-    known_codes: HashSet<i64>,
+    pub(super) known_codes: HashSet<i64>,
 }
 
 enum UnitEnd {
@@ -81,6 +81,12 @@ impl<'s> Worker<'s> {
             signals.restore();
         }
         shared.set_cancel_handle(self.index, att.db);
+        if config.replay.is_some() {
+            let outcome = self.replay(&mut att);
+            shared.set_cancel_handle(self.index, 0);
+            att.detach();
+            return outcome;
+        }
         let outcome = match att.prepare_units(&config.units) {
             Ok(mut statements) => {
                 let result = self.drive(&mut att, &mut statements);
@@ -293,7 +299,7 @@ impl<'s> Worker<'s> {
         }
     }
 
-    fn cannot_write(&self, att: &Attachment) -> String {
+    pub(super) fn cannot_write(&self, att: &Attachment) -> String {
         format!(
             "the database cannot be written (attachment {}): {}",
             self.index,
@@ -301,7 +307,7 @@ impl<'s> Worker<'s> {
         )
     }
 
-    fn lost(&self, att: &Attachment) -> String {
+    pub(super) fn lost(&self, att: &Attachment) -> String {
         format!(
             "connection lost (attachment {}): {}",
             self.index,

@@ -66,3 +66,28 @@ def core_config(workload: Workload, settings: Mapping[str, Any], dsn: str, clien
             for unit in workload.units
         ],
     }
+
+
+def replay_config(plan: Any, settings: Mapping[str, Any], dsn: str, client_library: str,
+                  credentials: tuple[str, str | None], seed: int) -> dict[str, Any]:
+    """The core's config for a replay (docs/core-api.md, "Replay"): one attachment per traced
+    session; the units are the trace's transaction shapes, which only count its transactions."""
+    from fbbench.trace.replay import core_replay
+
+    return {
+        "client_library": client_library,
+        "database": dsn,
+        "user": credentials[0],
+        "password": credentials[1],
+        "role": None,
+        "charset": "UTF8",
+        "connections": len(plan.sessions),
+        "warmup_seconds": 0.0,
+        "measure_seconds": None,
+        "transactions": None,
+        "interval_seconds": settings["interval"],
+        "seed": seed,
+        "units": [{"name": shape.name, "weight": len(shape.transactions), "statements": []}
+                  for shape in plan.shapes],
+        "replay": core_replay(plan, settings["order"], settings["speed"]),
+    }

@@ -31,7 +31,7 @@ from fbbench.observe.firebird_log import LogWatch
 from fbbench.paths import file_error
 from fbbench.runner.cleanup import BUILDING
 from fbbench.runner.engine import facts, measure, population, replication, workload_sql
-from fbbench.runner.engine.core_config import core_config
+from fbbench.runner.engine.core_config import core_config, replay_config
 from fbbench.runner.engine.live import LiveDisplay
 from fbbench.store import ResultsStore
 from fbbench.store.model import RecordedSettings, RunPlan
@@ -84,6 +84,7 @@ def execute(plan: RunPlan) -> dict[str, Any]:
     database_path = dsn if db_plan.cache_dir is not None else population._server_path(dsn)
     monitor = settings.get("monitor", True)
     status, failure, hint = "completed", None, None
+    traced: list[dict[str, Any]] = []
     # What the engine logs from here on is this run's (the runtime's own file when embedded).
     log_file = runtime.firebird_log if runtime.embedded else None
     log = LogWatch(db_plan.services_host, log_file)
@@ -98,10 +99,17 @@ def execute(plan: RunPlan) -> dict[str, Any]:
         store.record_files(run_id, RunFiles(plan["workdir_id"], plan["parent_pid"], {str(path): BUILDING}))
 
     try:
-        workload = load_workload(plan["workload_dir"], settings["scale"])
+        replaying = None
+        if settings.get("replay"):
+            from fbbench.workloads.from_trace import replay_workload
+
+            workload, replaying, _facts = replay_workload(str(settings["replay"]))
+        else:
+            workload = load_workload(plan["workload_dir"], settings["scale"])
         store.update_run(run_id, workload_files=workload.files)
 
-        with phases.phase("database", "database: create, populate") as detail:
+        title = "database: restore" if db_plan.restore else "database: create, populate"
+        with phases.phase("database", title) as detail:
             with LiveDisplay.population(console) as progress:
                 load = population.prepare(db_plan, workload, progress, creating)
             detail.update(source=load["source"])
@@ -128,16 +136,22 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             detail["constants"] = constants
             tables = workload_sql.tables(dsn)
 
-        config = core_config(workload, settings, dsn, str(runtime.client_library),
-                             driver.credentials(), seed, exceptions, constants)
+        if replaying is not None:
+            config = replay_config(replaying, settings, dsn, str(runtime.client_library), driver.credentials(), seed)
+        else:
+            config = core_config(workload, settings, dsn, str(runtime.client_library),
+                                 driver.credentials(), seed, exceptions, constants)
         with phases.phase("measure", "warm-up and measure") as detail:
             # Embedded Classic: one process per attachment. A server's Classic forks its own.
             processes = settings.get("architecture") == "classic" and runtime.embedded
             load_started = time.monotonic()
-            measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
-                                   processes=processes, barrier=plan.get("barrier"), journal=journal)
+            with _traced(settings.get("trace"), db_plan.services_host, database_path, runtime, console) as traced:
+                measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
+                                       processes=processes, barrier=plan.get("barrier"), journal=journal)
             loaded = time.monotonic() - load_started
             result = measured.result
+            if traced:
+                detail["trace"] = traced[0]
             detail.update(status=result["status"], measured_seconds=result.get("measured_seconds"),
                           sampler_errors=measured.sampler_errors[:20])
             engine = {**engine, "architecture_requested": settings.get("architecture"),
@@ -149,6 +163,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             if mismatch and result["status"] == "completed":
                 result["status"], result["failure"] = "failed", mismatch
         _store_result(store, run_id, result)
+        if replaying is not None and result.get("replay"):
+            store.record_replay(run_id, replaying, result["replay"])
         for name, metric in measured.metrics.items():
             store.record_metric(run_id, name, metric["start"], metric["end"], metric["value"], metric["per_minute"],
                                 metric["description"], metric["window"])
@@ -176,7 +192,9 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                                        audit["low"], audit["high"], audit["n"])
         if replicated is not None:
             replicated = {**replicated, **(measured.journal or {})}
-        store.update_run(run_id, summary=_summary(measured, settings, workload, replicated))
+        store.update_run(run_id, summary={**_summary(measured, settings, workload, replicated),
+                                          "trace": traced[0] if traced else None,
+                                          "replay": _replay_summary(workload, replaying, result)})
     except (KeyboardInterrupt, Interrupted):
         status, failure = "interrupted", "interrupted by the user"
     except StoreError as error:  # nothing more can be recorded: say so, end cleanly
@@ -217,6 +235,50 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             hint = hint or error.hint
         store.close()
     return {"status": status, "failure": failure, "hint": hint}
+
+
+@contextmanager
+def _traced(output: str | None, services_host: str, database: str, runtime: Any,
+            console: Console) -> Iterator[list[dict[str, Any]]]:
+    """--trace: a user trace session of the run's database streamed into ``output`` while the load
+    runs (an embedded engine's through the in-process services manager); what it captured is the
+    list's one item afterwards."""
+    if not output:
+        yield []
+        return
+    from fbbench.trace.capture import Capture
+
+    capture = Capture(services_host, database, Path(output), {"engine": runtime.engine.label, "run": True})
+    capture.start()
+    captured: list[dict[str, Any]] = []
+    try:
+        yield captured
+    finally:
+        summary = capture.stop("the run's load ended")
+        captured.append(summary)
+        console.print(f"  trace: {summary['statements']:,} statement execution(s), {summary['committed']:,} "
+                      f"commit(s) of {summary['attachments']} attachment(s) in {output}"
+                      + (" — [bold red]the engine suspended the session: the trace is incomplete[/]"
+                         if summary["suspended"] else ""))
+
+
+def _replay_summary(workload: Any, replaying: Any, result: LoadResult) -> dict[str, Any] | None:
+    """A replay's own figures (the per-statement ones and the divergences are in their tables)."""
+    measured: dict[str, Any] | None = result.get("replay")
+    if replaying is None or not measured:
+        return None
+    import json
+
+    facts = json.loads(workload.files["replay.json"])
+    divergences = measured["divergences"]
+    by_kind = dict(divergences["by_kind"])
+    if replaying.skipped:
+        by_kind["not replayable"] = len(replaying.skipped)
+    return {**facts, "order": measured["order"], "speed": measured["speed"],
+            "transactions": measured["transactions"], "statements": measured["statements"],
+            "lag_ms": measured["lag"]["latency_ms"], "lag_max_ms": measured["lag"]["max_ms"],
+            "divergences": sum(by_kind.values()), "divergences_by_kind": by_kind, "stalls": measured["stalls"],
+            "notes": dict(replaying.notes)}
 
 
 def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: str, database: str) -> None:

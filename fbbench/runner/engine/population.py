@@ -57,6 +57,9 @@ class DatabasePlan:
     local_file: str | None = None
     # Seconds a build may be projected to take before it is stopped; None: as long as it takes (--yes).
     time_limit: float | None = None
+    # A gbak backup to restore instead of building the workload's database (runner/backup.py):
+    # path, name, sha256, size_bytes, stream (send it through the services connection).
+    restore: dict[str, Any] | None = None
 
 
 @contextmanager
@@ -69,60 +72,118 @@ def _locked(path: Path) -> Iterator[None]:
 
 def prepare(plan: DatabasePlan, workload: Workload, progress: Progress, creating: Creating) -> dict[str, Any]:
     """Create or copy the run's database; returns the load facts (source, speed)."""
-    if plan.cache_dir is None:
-        # A database already there (header via the services API, nothing attached) is replaced
-        # only if it is an earlier run's; any other one is refused untouched.
-        token = ownership.refuse_unless_owned_or_absent(plan.location, "build a database at")
-        if token is not None:
-            lifecycle.drop(plan.location, token)
-            ownership.unregister(plan.location)
+    if plan.restore is not None:
+        load = restored(plan, progress, creating)
+    elif plan.cache_dir is None:
+        _clear_place(plan.location)
         watch = _Watch(Path(plan.local_file) if plan.local_file else None, None, plan.time_limit)
         load = build(plan.location, workload, plan, progress, watch)
         load["source"] = "built in place"
     else:
         cache = Path(plan.cache_dir)
-        key = cache_key(workload, plan.page_size, plan.engine_major)
-        files = population_cache.entry(cache, workload.name, key)
-        cached, meta = files.database, files.meta
-        with _locked(files.lock):
-            if plan.fresh or not (cached.exists() and meta.exists()):
-                for stale in (cached, meta):
-                    if stale.exists():
-                        ownership.unregister(str(stale))
-                        stale.unlink()
-                building = files.building
-                if building.exists():  # left by a build that was killed
-                    ownership.unregister(str(building))
-                    building.unlink()
-                creating(building)
-                source = _grow_source(cache, workload, plan) if plan.grow and not plan.fresh else None
-                watch = _Watch(building, Path(plan.location), plan.time_limit)
-                try:
-                    if source is not None:
-                        stats = grow(source, str(building), workload, plan, progress, watch)
-                    else:
-                        stats = build(str(building), workload, plan, progress, watch)
-                except BaseException:  # interrupted or failed: a half-built cache is never kept
-                    ownership.unregister(str(building))
-                    building.unlink(missing_ok=True)
-                    raise
-                ownership.unregister(str(building))
-                building.rename(cached)
-                ownership.register(str(cached), _mark_token(str(cached)), {"purpose": "populated cache"})
-                meta.write_text(json.dumps({"built_at": time.time(), "key": key, "load": stats,
-                                            "material": cache_material(workload, plan.page_size, plan.engine_major)},
-                                           indent=2, default=str))
-                load = {**stats, "source": stats.get("source", "built (now cached)")}
-            else:
-                stored = json.loads(meta.read_text())
-                load = {**stored["load"], "source": COPIED_POPULATION, "cache_built_at": stored.get("built_at")}
-            started = time.monotonic()
-            _copy(cached, Path(plan.location), "the run's copy of the cached population")
-            load["copy_seconds"] = time.monotonic() - started
-        load["cache_file"] = str(cached)
-        _take_ownership(plan.location)
+
+        def make(building: str) -> dict[str, Any]:
+            source = _grow_source(cache, workload, plan) if plan.grow and not plan.fresh else None
+            watch = _Watch(Path(building), Path(plan.location), plan.time_limit)
+            if source is not None:
+                return grow(source, building, workload, plan, progress, watch)
+            return build(building, workload, plan, progress, watch)
+
+        load = _from_cache(plan, workload.name, cache_key(workload, plan.page_size, plan.engine_major),
+                           cache_material(workload, plan.page_size, plan.engine_major), make, creating,
+                           "built (now cached)", COPIED_POPULATION, "the run's copy of the cached population")
     _apply_settings(plan)
     return load
+
+
+def _clear_place(location: str) -> None:
+    """A database already at a server's location (header via the services API, nothing attached)
+    is replaced only if it is an earlier run's; any other one is refused untouched."""
+    token = ownership.refuse_unless_owned_or_absent(location, "build a database at")
+    if token is not None:
+        lifecycle.drop(location, token)
+        ownership.unregister(location)
+
+
+def _from_cache(plan: DatabasePlan, name: str, key: str, material: dict[str, Any],
+                make: Callable[[str], dict[str, Any]], creating: Creating, built: str, copied: str,
+                what: str) -> dict[str, Any]:
+    """The run's database as a copy (``what``) of the cache entry ``name-key``
+    (:func:`fbbench.runner.population_cache.entry`), made first (by ``make``, at the entry's
+    building path, recorded through ``creating`` before it exists, under the key's lock) when it
+    is missing or ``plan.fresh``. A half-made entry is never kept. Returns the facts of the making
+    (as cached) with the copy's own."""
+    files = population_cache.entry(Path(str(plan.cache_dir)), name, key)
+    cached, meta = files.database, files.meta
+    with _locked(files.lock):
+        if plan.fresh or not (cached.exists() and meta.exists()):
+            for stale in (cached, meta):
+                if stale.exists():
+                    ownership.unregister(str(stale))
+                    stale.unlink()
+            building = files.building
+            if building.exists():  # left by a build that was killed
+                ownership.unregister(str(building))
+                building.unlink()
+            creating(building)
+            try:
+                stats = make(str(building))
+            except BaseException:  # interrupted or failed: a half-built cache is never kept
+                ownership.unregister(str(building))
+                building.unlink(missing_ok=True)
+                raise
+            ownership.unregister(str(building))
+            building.rename(cached)
+            ownership.register(str(cached), _mark_token(str(cached)), {"purpose": "populated cache"})
+            meta.write_text(json.dumps({"built_at": time.time(), "key": key, "load": stats,
+                                        "material": material}, indent=2, default=str))
+            load = {**stats, "source": stats.get("source", built)}
+        else:
+            stored = json.loads(meta.read_text())
+            load = {**stored["load"], "source": copied, "cache_built_at": stored.get("built_at")}
+        if plan.location:  # else only the cache entry was wanted (fbbench db restore)
+            started = time.monotonic()
+            _copy(cached, Path(plan.location), what)
+            load["copy_seconds"] = time.monotonic() - started
+    load["cache_file"] = str(cached)
+    if plan.location:
+        _take_ownership(plan.location)
+    return load
+
+
+def restored(plan: DatabasePlan, progress: Progress, creating: Creating) -> dict[str, Any]:
+    """The run's database restored from a gbak backup (plan.restore) instead of built: cached per
+    backup checksum, engine version and page size (a server's is restored in place). The
+    workload's scripts and load steps are not run: the database is the user's."""
+    from fbbench.database import restore
+    from fbbench.engines import current_runtime
+
+    backup = plan.restore
+    assert backup is not None
+    step = f"restore {backup['name']}"
+    details = {"backup": backup["name"], "sha256": backup["sha256"], "backup_bytes": backup["size_bytes"]}
+
+    def make(location: str) -> dict[str, Any]:
+        progress(step, 0, 1)
+        server_path = location if plan.cache_dir is not None else _server_path(location)
+        facts = restore.restore(backup["path"], location, plan.services_host, server_path, plan.page_size, details,
+                                current_runtime().tmp_dir, stream=bool(backup.get("stream")))
+        progress(step, 1, 1)
+        seconds = facts["restore_seconds"]
+        return {**facts, "restored_from": details, "seconds": seconds,
+                "mb_per_second": backup["size_bytes"] / 1e6 / seconds if seconds > 0 else None}
+
+    if plan.cache_dir is None:
+        _clear_place(plan.location)
+        try:
+            return {**make(plan.location), "source": "restored in place"}
+        except BaseException:
+            restore.drop_unmarked(plan.location)
+            raise
+    material = population_cache.restore_material(backup["sha256"], plan.page_size, plan.engine_major)
+    return _from_cache(plan, population_cache.RESTORED, population_cache.restore_key(material), material, make,
+                       creating, "restored (now cached)", "copy of the cached restore",
+                       "the run's copy of the restored database")
 
 
 def _grow_source(cache: Path, workload: Workload, plan: DatabasePlan) -> tuple[Path, dict[str, Any]] | None:
@@ -512,3 +573,10 @@ class _Loaders:
         deadline = time.monotonic() + 5
         for thread in threads:
             thread.ended.wait(max(0.0, deadline - time.monotonic()))
+
+
+def restore_into_cache(plan: dict[str, Any]) -> dict[str, Any]:
+    """``fbbench db restore``: only the cache entry of a backup (made when missing or fresh). No
+    run records its building file: one a killed restore left is removed by the next restore of
+    that backup (under the entry's lock)."""
+    return restored(DatabasePlan(**plan), lambda _step, _done, _total: None, lambda _path: None)

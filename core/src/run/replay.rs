@@ -1,0 +1,512 @@
+//! A replay: attachment k runs traced session k — each transaction with its traced parameters,
+//! every statement with its traced values — at the traced times (divided by the speed), and in
+//! strict order each action only after every action traced before it (docs/core-api.md).
+//!
+//! What it measures besides the units (one per transaction shape): each statement's latency per
+//! SQL text, the lag of each statement behind its schedule, and every divergence from the trace —
+//! an error the trace did not have (or none where it had one), a cursor that returned another
+//! number of rows, other numbers of rows inserted, updated or deleted (this attachment's counts
+//! before and after, what triggers and procedures did included, as the trace's per-table counts
+//! are), a strict order given up because it stalled.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Map, Value};
+
+use super::state::lock;
+use super::worker::Worker;
+use crate::config::{Order, Replay, ReplayExecution};
+use crate::conn::{Attachment, Statement};
+use crate::ffi::Handle;
+use crate::outcome::{classify, Failure, Outcome};
+use crate::stats::{full_histogram, latency_ms, local_histogram, record_latency, serialize};
+
+/// Divergences kept whole (their number by kind is kept for all).
+const KEPT_DIVERGENCES: usize = 1000;
+
+pub struct TemplateStats {
+    executions: u64,
+    errors: u64,
+    latency: Histogram<u64>,
+}
+
+/// One attachment's replay measurements, merged into the run's when it comes back.
+pub struct ReplayStats {
+    templates: Vec<TemplateStats>,
+    lag: Histogram<u64>,
+    lag_max_us: u64,
+    divergences: Vec<Value>,
+    by_kind: HashMap<&'static str, u64>,
+    stalls: u64,
+    transactions: u64,
+    statements: u64,
+}
+
+impl ReplayStats {
+    pub fn new(templates: usize, local: bool) -> ReplayStats {
+        let histogram = || {
+            if local {
+                local_histogram()
+            } else {
+                full_histogram()
+            }
+        };
+        ReplayStats {
+            templates: (0..templates)
+                .map(|_| TemplateStats {
+                    executions: 0,
+                    errors: 0,
+                    latency: histogram(),
+                })
+                .collect(),
+            lag: histogram(),
+            lag_max_us: 0,
+            divergences: Vec::new(),
+            by_kind: HashMap::new(),
+            stalls: 0,
+            transactions: 0,
+            statements: 0,
+        }
+    }
+
+    fn diverged(&mut self, kind: &'static str, detail: Value) {
+        *self.by_kind.entry(kind).or_insert(0) += 1;
+        if self.divergences.len() < KEPT_DIVERGENCES {
+            let mut item = detail;
+            item["kind"] = Value::from(kind);
+            self.divergences.push(item);
+        }
+    }
+
+    pub fn add(&mut self, other: &ReplayStats) {
+        for (total, part) in self.templates.iter_mut().zip(&other.templates) {
+            total.executions += part.executions;
+            total.errors += part.errors;
+            let _ = total.latency.add(&part.latency);
+        }
+        let _ = self.lag.add(&other.lag);
+        self.lag_max_us = self.lag_max_us.max(other.lag_max_us);
+        for item in &other.divergences {
+            if self.divergences.len() < KEPT_DIVERGENCES {
+                self.divergences.push(item.clone());
+            }
+        }
+        for (kind, count) in &other.by_kind {
+            *self.by_kind.entry(kind).or_insert(0) += count;
+        }
+        self.stalls += other.stalls;
+        self.transactions += other.transactions;
+        self.statements += other.statements;
+    }
+
+    pub fn to_json(&self, replay: &Replay) -> Value {
+        let planned_transactions: usize = replay.sessions.iter().map(Vec::len).sum();
+        let planned_statements: usize = replay
+            .sessions
+            .iter()
+            .flatten()
+            .map(|t| t.statements.len())
+            .sum();
+        let templates: Vec<Value> = self
+            .templates
+            .iter()
+            .map(|t| {
+                json!({"executions": t.executions, "errors": t.errors,
+                       "histogram": serialize(&t.latency), "latency_ms": latency_ms(&t.latency)})
+            })
+            .collect();
+        let mut by_kind = Map::new();
+        for (kind, count) in &self.by_kind {
+            by_kind.insert((*kind).to_string(), Value::from(*count));
+        }
+        json!({
+            "order": match replay.order { Order::Timed => "timed", Order::Strict => "strict" },
+            "speed": replay.speed,
+            "transactions": {"planned": planned_transactions, "replayed": self.transactions},
+            "statements": {"planned": planned_statements, "executed": self.statements},
+            "templates": templates,
+            "lag": {"histogram": serialize(&self.lag), "latency_ms": latency_ms(&self.lag),
+                    "max_ms": self.lag_max_us as f64 / 1000.0},
+            "divergences": {"count": self.by_kind.values().sum::<u64>(), "by_kind": by_kind,
+                            "first": self.divergences},
+            "stalls": self.stalls,
+        })
+    }
+}
+
+/// Strict order: which planned actions (start, statement, end of each transaction) have run.
+pub struct OrderGate {
+    done: Vec<bool>,
+    /// The lowest action not yet run (actions are numbered from 1).
+    frontier: u64,
+}
+
+impl OrderGate {
+    pub fn new(actions: u64) -> OrderGate {
+        OrderGate {
+            done: vec![false; actions as usize + 1],
+            frontier: 1,
+        }
+    }
+
+    /// Action `seq` has run: the frontier moves past every action done.
+    pub fn mark(&mut self, seq: u64) {
+        if let Some(done) = self.done.get_mut(seq as usize) {
+            *done = true;
+        }
+        while (self.frontier as usize) < self.done.len() && self.done[self.frontier as usize] {
+            self.frontier += 1;
+        }
+    }
+}
+
+impl<'s> Worker<'s> {
+    /// Replays session `index` on `att`: every transaction of it, then back.
+    pub(super) fn replay(&mut self, att: &mut Attachment) -> Result<(), String> {
+        let shared = self.shared;
+        let replay = shared.config.replay.as_ref().expect("a replay run");
+        let session = &replay.sessions[(self.index - shared.config.first_attachment) as usize];
+        shared.connected();
+        let Some(zero) = shared.wait_zero() else {
+            return Ok(());
+        };
+        let mut stats = ReplayStats::new(replay.templates.len(), true);
+        let mut prepared: HashMap<usize, Statement> = HashMap::new();
+        let compares_changes = session
+            .iter()
+            .flat_map(|t| &t.statements)
+            .any(|e| e.changes.is_some());
+        let mut counted = if compares_changes {
+            att.changes()
+        } else {
+            None
+        };
+        let outcome = self.replay_session(
+            att,
+            replay,
+            session,
+            zero,
+            &mut stats,
+            &mut prepared,
+            &mut counted,
+        );
+        for statement in prepared.values_mut() {
+            att.drop_statement(statement);
+        }
+        shared.replay_finished(&stats);
+        outcome
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn replay_session(
+        &mut self,
+        att: &mut Attachment,
+        replay: &Replay,
+        session: &[crate::config::ReplayTransaction],
+        zero: Instant,
+        stats: &mut ReplayStats,
+        prepared: &mut HashMap<usize, Statement>,
+        counted: &mut Option<[u64; 3]>,
+    ) -> Result<(), String> {
+        let shared = self.shared;
+        let at = |offset: f64| zero + Duration::from_secs_f64((offset / replay.speed).max(0.0));
+        let busy = &shared.slot(self.index).busy;
+        for tx in session {
+            if !self.turn(replay, tx.start_seq, at(tx.at), stats) {
+                return Ok(());
+            }
+            let started = Instant::now();
+            busy.store(true, Ordering::Relaxed);
+            let mut tr: Handle = match att.start(&tx.tpb) {
+                Ok(tr) => tr,
+                Err(()) => {
+                    busy.store(false, Ordering::Relaxed);
+                    return match classify(&att.status, &[]) {
+                        Failure::Cancelled => Ok(()),
+                        Failure::ConnectionLost(_) => Err(self.lost(att)),
+                        Failure::CannotWrite(_) => Err(self.cannot_write(att)),
+                        _ => Err(format!(
+                            "replay: cannot start a transaction: {}",
+                            att.error_text()
+                        )),
+                    };
+                }
+            };
+            shared.action_done(replay, tx.start_seq);
+            // The first failure the trace did not have decides the transaction's outcome.
+            let mut unexpected: Option<(Outcome, i64)> = None;
+            for e in &tx.statements {
+                if !self.turn(replay, e.seq, at(e.at), stats) {
+                    att.rollback(&mut tr);
+                    busy.store(false, Ordering::Relaxed);
+                    return Ok(());
+                }
+                let lag = Instant::now().saturating_duration_since(at(e.at));
+                let lag_us = lag.as_micros() as u64;
+                record_latency(&mut stats.lag, lag_us);
+                stats.lag_max_us = stats.lag_max_us.max(lag_us);
+                let failure = self.replay_statement(
+                    att,
+                    &mut tr,
+                    replay,
+                    tx.trace_id,
+                    e,
+                    stats,
+                    prepared,
+                    counted,
+                )?;
+                if let Some(found) = failure {
+                    unexpected = unexpected.or(Some(found));
+                }
+                shared.action_done(replay, e.seq);
+            }
+            if !self.turn(replay, tx.end_seq, at(tx.end_at), stats) {
+                att.rollback(&mut tr);
+                busy.store(false, Ordering::Relaxed);
+                return Ok(());
+            }
+            if tx.commit {
+                if att.commit(&mut tr).is_err() {
+                    match classify(&att.status, &[]) {
+                        Failure::Counted(outcome, code) => {
+                            self.message(att, code);
+                            stats.diverged(
+                                "commit failed",
+                                json!({"attachment": self.index, "transaction": tx.trace_id,
+                                       "gdscode": code, "message": first_line(&att.error_text())}),
+                            );
+                            unexpected = unexpected.or(Some((outcome, code)));
+                            att.rollback(&mut tr);
+                        }
+                        Failure::Cancelled => {
+                            att.rollback(&mut tr);
+                            busy.store(false, Ordering::Relaxed);
+                            return Ok(());
+                        }
+                        Failure::ConnectionLost(_) => return Err(self.lost(att)),
+                        Failure::CannotWrite(_) => return Err(self.cannot_write(att)),
+                    }
+                }
+            } else {
+                att.rollback(&mut tr);
+            }
+            busy.store(false, Ordering::Relaxed);
+            shared.action_done(replay, tx.end_seq);
+            let finished = Instant::now();
+            let (outcome, code) = unexpected.unwrap_or(if tx.commit {
+                (Outcome::Ok, 0)
+            } else {
+                (Outcome::RolledBack, 0)
+            });
+            let micros = finished.saturating_duration_since(started).as_micros() as u64;
+            let offset = finished.saturating_duration_since(zero).as_secs_f64();
+            shared.record(self.index, tx.unit, outcome, micros, offset, code, &[]);
+            self.units_done += 1;
+            stats.transactions += 1;
+        }
+        Ok(())
+    }
+
+    /// One traced execution: prepared on first use, bound with the traced values, executed,
+    /// compared with the trace. Some((outcome, code)) for a failure the trace did not have.
+    #[allow(clippy::too_many_arguments)]
+    fn replay_statement(
+        &mut self,
+        att: &mut Attachment,
+        tr: &mut Handle,
+        replay: &Replay,
+        trace_id: Option<u64>,
+        e: &ReplayExecution,
+        stats: &mut ReplayStats,
+        prepared: &mut HashMap<usize, Statement>,
+        counted: &mut Option<[u64; 3]>,
+    ) -> Result<Option<(Outcome, i64)>, String> {
+        let where_ =
+            json!({"attachment": self.index, "transaction": trace_id, "template": e.template});
+        let with = |mut base: Value, extra: Value| {
+            if let (Some(map), Value::Object(more)) = (base.as_object_mut(), extra) {
+                map.extend(more);
+            }
+            base
+        };
+        if let std::collections::hash_map::Entry::Vacant(slot) = prepared.entry(e.template) {
+            match att.prepare_sql(tr, &replay.templates[e.template]) {
+                Ok(statement) => {
+                    slot.insert(statement);
+                }
+                Err(message) => {
+                    stats.templates[e.template].errors += 1;
+                    stats.diverged(
+                        "does not prepare",
+                        with(where_, json!({"message": first_line(&message)})),
+                    );
+                    return Ok(Some((Outcome::Error, 0)));
+                }
+            }
+        }
+        let statement = prepared.get_mut(&e.template).expect("prepared above");
+        if let Err(message) = statement.bind_values(&e.params) {
+            stats.templates[e.template].errors += 1;
+            stats.diverged("cannot bind", with(where_, json!({"message": message})));
+            return Ok(Some((Outcome::Error, 0)));
+        }
+        if e.ordered_at_start {
+            self.shared.action_done(replay, e.seq);
+        }
+        let began = Instant::now();
+        let result = att.execute(tr, statement, &mut []);
+        let micros = began.elapsed().as_micros() as u64;
+        let template = &mut stats.templates[e.template];
+        template.executions += 1;
+        record_latency(&mut template.latency, micros);
+        stats.statements += 1;
+        let mut failure = None;
+        match result {
+            Ok(rows) => {
+                if let Some(code) = e.error {
+                    stats.diverged(
+                        "succeeded",
+                        with(where_.clone(), json!({"traced_gdscode": code})),
+                    );
+                }
+                if let (Some(expected), true) = (e.rows, statement.is_cursor()) {
+                    if expected != rows {
+                        stats.diverged(
+                            "rows",
+                            with(
+                                where_.clone(),
+                                json!({"traced": expected, "replayed": rows}),
+                            ),
+                        );
+                    }
+                }
+            }
+            Err(()) => {
+                stats.templates[e.template].errors += 1;
+                match classify(&att.status, &[]) {
+                    Failure::Counted(outcome, code) => {
+                        self.message(att, code);
+                        // -1: the trace saw it fail without logging the error; any error is that.
+                        if e.error != Some(code) && e.error != Some(-1) {
+                            stats.diverged(
+                                "error",
+                                with(where_.clone(), json!({"gdscode": code, "traced_gdscode": e.error,
+                                                            "message": first_line(&att.error_text())})),
+                            );
+                            failure = Some((outcome, code));
+                        }
+                    }
+                    Failure::Cancelled => return Ok(None),
+                    Failure::ConnectionLost(_) => return Err(self.lost(att)),
+                    Failure::CannotWrite(_) => return Err(self.cannot_write(att)),
+                }
+            }
+        }
+        if let Some(before) = *counted {
+            let now = att.changes();
+            if let (Some(after), Some(expected)) = (now, e.changes) {
+                let replayed = [
+                    after[0] - before[0].min(after[0]),
+                    after[1] - before[1].min(after[1]),
+                    after[2] - before[2].min(after[2]),
+                ];
+                if replayed != expected {
+                    stats.diverged(
+                        "rows changed",
+                        with(where_, json!({"traced": {"insert": expected[0], "update": expected[1], "delete": expected[2]},
+                                             "replayed": {"insert": replayed[0], "update": replayed[1], "delete": replayed[2]}})),
+                    );
+                }
+            }
+            *counted = now;
+        }
+        Ok(failure)
+    }
+
+    /// Waits for an action's moment and, in strict order, for its turn: every action traced
+    /// before it has run, or `stall` has passed (then the order is given up for it, and said so).
+    /// False if the run is stopping.
+    fn turn(
+        &mut self,
+        replay: &Replay,
+        seq: u64,
+        moment: Instant,
+        stats: &mut ReplayStats,
+    ) -> bool {
+        let shared = self.shared;
+        if !shared.sleep_until(moment) {
+            return false;
+        }
+        if replay.order != Order::Strict || seq == 0 {
+            return true;
+        }
+        let deadline = Instant::now() + replay.stall;
+        let mut gate = lock(&shared.order);
+        while gate.frontier < seq && !shared.stopping() {
+            let now = Instant::now();
+            if now >= deadline {
+                let waiting_for = gate.frontier;
+                drop(gate);
+                stats.stalls += 1;
+                stats.diverged(
+                    "order given up",
+                    json!({"attachment": self.index, "action": seq, "waited_seconds": replay.stall.as_secs_f64(),
+                           "for_action": waiting_for,
+                           "of_attachment": replay.owners.get(waiting_for as usize).copied()}),
+                );
+                return !shared.stopping();
+            }
+            let wait = (deadline - now).min(Duration::from_millis(50));
+            gate = shared
+                .order_cond
+                .wait_timeout(gate, wait)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        !shared.stopping()
+    }
+
+    fn message(&mut self, att: &Attachment, code: i64) {
+        if self.known_codes.insert(code) {
+            self.shared.add_message(self.index, code, att.error_text());
+        }
+    }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or("").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_order_moves_past_every_action_done() {
+        let mut gate = OrderGate::new(5);
+        assert_eq!(gate.frontier, 1);
+        gate.mark(2); // out of order (a stall given up): the frontier waits for 1
+        assert_eq!(gate.frontier, 1);
+        gate.mark(1);
+        assert_eq!(gate.frontier, 3);
+        gate.mark(3);
+        gate.mark(4);
+        gate.mark(5);
+        assert_eq!(gate.frontier, 6);
+        gate.mark(9); // beyond the plan: ignored
+    }
+
+    #[test]
+    fn divergences_are_counted_all_and_kept_up_to_a_bound() {
+        let mut stats = ReplayStats::new(1, true);
+        for _ in 0..KEPT_DIVERGENCES + 5 {
+            stats.diverged("rows", json!({"attachment": 1}));
+        }
+        assert_eq!(stats.by_kind["rows"], (KEPT_DIVERGENCES + 5) as u64);
+        assert_eq!(stats.divergences.len(), KEPT_DIVERGENCES);
+        assert_eq!(stats.divergences[0]["kind"], "rows");
+    }
+}
