@@ -8,7 +8,7 @@ use std::ptr;
 
 use crate::config::{Config, StatementSpec, Unit};
 use crate::ffi::*;
-use crate::params::{Bind, Gen};
+use crate::params::{Bind, Draws, Gen, Source};
 use crate::rng::Rng;
 use crate::sqlda::SqlDa;
 use crate::tpb::{build_tpb, Isolation};
@@ -30,9 +30,11 @@ enum Kind {
 }
 
 struct Param {
-    gen: Gen,
+    source: Source,
     bind: Bind,
     data: *mut u8,
+    /// The slot its value is kept in for a later `$n` of the statement.
+    store: Option<usize>,
 }
 
 pub struct Statement {
@@ -41,6 +43,10 @@ pub struct Statement {
     inputs: SqlDa,
     outputs: SqlDa,
     params: Vec<Param>,
+    /// Drawn before each execution into slots first_slot.., bound as `let_binds`.
+    lets: Vec<Source>,
+    let_binds: Vec<Bind>,
+    first_slot: usize,
     /// (value, indicator, tally slot) of output columns summed for the unit's tally.
     tally: Vec<(*const f64, *const i16, usize)>,
     has_inputs: bool,
@@ -307,8 +313,8 @@ impl<'a> Attachment<'a> {
                 spec.params.len()
             ));
         }
-        let binds: Vec<Bind> = spec.params.iter().map(Gen::bind).collect();
-        inputs.prepare_inputs(&binds);
+        let binds: &[Bind] = &spec.param_binds;
+        inputs.prepare_inputs(binds);
         let mut tally_columns = Vec::new();
         for column in 0..outputs.count() {
             let alias = outputs.alias(column);
@@ -321,16 +327,17 @@ impl<'a> Attachment<'a> {
         outputs.prepare_outputs(&as_double);
 
         let mut params = Vec::with_capacity(spec.params.len());
-        for (i, gen) in spec.params.iter().enumerate() {
+        for (i, spec_param) in spec.params.iter().enumerate() {
             let data = inputs.data_ptr(i);
-            if let Gen::ConstFloat(v) = gen {
+            if let Source::Gen(Gen::ConstFloat(v)) = spec_param.source {
                 // SAFETY: the slot is 8 aligned bytes for a DOUBLE.
-                unsafe { (data as *mut f64).write(*v) };
+                unsafe { (data as *mut f64).write(v) };
             }
             params.push(Param {
-                gen: gen.clone(),
+                source: spec_param.source.clone(),
                 bind: binds[i],
                 data,
+                store: spec_param.store,
             });
         }
         let tally = tally_columns
@@ -348,6 +355,9 @@ impl<'a> Attachment<'a> {
             inputs,
             outputs,
             params,
+            lets: spec.lets.clone(),
+            let_binds: spec.let_binds.clone(),
+            first_slot: spec.first_slot,
             tally,
         })
     }
@@ -459,20 +469,48 @@ impl<'a> Attachment<'a> {
 }
 
 impl Statement {
-    /// Draws this execution's parameters into the input buffers.
+    /// Draws this execution's lets into the unit's slots, then its parameters into the input
+    /// buffers (keeping those a later `$n` refers to).
     #[inline]
-    pub fn bind(&mut self, rng: &mut Rng, attachment: u32) {
+    pub fn bind(&mut self, rng: &mut Rng, attachment: u32, draws: &mut Draws) {
+        for (j, source) in self.lets.iter().enumerate() {
+            draws.fill(
+                self.first_slot + j,
+                source,
+                self.let_binds[j],
+                rng,
+                attachment,
+            );
+        }
         for p in &mut self.params {
             // SAFETY: `data` points at this parameter's buffer, sized for its bind type.
             unsafe {
                 match p.bind {
-                    Bind::Int => (p.data as *mut i64).write(p.gen.int(rng, attachment)),
+                    Bind::Int => {
+                        let value = p.source.int(rng, attachment, draws);
+                        (p.data as *mut i64).write(value);
+                        if let Some(slot) = p.store {
+                            draws.ints[slot] = value;
+                        }
+                    }
                     Bind::Text { max_len } => {
                         let text = std::slice::from_raw_parts_mut(p.data.add(2), max_len);
-                        let len = p.gen.text(rng, text) as u16;
-                        (p.data as *mut [u8; 2]).write(len.to_ne_bytes());
+                        let len = p.source.text(rng, text, draws);
+                        (p.data as *mut [u8; 2]).write((len as u16).to_ne_bytes());
+                        if let Some(slot) = p.store {
+                            draws.texts[slot][..len].copy_from_slice(&text[..len]);
+                            draws.text_len[slot] = len;
+                        }
                     }
-                    Bind::Float | Bind::Null => {}
+                    Bind::Float => {
+                        if let Source::Slot(_) = p.source {
+                            (p.data as *mut f64).write(p.source.float(draws));
+                        }
+                        if let Some(slot) = p.store {
+                            draws.ints[slot] = (p.data as *const f64).read().to_bits() as i64;
+                        }
+                    }
+                    Bind::Null => {}
                 }
             }
         }

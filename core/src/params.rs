@@ -1,4 +1,5 @@
-//! Parameter generators of the workload contract and the seeded unit draw.
+//! Parameter generators of the workload contract, the values a unit draws once and uses again
+//! (slots: a `let`, a stored `$n`), integer arithmetic over them, and the seeded unit draw.
 
 use serde_json::Value;
 
@@ -11,7 +12,12 @@ pub const MAX_TEXT: usize = 32_765;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Gen {
     Uniform(i64, i64),
-    NuRand { a: i64, x: i64, y: i64, c: i64 },
+    NuRand {
+        a: i64,
+        x: i64,
+        y: i64,
+        c: i64,
+    },
     Home(i64),
     Seed,
     ConstInt(i64),
@@ -20,6 +26,12 @@ pub enum Gen {
     ConstNull,
     Text(usize),
     Attachment,
+    /// sysbench 1.0's default distribution over a..=b (--rand-type=special).
+    Special(i64, i64),
+    /// sysbench.rand.string: '#' a digit, '@' a lower-case letter, other bytes as they are.
+    Template(Vec<u8>),
+    /// The attachment's earlier draws of this parameter: counter `n` of the unit's draws.
+    Sequence(usize),
 }
 
 /// How a generator's values are bound (docs/core-api.md: INT64, DOUBLE, VARYING).
@@ -88,6 +100,23 @@ impl Gen {
                 Ok(Gen::Home(n))
             }
             "seed" => expect(0, "seed()").map(|_| Gen::Seed),
+            "sequence" => expect(0, "sequence()").map(|_| Gen::Sequence(0)),
+            "special" => {
+                expect(2, "special(a, b)")?;
+                let (a, b) = (int_arg(args, 0, kind)?, int_arg(args, 1, kind)?);
+                if a > b {
+                    return Err(format!("special({a}, {b}): a must not exceed b"));
+                }
+                Ok(Gen::Special(a, b))
+            }
+            "template" => {
+                expect(1, "template('###-@@@')")?;
+                match &args[0] {
+                    Value::String(s) if s.len() <= MAX_TEXT => Ok(Gen::Template(s.as_bytes().to_vec())),
+                    Value::String(_) => Err(format!("template: at most {MAX_TEXT} bytes")),
+                    other => Err(format!("template: {other} is not a string")),
+                }
+            }
             "attachment" => expect(0, "attachment()").map(|_| Gen::Attachment),
             "string" => {
                 expect(1, "string(n)")?;
@@ -112,7 +141,8 @@ impl Gen {
                 }
             }
             other => Err(format!(
-                "unknown generator {other:?} (uniform, nurand, home, seed, const, string, attachment)"
+                "unknown generator {other:?} (uniform, nurand, home, seed, const, string, attachment, \
+                 sequence, special, template)"
             )),
         }
     }
@@ -122,14 +152,15 @@ impl Gen {
             Gen::ConstFloat(_) => Bind::Float,
             Gen::ConstText(t) => Bind::Text { max_len: t.len() },
             Gen::Text(n) => Bind::Text { max_len: *n },
+            Gen::Template(t) => Bind::Text { max_len: t.len() },
             Gen::ConstNull => Bind::Null,
             _ => Bind::Int,
         }
     }
 
-    /// The next value of an integer generator.
+    /// The next value of an integer generator; `counters` are the unit's `sequence()` counters.
     #[inline]
-    pub fn int(&self, rng: &mut Rng, attachment: u32) -> i64 {
+    pub fn int(&self, rng: &mut Rng, attachment: u32, counters: &mut [i64]) -> i64 {
         match *self {
             Gen::Uniform(a, b) => rng.between(a, b),
             Gen::NuRand { a, x, y, c } => nurand(rng, a, x, y, c),
@@ -137,6 +168,12 @@ impl Gen {
             Gen::Seed => (rng.next_u64() >> 1) as i64,
             Gen::ConstInt(v) => v,
             Gen::Attachment => attachment as i64,
+            Gen::Special(a, b) => special(rng, a, b),
+            Gen::Sequence(n) => {
+                let value = counters[n];
+                counters[n] = value.wrapping_add(1);
+                value
+            }
             _ => 0,
         }
     }
@@ -155,8 +192,350 @@ impl Gen {
                 out[..t.len()].copy_from_slice(t);
                 t.len()
             }
+            Gen::Template(t) => {
+                for (byte, shape) in out.iter_mut().zip(t) {
+                    *byte = match shape {
+                        b'#' => b'0' + rng.below(10) as u8,
+                        b'@' => b'a' + rng.below(26) as u8,
+                        other => *other,
+                    };
+                }
+                t.len()
+            }
             _ => 0,
         }
+    }
+}
+
+/// sysbench 1.0's "special" distribution with its defaults (12 iterations, 1 % of the range,
+/// 75 % of the values): three in four values fall in the middle 1 % of a..b, the others are the
+/// mean of 12 uniform draws over it (sb_rand_special, truncated to an integer as there).
+#[inline]
+pub fn special(rng: &mut Rng, a: i64, b: i64) -> i64 {
+    let span = (b - a) as f64;
+    let draw = rng.next_f64();
+    if draw * span * 4.0 < span {
+        let mut sum = 0.0;
+        for _ in 0..12 {
+            sum += rng.next_f64();
+        }
+        return a + (sum * span / 12.0) as i64;
+    }
+    a + (draw * (span * 0.01 + 1.0) + span / 2.0 - span * 0.005) as i64
+}
+
+/// Where a parameter's or a let's value comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    Gen(Gen),
+    /// The value kept in a slot: a let of the unit or statement, or a stored parameter (`$n`).
+    Slot(usize),
+    /// Integer arithmetic in reverse Polish order.
+    Expr(Vec<Tok>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tok {
+    Const(i64),
+    Slot(usize),
+    Gen(Gen),
+    Add,
+    Sub,
+    Mul,
+    Neg,
+    /// Division by a non-zero constant, rounding down.
+    Div(i64),
+    /// Remainder of a division by a non-zero constant, with the divisor's sign.
+    Rem(i64),
+}
+
+/// The most values an expression keeps at once (the contract's limit).
+pub const STACK: usize = 16;
+
+/// One attachment's draws for one unit: slot values and `sequence()` counters. Integers (and a
+/// float's bits) live in `ints`; text in `texts`, `text_len` long.
+pub struct Draws {
+    pub ints: Vec<i64>,
+    pub texts: Vec<Vec<u8>>,
+    pub text_len: Vec<usize>,
+    pub counters: Vec<i64>,
+}
+
+impl Draws {
+    pub fn new(slot_binds: &[Bind], counters: usize) -> Draws {
+        Draws {
+            ints: vec![0; slot_binds.len()],
+            texts: slot_binds
+                .iter()
+                .map(|b| match b {
+                    Bind::Text { max_len } => vec![0u8; *max_len],
+                    _ => Vec::new(),
+                })
+                .collect(),
+            text_len: vec![0; slot_binds.len()],
+            counters: vec![0; counters],
+        }
+    }
+
+    /// Draws `source` into `slot`, bound as `bind`.
+    #[inline]
+    pub fn fill(
+        &mut self,
+        slot: usize,
+        source: &Source,
+        bind: Bind,
+        rng: &mut Rng,
+        attachment: u32,
+    ) {
+        match bind {
+            Bind::Int => {
+                let value = source.int(rng, attachment, self);
+                self.ints[slot] = value;
+            }
+            Bind::Text { .. } => {
+                let mut text = std::mem::take(&mut self.texts[slot]);
+                self.text_len[slot] = source.text(rng, &mut text, self);
+                self.texts[slot] = text;
+            }
+            Bind::Float => {
+                let value = source.float(self);
+                self.ints[slot] = value.to_bits() as i64;
+            }
+            Bind::Null => {}
+        }
+    }
+}
+
+impl Source {
+    /// How the value is bound; `slot_binds`: the binds of the slots numbered so far.
+    pub fn bind(&self, slot_binds: &[Bind]) -> Bind {
+        match self {
+            Source::Gen(g) => g.bind(),
+            Source::Slot(n) => slot_binds[*n],
+            Source::Expr(_) => Bind::Int,
+        }
+    }
+
+    #[inline]
+    pub fn int(&self, rng: &mut Rng, attachment: u32, draws: &mut Draws) -> i64 {
+        match self {
+            Source::Gen(g) => g.int(rng, attachment, &mut draws.counters),
+            Source::Slot(n) => draws.ints[*n],
+            Source::Expr(tokens) => evaluate(tokens, rng, attachment, draws),
+        }
+    }
+
+    /// Writes the value of a text source into `out`; returns its length.
+    #[inline]
+    pub fn text(&self, rng: &mut Rng, out: &mut [u8], draws: &Draws) -> usize {
+        match self {
+            Source::Gen(g) => g.text(rng, out),
+            Source::Slot(n) => {
+                let len = draws.text_len[*n];
+                out[..len].copy_from_slice(&draws.texts[*n][..len]);
+                len
+            }
+            Source::Expr(_) => 0,
+        }
+    }
+
+    /// The value of a float source (a constant, or a slot that holds one).
+    pub fn float(&self, draws: &Draws) -> f64 {
+        match self {
+            Source::Gen(Gen::ConstFloat(v)) => *v,
+            Source::Slot(n) => f64::from_bits(draws.ints[*n] as u64),
+            _ => 0.0,
+        }
+    }
+}
+
+#[inline]
+fn evaluate(tokens: &[Tok], rng: &mut Rng, attachment: u32, draws: &mut Draws) -> i64 {
+    let mut stack = [0i64; STACK];
+    let mut top = 0;
+    for token in tokens {
+        match token {
+            Tok::Const(v) => {
+                stack[top] = *v;
+                top += 1;
+            }
+            Tok::Slot(n) => {
+                stack[top] = draws.ints[*n];
+                top += 1;
+            }
+            Tok::Gen(g) => {
+                stack[top] = g.int(rng, attachment, &mut draws.counters);
+                top += 1;
+            }
+            Tok::Neg => stack[top - 1] = stack[top - 1].wrapping_neg(),
+            Tok::Div(d) => stack[top - 1] = floor_div(stack[top - 1], *d),
+            Tok::Rem(d) => stack[top - 1] = floor_rem(stack[top - 1], *d),
+            Tok::Add | Tok::Sub | Tok::Mul => {
+                top -= 1;
+                let (left, right) = (stack[top - 1], stack[top]);
+                stack[top - 1] = match token {
+                    Tok::Add => left.wrapping_add(right),
+                    Tok::Sub => left.wrapping_sub(right),
+                    _ => left.wrapping_mul(right),
+                };
+            }
+        }
+    }
+    stack[0]
+}
+
+/// Division rounding down (Python's //); i64::MIN / -1 wraps.
+#[inline]
+fn floor_div(a: i64, d: i64) -> i64 {
+    let q = a.wrapping_div(d);
+    if a.wrapping_rem(d) != 0 && (a < 0) != (d < 0) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+/// The remainder with the divisor's sign (Python's %), so that a / d * d + a % d == a.
+#[inline]
+fn floor_rem(a: i64, d: i64) -> i64 {
+    let r = a.wrapping_rem(d);
+    if r != 0 && (r < 0) != (d < 0) {
+        r + d
+    } else {
+        r
+    }
+}
+
+/// A parameter or let of the core config: a generator `{"kind", "args"}`, `{"kind": "slot",
+/// "args": [n]}`, or `{"kind": "expr", "args": [tokens]}`; `slots`: how many slots exist before
+/// it (it may refer to those only); `counters`: the unit's `sequence()` counters so far.
+pub fn parse_source(
+    value: &Value,
+    slot_binds: &[Bind],
+    counters: &mut usize,
+) -> Result<Source, String> {
+    let (kind, args) = kind_and_args(value)?;
+    let slot = |value: &Value| -> Result<usize, String> {
+        let n = value
+            .as_u64()
+            .ok_or_else(|| format!("a slot must be a whole number, not {value}"))?
+            as usize;
+        if n >= slot_binds.len() {
+            return Err(format!(
+                "slot {n} is not filled before it is used ({} slots so far)",
+                slot_binds.len()
+            ));
+        }
+        Ok(n)
+    };
+    match kind {
+        "slot" => match args {
+            [n] => Ok(Source::Slot(slot(n)?)),
+            _ => Err("slot takes one argument: the slot's number".into()),
+        },
+        "expr" => {
+            let mut tokens = Vec::with_capacity(args.len());
+            let mut depth: usize = 0;
+            for token in args {
+                let (tok, change): (Tok, isize) = match token {
+                    Value::Number(_) => (
+                        Tok::Const(
+                            token
+                                .as_i64()
+                                .ok_or_else(|| format!("expr: {token} is not a 64-bit integer"))?,
+                        ),
+                        1,
+                    ),
+                    Value::String(op) => match op.as_str() {
+                        "+" => (Tok::Add, -1),
+                        "-" => (Tok::Sub, -1),
+                        "*" => (Tok::Mul, -1),
+                        "neg" => (Tok::Neg, 0),
+                        other => {
+                            return Err(format!("expr: unknown operator {other:?} (+, -, *, neg)"))
+                        }
+                    },
+                    Value::Object(map) if map.contains_key("slot") => {
+                        let n = slot(&map["slot"])?;
+                        if slot_binds[n] != Bind::Int {
+                            return Err(format!("expr: slot {n} does not hold an integer"));
+                        }
+                        (Tok::Slot(n), 1)
+                    }
+                    Value::Object(map) if map.contains_key("div") || map.contains_key("rem") => {
+                        let (key, make): (&str, fn(i64) -> Tok) = if map.contains_key("div") {
+                            ("div", Tok::Div)
+                        } else {
+                            ("rem", Tok::Rem)
+                        };
+                        let d = map[key].as_i64().filter(|d| *d != 0).ok_or_else(|| {
+                            format!(
+                                "expr: {key} needs a whole number other than 0, not {}",
+                                map[key]
+                            )
+                        })?;
+                        (make(d), 0)
+                    }
+                    Value::Object(_) => {
+                        let gen = numbered(parse_generator(token)?, counters);
+                        if gen.bind() != Bind::Int {
+                            return Err(format!("expr: {token} is not an integer generator"));
+                        }
+                        (Tok::Gen(gen), 1)
+                    }
+                    other => return Err(format!("expr: {other} is not a token")),
+                };
+                let needed = if change < 0 {
+                    2
+                } else if matches!(tok, Tok::Neg | Tok::Div(_) | Tok::Rem(_)) {
+                    1
+                } else {
+                    0
+                };
+                if depth < needed {
+                    return Err("expr: an operator lacks an operand".into());
+                }
+                depth = (depth as isize + change) as usize;
+                if depth > STACK {
+                    return Err(format!("expr: more than {STACK} values at once"));
+                }
+                tokens.push(tok);
+            }
+            if depth != 1 {
+                return Err(format!("expr: leaves {depth} values instead of one"));
+            }
+            Ok(Source::Expr(tokens))
+        }
+        _ => Ok(Source::Gen(numbered(parse_generator(value)?, counters))),
+    }
+}
+
+fn kind_and_args(value: &Value) -> Result<(&str, &[Value]), String> {
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("a parameter needs a \"kind\": {value}"))?;
+    let args = match value.get("args") {
+        None => &[][..],
+        Some(Value::Array(items)) => items.as_slice(),
+        Some(other) => return Err(format!("{kind}: args must be a list, not {other}")),
+    };
+    Ok((kind, args))
+}
+
+fn parse_generator(value: &Value) -> Result<Gen, String> {
+    let (kind, args) = kind_and_args(value)?;
+    Gen::parse(kind, args)
+}
+
+/// A `sequence()` gets the next counter of its unit.
+fn numbered(gen: Gen, counters: &mut usize) -> Gen {
+    match gen {
+        Gen::Sequence(_) => {
+            *counters += 1;
+            Gen::Sequence(*counters - 1)
+        }
+        other => other,
     }
 }
 
@@ -223,13 +602,13 @@ mod tests {
     #[test]
     fn values() {
         let mut rng = Rng::new(1, 3, Stream::Work);
-        assert_eq!(Gen::Home(2).int(&mut rng, 3), 1);
-        assert_eq!(Gen::Home(2).int(&mut rng, 4), 2);
-        assert_eq!(Gen::Attachment.int(&mut rng, 4), 4);
-        assert_eq!(Gen::ConstInt(-9).int(&mut rng, 1), -9);
+        assert_eq!(Gen::Home(2).int(&mut rng, 3, &mut []), 1);
+        assert_eq!(Gen::Home(2).int(&mut rng, 4, &mut []), 2);
+        assert_eq!(Gen::Attachment.int(&mut rng, 4, &mut []), 4);
+        assert_eq!(Gen::ConstInt(-9).int(&mut rng, 1, &mut []), -9);
         for _ in 0..1000 {
-            assert!(Gen::Seed.int(&mut rng, 1) >= 0);
-            let v = Gen::Uniform(-5, 5).int(&mut rng, 1);
+            assert!(Gen::Seed.int(&mut rng, 1, &mut []) >= 0);
+            let v = Gen::Uniform(-5, 5).int(&mut rng, 1, &mut []);
             assert!((-5..=5).contains(&v));
         }
         let mut buffer = [0u8; 8];
@@ -292,5 +671,109 @@ mod tests {
             .map(|_| choose_unit(&mut r2, &cumulative))
             .collect();
         assert_eq!(s1, s2);
+    }
+
+    fn source(value: Value, binds: &[Bind]) -> Result<Source, String> {
+        parse_source(&value, binds, &mut 0)
+    }
+
+    #[test]
+    fn arithmetic_over_slots_and_generators() {
+        let binds = [Bind::Int, Bind::Text { max_len: 4 }];
+        let mut draws = Draws::new(&binds, 1);
+        draws.ints[0] = -7;
+        let mut rng = Rng::new(3, 1, Stream::Work);
+        let eval = |tokens: Value, draws: &mut Draws, rng: &mut Rng| {
+            source(json!({"kind": "expr", "args": tokens}), &binds)
+                .unwrap()
+                .int(rng, 2, draws)
+        };
+        // Python's // and %: rounding down, the remainder with the divisor's sign.
+        assert_eq!(
+            eval(json!([{"slot": 0}, {"div": 2}]), &mut draws, &mut rng),
+            -4
+        );
+        assert_eq!(
+            eval(json!([{"slot": 0}, {"rem": 2}]), &mut draws, &mut rng),
+            1
+        );
+        assert_eq!(
+            eval(json!([{"slot": 0}, {"rem": -2}]), &mut draws, &mut rng),
+            -1
+        );
+        assert_eq!(eval(json!([7, {"div": -2}]), &mut draws, &mut rng), -4);
+        assert_eq!(
+            eval(json!([{"slot": 0}, "neg", 99, "+"]), &mut draws, &mut rng),
+            106
+        );
+        // (attachment() - 1) * 100 + sequence(): the counter is the unit's, per attachment.
+        let seq = json!([{"kind": "attachment"}, 1, "-", 100, "*", {"kind": "sequence"}, "+"]);
+        let compiled = source(json!({"kind": "expr", "args": seq}), &binds).unwrap();
+        assert_eq!(compiled.int(&mut rng, 2, &mut draws), 100);
+        assert_eq!(compiled.int(&mut rng, 2, &mut draws), 101);
+        // Wrapping, never a panic.
+        assert_eq!(
+            eval(json!([i64::MAX, 1, "+"]), &mut draws, &mut rng),
+            i64::MIN
+        );
+        assert_eq!(
+            eval(json!([i64::MIN, {"div": -1}]), &mut draws, &mut rng),
+            i64::MIN
+        );
+    }
+
+    #[test]
+    fn sources_are_checked_when_the_config_is_read() {
+        let binds = [Bind::Int, Bind::Text { max_len: 4 }];
+        let bad = |value: Value, fragment: &str| {
+            let error = source(value, &binds).expect_err("should fail");
+            assert!(error.contains(fragment), "{error}");
+        };
+        bad(
+            json!({"kind": "slot", "args": [2]}),
+            "not filled before it is used",
+        );
+        bad(
+            json!({"kind": "expr", "args": [{"slot": 1}, 1, "+"]}),
+            "does not hold an integer",
+        );
+        bad(
+            json!({"kind": "expr", "args": [1, {"div": 0}]}),
+            "other than 0",
+        );
+        bad(json!({"kind": "expr", "args": [1, 2]}), "leaves 2 values");
+        bad(json!({"kind": "expr", "args": ["+"]}), "lacks an operand");
+        bad(
+            json!({"kind": "expr", "args": [{"kind": "string", "args": [3]}]}),
+            "not an integer generator",
+        );
+        let deep: Vec<Value> = (0..17).map(|_| json!(1)).collect();
+        bad(json!({"kind": "expr", "args": deep}), "more than 16 values");
+        assert_eq!(
+            source(json!({"kind": "slot", "args": [1]}), &binds)
+                .unwrap()
+                .bind(&binds),
+            Bind::Text { max_len: 4 }
+        );
+    }
+
+    #[test]
+    fn special_puts_three_in_four_values_in_the_middle_percent() {
+        let mut rng = Rng::new(5, 1, Stream::Work);
+        let (a, b) = (1, 100_000);
+        let middle = (49_500..=50_501).collect::<std::collections::HashSet<i64>>();
+        let mut inside = 0;
+        for _ in 0..100_000 {
+            let v = special(&mut rng, a, b);
+            assert!((a..=b).contains(&v));
+            inside += middle.contains(&v) as u32;
+        }
+        // 75 % by construction, plus the few of the 12-term sums that land there.
+        assert!((75_000..78_000).contains(&inside), "{inside}");
+        let mut out = [0u8; 6];
+        let n = Gen::Template(b"##-@@x".to_vec()).text(&mut rng, &mut out);
+        assert_eq!(n, 6);
+        assert!(out[0].is_ascii_digit() && out[1].is_ascii_digit() && out[2] == b'-');
+        assert!(out[3].is_ascii_lowercase() && out[4].is_ascii_lowercase() && out[5] == b'x');
     }
 }
