@@ -126,6 +126,7 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     if isinstance(engine, ServerEngine) and password is None:
         raise FbbenchError(f"a password is needed for {engine.label}",
                            hint="give --password-file FILE or set ISC_PASSWORD")
+    _apply_workload_defaults(settings, workload)
     if settings.page_size is not None:
         from fbbench.database.manage import check_page_size
 
@@ -151,6 +152,22 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     except OSError as error:
         raise FbbenchError(f"cannot create the work directory {workdir}: {error.strerror}") from None
     return Checked(workload, engine, conf, workdir, results)
+
+
+def _apply_workload_defaults(settings: RunSettings, workload: Any) -> None:
+    """What the workload decides unless the run says otherwise: its page size; and, for units
+    with a ``count``, the fixed work itself (units per attachment = the sum of the counts)."""
+    if settings.page_size is None and workload.page_size is not None:
+        settings.page_size = workload.page_size
+    counted = workload.counted
+    if counted is None:
+        return
+    if settings.transactions not in (None, counted):
+        raise FbbenchError(f"{settings.where('transactions')}: workload {workload.name} fixes its own work "
+                           f"(its units' counts: {counted:,} per attachment)",
+                           hint="change it through its scale, e.g. --scale " + ", ".join(
+                               f"{name}=…" for name in sorted(workload.scale) if name not in workload.scale_choices))
+    settings.transactions = counted
 
 
 def execute(settings: RunSettings, password: str | None = None,

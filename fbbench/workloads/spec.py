@@ -43,13 +43,13 @@ _KEYS: dict[str, set[str]] = {
     "load": {"name", "sql", "script", "params", "for_each"},
     "units": {"name", "description", "weight", "isolation", "lock_timeout", "read_only", "sql", "params",
               "statements", "rollback_on", "tally", "keying_time", "think_time", "let", "transaction",
-              "units_per_transaction", "connect", "count"},
+              "units_per_transaction", "connect", "count", "only"},
     "statements": {"sql", "params", "repeat", "let"},
-    "metrics": {"name", "sql", "per_minute", "description", "every"},
-    "checks": {"name", "sql", "description"},
-    "audits": {"name", "value", "unit", "min", "max", "description"},
-    "headline": {"name", "value", "per", "better", "unit", "description", "when"},
-    "figures": {"name", "value", "per", "better", "unit", "description", "when"},
+    "metrics": {"name", "sql", "per_minute", "description", "every", "only"},
+    "checks": {"name", "sql", "description", "only"},
+    "audits": {"name", "value", "unit", "min", "max", "description", "only"},
+    "headline": {"name", "value", "per", "better", "unit", "description", "when", "only"},
+    "figures": {"name", "value", "per", "better", "unit", "description", "when", "only"},
 }
 
 
@@ -277,6 +277,30 @@ class _Reader:
                     return f"{self.source}:{number}"
         return self.where(path)
 
+    def kept(self, table: Mapping[str, Any], path: Sequence[Any], scale: Mapping[str, Any],
+             choices: Mapping[str, tuple[str, ...]]) -> bool:
+        """``only = { mode = ["a", "b"] }``: whether the entry exists at this scale (every named
+        word-valued scale parameter has one of the words listed)."""
+        only = table.get("only")
+        if only is None:
+            return True
+        if not isinstance(only, dict) or not only:
+            raise self.fail([*path, "only"], "'only' must be a table such as only = { mode = [\"small\", \"large\"] }")
+        kept = True
+        for name, words in only.items():
+            listed = [words] if isinstance(words, str) else words
+            if name not in choices:
+                raise self.fail([*path, "only"], f"'only' names '{name}', which is not a scale parameter with words "
+                                                 f"(those are: {', '.join(sorted(choices)) or 'none'})")
+            if not isinstance(listed, list) or not listed or not all(isinstance(w, str) for w in listed):
+                raise self.fail([*path, "only"], f"'only': {name} must be a word or a list of words")
+            unknown = [w for w in listed if w not in choices[name]]
+            if unknown:
+                raise self.fail([*path, "only"], f"'only': {', '.join(unknown)} is not one of {name}'s words "
+                                                 f"({', '.join(choices[name])})")
+            kept = kept and scale[name] in listed
+        return kept
+
     def generators(self, table: Mapping[str, Any], path: Sequence[Any],
                    constants: Collection[str] = ()) -> tuple[Generator, ...]:
         value = table.get("params", [])
@@ -433,9 +457,11 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
 
     constants = _read_constants(reader, resolved.get("constants", {}))
     units = tuple(_read_unit(reader, table, index, set(constants))
-                  for index, table in enumerate(reader.array(resolved, "units")))
+                  for index, table in enumerate(reader.array(resolved, "units"))
+                  if reader.kept(table, ["units", index], scale, choices))
     if not units:
-        raise reader.fail([], "a workload needs at least one [[units]] table")
+        raise reader.fail([], "a workload needs at least one [[units]] table (at this scale: 'only' left none)"
+                          if reader.array(resolved, "units") else "a workload needs at least one [[units]] table")
     seen: set[str] = set()
     for index, unit in enumerate(units):
         if unit.name in seen:
@@ -447,6 +473,8 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
     metrics = []
     for index, table in enumerate(reader.array(resolved, "metrics")):
         path = ["metrics", index]
+        if not reader.kept(table, path, scale, choices):
+            continue
         reader.check_keys(table, "metrics", path)
         every = table.get("every", "interval")
         if every not in ("interval", "end"):
@@ -457,6 +485,8 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
     checks = []
     for index, table in enumerate(reader.array(resolved, "checks")):
         path = ["checks", index]
+        if not reader.kept(table, path, scale, choices):
+            continue
         reader.check_keys(table, "checks", path)
         checks.append(Check(reader.text(table, "name", path), reader.text(table, "sql", path),
                             table.get("description", ""), reader.where(path)))
@@ -464,14 +494,16 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
     audits = []
     for index, table in enumerate(reader.array(resolved, "audits")):
         path = ["audits", index]
+        if not reader.kept(table, path, scale, choices):
+            continue
         reader.check_keys(table, "audits", path)
         _check_names(reader, [*path, "value"], reader.text(table, "value", path), known,
                      f"audit '{table.get('name', index + 1)}'")
         audits.append(Audit(reader.text(table, "name", path), reader.text(table, "value", path),
                             table.get("unit", ""), reader.number(table, "min", path, None),
                             reader.number(table, "max", path, None), table.get("description", "")))
-    headlines = _read_figures(reader, resolved, "headline", known) or (SCORE,)
-    figures = _read_figures(reader, resolved, "figures", known)
+    headlines = _read_figures(reader, resolved, "headline", known, scale, choices) or (SCORE,)
+    figures = _read_figures(reader, resolved, "figures", known, scale, choices)
     page_size = reader.number(resolved, "page_size", ["page_size"], None, whole=True)
     if page_size is not None and page_size not in (4096, 8192, 16384, 32768):
         raise reader.fail(["page_size"], f"page_size must be 4096, 8192, 16384 or 32768, got {page_size}")
@@ -651,7 +683,8 @@ def _read_constants(reader: _Reader, table: Any) -> dict[str, str]:
     return constants
 
 
-def _read_figures(reader: _Reader, data: Mapping[str, Any], key: str, known: set[str]) -> tuple[Figure, ...]:
+def _read_figures(reader: _Reader, data: Mapping[str, Any], key: str, known: set[str],
+                  scale: Mapping[str, Any], choices: Mapping[str, tuple[str, ...]]) -> tuple[Figure, ...]:
     """``[headline]`` (a table, or an array of tables with ``when``) and ``[[figures]]``."""
     raw = data.get(key)
     if raw is None:
@@ -663,6 +696,8 @@ def _read_figures(reader: _Reader, data: Mapping[str, Any], key: str, known: set
     for index, table in enumerate(tables):
         path: list[Any] = [key, index] if isinstance(raw, list) else [key]
         reader.check_keys(table, key, path)
+        if not reader.kept(table, path, scale, choices):
+            continue
         name = reader.text(table, "name", path)
         expression = reader.text(table, "value", path)
         per = table.get("per", "minute")

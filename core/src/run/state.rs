@@ -290,7 +290,7 @@ impl Shared {
         } else {
             &mut stats.current
         };
-        slot.units[unit].record(outcome, micros, code, tally);
+        slot.units[unit].record(outcome, micros, code, tally, offset);
         stats.live[unit][outcome.index()] += 1;
         if interval >= self.config.timeline.warmup_intervals() {
             stats.live_measure[unit][outcome.index()] += 1;
