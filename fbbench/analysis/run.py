@@ -12,15 +12,23 @@ from typing import Any
 from fbbench.analysis import figures
 from fbbench.analysis.finite import finite
 from fbbench.engines.firebird_conf import parse_conf_text
+from fbbench.errors import FbbenchError
 from fbbench.store.model import MetricRow, StoredFigure, StoredRun
+from fbbench.workloads.spec import stored_workload
 
 SCHEMA_VERSION = 1  # of the run result document: docs/run-result.md
 
 
 def _workload_description(run: StoredRun) -> str:
-    text = (run.get("workload_files") or {}).get("workload.toml")
+    """The workload's description at the run's scale (``${rows}`` replaced as the run had it)."""
+    files = run.get("workload_files") or {}
+    text = files.get("workload.toml")
     if not text:
         return ""
+    try:
+        return stored_workload(files, (run.get("settings") or {}).get("scale") or {}).description
+    except FbbenchError:
+        pass  # a stored workload this fbbench no longer reads: its description as written
     try:
         return str(tomllib.loads(text).get("description", ""))
     except tomllib.TOMLDecodeError:
