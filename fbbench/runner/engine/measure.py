@@ -192,8 +192,11 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
             if not baseline_before_zero:
                 thread.zero(at_monotonic)
             return
-        # The end-only metrics are read where the measured window starts and at the last boundary.
-        thread.boundary(interval, at_monotonic, full=last or boundary == measure_start)
+        # The end-only metrics are read where the measured window starts and at the last boundary:
+        # the one the run ends with, or a timed run's planned end (which the watcher may report
+        # before it knows the run is over, and then only says so with a call for no boundary).
+        planned_end = timeline.end is not None and timeline.boundary_offset(boundary + 1) is None
+        thread.boundary(interval, at_monotonic, full=last or planned_end or boundary == measure_start)
 
     stored = [0]
 
