@@ -187,6 +187,8 @@ class _ArithmeticReader:
     def tokens(self, node: ast.AST) -> Iterator[Token]:
         if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
             yield node.value
+        elif isinstance(node, ast.Constant) and isinstance(node.value, float) and node.value.is_integer():
+            yield int(node.value)  # a scale value given as 1e6 or 2000.0
         elif isinstance(node, ast.Constant):
             raise self.fail(f"{node.value!r} is not a whole number (arithmetic is on integers)")
         elif isinstance(node, ast.Name):
@@ -197,7 +199,7 @@ class _ArithmeticReader:
             yield reference
         elif isinstance(node, ast.Call):
             segment = ast.get_source_segment(self.source, node) or ""
-            generator = parse_generator(_POSITIONAL.sub("", segment), self.constants)
+            generator = parse_generator(segment, self.constants)
             if is_text(generator):
                 raise self.fail(f"{generator.kind}(…) draws text, which cannot take part in arithmetic")
             if generator.kind == "const" and not isinstance(generator.args[0], int):
