@@ -30,6 +30,7 @@ from fbbench.engines.firebird_conf import (
     boolean,
     integer,
     lookup,
+    os_cache_in_play,
     parse_conf_text,
 )
 from fbbench.errors import FbbenchError
@@ -254,24 +255,6 @@ def _conf_of(run: StoredRun) -> tuple[dict[str, str], set[str]]:
                 {r["name"] for r in rows if r.get("is_set")})
     pairs = parse_conf_text(engine.get("firebird_conf_text") or "")
     return pairs, set(pairs)
-
-
-def os_cache_in_play(conf: Mapping[str, str], set_keys: Iterable[str], page_buffers: int | None) -> bool:
-    """Whether the OS file cache sits under Firebird's page cache (firebird.conf of 3.0 to 5.0).
-
-    A UseFileSystemCache that was set (4.0+) decides. Otherwise FileSystemCacheThreshold does on
-    3.0 (which has no UseFileSystemCache) and wherever it was set: the OS cache is used while the
-    page cache is smaller than the threshold (default 65536 pages). Otherwise 4.0+'s default
-    UseFileSystemCache = true holds.
-    """
-    explicit = {k.lower() for k in set_keys}
-    use = lookup(conf, "UseFileSystemCache")
-    if use is not None and "usefilesystemcache" in explicit:
-        return bool(boolean(use))
-    if use is None or "filesystemcachethreshold" in explicit:
-        threshold = integer(lookup(conf, "FileSystemCacheThreshold"))
-        return page_buffers is None or page_buffers < (65536 if threshold is None else threshold)
-    return bool(boolean(use))
 
 
 def _mib(value: float) -> str:

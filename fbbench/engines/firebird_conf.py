@@ -13,7 +13,7 @@ The readers follow Firebird's own parser (``src/common/config/config_file.cpp``:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 # fbbench's architecture names (--architecture) → ServerMode's canonical spelling.
 ARCHITECTURES = {"super": "Super", "superclassic": "SuperClassic", "classic": "Classic"}
@@ -89,3 +89,21 @@ def parse_conf_text(text: str) -> dict[str, str]:
         if sep and key.strip():
             pairs[key.strip()] = value.strip()
     return pairs
+
+
+def os_cache_in_play(conf: Mapping[str, str], set_keys: Iterable[str], page_buffers: int | None) -> bool:
+    """Whether the OS file cache sits under Firebird's page cache (firebird.conf of 3.0 to 5.0).
+
+    A UseFileSystemCache that was set (4.0+) decides. Otherwise FileSystemCacheThreshold does on
+    3.0 (which has no UseFileSystemCache) and wherever it was set: the OS cache is used while the
+    page cache is smaller than the threshold (default 65536 pages). Otherwise 4.0+'s default
+    UseFileSystemCache = true holds.
+    """
+    explicit = {k.lower() for k in set_keys}
+    use = lookup(conf, "UseFileSystemCache")
+    if use is not None and "usefilesystemcache" in explicit:
+        return bool(boolean(use))
+    if use is None or "filesystemcachethreshold" in explicit:
+        threshold = integer(lookup(conf, "FileSystemCacheThreshold"))
+        return page_buffers is None or page_buffers < (65536 if threshold is None else threshold)
+    return bool(boolean(use))
