@@ -45,16 +45,44 @@ def test_a_later_statement_reads_exactly_the_range_the_first_drew(embedded: Targ
 name = "range"
 weight = 1
 let = { id = "uniform(1, 901)", c = "template('###-@@')" }
-statements = [
-  { sql = "select count(*) as n1 from numbers where n between ? and ?", params = ["id", "id + 99"] },
-  { sql = "select count(*) as n2, min(n) - cast(? as integer) as lo, max(n) - cast(? as integer) as hi from numbers where n between ? and ?", params = ["id", "id + 99", "id", "id + 99"] },
-  { sql = "select count(*) as n3 from numbers where n between ? and ?", params = ["uniform(1, 901)", "$1 + 99"] },
-  { sql = "select count(*) as n4 from numbers where n between ? and ?", let = { lo = "uniform(1, 991)" }, params = ["lo", "lo + 9"], repeat = 3 },
-  { sql = "select count(*) as same from rdb$database where cast(? as bigint) = cast(? as bigint) - 7 and cast(? as bigint) = cast(? as bigint) / 2", params = ["lo", "lo + 7", "(lo * 2 + 1) / 2", "lo * 2"] },
-  { sql = "select count(*) as text_same from rdb$database where cast(? as varchar(10)) = cast(? as varchar(10)) and substring(cast(? as varchar(10)) from 4 for 1) = '-' and char_length(cast(? as varchar(10))) = 6", params = ["c", "c", "c", "c"] },
-  { sql = "select cast(? as bigint) as seq, cast(? as bigint) as first_id from rdb$database", params = ["sequence()", "(attachment() - 1) * 1000 + $1 * 10 + 1"] },
-]
 tally = ["n1", "n2", "lo", "hi", "n3", "n4", "same", "text_same", "seq", "first_id"]
+
+[[units.statements]]
+sql = "select count(*) as n1 from numbers where n between ? and ?"
+params = ["id", "id + 99"]
+
+[[units.statements]]
+sql = """
+select count(*) as n2, min(n) - cast(? as integer) as lo, max(n) - cast(? as integer) as hi
+from numbers where n between ? and ?"""
+params = ["id", "id + 99", "id", "id + 99"]
+
+[[units.statements]]
+sql = "select count(*) as n3 from numbers where n between ? and ?"
+params = ["uniform(1, 901)", "$1 + 99"]
+
+[[units.statements]]
+sql = "select count(*) as n4 from numbers where n between ? and ?"
+let = { lo = "uniform(1, 991)" }
+params = ["lo", "lo + 9"]
+repeat = 3
+
+[[units.statements]]
+sql = """
+select count(*) as same from rdb$database
+where cast(? as bigint) = cast(? as bigint) - 7 and cast(? as bigint) = cast(? as bigint) / 2"""
+params = ["lo", "lo + 7", "(lo * 2 + 1) / 2", "lo * 2"]
+
+[[units.statements]]
+sql = """
+select count(*) as text_same from rdb$database
+where cast(? as varchar(10)) = cast(? as varchar(10))
+  and substring(cast(? as varchar(10)) from 4 for 1) = '-' and char_length(cast(? as varchar(10))) = 6"""
+params = ["c", "c", "c", "c"]
+
+[[units.statements]]
+sql = "select cast(? as bigint) as seq, cast(? as bigint) as first_id from rdb$database"
+params = ["sequence()", "(attachment() - 1) * 1000 + $1 * 10 + 1"]
 ''')
     result = run(embedded, units)
     totals = result["units"]["range"]
@@ -76,9 +104,8 @@ def test_the_same_seed_draws_the_same_correlated_values(embedded: Target, tmp_pa
 name = "log"
 weight = 1
 let = { id = "uniform(1, 1000000)" }
-statements = [
-  { sql = "execute procedure log_a(?, ?, ?, ?, ?, ?)", params = ["const(7)", "attachment()", "id", "id + 99", "special(1, 10000)", "template('##@@')"] },
-]
+sql = "execute procedure log_a(?, ?, ?, ?, ?, ?)"
+params = ["const(7)", "attachment()", "id", "id + 99", "special(1, 10000)", "template('##@@')"]
 ''')
 
     def logged(run_no: int) -> list[list[Any]]:
@@ -94,7 +121,8 @@ statements = [
 
 
 def test_transaction_none_and_per_n_units(embedded: Target, tmp_path: Path) -> None:  # noqa: F811
-    log = "insert into param_log (id, run_no, att, unit_name, a) values (next value for log_seq, ?, ?, ?, current_transaction)"
+    log = ("insert into param_log (id, run_no, att, unit_name, a) "
+           "values (next value for log_seq, ?, ?, ?, current_transaction)")
     units = units_of(tmp_path, f'''
 [[units]]
 name = "autocommit"
@@ -129,7 +157,8 @@ name = "failing"
 weight = 1
 transaction = "per_n_units"
 units_per_transaction = 3
-sql = "insert into param_log (id, run_no, att, unit_name, a) values (next value for log_seq, 83, ?, 'F', 1 / (mod(cast(? as integer), 3) - 2))"
+sql = """insert into param_log (id, run_no, att, unit_name, a)
+         values (next value for log_seq, 83, ?, 'F', 1 / (mod(cast(? as integer), 3) - 2))"""
 params = ["attachment()", "sequence()"]
 ''')
     result = run(embedded, units, connections=1, transactions=9)
@@ -144,7 +173,8 @@ def test_connect_per_unit_attaches_in_every_execution(embedded: Target, tmp_path
 name = "connect"
 weight = 1
 connect = "per_unit"
-sql = "insert into param_log (id, run_no, att, unit_name, a) values (next value for log_seq, 84, ?, 'X', current_connection)"
+sql = """insert into param_log (id, run_no, att, unit_name, a)
+         values (next value for log_seq, 84, ?, 'X', current_connection)"""
 params = ["attachment()"]
 ''')
     result = run(embedded, units, transactions=6)
