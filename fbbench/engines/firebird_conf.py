@@ -107,3 +107,13 @@ def os_cache_in_play(conf: Mapping[str, str], set_keys: Iterable[str], page_buff
         threshold = integer(lookup(conf, "FileSystemCacheThreshold"))
         return page_buffers is None or page_buffers < (65536 if threshold is None else threshold)
     return bool(boolean(use))
+
+
+def file_cache_setting(engine_major: str, on: bool) -> tuple[str, str]:
+    """The firebird.conf key and value that put the OS file cache under Firebird's page cache or
+    take it away, for an engine version: UseFileSystemCache on 4.0 and later; on 3.0, which has
+    only FileSystemCacheThreshold (the OS cache is used while the page cache is smaller than it),
+    1 page turns it off for any cache and the largest value on."""
+    if engine_major.startswith("3"):
+        return "FileSystemCacheThreshold", "2147483647" if on else "1"
+    return "UseFileSystemCache", "true" if on else "false"

@@ -140,7 +140,9 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     local = isinstance(engine, EmbeddedEngine | ManagedEngine)
     if settings.architecture is None and local:
         settings.architecture = "super"  # Firebird's default ServerMode, made explicit in the record
-    conf = check_conf(engine, settings.engine_conf(local))
+    conf = settings.engine_conf(local)
+    _check_disk_settings(settings, workload, engine, local_major, conf)
+    conf = check_conf(engine, conf)
     limits.check(settings.connections, engine.label, local_major, settings.architecture, conf, settings.page_size,
                  settings.page_buffers)
 
@@ -152,6 +154,58 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     except OSError as error:
         raise FbbenchError(f"cannot create the work directory {workdir}: {error.strerror}") from None
     return Checked(workload, engine, conf, workdir, results)
+
+
+def _check_disk_settings(settings: RunSettings, workload: Any, engine: Any, local_major: str | None,
+                         conf: dict[str, str]) -> None:
+    """--file-cache (written into ``conf`` as the key the engine version reads), --drop-caches
+    (root, and a database on this machine) and --target-size (a workload that says what grows)."""
+    from fbbench.engines.firebird_conf import boolean, file_cache_setting, integer, key_of
+
+    if settings.file_cache is not None:
+        if local_major is None:
+            raise FbbenchError(f"{settings.where('file_cache')}: fbbench does not write the firebird.conf of "
+                               f"{engine.label}",
+                               hint="set UseFileSystemCache (4.0+) or FileSystemCacheThreshold (3.0) in the server's "
+                                    "own firebird.conf; the run records what the engine reports")
+        key, value = file_cache_setting(local_major, settings.file_cache)
+        given = key_of(conf, key)
+        if given is not None:
+            if key == "UseFileSystemCache":
+                same = boolean(conf[given]) == settings.file_cache
+            else:
+                threshold, buffers = integer(conf[given]), settings.page_buffers or 2048
+                same = threshold is not None and (buffers < threshold) == settings.file_cache
+            if not same:
+                state = "on" if settings.file_cache else "off"
+                raise FbbenchError(f"{settings.where('file_cache')} {state} contradicts "
+                                   f"{settings.origins.get('conf', '--set')} {given}={conf[given]}")
+        else:
+            conf[key] = value
+    if settings.drop_caches:
+        from fbbench.engines import platform as host_os
+
+        if local_major is None:
+            raise FbbenchError(f"{settings.where('drop_caches')} drops this machine's page cache, and the database of "
+                               f"{engine.label} is on its server",
+                               hint="drop the cache on the server itself, or use an engine on this machine")
+        refusal = host_os.page_cache_drop_refusal()
+        if refusal:
+            raise FbbenchError(f"{settings.where('drop_caches')}: {refusal}",
+                               hint="run as root (sudo), or leave it out: the lint then says what the OS cache held")
+    if settings.target_size is not None:
+        if workload.size_scale is None:
+            raise FbbenchError(f"{settings.where('target_size')}: workload {workload.name} does not say which scale "
+                               "its database grows with (size_scale in workload.toml)",
+                               hint="choose its scale with --scale instead")
+        if workload.size_scale in settings.scale:
+            raise FbbenchError(f"{settings.where('target_size')} chooses {workload.size_scale} itself; "
+                               f"--scale {workload.size_scale}={settings.scale[workload.size_scale]} contradicts it",
+                               hint=f"give one of --target-size or --scale {workload.size_scale}=…")
+        if not isinstance(engine, EmbeddedEngine):
+            raise FbbenchError(f"{settings.where('target_size')} measures the size per unit of scale on a cached "
+                               f"population, which only embedded engines keep",
+                               hint=f"choose --scale {workload.size_scale}=… for {engine.label}")
 
 
 def _apply_workload_defaults(settings: RunSettings, workload: Any) -> None:

@@ -35,6 +35,9 @@ class RecordedSettings(TypedDict, total=False):
     page_size: int | None
     page_buffers: int | None
     forced_writes: bool | None
+    file_cache: bool | None
+    drop_caches: bool
+    target_size: int | None
     sweep: bool
     monitor: bool
     fresh: bool

@@ -23,6 +23,7 @@ from fbbench.analysis import figures
 from fbbench.analysis.audits import run_audits
 from fbbench.database import driver
 from fbbench.engines import current_runtime
+from fbbench.engines import platform as host_os
 from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.observe import architecture, firebird_log, gstat
@@ -87,6 +88,14 @@ def execute(plan: RunPlan) -> dict[str, Any]:
 
         with phases.phase("database", "database: create, populate") as detail:
             with LiveDisplay.population(console) as progress:
+                target_size = settings.get("target_size")
+                if target_size:
+                    # The scale that gives the size asked is the run's scale: recorded as if given.
+                    workload, sizing = population.scale_for_size(db_plan, workload, target_size, progress)
+                    settings = {**settings, "scale": {**settings["scale"], **sizing["scale"]}}
+                    store.update_run(run_id, settings=settings)
+                    detail["target_size"] = sizing
+                    console.print(f"  --target-size: {sizing['text']}")
                 load = population.prepare(db_plan, workload, progress)
             detail.update(source=load["source"])
             store.update_run(run_id, load=load)
@@ -107,6 +116,11 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             constants = workload_sql.constants(dsn, workload, seed)
             detail["constants"] = constants
             tables = workload_sql.tables(dsn)
+            if settings.get("drop_caches"):
+                # Last before the load attaches: what it reads first, it reads from the disk.
+                detail["drop_caches"] = host_os.drop_page_cache()
+                console.print(f"  OS page cache dropped: {detail['drop_caches']['page_cache_before'] / 2**20:,.0f} → "
+                              f"{detail['drop_caches']['page_cache_after'] / 2**20:,.0f} MiB")
 
         config = core_config(workload, settings, dsn, str(runtime.client_library),
                              driver.credentials(), seed, exceptions, constants)

@@ -84,36 +84,7 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
         load["source"] = "built in place"
     else:
         cache = Path(plan.cache_dir)
-        key = cache_key(workload, plan)
-        cached, meta = cache / f"{workload.name}-{key}.fdb", cache / f"{workload.name}-{key}.json"
-        with _locked(cache / f"{key}.lock"):
-            if plan.fresh or not (cached.exists() and meta.exists()):
-                for stale in (cached, meta):
-                    if stale.exists():
-                        ownership.unregister(str(stale))
-                        stale.unlink()
-                building = cache / f"{workload.name}-{key}{BUILDING_SUFFIX}"
-                if building.exists():  # left by a build that was killed
-                    ownership.unregister(str(building))
-                    building.unlink()
-                source = _grow_source(cache, workload, plan) if plan.grow and not plan.fresh else None
-                try:
-                    if source is not None:
-                        stats = grow(source, str(building), workload, plan, progress)
-                    else:
-                        stats = build(str(building), workload, plan, progress)
-                except BaseException:  # interrupted or failed: a half-built cache is never kept
-                    ownership.unregister(str(building))
-                    building.unlink(missing_ok=True)
-                    raise
-                ownership.unregister(str(building))
-                building.rename(cached)
-                ownership.register(str(cached), _mark_token(str(cached)), {"purpose": "populated cache"})
-                meta.write_text(json.dumps({"built_at": time.time(), "key": key, "load": stats,
-                                            "material": cache_material(workload, plan)}, indent=2, default=str))
-                load = {**stats, "source": stats.get("source", "built (now cached)")}
-            else:
-                load = {**json.loads(meta.read_text())["load"], "source": "copy of cached population"}
+        with _cached(cache, workload, plan, progress) as (cached, load):
             started = time.monotonic()
             shutil.copyfile(cached, plan.location)
             load["copy_seconds"] = time.monotonic() - started
@@ -121,6 +92,74 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
         _take_ownership(plan.location)
     _apply_settings(plan)
     return load
+
+
+@contextmanager
+def _cached(cache: Path, workload: Workload, plan: DatabasePlan,
+            progress: Progress) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The cached population for ``workload`` (built now if there is none, or --fresh), and its
+    load facts; held under the cache key's lock while the caller uses it."""
+    key = cache_key(workload, plan)
+    cached, meta = cache / f"{workload.name}-{key}.fdb", cache / f"{workload.name}-{key}.json"
+    with _locked(cache / f"{key}.lock"):
+        if plan.fresh or not (cached.exists() and meta.exists()):
+            for stale in (cached, meta):
+                if stale.exists():
+                    ownership.unregister(str(stale))
+                    stale.unlink()
+            building = cache / f"{workload.name}-{key}{BUILDING_SUFFIX}"
+            if building.exists():  # left by a build that was killed
+                ownership.unregister(str(building))
+                building.unlink()
+            source = _grow_source(cache, workload, plan) if plan.grow and not plan.fresh else None
+            try:
+                if source is not None:
+                    stats = grow(source, str(building), workload, plan, progress)
+                else:
+                    stats = build(str(building), workload, plan, progress)
+            except BaseException:  # interrupted or failed: a half-built cache is never kept
+                ownership.unregister(str(building))
+                building.unlink(missing_ok=True)
+                raise
+            ownership.unregister(str(building))
+            building.rename(cached)
+            ownership.register(str(cached), _mark_token(str(cached)), {"purpose": "populated cache"})
+            meta.write_text(json.dumps({"built_at": time.time(), "key": key, "load": stats,
+                                        "material": cache_material(workload, plan)}, indent=2, default=str))
+            load = {**stats, "source": stats.get("source", "built (now cached)")}
+        else:
+            load = {**json.loads(meta.read_text())["load"], "source": "copy of cached population"}
+        yield cached, load
+
+
+def scale_for_size(plan: DatabasePlan, workload: Workload, target_bytes: int,
+                   progress: Progress) -> tuple[Workload, dict[str, Any]]:
+    """``--target-size``: the workload at the value of its size scale that gives a database of
+    about ``target_bytes``. What one unit of that scale takes is measured once, on the population
+    at the workload's default value (built and kept in the population cache like any other): its
+    size beyond what the scripts alone create, divided by the default value."""
+    from fbbench.workloads.spec import load_workload
+
+    assert plan.cache_dir is not None and workload.size_scale is not None
+    name = workload.size_scale
+    default = workload.scale_defaults[name]
+    assert isinstance(default, int | float)
+    probe = load_workload(str(workload.directory), {**workload.scale, name: default})
+    with _cached(Path(plan.cache_dir), probe, plan, progress) as (_cached_file, facts):
+        size, base = int(facts["size_bytes"]), int(facts.get("scripts_bytes") or 0)
+    per_unit = (size - base) / default
+    if per_unit <= 0:
+        raise FbbenchError(f"--target-size: workload {workload.name}'s population did not grow with {name} "
+                           f"({size:,} bytes at {name}={default:g})")
+    value = max(1.0, (target_bytes - base) / per_unit)
+    chosen: int | float = round(value) if isinstance(default, int) else float(f"{value:.4g}")
+    sized = load_workload(str(workload.directory), {**workload.scale, name: chosen})
+    expected = base + per_unit * chosen
+    text = (f"{name}={chosen:,} (about {expected / 1e6:,.0f} MB: {per_unit / 1e3:,.2f} kB per unit of {name}, "
+            f"measured on the population at {name}={default:g}, {size / 1e6:,.1f} MB)")
+    return sized, {"scale": {name: str(chosen)}, "target_bytes": target_bytes, "expected_bytes": round(expected),
+                   "per_unit_bytes": per_unit, "base_bytes": base, "measured_at": {name: default, "size_bytes": size},
+                   "text": text}
 
 
 def _grow_source(cache: Path, workload: Workload, plan: DatabasePlan) -> tuple[Path, dict[str, Any]] | None:
@@ -238,7 +277,8 @@ def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress) 
             scripts.run_file(connection, script, workload.scale)
             progress(f"script {script.name}", 1, 1)
         size_before = _size(connection)
-    return _load(dsn, workload, plan, progress, [(step, None) for step in workload.load], started, size_before)
+    facts = _load(dsn, workload, plan, progress, [(step, None) for step in workload.load], started, size_before)
+    return {**facts, "scripts_bytes": size_before}  # what the scripts alone create (--target-size)
 
 
 def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress,
