@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -20,8 +20,8 @@ from fbbench.cli.common import (
     console,
 )
 
-db_app = typer.Typer(help="Benchmark databases: create, describe, drop (only fbbench's own).",
-                     no_args_is_help=True)
+db_app = typer.Typer(help="Benchmark databases: create, describe, drop (only fbbench's own); read and backup "
+                          "speed of any.", no_args_is_help=True)
 
 
 @db_app.command("create")
@@ -123,3 +123,83 @@ def db_drop(
 
     manage.drop(path, engine, _workdir(workdir), _credentials(user, password_file))
     console.print(f"dropped {path}")
+
+
+@db_app.command("readspeed")
+def db_readspeed(
+    path: Annotated[str, typer.Argument(help="Database file (any, fbbench's or not), or a server DSN.")],
+    engine: EngineOption = None,
+    drop_caches: Annotated[bool, typer.Option("--drop-caches", help="Drop the OS page cache first: a cold read "
+                                              "(root only).")] = False,
+    direct: Annotated[bool, typer.Option("--direct", help="Read around the OS page cache (O_DIRECT), as the engine "
+                                         "does with the file cache off.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    user: UserOption = None,
+    password_file: PasswordFileOption = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """The quick estimate of read speed: a full sequential read of the database file, page by page,
+    MB/s = size / time. The file is only read, so any database stays byte for byte as it was (a
+    server's database, whose file is out of reach, is read through gstat on the services API,
+    which attaches: only fbbench's own).
+
+    Examples: `fbbench db readspeed /data/their.fdb` · `sudo fbbench db readspeed /data/their.fdb --drop-caches`
+    """
+    from fbbench.database import speed
+
+    result = speed.read_speed(path, engine, _workdir(workdir), _credentials(user, password_file), drop_caches,
+                              direct)
+    if as_json:
+        console.print_json(json.dumps(result, default=str))
+        return
+    size = f"{result['size_bytes'] / 1e6:,.1f} MB" if result["size_bytes"] else "?"
+    rate = f"{result['mb_per_second']:,.1f} MB/s" if result["mb_per_second"] is not None else "no rate"
+    console.print(f"readspeed {result['location']} ({result['engine']}): {size} in {result['seconds']:.2f} s — "
+                  f"{rate} (size / time; {result['method']})", highlight=False, soft_wrap=True)
+    console.print(f"OS page cache: {_cache_text({**result['os_cache'], 'direct': result['direct']})}",
+                  highlight=False, soft_wrap=True)
+
+
+@db_app.command("backupspeed")
+def db_backupspeed(
+    path: Annotated[str, typer.Argument(help="Database file on this machine.")],
+    engine: EngineOption = None,
+    copy: Annotated[bool, typer.Option("--copy", help="Back up a copy in the work directory (needed for a "
+                                       "database fbbench did not create; the copy is removed).")] = False,
+    drop_caches: Annotated[bool, typer.Option("--drop-caches", help="Drop the OS page cache first (root only).")]
+    = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    user: UserOption = None,
+    password_file: PasswordFileOption = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """IBSurgeon's quick estimate: gbak -b -g of the database to /dev/null through the services
+    API, MB/s = size / time. A backup starts a transaction (the header changes): a database
+    fbbench did not create is only backed up as a copy (--copy).
+
+    Example: `fbbench db backupspeed /tmp/x.fdb` · `fbbench db backupspeed /data/their.fdb --copy`
+    """
+    from fbbench.database import speed
+
+    result = speed.backup_speed(path, engine, _workdir(workdir), _credentials(user, password_file), drop_caches,
+                                copy)
+    if as_json:
+        console.print_json(json.dumps(result, default=str))
+        return
+    copied = f" (a copy, made in {result['copy_seconds']:.1f} s)" if result["copied"] else ""
+    console.print(f"backupspeed {result['location']}{copied} ({result['engine']}): "
+                  f"{result['size_bytes'] / 1e6:,.1f} MB in {result['seconds']:.2f} s — "
+                  f"{result['mb_per_second']:,.1f} MB/s (gbak -b -g to /dev/null)",
+                  highlight=False, soft_wrap=True)
+    console.print(f"OS page cache: {_cache_text(result['os_cache'])}", highlight=False, soft_wrap=True)
+
+
+def _cache_text(cache: dict[str, Any]) -> str:
+    if cache.get("direct"):
+        return "read around it (O_DIRECT)"
+    if cache.get("dropped"):
+        return (f"dropped first ({cache['page_cache_before'] / 2**20:,.0f} → {cache['page_cache_after'] / 2**20:,.0f} "
+                "MiB): a cold read")
+    held = cache.get("page_cache")
+    return (f"not dropped ({held / 2**20:,.0f} MiB held): the read may come from memory; --drop-caches for a cold one"
+            if held is not None else "not dropped")
