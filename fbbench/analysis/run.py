@@ -19,6 +19,26 @@ from fbbench.workloads.spec import stored_workload
 SCHEMA_VERSION = 1  # of the run result document: docs/run-result.md
 
 
+def _storage(run: StoredRun) -> dict[str, Any]:
+    """What the database's I/O went to, beside the settings that decide whether it waits for it:
+    the storage under the database and the engine's temp files (the host record's; a server's
+    database is not visible from here), forced writes, the OS file cache and whether it was
+    dropped before the measured period."""
+    from fbbench.analysis import conditions
+
+    host = run.get("host") or {}
+    record = conditions.record(run)
+    phases = {phase.get("name"): phase.get("detail") or {} for phase in run.get("phases") or []}
+    before = (run.get("database") or {}).get("before") or {}
+    return {
+        "database": host.get("database_disk") or host.get("workdir_disk"),
+        "temp": host.get("temp_disk"),
+        "forced_writes": before.get("forced_writes"),
+        "file_cache": record.get("database.file_cache"),
+        "caches_dropped": phases.get("before", {}).get("drop_caches"),
+    }
+
+
 def _workload_description(run: StoredRun) -> str:
     """The workload's description at the run's scale (``${rows}`` replaced as the run had it)."""
     files = run.get("workload_files") or {}
@@ -130,6 +150,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
             "header_after": {k: after.get(k) for k in ("oldest_transaction", "oldest_active", "oldest_snapshot",
                                                         "next_transaction")},
         },
+        "storage": _storage(run),
         "population": {k: load.get(k) for k in ("source", "load_seconds", "load_connections", "total_rows",
                                                  "grown_bytes", "mb_per_second", "rows_per_second", "rows")},
         "connections": settings.get("connections"),
@@ -247,6 +268,8 @@ def _observation(run: StoredRun) -> dict[str, Any]:
     return {
         "engine_samples": per_interval,
         "engine_activity": engine.activity(samples, run.get("intervals", [])),
+        "os_cache": engine.os_cache(samples, run.get("intervals", []),
+                                    ((run.get("database") or {}).get("before") or {}).get("page_size")),
         "tables": tables,
         "indices": indices,
         "gstat": {

@@ -266,6 +266,8 @@ def execute(settings: RunSettings, password: str | None = None,
                                         "port": managed.server.port, "home": str(managed.server.home)}
                 store.record_phase(run_id, "runtime", started, time.monotonic() - clock, detail)
                 plan = _plan(run_id, settings, workload.directory, engine, workdir, results, managed)
+                if managed is not None and managed.server.pid is not None:
+                    plan["engine_pid"] = managed.server.pid
                 if barrier is not None:
                     plan |= {"barrier": barrier, "quiet": True}
                 try:

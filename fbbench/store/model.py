@@ -220,4 +220,5 @@ class RunPlan(TypedDict):
     results: str
     database: dict[str, Any]  # the fields of runner/engine/population.py DatabasePlan
     barrier: NotRequired[dict[str, str]]  # time-shared: the start barrier's files (runner/barrier.py)
+    engine_pid: NotRequired[int]  # a managed server's process: its memory faults and block I/O are sampled
     quiet: NotRequired[bool]

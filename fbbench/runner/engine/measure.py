@@ -20,6 +20,7 @@ import resource
 import statistics
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -146,7 +147,8 @@ class _Readings:
 
 def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id: str, dsn: str, console: Console,
         settings: RecordedSettings, monitor: bool, tables: list[str], processes: bool = False,
-        barrier: dict[str, str] | None = None) -> Measured:
+        barrier: dict[str, str] | None = None,
+        engine_processes: Callable[[], Sequence[int]] | None = None) -> Measured:
     """Warm-up and measure: the core's result, the metrics over the measured window, the samples stored.
 
     ``processes``: the core runs Classic's one process per attachment (embedded Classic).
@@ -163,7 +165,8 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     if monitor or workload.metrics:
         every = {m.name: m.sql for m in workload.metrics if m.every == "interval"}
         at_end = {m.name: m.sql for m in workload.metrics if m.every == "end"}
-        thread = SamplerThread(Sampler(dsn, tables, monitor=monitor, metrics=every, end_metrics=at_end))
+        thread = SamplerThread(Sampler(dsn, tables, monitor=monitor, metrics=every, end_metrics=at_end,
+                                       engine_processes=engine_processes))
         thread.wait_ready(30)
     architecture = _ArchitectureCheck(dsn, config["connections"], measure_start, thread)
 

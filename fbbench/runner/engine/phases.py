@@ -8,10 +8,11 @@ removes the run's files whatever happens here, and reports from the store afterw
 
 from __future__ import annotations
 
+import os
 import resource
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,7 +129,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             # Embedded Classic: one process per attachment. A server's Classic forks its own.
             processes = settings.get("architecture") == "classic" and runtime.embedded
             measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
-                                   processes=processes, barrier=plan.get("barrier"))
+                                   processes=processes, barrier=plan.get("barrier"),
+                                   engine_processes=_engine_processes(runtime.embedded, plan.get("engine_pid")))
             result = measured.result
             detail.update(status=result["status"], measured_seconds=result.get("measured_seconds"),
                           sampler_errors=measured.sampler_errors[:20])
@@ -185,6 +187,25 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             hint = hint or error.hint
         store.close()
     return {"status": status, "failure": failure, "hint": hint}
+
+
+def _engine_processes(embedded: bool, server_pid: int | None) -> Callable[[], list[int]] | None:
+    """The processes the engine runs in, asked at every reading (Classic's come and go): this one
+    and its children when embedded, a managed server and its children; None for an external
+    server, whose processes are elsewhere."""
+    import psutil
+
+    root = os.getpid() if embedded else server_pid
+    if root is None:
+        return None
+
+    def processes() -> list[int]:
+        try:
+            return [root, *(child.pid for child in psutil.Process(root).children(recursive=True))]
+        except psutil.Error:
+            return [root]
+
+    return processes
 
 
 def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: str, database: str) -> None:
