@@ -39,7 +39,7 @@ CONNECTS = ("once", "per_unit")
 
 _KEYS: dict[str, set[str]] = {
     "": {"name", "description", "scripts", "scale", "load", "units", "metrics", "checks", "audits", "constants",
-         "headline", "figures", "page_size", "size_scale"},
+         "headline", "figures", "page_size", "size_scale", "disk"},
     "load": {"name", "sql", "script", "params", "for_each"},
     "units": {"name", "description", "weight", "isolation", "lock_timeout", "read_only", "sql", "params",
               "statements", "rollback_on", "tally", "keying_time", "think_time", "let", "transaction",
@@ -146,6 +146,7 @@ class Workload:
     scale_choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # word-valued scale → its words
     page_size: int | None = None  # the page size its database is created with unless the run says otherwise
     size_scale: str | None = None  # the scale parameter the population grows with (--target-size)
+    disk: bool = False  # its figures are the storage's: the lint holds its runs to a disk test's conditions
 
     @property
     def source(self) -> Path:
@@ -527,6 +528,7 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
         checks=tuple(checks), audits=tuple(audits), constants=constants, headlines=headlines, figures=figures,
         builtin=directory.is_relative_to(BUILTIN_DIR), files=texts, scale_choices=choices,
         page_size=None if page_size is None else int(page_size), size_scale=size_scale,
+        disk=reader.flag(resolved, "disk", ["disk"]),
     )
 
 
