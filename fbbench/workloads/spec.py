@@ -623,7 +623,12 @@ def _read_unit(reader: _Reader, table: dict[str, Any], index: int, constants: se
     if "params" in table and "statements" in table:
         raise reader.fail([*path, "params"], "'params' belongs inside each of 'statements'")
     weight = reader.number(table, "weight", path, None)
-    count = reader.number(table, "count", path, None, whole=True)
+    try:
+        count = reader.number(table, "count", path, None, whole=True)
+    except FbbenchError:
+        shown = reader.number(table, "count", path, None)
+        raise reader.fail([*path, "count"], f"unit '{name}': its count is {shown:g} at this scale, not a whole "
+                                            "number of executions") from None
     if count is not None and count < 1:
         raise reader.fail([*path, "count"], f"unit '{name}': 'count' must be at least 1, got {count}")
     if weight is None and count is not None:

@@ -25,7 +25,9 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Entry point of attachment `index` (1-based).
+/// Entry point of attachment `index` (1-based). Never inlined: a profiler can then count what one
+/// attachment's thread does, apart from the control plane (benchmarks/sysbench_peer.py).
+#[inline(never)]
 pub fn worker_main(shared: &Shared, index: u32) {
     let cpu_start = thread_cpu_ns();
     let mut worker = Worker {
