@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,8 @@ def test_file_cache_off_writes_each_versions_key_and_is_one_condition(tmp_path: 
         assert conditions.record(store.load_run(default["run_id"]))["database.file_cache"] == "on"
 
 
-def test_target_size_lands_near_the_size_asked_and_reuses_the_cache(tmp_path: Path) -> None:
+def test_target_size_lands_near_the_size_asked_and_reuses_the_cache(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     target = 30_000_000
     doc = run(tmp_path, "scan", "--engine", "5.0", "--target-size", "30MB", "--connections", "1", "--no-sweep")
     size = doc["database"]["size_bytes_before"]
@@ -68,12 +70,33 @@ def test_target_size_lands_near_the_size_asked_and_reuses_the_cache(tmp_path: Pa
                 name="again")
     assert again["population"]["source"] == "copy of cached population"
     assert again["database"]["size_bytes_before"] == size
+    # The room check before a run: once the measuring population is cached it knows the scale
+    # --target-size will choose, and with that scale's population cached only the run's copy is
+    # still to be written; --fresh builds both again, which a disk of 1.5 copies cannot hold.
+    from fbbench.runner import limits
+    from fbbench.runner import run as runner
+    from fbbench.runner.settings import from_sources
+
+    real = limits.room
+
+    def small(directory: Path) -> limits.Room:
+        found = real(directory)
+        return replace(found, free=found.reserve + 1.5 * size)
+
+    monkeypatch.setattr(limits, "room", small)
+    flags = {"workload": "scan", "engine": "5.0", "target_size": "30MB", "workdir": str(tmp_path / "work"),
+             "results": str(tmp_path / "results.sqlite")}
+    runner.check(from_sources(None, flags))
+    with pytest.raises(FbbenchError, match=r"--target-size 28\.6 MB needs about") as caught:
+        runner.check(from_sources(None, {**flags, "fresh": True}))
+    assert f"the file system of {tmp_path / 'work'}" in str(caught.value)
 
 
 @pytest.mark.parametrize(("args", "fragments"), [
     (("iud", "--target-size", "1GB"), ["does not say which scale", "size_scale"]),
     (("scan", "--target-size", "1GB", "--scale", "rows=10"), ["chooses rows itself"]),
     (("scan", "--target-size", "lots"), ["--target-size must be a size such as 4GB"]),
+    (("scan", "--target-size", "100TB"), ["--target-size 90.9 TB needs about", "the file system of"]),
     (("scan", "--file-cache", "on", "--set", "UseFileSystemCache=false"), ["contradicts", "UseFileSystemCache"]),
     (("scan", "--engine", "localhost/3050:/nowhere.fdb", "--file-cache", "off"),
      ["does not write the firebird.conf"]),

@@ -11,6 +11,7 @@ are built from the store afterwards, so they show exactly what was recorded.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import time
@@ -180,13 +181,16 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
     build: its size and time are scaled from the nearest build of the same workload that the
     cache measured (:func:`limits.nearest_estimate`; refused only beyond the estimate's margin).
     A scale no build measured is watched while it builds instead (runner/engine/population.py).
-    An external server's disk is not this machine's."""
+    With --target-size (embedded only) the scale is chosen when the run starts: see
+    :func:`_target_size_room`. An external server's disk is not this machine's."""
     estimate = None
     if isinstance(engine, EmbeddedEngine | ManagedEngine):
         cache, databases = population_cache.cache_dir(workdir), cleanup.databases_dir(workdir)
         key = population_cache.cache_key(workload, settings.page_size, engine.major)
         cached = population_cache.entry(cache, workload.name, key).database
-        if isinstance(engine, EmbeddedEngine) and cached.exists() and not settings.fresh:
+        if settings.target_size is not None:
+            _target_size_room(settings, workload, engine.major, cache, databases)
+        elif isinstance(engine, EmbeddedEngine) and cached.exists() and not settings.fresh:
             size = cached.stat().st_size
             short = limits.shortfall([(databases, size)])
             if short is not None:
@@ -214,6 +218,43 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
         parts.insert(0, f"the population about {limits.duration_text(estimate.seconds)}, "
                         f"{estimate.basis_text(workload)}")
     limits.check_planned(load + (estimate.seconds if estimate else 0.0), "this run", "; ".join(parts), settings.yes)
+
+
+def _target_size_room(settings: RunSettings, workload: Workload, engine_major: str, cache: Path,
+                      databases: Path) -> None:
+    """Refuse a --target-size run whose population would not fit the work directory's disk.
+
+    ``workload`` is at its size scale's default (--target-size refuses a --scale of it): the
+    population the size per unit is measured on (runner/engine/population.scale_for_size). Once it
+    is cached, the scale chosen and whether its population is cached too are known here: then only
+    what is still to be built or copied counts. Before that, the measuring population is built
+    (its size estimated as any other's, when the cache measured one of the same shape), and a
+    population of about the size asked is built in the cache and copied for the run."""
+    target = float(settings.target_size or 0)
+    needs: list[tuple[Path, float]] = []
+    probe = population_cache.entry(cache, workload.name,
+                                   population_cache.cache_key(workload, settings.page_size, engine_major))
+    cached: Path | None = None  # the cached population at the scale --target-size will choose
+    if probe.database.exists() and probe.meta.exists() and not settings.fresh:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, FbbenchError):
+            sizing = population_cache.scale_for_size(workload, target, json.loads(probe.meta.read_text())["load"])
+            sized = load_workload(str(workload.directory), {**workload.scale, **sizing["scale"]})
+            key = population_cache.cache_key(sized, settings.page_size, engine_major)
+            cached = population_cache.entry(cache, sized.name, key).database
+    else:
+        measured = population_cache.measurements(cache, workload)
+        estimate = limits.nearest_estimate(workload, measured, engine_major, settings.page_size)
+        needs.append((cache, estimate.size_bytes if estimate is not None else 0.0))
+    if cached is not None and cached.exists():
+        needs.append((databases, float(cached.stat().st_size)))
+    else:
+        needs += [(cache, target), (databases, target)]
+    short = limits.shortfall(needs)
+    if short is not None:
+        raise FbbenchError(f"{settings.where('target_size')} {limits.bytes_text(target)} needs about "
+                           f"{limits.bytes_text(short[1])} in the work directory (the population built in its cache "
+                           f"and the run's copy): {short[0].text()}",
+                           hint="choose a smaller --target-size, or a --workdir on a larger disk")
 
 
 def _check_disk_settings(settings: RunSettings, workload: Any, engine: Any, local_major: str | None,
