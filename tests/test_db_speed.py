@@ -91,7 +91,8 @@ def fb3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fb3Server]:
 
 
 @pytest.mark.server
-def test_readspeed_of_a_server_database_only_for_fbbenchs_own(fb3: Fb3Server, tmp_path: Path) -> None:
+def test_readspeed_of_a_server_database_only_for_fbbenchs_own(fb3: Fb3Server, tmp_path: Path,
+                                                               workdir: Path) -> None:
     """A server's file is out of reach: readspeed reads it through gstat, which attaches — so a
     foreign database there is refused untouched, and fbbench's own is read."""
     data = tmp_path / "data"
@@ -99,7 +100,7 @@ def test_readspeed_of_a_server_database_only_for_fbbenchs_own(fb3: Fb3Server, tm
     data.chmod(0o777)
     password_file = tmp_path / "password"
     password_file.write_text(fb3.password + "\n")
-    work = tmp_path / "work"
+    work = workdir  # as fbbench makes it: the runtime below is made there first
     common = ["--user", fb3.user, "--password-file", str(password_file), "--workdir", str(work)]
     foreign = data / "customer.fdb"
     runtime = prepare_runtime(parse_engine(fb3.dsn(foreign)), work, user=fb3.user, password=fb3.password)
