@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,9 +18,11 @@ import pytest
 
 from fbbench.engines import prepare_runtime, run_in_engine
 from fbbench.engines.catalog import parse_engine
+from fbbench.runner.limits import bytes_text
 from tests.conftest import ENGINES, assert_clean_error, fb3_server_or_skip, run_cli
 from tests.fb3server import Fb3Server
 from tests.test_foreign_databases import _fingerprint
+from tests.test_hardening import _fill, _tmpfs
 
 
 def _foreign(version: str, path: Path, workdir: Path) -> None:
@@ -61,6 +66,47 @@ def test_backupspeed_of_fbbenchs_own_database(tmp_path: Path, workdir: Path) -> 
     result = run_cli("db", "backupspeed", str(own), "--workdir", str(workdir))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "MB/s (gbak -b -g to /dev/null)" in result.stdout and "a copy" not in result.stdout
+
+
+def test_backupspeed_copy_left_by_a_killed_fbbench_is_removed_by_the_next(tmp_path: Path, workdir: Path) -> None:
+    """kill -9 while the copy is backed up: no finally runs, the copy and the runtime root stay.
+    The next backupspeed in that work directory removes them — they were recorded before they
+    existed — and nothing it did not make (a file of the user's beside the copy)."""
+    foreign = tmp_path / "customer.fdb"
+    _foreign("5.0", foreign, workdir)
+    copies, runtimes = workdir / "backupspeed", workdir / "runtimes"
+    process = subprocess.Popen([sys.executable, "-m", "fbbench", "db", "backupspeed", str(foreign), "--copy",
+                                "--workdir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (any(copies.glob("*.fdb")) and any(runtimes.glob("*/root"))):
+            assert process.poll() is None, "backupspeed ended before its copy and runtime root were seen"
+            assert time.monotonic() < deadline, "the copy never appeared"
+            time.sleep(0.005)
+    finally:
+        process.kill()
+        process.wait()
+    left = sorted(copies.glob("*.fdb")) + sorted(runtimes.iterdir())
+    assert len(left) == 2  # what kill -9 leaves
+    theirs = copies / "theirs.fdb"
+    theirs.write_bytes(b"a file fbbench did not make")
+    again = run_cli("db", "backupspeed", str(foreign), "--copy", "--workdir", str(workdir))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert sorted(copies.iterdir()) == [theirs] and not list(runtimes.iterdir()), sorted(workdir.rglob("*"))
+    assert all(str(path) in again.stderr for path in left), again.stderr  # it says what it removed
+    assert "MB/s (gbak -b -g to /dev/null)" in again.stdout
+
+
+def test_backupspeed_copy_without_room_is_refused_with_figures(tmp_path: Path, workdir: Path) -> None:
+    """The copy's file system full (a tmpfs mounted where the copy goes, then filled): refused
+    before copying, saying how large the copy is and what is free; nothing is written there."""
+    foreign = tmp_path / "customer.fdb"
+    _foreign("5.0", foreign, workdir)
+    with _tmpfs(workdir / "backupspeed", "1m") as mount:
+        _fill(mount)
+        result = run_cli("db", "backupspeed", str(foreign), "--copy", "--workdir", str(workdir))
+        assert_clean_error(result, "no room for the copy", f"({bytes_text(foreign.stat().st_size)})", "0 bytes free")
+        assert [entry.name for entry in mount.iterdir()] == ["filler"]
 
 
 def test_readspeed_cold_drops_the_cache_as_root(tmp_path: Path, workdir: Path) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+import secrets
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
+from fbbench import paths
 from fbbench.cli.common import (
     EngineOption,
     OnOff,
@@ -18,7 +20,12 @@ from fbbench.cli.common import (
     _on_off,
     _workdir,
     console,
+    errors,
 )
+from fbbench.errors import FbbenchError
+
+if TYPE_CHECKING:
+    from fbbench.database.manage import Credentials
 
 db_app = typer.Typer(help="Benchmark databases: create, describe, drop (only fbbench's own); read and backup "
                           "speed of any.", no_args_is_help=True)
@@ -179,10 +186,8 @@ def db_backupspeed(
 
     Example: `fbbench db backupspeed /tmp/x.fdb` · `fbbench db backupspeed /data/their.fdb --copy`
     """
-    from fbbench.database import speed
-
-    result = speed.backup_speed(path, engine, _workdir(workdir), _credentials(user, password_file), drop_caches,
-                                copy)
+    result = _backup_speed(path, engine, paths.own_workdir(workdir), _credentials(user, password_file), drop_caches,
+                           copy)
     if as_json:
         console.print_json(json.dumps(result, default=str))
         return
@@ -192,6 +197,37 @@ def db_backupspeed(
                   f"{result['mb_per_second']:,.1f} MB/s (gbak -b -g to /dev/null)",
                   highlight=False, soft_wrap=True)
     console.print(f"OS page cache: {_cache_text(result['os_cache'])}", highlight=False, soft_wrap=True)
+
+
+def _backup_speed(location: str, engine: str | None, workdir: paths.WorkDir, credentials: Credentials,
+                  drop_caches: bool, copy: bool) -> dict[str, Any]:
+    """backupspeed's files in the work directory — its runtime root and, for a database fbbench did
+    not create, the copy it backs up — recorded before they exist (a killed backupspeed's are
+    removed by the next), the copy refused up front when its file system has no room."""
+    from fbbench.database import speed
+    from fbbench.engines.runtime import runtime_base
+    from fbbench.runner import cleanup, limits
+
+    removed = cleanup.remove_command_leftovers(workdir)
+    if removed:
+        errors.print(f"removed what killed runs or commands left behind: {', '.join(removed)}", highlight=False,
+                     soft_wrap=True)
+    source = speed.backup_source(location, engine, copy)
+    token = secrets.token_hex(4)
+    name = f"backupspeed-{token}"
+    made = {runtime_base(workdir.path, name): cleanup.RUNTIME}
+    copied = None if source.owned else workdir.path / "backupspeed" / f"{token}.fdb"
+    if copied is not None:
+        short = limits.shortfall([(copied.parent, source.size)])
+        if short is not None:
+            raise FbbenchError(f"no room for the copy of {source.path} ({limits.bytes_text(source.size)}) in the work "
+                               f"directory: {short[0].text()}",
+                               hint="free some space, or give --workdir on a larger disk")
+        made[copied] = cleanup.COPY
+    with cleanup.command_files(workdir, made):
+        copy_seconds = speed.copy_database(source.path, copied) if copied is not None else None
+        result = speed.backup_speed(source, copied or source.path, workdir.path, credentials, drop_caches, name)
+    return result if copy_seconds is None else {**result, "copy_seconds": copy_seconds}
 
 
 def _cache_text(cache: dict[str, Any]) -> str:

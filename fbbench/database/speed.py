@@ -12,7 +12,8 @@ database that the field uses before any benchmark.
 - **backupspeed** (IBSurgeon's estimate): a ``gbak -b -g`` to /dev/null through the services API,
   MB/s = size / time. A backup starts a transaction, which changes the database's header: only
   fbbench's own databases are backed up as they are; any other only as a copy in the work
-  directory (``copy``), which is then removed.
+  directory, which the command (``fbbench.cli.db``) checks room for, records and removes
+  (``fbbench.runner.cleanup.command_files``).
 
 The parent side (here) picks the engine and prepares its runtime; the reads run in an engine
 child (:func:`gstat_read`, :func:`null_backup`).
@@ -24,9 +25,9 @@ import contextlib
 import mmap
 import os
 import re
-import secrets
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -132,10 +133,19 @@ def _server_read_speed(target: Target, workdir: Path, credentials: Credentials, 
     }
 
 
-def backup_speed(location: str, engine: str | None, workdir: Path, credentials: Credentials | None = None,
-                 drop_caches: bool = False, copy: bool = False) -> dict[str, Any]:
-    """gbak -b -g to /dev/null through the services API; MB/s = size / time."""
-    credentials = credentials or Credentials()
+@dataclass(frozen=True)
+class BackupSource:
+    """A database file ``db backupspeed`` backs up: itself when fbbench made it, else a copy."""
+
+    target: Target
+    path: Path
+    owned: bool
+    size: int
+
+
+def backup_source(location: str, engine: str | None, copy: bool) -> BackupSource:
+    """The database to back up, refused unless it is a file on this machine that fbbench created
+    or ``copy`` is given (a backup starts a transaction, which changes the header)."""
     target = resolve(location, engine, must_exist=True)
     if isinstance(target.engine, ServerEngine):
         raise FbbenchError("backupspeed reads a database file on this machine; a server's database is backed up "
@@ -147,27 +157,37 @@ def backup_speed(location: str, engine: str | None, workdir: Path, credentials: 
                            "a database fbbench did not create",
                            hint="add --copy to back up a copy in the work directory (removed afterwards), or use "
                                 "fbbench db readspeed, which changes nothing")
-    size = path.stat().st_size
-    result: dict[str, Any] = {"location": target.location, "engine": target.engine.label, "size_bytes": size,
-                              "copied": not owned}
-    copy_path = None
+    return BackupSource(target, path, owned, path.stat().st_size)
+
+
+def copy_database(source: Path, copy: Path) -> float:
+    """Copy ``source`` to ``copy`` (a new file, which the caller recorded and removes); the seconds
+    it took."""
+    started = time.monotonic()
     try:
-        if not owned:
-            copy_path = workdir / "backupspeed" / f"{secrets.token_hex(4)}.fdb"
-            copy_path.parent.mkdir(parents=True, exist_ok=True)
-            started = time.monotonic()
-            shutil.copyfile(path, copy_path)
-            result["copy_seconds"] = time.monotonic() - started
-        with engine_runtime(target.engine, workdir, credentials) as runtime:
-            result["os_cache"] = _cache_state(drop_caches)
-            seconds = run_in_engine(runtime, "fbbench.database.speed:null_backup", str(copy_path or path))
-    finally:
-        if copy_path is not None:
-            copy_path.unlink(missing_ok=True)
-    result.update(seconds=seconds, mb_per_second=size / 1e6 / seconds if seconds > 0 else None,
-                  method="gbak -b -g to /dev/null through the services API"
-                         + (" (of a copy in the work directory)" if copy_path is not None else ""))
-    return result
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.touch(exist_ok=False)  # a new file, never one that was there
+        shutil.copyfile(source, copy)
+    except OSError as error:
+        raise FbbenchError(f"cannot copy {source} to {copy}: {error.strerror or error}",
+                           hint="free some space, or give --workdir on a larger disk") from None
+    return time.monotonic() - started
+
+
+def backup_speed(source: BackupSource, database: Path, workdir: Path, credentials: Credentials | None = None,
+                 drop_caches: bool = False, runtime_name: str | None = None) -> dict[str, Any]:
+    """gbak -b -g of ``database`` (``source`` itself or its copy) to /dev/null through the
+    services API; MB/s = size / time. ``runtime_name``: the runtime root's name under the work
+    directory, when the caller recorded it."""
+    copied = database != source.path
+    with engine_runtime(source.target.engine, workdir, credentials or Credentials(), name=runtime_name) as runtime:
+        cache = _cache_state(drop_caches)
+        seconds = run_in_engine(runtime, "fbbench.database.speed:null_backup", str(database))
+    return {"location": source.target.location, "engine": source.target.engine.label, "size_bytes": source.size,
+            "copied": copied, "os_cache": cache, "seconds": seconds,
+            "mb_per_second": source.size / 1e6 / seconds if seconds > 0 else None,
+            "method": "gbak -b -g to /dev/null through the services API"
+                      + (" (of a copy in the work directory)" if copied else "")}
 
 
 def _services_of(target: Target) -> tuple[str, str]:

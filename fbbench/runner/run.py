@@ -38,7 +38,7 @@ from fbbench.workloads.spec import Workload, load_workload
 class Notices:
     """What a run tells the user as it starts, besides its progress: the command prints them."""
 
-    leftovers: Callable[[list[str]], None] | None = None  # what killed runs left behind, now removed
+    leftovers: Callable[[list[str]], None] | None = None  # what killed runs (or commands) left behind, now removed
     others: Callable[[list[str]], None] | None = None  # other runs at work on this machine now
 
 
