@@ -20,6 +20,7 @@ import pytest
 from fbbench.analysis import audits, conditions, lint, stats, steady
 from fbbench.analysis.run import result_document, steady_document
 from fbbench.analysis.steady import IntervalSeries
+from fbbench.engines import firebird_conf
 from fbbench.store import ResultsStore
 from fbbench.workloads.spec import load_workload
 from tests.conftest import REPO, run_cli
@@ -478,11 +479,11 @@ def test_lint_run_rules_on_constructed_runs() -> None:
     assert set(found) == {"FB051", "FB052", "FB054", "FB050", "FB021", "FB030", "FB031", "FB032", "FB055"}
     assert "8 attachment(s)" in found["FB021"].message and found["FB050"].evidence["share"] == pytest.approx(0.35)
     assert "FB022" not in found  # 16 GiB in a host of 16 GiB with UseFileSystemCache = false: the disk is measured
-    assert lint.os_cache_in_play({"FileSystemCacheThreshold": "65536"}, [], 2048)  # 3.0: below the threshold
-    assert not lint.os_cache_in_play({"FileSystemCacheThreshold": "1K"}, ["FileSystemCacheThreshold"], 2048)
+    assert firebird_conf.os_cache_in_play({"FileSystemCacheThreshold": "65536"}, [], 2048)  # 3.0: below the threshold
+    assert not firebird_conf.os_cache_in_play({"FileSystemCacheThreshold": "1K"}, ["FileSystemCacheThreshold"], 2048)
     # UseFileSystemCache read as Firebird reads a boolean: "on" is not one of its words (false), "Y" is.
-    assert not lint.os_cache_in_play({"UseFileSystemCache": "on"}, ["UseFileSystemCache"], 2048)
-    assert lint.os_cache_in_play({"UseFileSystemCache": "Y"}, ["UseFileSystemCache"], 2048)
+    assert not firebird_conf.os_cache_in_play({"UseFileSystemCache": "on"}, ["UseFileSystemCache"], 2048)
+    assert firebird_conf.os_cache_in_play({"UseFileSystemCache": "Y"}, ["UseFileSystemCache"], 2048)
     assert lint.worst(found.values()) == "error"
 
 

@@ -45,6 +45,8 @@ CHARTS = {
     "engine-gaps": ["Next − OIT", "Next − OAT"],
     "engine-size": ["database size", "memory used", "memory allocated", "attachments' memory used",
                     "attachments' memory allocated"],
+    "engine-os-cache": ["available memory", "page cache", "dirty + writeback", "engine page reads, MB/s",
+                        "block reads from storage, MB/s"],
     "engine-activity": ["active attachments", "active transactions"],
     "busiest-chart": ["reads", "writes"],
 }

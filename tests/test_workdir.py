@@ -7,7 +7,8 @@ Real runs on embedded 5.0, through the CLI.
   ``runtimes/<run id>/…``, ``dbcache/….building.fdb``) is refused, and nothing in it changes.
 - The same look-alikes put into fbbench's own work directory are not taken for leftovers.
 - What a run killed with -9 left (its copy, its runtime root, a half-built population) is removed
-  by the next run in that work directory.
+  by the next run in that work directory; so is what another command killed with -9 recorded
+  there (db backupspeed's copy), and only that.
 - The default work directory of an older fbbench (unmarked, holding only its own folders) is adopted.
 - Runs made in two work directories have the same conditions.
 """
@@ -19,13 +20,16 @@ import os
 import shutil
 import signal
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from fbbench.paths import WORKDIR_MARKER, cache_dir
+from fbbench.paths import WORKDIR_MARKER, cache_dir, own_workdir
+from fbbench.runner import cleanup
 from tests.conftest import assert_clean_error, run_cli
 from tests.test_run_lifecycle import (  # noqa: F401 (background: a fixture)
     EXIT_WITHIN,
@@ -136,7 +140,7 @@ def test_look_alike_files_in_fbbench_own_work_directory_are_not_leftovers(finish
     contents = {path: path.read_bytes() for path in planted}
     second = run_cli("run", str(BANK), *QUICK, "--results", str(store), "--workdir", str(work))
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr
-    assert "removed what killed runs left behind" not in second.stdout, second.stdout
+    assert "removed what killed runs or commands left behind" not in second.stdout, second.stdout
     assert {path: path.read_bytes() for path in planted if path.exists()} == contents
 
 
@@ -164,7 +168,7 @@ def test_a_run_killed_while_populating_is_cleaned_by_the_next_run(
 
     following = run_cli("run", str(BANK), *QUICK, "--results", str(run.store), "--workdir", str(work))
     assert following.returncode == 0, following.stdout[-2000:] + following.stderr
-    assert "removed what killed runs left behind" in following.stdout, following.stdout
+    assert "removed what killed runs or commands left behind" in following.stdout, following.stdout
     assert not any(path.exists() for path in leftovers), [p for p in leftovers if p.exists()]
     # Its store says what was removed: a later run finds nothing more to do.
     again = run_cli("run", str(BANK), *QUICK, "--results", str(run.store), "--workdir", str(work))
@@ -291,3 +295,45 @@ def test_a_recorded_path_that_now_leads_out_of_the_work_directory_is_left_alone(
     following = run_cli("run", str(BANK), *QUICK, "--results", str(killed.store), "--workdir", str(work))
     assert following.returncode == 0, following.stdout[-2000:] + following.stderr
     assert _listing(outside) == before
+
+
+# A command that records a file in the work directory, makes it, and is killed with -9 in the block.
+_KILLED_COMMAND = """
+import os, sys
+from pathlib import Path
+from fbbench import paths
+from fbbench.runner import cleanup
+work = paths.own_workdir(sys.argv[1])
+made = Path(sys.argv[2])
+with cleanup.command_files(work, {made: cleanup.COPY}):
+    made.parent.mkdir(exist_ok=True)
+    made.write_bytes(b"a copy")
+    os.kill(os.getpid(), 9)
+"""
+
+
+def test_what_a_killed_command_recorded_is_removed_by_the_next_run_and_nothing_else(tmp_path: Path) -> None:
+    """A command other than a run (db backupspeed --copy) records its files in the work directory
+    before it makes them. Killed with -9, its copy is removed by the next run there; a file whose
+    command still runs is left, as is a recorded path that now leads out of the work directory."""
+    work = own_workdir(tmp_path / "work")
+    copies = work.path / "backupspeed"
+    left, relinked = copies / "left.fdb", copies / "relinked.fdb"
+    for made in (left, relinked):
+        killed = subprocess.run([sys.executable, "-c", _KILLED_COMMAND, str(work.path), str(made)])
+        assert killed.returncode == -signal.SIGKILL and made.read_bytes() == b"a copy"
+    outside = tmp_path / "outside.fdb"
+    outside.write_bytes(b"the user's database")
+    relinked.unlink()
+    relinked.symlink_to(outside)
+    live = copies / "live.fdb"
+    with cleanup.command_files(work, {live: cleanup.COPY}):  # this process still runs
+        live.write_bytes(b"in use")
+        following = run_cli("run", str(BANK), *QUICK, "--results", str(tmp_path / "r.sqlite"), "--workdir",
+                            str(work.path))
+        assert following.returncode == 0, following.stdout[-2000:] + following.stderr
+        assert not left.exists() and live.read_bytes() == b"in use"
+        assert outside.read_bytes() == b"the user's database" and relinked.is_symlink()
+        assert f"removed what killed runs or commands left behind: {left}" in following.stdout, following.stdout
+        assert len(list((work.path / cleanup.COMMANDS_DIR).iterdir())) == 1  # the live one's record
+    assert not live.exists() and not list((work.path / cleanup.COMMANDS_DIR).iterdir())

@@ -263,3 +263,9 @@ def test_headline_per_kind_of_run() -> None:
     assert tpcc.headline(False).name == tpcc.headline(True).name == "NOPM"
     assert tpcc.headline(False).value == "metrics.NOPM" and tpcc.headline(False).per == "run"
     assert load_workload("docflow").headline(False).name == "business actions"
+
+
+def test_a_count_that_is_not_whole_at_this_scale_says_so() -> None:
+    with pytest.raises(FbbenchError, match=r"iud/workload\.toml:\d+: unit 'insert': its count is 1\.001 at this "
+                                           "scale, not a whole number of executions"):
+        load_workload("iud", {"rows": "1001", "batch": "1000"})

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::params::Gen;
+use crate::params::{parse_source, Bind, Gen, Source};
 use crate::timeline::Timeline;
 use crate::tpb::{build_tpb, Isolation};
 
@@ -122,6 +122,16 @@ struct RawUnit {
     rollback_on: Vec<i64>,
     #[serde(default)]
     tally: Vec<String>,
+    #[serde(default, rename = "let")]
+    lets: Vec<Value>,
+    #[serde(default)]
+    transaction: Option<String>,
+    #[serde(default)]
+    units_per_transaction: Option<u64>,
+    #[serde(default)]
+    connect: Option<String>,
+    #[serde(default)]
+    count: Option<u64>,
     statements: Vec<RawStatement>,
 }
 
@@ -131,16 +141,10 @@ struct RawStatement {
     sql: String,
     #[serde(default)]
     repeat: Option<u32>,
+    #[serde(default, rename = "let")]
+    lets: Vec<Value>,
     #[serde(default)]
-    params: Vec<RawParam>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawParam {
-    kind: String,
-    #[serde(default)]
-    args: Vec<Value>,
+    params: Vec<Value>,
 }
 
 pub struct Config {
@@ -233,12 +237,46 @@ pub struct Unit {
     pub rollback_on: Vec<i64>,
     pub tally: Vec<String>,
     pub statements: Vec<StatementSpec>,
+    /// The unit's lets, drawn once per execution before its first statement: slot i is let i.
+    pub lets: Vec<Source>,
+    /// How each slot of the unit's draws is bound (its lets, the statements' lets, stored `$n`s).
+    pub slot_binds: Vec<Bind>,
+    /// The unit's `sequence()` counters.
+    pub counters: usize,
+    pub commit: Commit,
+    /// Each execution attaches, prepares, runs and detaches (connect = "per_unit").
+    pub connect_per_unit: bool,
+    /// Fixed work: executions per attachment, the units run in order (phases).
+    pub count: Option<u64>,
+}
+
+/// When the core commits a unit's work (the workload's `transaction`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Commit {
+    /// One transaction per execution of the unit.
+    EachUnit,
+    /// One transaction spans this many executions of the unit by one attachment.
+    EveryNUnits(u64),
+    /// Every execution of every statement is a transaction of its own (autocommit).
+    EachStatement,
 }
 
 pub struct StatementSpec {
     pub sql: String,
     pub repeat: u32,
-    pub params: Vec<Gen>,
+    /// Drawn before each execution, into the slots numbered from `first_slot`.
+    pub lets: Vec<Source>,
+    pub first_slot: usize,
+    pub params: Vec<ParamSpec>,
+    /// How the lets and the parameters are bound, known once every slot is numbered.
+    pub let_binds: Vec<Bind>,
+    pub param_binds: Vec<Bind>,
+}
+
+pub struct ParamSpec {
+    pub source: Source,
+    /// The slot the value is kept in for a later `$n` of the statement.
+    pub store: Option<usize>,
 }
 
 fn positive_or(value: Option<f64>, default: f64, what: &str) -> Result<f64, String> {
@@ -262,7 +300,7 @@ impl Config {
         }
         let warmup = positive_or(raw.warmup_seconds, 0.0, "warmup_seconds")?;
         let replaying = raw.replay.is_some();
-        let measure = match (raw.transactions, raw.measure_seconds) {
+        let measure = match (transactions_of(&raw), raw.measure_seconds) {
             (None, None) if replaying && warmup == 0.0 => None,
             _ if replaying => {
                 return Err(
@@ -310,6 +348,28 @@ impl Config {
         if raw.units.is_empty() {
             return Err("at least one unit is required".into());
         }
+        let counted = raw.units.iter().filter(|u| u.count.is_some()).count();
+        let mut transactions = raw.transactions;
+        if counted > 0 {
+            if counted != raw.units.len() {
+                return Err("either every unit has a count (fixed work in phases) or none".into());
+            }
+            if raw.units.iter().any(|u| u.count == Some(0)) {
+                return Err("a unit's count must be at least 1".into());
+            }
+            let total: u64 = raw.units.iter().filter_map(|u| u.count).sum();
+            match transactions {
+                Some(n) if n != total => {
+                    return Err(format!(
+                        "transactions {n} is not the units' counts, {total} per attachment"
+                    ))
+                }
+                _ => transactions = Some(total),
+            }
+            if raw.measure_seconds.is_some() {
+                return Err("units with a count are fixed work: give no measure_seconds".into());
+            }
+        }
         let mut names = HashSet::new();
         let mut units = Vec::new();
         let mut cumulative_weights = Vec::new();
@@ -350,7 +410,7 @@ impl Config {
             charset: raw.charset.unwrap_or_else(|| "UTF8".into()),
             connections: raw.connections,
             connect_rate,
-            transactions: raw.transactions,
+            transactions,
             timeline: Timeline {
                 interval,
                 warmup,
@@ -373,8 +433,8 @@ impl Config {
             .iter()
             .flat_map(|u| &u.statements)
             .flat_map(|s| &s.params)
-            .find_map(|g| match g {
-                Gen::Home(n) => Some((attachment as i64 - 1) % n + 1),
+            .find_map(|p| match p.source {
+                Source::Gen(Gen::Home(n)) => Some((attachment as i64 - 1) % n + 1),
                 _ => None,
             })
     }
@@ -479,6 +539,14 @@ fn compile_replay(raw: RawReplay, connections: u32, units: usize) -> Result<Repl
     })
 }
 
+/// The fixed work the config asks for: `transactions`, or the sum of the units' counts.
+fn transactions_of(raw: &RawConfig) -> Option<u64> {
+    raw.transactions.or_else(|| {
+        let counts: Option<Vec<u64>> = raw.units.iter().map(|u| u.count).collect();
+        counts.filter(|c| !c.is_empty()).map(|c| c.iter().sum())
+    })
+}
+
 fn compile_unit(raw: RawUnit, replaying: bool) -> Result<(Unit, f64), String> {
     let name = raw.name;
     let context = |e: String| format!("unit {name}: {e}");
@@ -496,6 +564,52 @@ fn compile_unit(raw: RawUnit, replaying: bool) -> Result<(Unit, f64), String> {
         // A replay's units only count its transactions: their statements come from the sessions.
         return Err(context("no statements".into()));
     }
+    let commit = match (
+        raw.transaction.as_deref().unwrap_or("per_unit"),
+        raw.units_per_transaction,
+    ) {
+        ("per_unit", None) => Commit::EachUnit,
+        ("none", None) => Commit::EachStatement,
+        ("per_n_units", Some(n)) if n >= 1 => Commit::EveryNUnits(n),
+        ("per_n_units", _) => {
+            return Err(context(
+                "per_n_units needs units_per_transaction of at least 1".into(),
+            ))
+        }
+        (mode @ ("per_unit" | "none"), Some(_)) => {
+            return Err(context(format!(
+                "units_per_transaction goes with per_n_units, not {mode}"
+            )))
+        }
+        (other, _) => {
+            return Err(context(format!(
+                "transaction {other:?} is not one of per_unit, per_n_units, none"
+            )))
+        }
+    };
+    let connect_per_unit = match raw.connect.as_deref().unwrap_or("once") {
+        "once" => false,
+        "per_unit" => true,
+        other => {
+            return Err(context(format!(
+                "connect {other:?} is not one of once, per_unit"
+            )))
+        }
+    };
+    if connect_per_unit && matches!(commit, Commit::EveryNUnits(_)) {
+        return Err(context(
+            "a transaction cannot span units that each attach anew".into(),
+        ));
+    }
+    let mut slot_binds: Vec<Bind> = Vec::new();
+    let mut counters = 0usize;
+    let mut lets = Vec::new();
+    for (i, value) in raw.lets.iter().enumerate() {
+        let source = parse_source(value, &slot_binds, &mut counters)
+            .map_err(|e| context(format!("let {}: {e}", i + 1)))?;
+        slot_binds.push(source.bind(&slot_binds));
+        lets.push(source);
+    }
     let mut statements = Vec::new();
     for (i, statement) in raw.statements.into_iter().enumerate() {
         let where_ = |e: String| format!("unit {name}, statement {}: {e}", i + 1);
@@ -509,16 +623,43 @@ fn compile_unit(raw: RawUnit, replaying: bool) -> Result<(Unit, f64), String> {
         if repeat == 0 {
             return Err(where_("repeat must be at least 1".into()));
         }
-        let params = statement
-            .params
-            .iter()
-            .map(|p| Gen::parse(&p.kind, &p.args))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(where_)?;
+        let first_slot = slot_binds.len();
+        let mut statement_lets = Vec::new();
+        for (j, value) in statement.lets.iter().enumerate() {
+            let source = parse_source(value, &slot_binds, &mut counters)
+                .map_err(|e| where_(format!("let {}: {e}", j + 1)))?;
+            slot_binds.push(source.bind(&slot_binds));
+            statement_lets.push(source);
+        }
+        let mut params = Vec::new();
+        for (j, value) in statement.params.iter().enumerate() {
+            let source = parse_source(value, &slot_binds, &mut counters)
+                .map_err(|e| where_(format!("parameter {}: {e}", j + 1)))?;
+            let store = match value.get("store") {
+                Some(Value::Bool(true)) => {
+                    slot_binds.push(source.bind(&slot_binds));
+                    Some(slot_binds.len() - 1)
+                }
+                None | Some(Value::Bool(false)) => None,
+                Some(other) => {
+                    return Err(where_(format!(
+                        "parameter {}: store must be true or false, not {other}",
+                        j + 1
+                    )))
+                }
+            };
+            params.push(ParamSpec { source, store });
+        }
+        let let_binds = slot_binds[first_slot..first_slot + statement_lets.len()].to_vec();
+        let param_binds = params.iter().map(|p| p.source.bind(&slot_binds)).collect();
         statements.push(StatementSpec {
             sql: statement.sql,
             repeat,
+            lets: statement_lets,
+            first_slot,
             params,
+            let_binds,
+            param_binds,
         });
     }
     let tally: Vec<String> = raw.tally.iter().map(|t| t.trim().to_uppercase()).collect();
@@ -533,6 +674,12 @@ fn compile_unit(raw: RawUnit, replaying: bool) -> Result<(Unit, f64), String> {
         rollback_on: raw.rollback_on,
         tally,
         statements,
+        lets,
+        slot_binds,
+        counters,
+        commit,
+        connect_per_unit,
+        count: raw.count,
         name,
     };
     Ok((unit, weight))

@@ -6,11 +6,11 @@
 use std::ffi::{c_char, CString};
 use std::ptr;
 
-use crate::config::{Config, StatementSpec, Unit};
+use crate::config::{Config, ParamSpec, StatementSpec, Unit};
 use crate::ffi::*;
 use serde_json::Value;
 
-use crate::params::{Bind, Choice, Gen, MAX_TEXT};
+use crate::params::{Bind, Choice, Draws, Gen, Source, MAX_TEXT};
 use crate::rng::Rng;
 use crate::sqlda::SqlDa;
 use crate::tpb::{build_tpb, Isolation};
@@ -32,10 +32,12 @@ enum Kind {
 }
 
 struct Param {
-    gen: Gen,
+    source: Source,
     bind: Bind,
     data: *mut u8,
     indicator: *mut i16,
+    /// The slot its value is kept in for a later `$n` of the statement.
+    store: Option<usize>,
 }
 
 pub struct Statement {
@@ -47,6 +49,10 @@ pub struct Statement {
     /// The input types as described (sqltype, subtype), for a statement whose values are bound
     /// per execution (a replay): each binding starts from them.
     described: Vec<(i16, i16)>,
+    /// Drawn before each execution into slots first_slot.., bound as `let_binds`.
+    lets: Vec<Source>,
+    let_binds: Vec<Bind>,
+    first_slot: usize,
     /// (value, indicator, tally slot) of output columns summed for the unit's tally.
     tally: Vec<(*const f64, *const i16, usize)>,
     has_inputs: bool,
@@ -328,7 +334,7 @@ impl<'a> Attachment<'a> {
             _ => Kind::Plain,
         };
 
-        let generators: &[Gen] = spec.map(|s| s.params.as_slice()).unwrap_or(&[]);
+        let generators: &[ParamSpec] = spec.map(|s| s.params.as_slice()).unwrap_or(&[]);
         let mut inputs = SqlDa::new(generators.len().max(1));
         let mut outputs = SqlDa::new(16);
         // SAFETY: descriptors hold as many XSQLVARs as their sqln says.
@@ -365,9 +371,9 @@ impl<'a> Attachment<'a> {
                 (var.sqltype, var.sqlsubtype)
             })
             .collect();
-        let binds: Vec<Bind> = generators.iter().map(Gen::bind).collect();
+        let binds: &[Bind] = spec.map(|s| s.param_binds.as_slice()).unwrap_or(&[]);
         if spec.is_some() {
-            inputs.prepare_inputs(&binds);
+            inputs.prepare_inputs(binds);
         }
         let mut tally_columns = Vec::new();
         for column in 0..outputs.count() {
@@ -381,17 +387,18 @@ impl<'a> Attachment<'a> {
         outputs.prepare_outputs(&as_double);
 
         let mut params = Vec::with_capacity(generators.len());
-        for (i, gen) in generators.iter().enumerate() {
+        for (i, spec_param) in generators.iter().enumerate() {
             let data = inputs.data_ptr(i);
-            if let Gen::ConstFloat(v) = gen {
+            if let Source::Gen(Gen::ConstFloat(v)) = spec_param.source {
                 // SAFETY: the slot is 8 aligned bytes for a DOUBLE.
-                unsafe { (data as *mut f64).write(*v) };
+                unsafe { (data as *mut f64).write(v) };
             }
             params.push(Param {
-                gen: gen.clone(),
+                source: spec_param.source.clone(),
                 bind: binds[i],
                 data,
                 indicator: inputs.var(i).sqlind,
+                store: spec_param.store,
             });
         }
         let tally = tally_columns
@@ -410,6 +417,9 @@ impl<'a> Attachment<'a> {
             outputs,
             params,
             described,
+            lets: spec.map(|s| s.lets.clone()).unwrap_or_default(),
+            let_binds: spec.map(|s| s.let_binds.clone()).unwrap_or_default(),
+            first_slot: spec.map_or(0, |s| s.first_slot),
             tally,
         })
     }
@@ -582,26 +592,67 @@ impl Statement {
         self.kind == Kind::Cursor
     }
 
-    /// Draws this execution's parameters into the input buffers.
+    /// Draws this execution's lets into the unit's slots, then its parameters into the input
+    /// buffers (keeping those a later `$n` refers to).
     #[inline]
-    pub fn bind(&mut self, rng: &mut Rng, attachment: u32) {
+    pub fn bind(&mut self, rng: &mut Rng, attachment: u32, draws: &mut Draws) {
+        for (j, source) in self.lets.iter().enumerate() {
+            draws.fill(
+                self.first_slot + j,
+                source,
+                self.let_binds[j],
+                rng,
+                attachment,
+            );
+        }
         for p in &mut self.params {
-            if let Gen::Choice(values) = &p.gen {
+            if let Source::Gen(Gen::Choice(values)) = &p.source {
                 let picked = &values[rng.below(values.len() as u64) as usize];
                 // SAFETY: as below; the indicator is this parameter's slot.
                 unsafe { write_choice(p.data, p.indicator, p.bind, picked) };
+                if let Some(slot) = p.store {
+                    draws.keep_choice(slot, picked);
+                }
                 continue;
+            }
+            if let Source::Slot(n) = p.source {
+                // A kept value may be a null (a let or `$n` of choice(…, null), const(null)).
+                // SAFETY: the indicator is this parameter's slot.
+                unsafe { *p.indicator = if draws.nulls[n] { -1 } else { 0 } };
+                if let Some(slot) = p.store {
+                    draws.nulls[slot] = draws.nulls[n];
+                }
+            } else if let Some(slot) = p.store {
+                draws.nulls[slot] = p.bind == Bind::Null;
             }
             // SAFETY: `data` points at this parameter's buffer, sized for its bind type.
             unsafe {
                 match p.bind {
-                    Bind::Int => (p.data as *mut i64).write(p.gen.int(rng, attachment)),
+                    Bind::Int => {
+                        let value = p.source.int(rng, attachment, draws);
+                        (p.data as *mut i64).write(value);
+                        if let Some(slot) = p.store {
+                            draws.ints[slot] = value;
+                        }
+                    }
                     Bind::Text { max_len } => {
                         let text = std::slice::from_raw_parts_mut(p.data.add(2), max_len);
-                        let len = p.gen.text(rng, text) as u16;
-                        (p.data as *mut [u8; 2]).write(len.to_ne_bytes());
+                        let len = p.source.text(rng, text, draws);
+                        (p.data as *mut [u8; 2]).write((len as u16).to_ne_bytes());
+                        if let Some(slot) = p.store {
+                            draws.texts[slot][..len].copy_from_slice(&text[..len]);
+                            draws.text_len[slot] = len;
+                        }
                     }
-                    Bind::Float | Bind::Null => {}
+                    Bind::Float => {
+                        if let Source::Slot(_) = p.source {
+                            (p.data as *mut f64).write(p.source.float(draws));
+                        }
+                        if let Some(slot) = p.store {
+                            draws.ints[slot] = (p.data as *const f64).read().to_bits() as i64;
+                        }
+                    }
+                    Bind::Null => {}
                 }
             }
         }

@@ -23,6 +23,10 @@ fn add_counts(stats: &mut UnitStats, unit: &Value) -> Result<(), String> {
         stats.counts[outcome.index()] +=
             unit.get(outcome.key()).and_then(Value::as_u64).unwrap_or(0);
     }
+    let offset = |key: &str| unit.get(key).and_then(Value::as_f64);
+    if let (Some(start), Some(end)) = (offset("first_start"), offset("last_end")) {
+        stats.widen(start, end);
+    }
     if let Some(text) = unit.get("histogram").and_then(Value::as_str) {
         let part = deserialize(text)?;
         stats
@@ -284,7 +288,7 @@ mod tests {
     fn unit(values: &[u64], outcome: Outcome, code: i64, tally: f64) -> (Value, UnitStats) {
         let mut stats = UnitStats::new(local_histogram(), 1);
         for &v in values {
-            stats.record(outcome, v, code, &[tally]);
+            stats.record(outcome, v, code, &[tally], 1.0);
         }
         (stats.interval_json(), stats)
     }

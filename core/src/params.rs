@@ -1,4 +1,5 @@
-//! Parameter generators of the workload contract and the seeded unit draw.
+//! Parameter generators of the workload contract, the values a unit draws once and uses again
+//! (slots: a `let`, a stored `$n`), integer arithmetic over them, and the seeded unit draw.
 
 use serde_json::Value;
 
@@ -27,6 +28,12 @@ pub enum Gen {
     Attachment,
     /// One of the values, each equally likely (a value listed twice is drawn twice as often).
     Choice(Vec<Choice>),
+    /// sysbench 1.0's default distribution over a..=b (--rand-type=special).
+    Special(i64, i64),
+    /// sysbench.rand.string: '#' a digit, '@' a lower-case letter, other bytes as they are.
+    Template(Template),
+    /// The attachment's earlier draws of this parameter: counter `n` of the unit's draws.
+    Sequence(usize),
 }
 
 /// A value of `choice`: all numbers or all strings, any of them null.
@@ -104,6 +111,23 @@ impl Gen {
                 Ok(Gen::Home(n))
             }
             "seed" => expect(0, "seed()").map(|_| Gen::Seed),
+            "sequence" => expect(0, "sequence()").map(|_| Gen::Sequence(0)),
+            "special" => {
+                expect(2, "special(a, b)")?;
+                let (a, b) = (int_arg(args, 0, kind)?, int_arg(args, 1, kind)?);
+                if a > b {
+                    return Err(format!("special({a}, {b}): a must not exceed b"));
+                }
+                Ok(Gen::Special(a, b))
+            }
+            "template" => {
+                expect(1, "template('###-@@@')")?;
+                match &args[0] {
+                    Value::String(s) if s.len() <= MAX_TEXT => Ok(Gen::Template(Template::new(s.as_bytes()))),
+                    Value::String(_) => Err(format!("template: at most {MAX_TEXT} bytes")),
+                    other => Err(format!("template: {other} is not a string")),
+                }
+            }
             "attachment" => expect(0, "attachment()").map(|_| Gen::Attachment),
             "string" => {
                 expect(1, "string(n)")?;
@@ -129,7 +153,8 @@ impl Gen {
             }
             "choice" => parse_choice(args),
             other => Err(format!(
-                "unknown generator {other:?} (uniform, nurand, home, seed, const, string, attachment, choice)"
+                "unknown generator {other:?} (uniform, nurand, home, seed, const, string, attachment, \
+                 choice, sequence, special, template)"
             )),
         }
     }
@@ -139,6 +164,9 @@ impl Gen {
             Gen::ConstFloat(_) => Bind::Float,
             Gen::ConstText(t) => Bind::Text { max_len: t.len() },
             Gen::Text(n) => Bind::Text { max_len: *n },
+            Gen::Template(t) => Bind::Text {
+                max_len: t.shape.len(),
+            },
             Gen::ConstNull => Bind::Null,
             Gen::Choice(values) => {
                 let longest = values.iter().filter_map(|v| match v {
@@ -159,9 +187,9 @@ impl Gen {
         }
     }
 
-    /// The next value of an integer generator.
+    /// The next value of an integer generator; `counters` are the unit's `sequence()` counters.
     #[inline]
-    pub fn int(&self, rng: &mut Rng, attachment: u32) -> i64 {
+    pub fn int(&self, rng: &mut Rng, attachment: u32, counters: &mut [i64]) -> i64 {
         match *self {
             Gen::Uniform(a, b) => rng.between(a, b),
             Gen::NuRand { a, x, y, c } => nurand(rng, a, x, y, c),
@@ -169,6 +197,17 @@ impl Gen {
             Gen::Seed => (rng.next_u64() >> 1) as i64,
             Gen::ConstInt(v) => v,
             Gen::Attachment => attachment as i64,
+            Gen::Special(a, b) => special(rng, a, b),
+            Gen::Sequence(n) => {
+                let value = counters[n];
+                counters[n] = value.wrapping_add(1);
+                value
+            }
+            // A choice of whole numbers in arithmetic (the reader refuses one that may draw null).
+            Gen::Choice(ref values) => match values[rng.below(values.len() as u64) as usize] {
+                Choice::Int(v) => v,
+                _ => 0,
+            },
             _ => 0,
         }
     }
@@ -187,6 +226,14 @@ impl Gen {
                 out[..t.len()].copy_from_slice(t);
                 t.len()
             }
+            Gen::Template(t) => t.fill(rng, out),
+            Gen::Choice(values) => match &values[rng.below(values.len() as u64) as usize] {
+                Choice::Text(t) => {
+                    out[..t.len()].copy_from_slice(t);
+                    t.len()
+                }
+                _ => 0,
+            },
             _ => 0,
         }
     }
@@ -228,6 +275,491 @@ fn parse_choice(args: &[Value]) -> Result<Gen, String> {
         }
     }
     Ok(Gen::Choice(values))
+}
+
+/// A `template('###-@@')`, compiled once into its literal bytes and its runs of digits and of
+/// letters. Filling it copies the literals, then takes the digits from a pool of 18 per uniform
+/// draw of 0..10^18 (written two at a time) and the letters 13 per draw of 0..26^13 — each digit
+/// and letter exactly uniform; a sysbench c value (110 digits) takes 7 draws, not 110.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    pub shape: Vec<u8>,
+    /// (start, length, digits: true / letters: false)
+    runs: Vec<(usize, usize, bool)>,
+}
+
+const PAIRS: &[u8; 200] =
+    b"00010203040506070809101112131415161718192021222324252627282930313233343536373839\
+40414243444546474849505152535455565758596061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+const DIGITS_PER_DRAW: usize = 18;
+const LETTERS_PER_DRAW: usize = 13;
+
+/// Nine decimal digits of `value` (< 10^9), most significant first.
+#[inline(always)]
+fn nine_digits(out: &mut [u8; 9], mut value: u32) {
+    for k in [7, 5, 3, 1] {
+        let pair = (value % 100) as usize * 2;
+        out[k] = PAIRS[pair];
+        out[k + 1] = PAIRS[pair + 1];
+        value /= 100;
+    }
+    out[0] = b'0' + value as u8;
+}
+
+impl Template {
+    pub fn new(shape: &[u8]) -> Template {
+        let mut runs = Vec::new();
+        let mut i = 0;
+        while i < shape.len() {
+            let kind = shape[i];
+            let len = shape[i..].iter().take_while(|&&b| b == kind).count();
+            if kind == b'#' || kind == b'@' {
+                runs.push((i, len, kind == b'#'));
+            }
+            i += len;
+        }
+        Template {
+            shape: shape.to_vec(),
+            runs,
+        }
+    }
+
+    /// Writes one value into `out` (at least as long as the template); returns its length.
+    #[inline]
+    pub fn fill(&self, rng: &mut Rng, out: &mut [u8]) -> usize {
+        let len = self.shape.len();
+        out[..len].copy_from_slice(&self.shape);
+        let mut digits = [0u8; DIGITS_PER_DRAW];
+        let mut letters = [0u8; LETTERS_PER_DRAW];
+        let (mut digits_left, mut letters_left) = (0, 0);
+        for &(start, run, is_digits) in &self.runs {
+            let (mut at, end) = (start, start + run);
+            while at < end {
+                let (pool, left, size) = if is_digits {
+                    if digits_left == 0 {
+                        let value = rng.below(1_000_000_000_000_000_000);
+                        let (high, low) = digits.split_at_mut(9);
+                        nine_digits(
+                            high.try_into().expect("9 bytes"),
+                            (value / 1_000_000_000) as u32,
+                        );
+                        nine_digits(
+                            low.try_into().expect("9 bytes"),
+                            (value % 1_000_000_000) as u32,
+                        );
+                        digits_left = DIGITS_PER_DRAW;
+                    }
+                    (&digits[..], &mut digits_left, DIGITS_PER_DRAW)
+                } else {
+                    if letters_left == 0 {
+                        let mut value = rng.below(2_481_152_873_203_736_576); // 26^13
+                        for letter in letters.iter_mut() {
+                            *letter = b'a' + (value % 26) as u8;
+                            value /= 26;
+                        }
+                        letters_left = LETTERS_PER_DRAW;
+                    }
+                    (&letters[..], &mut letters_left, LETTERS_PER_DRAW)
+                };
+                let take = (*left).min(end - at);
+                let from = size - *left;
+                out[at..at + take].copy_from_slice(&pool[from..from + take]);
+                *left -= take;
+                at += take;
+            }
+        }
+        len
+    }
+}
+
+/// sysbench 1.0's "special" distribution with its defaults (12 iterations, 1 % of the range,
+/// 75 % of the values): three in four values fall in the middle 1 % of a..b, the others are the
+/// mean of 12 uniform draws over it (sb_rand_special, truncated to an integer as there).
+#[inline]
+pub fn special(rng: &mut Rng, a: i64, b: i64) -> i64 {
+    let span = (b - a) as f64;
+    let draw = rng.next_f64();
+    if draw * span * 4.0 < span {
+        let mut sum = 0.0;
+        for _ in 0..12 {
+            sum += rng.next_f64();
+        }
+        return a + (sum * span / 12.0) as i64;
+    }
+    a + (draw * (span * 0.01 + 1.0) + span / 2.0 - span * 0.005) as i64
+}
+
+/// Where a parameter's or a let's value comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    Gen(Gen),
+    /// The value kept in a slot: a let of the unit or statement, or a stored parameter (`$n`).
+    Slot(usize),
+    /// A slot's value plus a constant (`id + 99`, `$1 - 1`): the commonest arithmetic, without
+    /// the expression machine.
+    SlotPlus(usize, i64),
+    /// Integer arithmetic in reverse Polish order.
+    Expr(Vec<Tok>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tok {
+    Const(i64),
+    Slot(usize),
+    Gen(Gen),
+    Add,
+    Sub,
+    Mul,
+    Neg,
+    /// Division by a non-zero constant, rounding down.
+    Div(i64),
+    /// Remainder of a division by a non-zero constant, with the divisor's sign.
+    Rem(i64),
+}
+
+/// The most values an expression keeps at once (the contract's limit).
+pub const STACK: usize = 16;
+
+/// One attachment's draws for one unit: slot values and `sequence()` counters. Integers (and a
+/// float's bits) live in `ints`; text in `texts`, `text_len` long; `nulls` marks a slot whose
+/// value is null (a `choice` that drew null, `const(null)`, a slot copied from one).
+pub struct Draws {
+    pub ints: Vec<i64>,
+    pub texts: Vec<Vec<u8>>,
+    pub text_len: Vec<usize>,
+    pub nulls: Vec<bool>,
+    pub counters: Vec<i64>,
+}
+
+impl Draws {
+    pub fn new(slot_binds: &[Bind], counters: usize) -> Draws {
+        Draws {
+            ints: vec![0; slot_binds.len()],
+            texts: slot_binds
+                .iter()
+                .map(|b| match b {
+                    Bind::Text { max_len } => vec![0u8; *max_len],
+                    _ => Vec::new(),
+                })
+                .collect(),
+            text_len: vec![0; slot_binds.len()],
+            nulls: slot_binds.iter().map(|b| *b == Bind::Null).collect(),
+            counters: vec![0; counters],
+        }
+    }
+
+    /// Draws `source` into `slot`, bound as `bind`.
+    #[inline(always)]
+    pub fn fill(
+        &mut self,
+        slot: usize,
+        source: &Source,
+        bind: Bind,
+        rng: &mut Rng,
+        attachment: u32,
+    ) {
+        if let Source::Gen(Gen::Choice(values)) = source {
+            let picked = &values[rng.below(values.len() as u64) as usize];
+            self.keep_choice(slot, picked);
+            return;
+        }
+        self.nulls[slot] = match source {
+            Source::Slot(n) => self.nulls[*n],
+            _ => bind == Bind::Null,
+        };
+        match bind {
+            Bind::Int => {
+                let value = source.int(rng, attachment, self);
+                self.ints[slot] = value;
+            }
+            Bind::Text { .. } => {
+                let mut text = std::mem::take(&mut self.texts[slot]);
+                self.text_len[slot] = source.text(rng, &mut text, self);
+                self.texts[slot] = text;
+            }
+            Bind::Float => {
+                let value = source.float(self);
+                self.ints[slot] = value.to_bits() as i64;
+            }
+            Bind::Null => {}
+        }
+    }
+
+    /// Keeps a value a `choice` drew in `slot` (its text cut to the slot's buffer, which the
+    /// choice's longest value sized).
+    #[inline]
+    pub fn keep_choice(&mut self, slot: usize, value: &Choice) {
+        self.nulls[slot] = matches!(value, Choice::Null);
+        match value {
+            Choice::Int(v) => self.ints[slot] = *v,
+            Choice::Float(v) => self.ints[slot] = v.to_bits() as i64,
+            Choice::Text(t) => {
+                let len = t.len().min(self.texts[slot].len());
+                self.texts[slot][..len].copy_from_slice(&t[..len]);
+                self.text_len[slot] = len;
+            }
+            Choice::Null => self.text_len[slot] = 0,
+        }
+    }
+}
+
+impl Source {
+    /// How the value is bound; `slot_binds`: the binds of the slots numbered so far.
+    pub fn bind(&self, slot_binds: &[Bind]) -> Bind {
+        match self {
+            Source::Gen(g) => g.bind(),
+            Source::Slot(n) => slot_binds[*n],
+            Source::SlotPlus(..) | Source::Expr(_) => Bind::Int,
+        }
+    }
+
+    /// Always inlined: a slot's value (the same value again) is then a load where it is bound,
+    /// cheaper than the call a fresh draw needs.
+    #[inline(always)]
+    pub fn int(&self, rng: &mut Rng, attachment: u32, draws: &mut Draws) -> i64 {
+        match self {
+            Source::Gen(g) => g.int(rng, attachment, &mut draws.counters),
+            Source::Slot(n) => draws.ints[*n],
+            Source::SlotPlus(n, c) => draws.ints[*n].wrapping_add(*c),
+            Source::Expr(tokens) => evaluate(tokens, rng, attachment, draws),
+        }
+    }
+
+    /// Writes the value of a text source into `out`; returns its length.
+    #[inline]
+    pub fn text(&self, rng: &mut Rng, out: &mut [u8], draws: &Draws) -> usize {
+        match self {
+            Source::Gen(g) => g.text(rng, out),
+            Source::Slot(n) => {
+                let len = draws.text_len[*n];
+                out[..len].copy_from_slice(&draws.texts[*n][..len]);
+                len
+            }
+            Source::SlotPlus(..) | Source::Expr(_) => 0,
+        }
+    }
+
+    /// The value of a float source (a constant, or a slot that holds one).
+    pub fn float(&self, draws: &Draws) -> f64 {
+        match self {
+            Source::Gen(Gen::ConstFloat(v)) => *v,
+            Source::Slot(n) => f64::from_bits(draws.ints[*n] as u64),
+            _ => 0.0,
+        }
+    }
+}
+
+#[inline]
+fn evaluate(tokens: &[Tok], rng: &mut Rng, attachment: u32, draws: &mut Draws) -> i64 {
+    // Small expressions are the rule: a stack of 4 on the hot path, the contract's 16 when needed.
+    if tokens.len() <= 7 {
+        return evaluate_on::<4>(tokens, rng, attachment, draws);
+    }
+    evaluate_on::<STACK>(tokens, rng, attachment, draws)
+}
+
+/// An expression of at most 2N - 1 tokens never holds more than N values at once.
+#[inline]
+fn evaluate_on<const N: usize>(
+    tokens: &[Tok],
+    rng: &mut Rng,
+    attachment: u32,
+    draws: &mut Draws,
+) -> i64 {
+    let mut stack = [0i64; N];
+    let mut top = 0;
+    for token in tokens {
+        match token {
+            Tok::Const(v) => {
+                stack[top] = *v;
+                top += 1;
+            }
+            Tok::Slot(n) => {
+                stack[top] = draws.ints[*n];
+                top += 1;
+            }
+            Tok::Gen(g) => {
+                stack[top] = g.int(rng, attachment, &mut draws.counters);
+                top += 1;
+            }
+            Tok::Neg => stack[top - 1] = stack[top - 1].wrapping_neg(),
+            Tok::Div(d) => stack[top - 1] = floor_div(stack[top - 1], *d),
+            Tok::Rem(d) => stack[top - 1] = floor_rem(stack[top - 1], *d),
+            Tok::Add | Tok::Sub | Tok::Mul => {
+                top -= 1;
+                let (left, right) = (stack[top - 1], stack[top]);
+                stack[top - 1] = match token {
+                    Tok::Add => left.wrapping_add(right),
+                    Tok::Sub => left.wrapping_sub(right),
+                    _ => left.wrapping_mul(right),
+                };
+            }
+        }
+    }
+    stack[0]
+}
+
+/// Division rounding down (Python's //); i64::MIN / -1 wraps.
+#[inline]
+fn floor_div(a: i64, d: i64) -> i64 {
+    let q = a.wrapping_div(d);
+    if a.wrapping_rem(d) != 0 && (a < 0) != (d < 0) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+/// The remainder with the divisor's sign (Python's %), so that a / d * d + a % d == a.
+#[inline]
+fn floor_rem(a: i64, d: i64) -> i64 {
+    let r = a.wrapping_rem(d);
+    if r != 0 && (r < 0) != (d < 0) {
+        r + d
+    } else {
+        r
+    }
+}
+
+/// A parameter or let of the core config: a generator `{"kind", "args"}`, `{"kind": "slot",
+/// "args": [n]}`, or `{"kind": "expr", "args": [tokens]}`; `slots`: how many slots exist before
+/// it (it may refer to those only); `counters`: the unit's `sequence()` counters so far.
+pub fn parse_source(
+    value: &Value,
+    slot_binds: &[Bind],
+    counters: &mut usize,
+) -> Result<Source, String> {
+    let (kind, args) = kind_and_args(value)?;
+    let slot = |value: &Value| -> Result<usize, String> {
+        let n = value
+            .as_u64()
+            .ok_or_else(|| format!("a slot must be a whole number, not {value}"))?
+            as usize;
+        if n >= slot_binds.len() {
+            return Err(format!(
+                "slot {n} is not filled before it is used ({} slots so far)",
+                slot_binds.len()
+            ));
+        }
+        Ok(n)
+    };
+    match kind {
+        "slot" => match args {
+            [n] => Ok(Source::Slot(slot(n)?)),
+            _ => Err("slot takes one argument: the slot's number".into()),
+        },
+        "expr" => {
+            let mut tokens = Vec::with_capacity(args.len());
+            let mut depth: usize = 0;
+            for token in args {
+                let (tok, change): (Tok, isize) = match token {
+                    Value::Number(_) => (
+                        Tok::Const(
+                            token
+                                .as_i64()
+                                .ok_or_else(|| format!("expr: {token} is not a 64-bit integer"))?,
+                        ),
+                        1,
+                    ),
+                    Value::String(op) => match op.as_str() {
+                        "+" => (Tok::Add, -1),
+                        "-" => (Tok::Sub, -1),
+                        "*" => (Tok::Mul, -1),
+                        "neg" => (Tok::Neg, 0),
+                        other => {
+                            return Err(format!("expr: unknown operator {other:?} (+, -, *, neg)"))
+                        }
+                    },
+                    Value::Object(map) if map.contains_key("slot") => {
+                        let n = slot(&map["slot"])?;
+                        if slot_binds[n] != Bind::Int {
+                            return Err(format!("expr: slot {n} does not hold an integer"));
+                        }
+                        (Tok::Slot(n), 1)
+                    }
+                    Value::Object(map) if map.contains_key("div") || map.contains_key("rem") => {
+                        let (key, make): (&str, fn(i64) -> Tok) = if map.contains_key("div") {
+                            ("div", Tok::Div)
+                        } else {
+                            ("rem", Tok::Rem)
+                        };
+                        let d = map[key].as_i64().filter(|d| *d != 0).ok_or_else(|| {
+                            format!(
+                                "expr: {key} needs a whole number other than 0, not {}",
+                                map[key]
+                            )
+                        })?;
+                        (make(d), 0)
+                    }
+                    Value::Object(_) => {
+                        let gen = numbered(parse_generator(token)?, counters);
+                        let may_be_null = matches!(&gen, Gen::Choice(values)
+                            if values.contains(&Choice::Null));
+                        if gen.bind() != Bind::Int || may_be_null {
+                            return Err(format!("expr: {token} is not an integer generator"));
+                        }
+                        (Tok::Gen(gen), 1)
+                    }
+                    other => return Err(format!("expr: {other} is not a token")),
+                };
+                let needed = if change < 0 {
+                    2
+                } else if matches!(tok, Tok::Neg | Tok::Div(_) | Tok::Rem(_)) {
+                    1
+                } else {
+                    0
+                };
+                if depth < needed {
+                    return Err("expr: an operator lacks an operand".into());
+                }
+                depth = (depth as isize + change) as usize;
+                if depth > STACK {
+                    return Err(format!("expr: more than {STACK} values at once"));
+                }
+                tokens.push(tok);
+            }
+            if depth != 1 {
+                return Err(format!("expr: leaves {depth} values instead of one"));
+            }
+            Ok(match tokens.as_slice() {
+                [Tok::Slot(n), Tok::Const(c), Tok::Add]
+                | [Tok::Const(c), Tok::Slot(n), Tok::Add] => Source::SlotPlus(*n, *c),
+                [Tok::Slot(n), Tok::Const(c), Tok::Sub] => Source::SlotPlus(*n, c.wrapping_neg()),
+                _ => Source::Expr(tokens),
+            })
+        }
+        _ => Ok(Source::Gen(numbered(parse_generator(value)?, counters))),
+    }
+}
+
+fn kind_and_args(value: &Value) -> Result<(&str, &[Value]), String> {
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("a parameter needs a \"kind\": {value}"))?;
+    let args = match value.get("args") {
+        None => &[][..],
+        Some(Value::Array(items)) => items.as_slice(),
+        Some(other) => return Err(format!("{kind}: args must be a list, not {other}")),
+    };
+    Ok((kind, args))
+}
+
+fn parse_generator(value: &Value) -> Result<Gen, String> {
+    let (kind, args) = kind_and_args(value)?;
+    Gen::parse(kind, args)
+}
+
+/// A `sequence()` gets the next counter of its unit.
+fn numbered(gen: Gen, counters: &mut usize) -> Gen {
+    match gen {
+        Gen::Sequence(_) => {
+            *counters += 1;
+            Gen::Sequence(*counters - 1)
+        }
+        other => other,
+    }
 }
 
 /// TPC-C 2.1.6: NURand(A, x, y) = (((random(0, A) | random(x, y)) + C) % (y - x + 1)) + x.
@@ -309,13 +841,13 @@ mod tests {
     #[test]
     fn values() {
         let mut rng = Rng::new(1, 3, Stream::Work);
-        assert_eq!(Gen::Home(2).int(&mut rng, 3), 1);
-        assert_eq!(Gen::Home(2).int(&mut rng, 4), 2);
-        assert_eq!(Gen::Attachment.int(&mut rng, 4), 4);
-        assert_eq!(Gen::ConstInt(-9).int(&mut rng, 1), -9);
+        assert_eq!(Gen::Home(2).int(&mut rng, 3, &mut []), 1);
+        assert_eq!(Gen::Home(2).int(&mut rng, 4, &mut []), 2);
+        assert_eq!(Gen::Attachment.int(&mut rng, 4, &mut []), 4);
+        assert_eq!(Gen::ConstInt(-9).int(&mut rng, 1, &mut []), -9);
         for _ in 0..1000 {
-            assert!(Gen::Seed.int(&mut rng, 1) >= 0);
-            let v = Gen::Uniform(-5, 5).int(&mut rng, 1);
+            assert!(Gen::Seed.int(&mut rng, 1, &mut []) >= 0);
+            let v = Gen::Uniform(-5, 5).int(&mut rng, 1, &mut []);
             assert!((-5..=5).contains(&v));
         }
         let mut buffer = [0u8; 8];
@@ -378,5 +910,189 @@ mod tests {
             .map(|_| choose_unit(&mut r2, &cumulative))
             .collect();
         assert_eq!(s1, s2);
+    }
+
+    fn source(value: Value, binds: &[Bind]) -> Result<Source, String> {
+        parse_source(&value, binds, &mut 0)
+    }
+
+    #[test]
+    fn arithmetic_over_slots_and_generators() {
+        let binds = [Bind::Int, Bind::Text { max_len: 4 }];
+        let mut draws = Draws::new(&binds, 1);
+        draws.ints[0] = -7;
+        let mut rng = Rng::new(3, 1, Stream::Work);
+        let eval = |tokens: Value, draws: &mut Draws, rng: &mut Rng| {
+            source(json!({"kind": "expr", "args": tokens}), &binds)
+                .unwrap()
+                .int(rng, 2, draws)
+        };
+        // Python's // and %: rounding down, the remainder with the divisor's sign.
+        assert_eq!(
+            eval(json!([{"slot": 0}, {"div": 2}]), &mut draws, &mut rng),
+            -4
+        );
+        assert_eq!(
+            eval(json!([{"slot": 0}, {"rem": 2}]), &mut draws, &mut rng),
+            1
+        );
+        assert_eq!(
+            eval(json!([{"slot": 0}, {"rem": -2}]), &mut draws, &mut rng),
+            -1
+        );
+        assert_eq!(eval(json!([7, {"div": -2}]), &mut draws, &mut rng), -4);
+        assert_eq!(
+            eval(json!([{"slot": 0}, "neg", 99, "+"]), &mut draws, &mut rng),
+            106
+        );
+        // `id + 99` and `$1 - 5` skip the expression machine.
+        let plus = source(
+            json!({"kind": "expr", "args": [{"slot": 0}, 99, "+"]}),
+            &binds,
+        )
+        .unwrap();
+        assert_eq!(plus, Source::SlotPlus(0, 99));
+        assert_eq!(plus.int(&mut rng, 2, &mut draws), 92);
+        let minus = source(
+            json!({"kind": "expr", "args": [{"slot": 0}, 5, "-"]}),
+            &binds,
+        )
+        .unwrap();
+        assert_eq!(minus.int(&mut rng, 2, &mut draws), -12);
+        // A long expression runs on the full stack.
+        let long = json!([1, 2, 3, 4, 5, 6, 7, 8, "+", "+", "+", "+", "+", "+", "+"]);
+        assert_eq!(eval(long, &mut draws, &mut rng), 36);
+        // (attachment() - 1) * 100 + sequence(): the counter is the unit's, per attachment.
+        let seq = json!([{"kind": "attachment"}, 1, "-", 100, "*", {"kind": "sequence"}, "+"]);
+        let compiled = source(json!({"kind": "expr", "args": seq}), &binds).unwrap();
+        assert_eq!(compiled.int(&mut rng, 2, &mut draws), 100);
+        assert_eq!(compiled.int(&mut rng, 2, &mut draws), 101);
+        // Wrapping, never a panic.
+        assert_eq!(
+            eval(json!([i64::MAX, 1, "+"]), &mut draws, &mut rng),
+            i64::MIN
+        );
+        assert_eq!(
+            eval(json!([i64::MIN, {"div": -1}]), &mut draws, &mut rng),
+            i64::MIN
+        );
+    }
+
+    #[test]
+    fn a_choice_kept_in_a_slot_keeps_its_nulls() {
+        let mut counters = 0;
+        let choice = parse_source(
+            &json!({"kind": "choice", "args": ["ab", null]}),
+            &[],
+            &mut counters,
+        )
+        .unwrap();
+        let binds = [choice.bind(&[])];
+        assert_eq!(binds[0], Bind::Text { max_len: 2 });
+        let copy =
+            parse_source(&json!({"kind": "slot", "args": [0]}), &binds, &mut counters).unwrap();
+        let binds = [binds[0], copy.bind(&binds)];
+        let mut draws = Draws::new(&binds, counters);
+        let mut rng = Rng::new(9, 1, Stream::Work);
+        let (mut nulls, mut texts) = (0, 0);
+        for _ in 0..200 {
+            draws.fill(0, &choice, binds[0], &mut rng, 1);
+            draws.fill(1, &copy, binds[1], &mut rng, 1);
+            assert_eq!(draws.nulls[0], draws.nulls[1]);
+            if draws.nulls[1] {
+                nulls += 1;
+            } else {
+                assert_eq!(&draws.texts[1][..draws.text_len[1]], b"ab");
+                texts += 1;
+            }
+        }
+        assert!(nulls > 50 && texts > 50, "{nulls} nulls, {texts} texts");
+        // const(null) is null in its slot from the start.
+        let null = Draws::new(&[Bind::Null], 0);
+        assert!(null.nulls[0]);
+    }
+
+    #[test]
+    fn sources_are_checked_when_the_config_is_read() {
+        let binds = [Bind::Int, Bind::Text { max_len: 4 }];
+        let bad = |value: Value, fragment: &str| {
+            let error = source(value, &binds).expect_err("should fail");
+            assert!(error.contains(fragment), "{error}");
+        };
+        bad(
+            json!({"kind": "slot", "args": [2]}),
+            "not filled before it is used",
+        );
+        bad(
+            json!({"kind": "expr", "args": [{"slot": 1}, 1, "+"]}),
+            "does not hold an integer",
+        );
+        bad(
+            json!({"kind": "expr", "args": [1, {"div": 0}]}),
+            "other than 0",
+        );
+        bad(json!({"kind": "expr", "args": [1, 2]}), "leaves 2 values");
+        bad(json!({"kind": "expr", "args": ["+"]}), "lacks an operand");
+        bad(
+            json!({"kind": "expr", "args": [{"kind": "string", "args": [3]}]}),
+            "not an integer generator",
+        );
+        bad(
+            json!({"kind": "expr", "args": [{"kind": "choice", "args": [1, null]}, 1, "+"]}),
+            "not an integer generator",
+        );
+        let deep: Vec<Value> = (0..17).map(|_| json!(1)).collect();
+        bad(json!({"kind": "expr", "args": deep}), "more than 16 values");
+        assert_eq!(
+            source(json!({"kind": "slot", "args": [1]}), &binds)
+                .unwrap()
+                .bind(&binds),
+            Bind::Text { max_len: 4 }
+        );
+    }
+
+    #[test]
+    fn special_puts_three_in_four_values_in_the_middle_percent() {
+        let mut rng = Rng::new(5, 1, Stream::Work);
+        let (a, b) = (1, 100_000);
+        let middle = (49_500..=50_501).collect::<std::collections::HashSet<i64>>();
+        let mut inside = 0;
+        for _ in 0..100_000 {
+            let v = special(&mut rng, a, b);
+            assert!((a..=b).contains(&v));
+            inside += middle.contains(&v) as u32;
+        }
+        // 75 % by construction, plus the few of the 12-term sums that land there.
+        assert!((75_000..78_000).contains(&inside), "{inside}");
+        let mut out = [0u8; 6];
+        let n = Gen::Template(Template::new(b"##-@@x")).text(&mut rng, &mut out);
+        assert_eq!(n, 6);
+        assert!(out[0].is_ascii_digit() && out[1].is_ascii_digit() && out[2] == b'-');
+        assert!(out[3].is_ascii_lowercase() && out[4].is_ascii_lowercase() && out[5] == b'x');
+        // sysbench's c: ten groups of 11 digits; every digit (and letter) equally likely.
+        let c = Template::new(
+            b"###########-###########-###########-###########-###########-@@@@@@@@@@@@@",
+        );
+        let mut value = vec![0u8; c.shape.len()];
+        let (mut digits, mut letters) = ([0u32; 10], [0u32; 26]);
+        for _ in 0..2_000 {
+            assert_eq!(c.fill(&mut rng, &mut value), 73);
+            for (byte, shape) in value.iter().zip(&c.shape) {
+                match shape {
+                    b'#' => digits[(byte - b'0') as usize] += 1,
+                    b'@' => letters[(byte - b'a') as usize] += 1,
+                    _ => assert_eq!(byte, shape),
+                }
+            }
+        }
+        // 110,000 digits: 11,000 each expected; 26,000 letters: 1,000 each.
+        assert!(
+            digits.iter().all(|&n| (10_500..11_500).contains(&n)),
+            "{digits:?}"
+        );
+        assert!(
+            letters.iter().all(|&n| (850..1_150).contains(&n)),
+            "{letters:?}"
+        );
     }
 }

@@ -101,6 +101,9 @@ pub struct UnitStats {
     pub errors_by_code: HashMap<i64, u64>,
     pub conflicts_by_code: HashMap<i64, u64>,
     pub tally: Vec<f64>,
+    /// Offsets from the run's zero (s) of the first counted execution's start and the last
+    /// one's end: the unit's wall-clock span (a phase's elapsed time).
+    pub span: Option<(f64, f64)>,
 }
 
 impl UnitStats {
@@ -111,13 +114,16 @@ impl UnitStats {
             errors_by_code: HashMap::new(),
             conflicts_by_code: HashMap::new(),
             tally: vec![0.0; tally_columns],
+            span: None,
         }
     }
 
+    /// One execution that ended at `end` (offset from the zero, s) after `micros`.
     #[inline]
-    pub fn record(&mut self, outcome: Outcome, micros: u64, code: i64, tally: &[f64]) {
+    pub fn record(&mut self, outcome: Outcome, micros: u64, code: i64, tally: &[f64], end: f64) {
         self.counts[outcome.index()] += 1;
         record_latency(&mut self.latency, micros);
+        self.widen(end - micros as f64 / 1e6, end);
         match outcome {
             Outcome::Ok => {
                 for (sum, value) in self.tally.iter_mut().zip(tally) {
@@ -130,7 +136,18 @@ impl UnitStats {
         }
     }
 
+    #[inline]
+    pub fn widen(&mut self, start: f64, end: f64) {
+        self.span = Some(match self.span {
+            Some((first, last)) => (first.min(start), last.max(end)),
+            None => (start, end),
+        });
+    }
+
     pub fn add(&mut self, other: &UnitStats) {
+        if let Some((start, end)) = other.span {
+            self.widen(start, end);
+        }
         for (a, b) in self.counts.iter_mut().zip(other.counts) {
             *a += b;
         }
@@ -154,6 +171,7 @@ impl UnitStats {
         self.errors_by_code.clear();
         self.conflicts_by_code.clear();
         self.tally.iter_mut().for_each(|t| *t = 0.0);
+        self.span = None;
     }
 
     #[cfg(test)]
@@ -193,6 +211,10 @@ impl UnitStats {
     fn interval_entry(&self) -> Map<String, Value> {
         let mut entry = counts_json(&self.counts);
         entry.insert("histogram".into(), json!(serialize(&self.latency)));
+        if let Some((start, end)) = self.span {
+            entry.insert("first_start".into(), json!(start));
+            entry.insert("last_end".into(), json!(end));
+        }
         entry
     }
 }
@@ -239,13 +261,13 @@ mod tests {
         let mut a = UnitStats::new(local_histogram(), 1);
         let mut b = UnitStats::new(local_histogram(), 1);
         for v in 1..=1000u64 {
-            a.record(Outcome::Ok, v, 0, &[1.0]);
+            a.record(Outcome::Ok, v, 0, &[1.0], 3.0);
         }
         // Beyond the local histogram's initial range: it grows instead of failing.
-        b.record(Outcome::Ok, 2_500_000, 0, &[2.5]);
-        b.record(Outcome::Conflict, 50, 335544345, &[9.0]);
-        b.record(Outcome::Error, 70, 335544321, &[]);
-        b.record(Outcome::Error, 0, 335544321, &[]);
+        b.record(Outcome::Ok, 2_500_000, 0, &[2.5], 4.0);
+        b.record(Outcome::Conflict, 50, 335544345, &[9.0], 3.0);
+        b.record(Outcome::Error, 70, 335544321, &[], 3.0);
+        b.record(Outcome::Error, 0, 335544321, &[], 3.0);
         let mut total = UnitStats::new(full_histogram(), 1);
         total.add(&a);
         total.add(&b);
@@ -256,6 +278,13 @@ mod tests {
         assert_eq!(total.conflicts_by_code[&335544345], 1);
         assert!(total.latency.equivalent(total.latency.max(), 2_500_000));
         assert_eq!(total.latency.min(), 1);
+        // The span runs from the earliest start (4.0 - 2.5 s) to the latest end.
+        assert_eq!(total.span, Some((1.5, 4.0)));
+        let json = total.interval_json();
+        assert_eq!(
+            (json["first_start"].as_f64(), json["last_end"].as_f64()),
+            (Some(1.5), Some(4.0))
+        );
 
         let parts = [serialize(&a.latency), serialize(&b.latency)];
         let merged = merge_serialized(&parts).unwrap();
@@ -285,8 +314,8 @@ mod tests {
     #[test]
     fn reset_keeps_nothing() {
         let mut a = UnitStats::new(local_histogram(), 2);
-        a.record(Outcome::Ok, 10, 0, &[1.0, 2.0]);
-        a.record(Outcome::Error, 10, 1, &[]);
+        a.record(Outcome::Ok, 10, 0, &[1.0, 2.0], 3.0);
+        a.record(Outcome::Error, 10, 1, &[], 3.0);
         a.reset();
         assert!(a.is_empty());
         assert!(a.latency.is_empty());

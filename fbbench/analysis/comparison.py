@@ -381,10 +381,18 @@ def lint_all(subjects: Sequence[Subject], records: Mapping[str, cond.Conditions]
     if len(records) > 1:
         found += [{**f.to_dict(), "scope": "comparison", "side": None, "excluded": False}
                   for f in lint.lint_comparison(records, axis)]
+    used = [run for subject in subjects for run in (subject.used or subject.runs)]
+    if len(records) > 1:
+        found += [{**f.to_dict(), "scope": "comparison", "side": None, "excluded": False}
+                  for f in lint.lint_disk_comparison(used)]
+    if len(subjects) == 2 and all(subject.paired for subject in subjects):
+        found += [{**f.to_dict(), "scope": "comparison", "side": None, "excluded": False}
+                  for f in lint.lint_pairs(list(zip(subjects[0].used, subjects[1].used, strict=False)))]
     for subject in subjects:
         if subject.kind == "series":
             found += [{**f.to_dict(), "scope": "series", "side": subject.label, "excluded": False}
-                      for f in lint.lint_series(per_run[subject.label], subject.ident)]
+                      for f in [*lint.lint_series(per_run[subject.label], subject.ident),
+                                *lint.lint_os_cache_series(subject.used or subject.runs, subject.ident)]]
         for run in subject.runs:
             excluded = exclude_unused and run.get("status") != "completed"
             found += [{**f.to_dict(), "scope": "run", "side": subject.label, "excluded": excluded}

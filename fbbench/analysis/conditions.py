@@ -22,6 +22,10 @@ key                          from
                              not visible). ServerMode is ``architecture``.
 ``database.page_size`` …     the database before the run: page_size, page_buffers (effective,
                              MON$PAGE_BUFFERS), forced_writes, sweep_interval, ods
+``database.file_cache``      on / off: whether the OS file cache sits under Firebird's page cache,
+                             one condition whatever key set it (UseFileSystemCache on 4.0+,
+                             FileSystemCacheThreshold against the page buffers on 3.0), which
+                             therefore are not ``conf.*`` keys of their own
 ``replication``              off, async or sync (Firebird's built-in replication, which fbbench
                              sets up on embedded engines; an external server's is not visible)
 ``replication.<key>``        the replication.conf the engine read, but the paths fbbench chose
@@ -31,9 +35,9 @@ key                          from
 ``workload.name``/``.hash``  the workload's name; sha256 of the files the run used
 ``scale.<name>``             the effective scale (workload defaults with the run's overrides)
 ``load.*``                   connections, warmup, duration or transactions, interval,
-                             target_rate, connect_rate, sweep, monitor; ``load.seed`` only when fixed;
-                             ``load.timeshare`` for runs that shared the machine in turns;
-                             ``load.trace`` for runs recorded by a trace session (--trace);
+                             target_rate, connect_rate, sweep, monitor, drop_caches; ``load.seed``
+                             only when fixed; ``load.timeshare`` for runs that shared the machine
+                             in turns; ``load.trace`` for runs recorded by a trace session (--trace);
                              ``load.replay`` (order, speed) for a replay of a trace
 ``host.*``                   name, cpu_model, cpus, memory, os, kernel, machine, disk
 ``fbbench.*``                version, python
@@ -66,7 +70,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from fbbench.engines.catalog import looks_like_dsn
-from fbbench.engines.firebird_conf import ARCHITECTURES, REPLICATION_OWNED, parse_conf_text
+from fbbench.engines.firebird_conf import ARCHITECTURES, REPLICATION_OWNED, os_cache_in_play, parse_conf_text
 from fbbench.engines.installation import RESERVED_KEYS
 from fbbench.errors import FbbenchError
 from fbbench.store.model import StoredRun
@@ -180,6 +184,19 @@ def workload_hash(files: Mapping[str, str]) -> str:
 
 
 _ROTATION: dict[Any, str] = {True: "rotational", False: "solid-state"}
+# The firebird.conf keys that decide whether the OS file cache is in play: database.file_cache.
+FILE_CACHE_KEYS = ("conf.UseFileSystemCache", "conf.FileSystemCacheThreshold")
+
+
+def _file_cache(values: Mapping[str, Any], defaults: set[str], visible: bool, buffers: Any) -> str | None:
+    """database.file_cache from the conf keys already in ``values`` (None when the engine's
+    firebird.conf is not visible — an external 3.0 server — or the answer needs page buffers the
+    run did not read)."""
+    if not visible or (buffers is None and "conf.UseFileSystemCache" not in values):
+        return None  # 3.0 compares the threshold with the page buffers, which the run did not read
+    conf = {key[len("conf."):]: str(values[key]) for key in FILE_CACHE_KEYS if key in values}
+    set_keys = [name for name in conf if f"conf.{name}" not in defaults]
+    return _on_off(os_cache_in_play(conf, set_keys, int(buffers) if buffers else None))
 
 
 def _made_for_the_run(run: StoredRun) -> Callable[[str, str], bool]:
@@ -235,10 +252,16 @@ def record(run: StoredRun) -> Conditions:
         for name, value in parse_conf_text(engine.get("firebird_conf_text") or "").items():
             if name != "ServerMode" and not made_for_the_run(name, value):
                 values[f"conf.{name}"] = value
+    visible = bool(rows) or bool(engine.get("firebird_conf_text"))
+    file_cache = _file_cache(values, defaults, visible, before.get("page_buffers"))
+    for key in FILE_CACHE_KEYS:
+        values.pop(key, None)
+        defaults.discard(key)
     values |= {
         "database.page_size": before.get("page_size"),
         "database.page_buffers": before.get("page_buffers"),
         "database.forced_writes": _on_off(before.get("forced_writes")),
+        "database.file_cache": file_cache,
         "database.sweep_interval": before.get("sweep_interval"),
         "database.ods": before.get("ods"),
         "database.restored_from": _backup(run.get("load") or {}),
@@ -261,6 +284,7 @@ def record(run: StoredRun) -> Conditions:
         "load.connect_rate": f"{settings['connect_rate']:g}/s" if settings.get("connect_rate") else None,
         "load.sweep": _on_off(settings.get("sweep")),
         "load.monitor": _on_off(settings.get("monitor")),  # the engine sampler's own attachment
+        "load.drop_caches": "on" if settings.get("drop_caches") else None,
         "load.seed": str(settings.get("seed")) if settings.get("seed_fixed") else None,
         "load.timeshare": _timeshare(settings.get("timeshare")),
         # A trace session costs the engine work: a traced run is compared with traced runs.

@@ -153,3 +153,52 @@ def metric_per_interval(samples: Samples, intervals_rows: Sequence[Mapping[str, 
             continue
         found.append((change * 60 / seconds if per_minute else change, seconds))
     return found
+
+
+HOST_LEVELS = ("mem_available", "page_cache", "dirty", "writeback")
+PROCESS = ("major_faults", "read_bytes", "write_bytes")
+MIN_PAGE_READS = 100  # an interval with fewer engine page reads says nothing of where they came from
+
+
+def storage_share(reading: Mapping[str, Mapping[str, float | None]], page_size: int | None) -> float | None:
+    """Of what the engine read in one reading's span (page reads × page size), the share that
+    reached the storage (its processes' block reads): 0 all from the OS cache, 1 all from the
+    disk (O_DIRECT, or a cold cache). None with too few page reads to tell."""
+    reads = (reading.get("io") or {}).get("page_reads")
+    block = (reading.get("process") or {}).get("read_bytes")
+    if not page_size or reads is None or block is None or reads < MIN_PAGE_READS:
+        return None
+    return min(1.0, block / (reads * page_size))
+
+
+def os_cache(samples: Samples, intervals_rows: Sequence[Mapping[str, Any]],
+             page_size: int | None) -> dict[str, Any] | None:
+    """The OS file cache during the measured period, beside the engine's page reads: the host's
+    available memory, page cache, dirty and writeback bytes (lowest and highest at the readings),
+    the engine processes' major faults and block I/O, and the share of the engine's reads that
+    reached the storage (in all, and lowest and highest per reading). None when not observed."""
+    intervals = interval_table(intervals_rows)
+    indices = [i for i in measured(samples, intervals) if samples[i].get("host")]
+    if not indices:
+        return None
+    levels: dict[str, dict[str, float]] = {}
+    for name in HOST_LEVELS:
+        values = [v for v in ((samples[i].get("host") or {}).get(name) for i in indices) if v is not None]
+        if values:
+            levels[name] = {"min": min(values), "max": max(values)}
+    process = totals(samples, indices, "process")
+    page_reads = totals(samples, indices, "io").get("page_reads")
+    shares = [s for s in (storage_share(samples[i], page_size) for i in indices) if s is not None]
+    read_bytes = process.get("read_bytes")
+    overall = (min(1.0, read_bytes / (page_reads * page_size)) if read_bytes is not None and page_reads
+               and page_size and page_reads >= MIN_PAGE_READS else None)
+    return {
+        "readings": len(indices),
+        "host": levels,
+        "process": {name: process[name] for name in PROCESS if name in process},
+        "engine_page_reads": page_reads,
+        "engine_read_bytes": page_reads * page_size if page_reads is not None and page_size else None,
+        "storage_share": overall,
+        "storage_share_min": min(shares) if shares else None,
+        "storage_share_max": max(shares) if shares else None,
+    }

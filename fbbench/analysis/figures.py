@@ -11,6 +11,8 @@ Names a figure's expression can use (also the names audits use):
 
 - ``ok``, ``rolled_back``, ``conflicts``, ``errors``, ``total``: summed over all units;
 - ``<unit>.ok`` … ``<unit>.total``, ``<unit>.tally.<COLUMN>``;
+- ``<unit>.seconds``: wall-clock seconds from the start of the unit's first counted execution to
+  the end of its last (the core's ``first_start`` / ``last_end``; a phase's elapsed time);
 - ``metrics.<name>``: a DB-side metric's reported value (per minute when the metric says so);
 - ``seconds``: the measured seconds (elapsed time, for fixed work).
 """
@@ -36,6 +38,8 @@ def names(units: Mapping[str, Mapping[Any, Any]], metrics: Mapping[str, float | 
         found[f"{unit}.total"] = sum(found[f"{unit}.{key}"] for key in OUTCOMES)
         for column, total in (totals.get("tally") or {}).items():
             found[f"{unit}.tally.{column}"] = float(total)
+        if totals.get("first_start") is not None and totals.get("last_end") is not None:
+            found[f"{unit}.seconds"] = float(totals["last_end"]) - float(totals["first_start"])
     found["total"] = sum(found[key] for key in OUTCOMES)
     for name, value in (metrics or {}).items():
         if value is not None:

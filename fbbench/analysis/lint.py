@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fbbench.analysis import conditions as cond
-from fbbench.analysis import figures, psql, steady
+from fbbench.analysis import engine as engine_figures
+from fbbench.analysis import figures, psql, stats, steady
 from fbbench.analysis.stats import readable
 from fbbench.engines.firebird_conf import (
     CACHE_PER_ATTACHMENT,
@@ -31,6 +32,7 @@ from fbbench.engines.firebird_conf import (
     boolean,
     integer,
     lookup,
+    os_cache_in_play,
     parse_conf_text,
 )
 from fbbench.errors import FbbenchError
@@ -46,6 +48,10 @@ MAX_CONFLICT_SHARE = 0.05
 MAX_ERROR_SHARE = 0.001
 MAX_HARNESS_SHARE = 0.20
 MIN_HARNESS_CPU = 1.0  # seconds of process CPU: below, fbbench's fixed costs (threads, a reading) decide the share
+# The share of the engine's reads that reached the storage: a run whose readings span from at most
+# the first to at least the second read from the OS cache at times and from the disk at others.
+CACHED_SHARE, STORAGE_SHARE = 0.2, 0.5
+MOVED_SHARE = 0.3  # between runs: their shares differ by this much
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,26 @@ RULES: dict[str, Rule] = {rule.id: rule for rule in (
     Rule("FB022", NOTE, "disk not measured",
          "A disk test needs a database larger than every cache in the way: Firebird's page cache and the OS file "
          "cache."),
+    Rule("FB023", WARNING, "file cache off, database in the page cache",
+         "Turning the OS file cache off makes a test of the disk only when the database does not fit in Firebird's "
+         "own page cache: after its first reads it never goes to the disk again."),
+    Rule("FB024", WARNING, "disk test inside the OS cache",
+         "A disk test whose database fits in the memory the OS can cache, with the file cache on, reads from "
+         "memory after the first pass: the published 50-page \"drive test\" measured copying between two caches."),
+    Rule("FB025", WARNING, "forced writes off in a disk comparison",
+         "Without forced writes a commit does not wait for the disk: a comparison of disk tests then compares how "
+         "the OS buffers writes (a user's 1,400 against 9,500 updates/s on one VM was traced to forced writes and "
+         "write barriers)."),
+    Rule("FB026", WARNING, "page cache below the working set",
+         "The engine keeps its working set in the page cache — the header, the TIP pages from OIT to Next, the "
+         "pointer and index-root pages of the tables in use — or rereads it for every operation; fewer buffers "
+         "measure that thrashing."),
+    Rule("FB027", WARNING, "OS cache moved during the run",
+         "A database read through the OS file cache is as fast as the memory the host has free for it: when that "
+         "moves during a run, the figure moves with the environment, not with Firebird."),
+    Rule("FB028", WARNING, "OS cache differed between runs",
+         "Runs whose reads came from the OS cache in one and from the disk in another compare the host's memory at "
+         "the time, not the conditions they name."),
     # One run: what the load did.
     Rule("FB030", WARNING, "many update conflicts",
          "A benchmark of update conflicts is not a benchmark of the engine: above 5 % of units the result "
@@ -127,6 +153,10 @@ RULES: dict[str, Rule] = {rule.id: rule for rule in (
          "A run whose throughput never settled reports a point on a curve, not a level."),
     Rule("FB044", WARNING, "warm-up too short",
          "Measuring before throughput settles mixes the warm-up into the figure."),
+    Rule("FB045", WARNING, "paired ratios trend",
+         "Pairing removes drift that hits both sides alike, not a change of the environment that hits one "
+         "configuration only: 50 against 2,048 page buffers drifted from 0.60 to 1.00 pair by pair while another "
+         "process pushed the host into memory pressure, and gave 1.004 (0.971–1.024) on a quiet host."),
     # One run: the harness and the run itself.
     Rule("FB050", WARNING, "harness CPU",
          "When the load generator takes a large share of the CPU, the figure measures the client; one client "
@@ -304,24 +334,6 @@ def _conf_of(run: StoredRun) -> tuple[dict[str, str], set[str]]:
     return pairs, set(pairs)
 
 
-def os_cache_in_play(conf: Mapping[str, str], set_keys: Iterable[str], page_buffers: int | None) -> bool:
-    """Whether the OS file cache sits under Firebird's page cache (firebird.conf of 3.0 to 5.0).
-
-    A UseFileSystemCache that was set (4.0+) decides. Otherwise FileSystemCacheThreshold does on
-    3.0 (which has no UseFileSystemCache) and wherever it was set: the OS cache is used while the
-    page cache is smaller than the threshold (default 65536 pages). Otherwise 4.0+'s default
-    UseFileSystemCache = true holds.
-    """
-    explicit = {k.lower() for k in set_keys}
-    use = lookup(conf, "UseFileSystemCache")
-    if use is not None and "usefilesystemcache" in explicit:
-        return bool(boolean(use))
-    if use is None or "filesystemcachethreshold" in explicit:
-        threshold = integer(lookup(conf, "FileSystemCacheThreshold"))
-        return page_buffers is None or page_buffers < (65536 if threshold is None else threshold)
-    return bool(boolean(use))
-
-
 def _mib(value: float) -> str:
     return f"{value / 2**20:,.1f} MiB"
 
@@ -370,10 +382,24 @@ def _cache_findings(run: StoredRun, subject: str) -> list[Finding]:
     size = max(before.get("size_bytes") or 0, after.get("size_bytes") or 0)
     memory = (run.get("host") or {}).get("memory_bytes")
     forced = before.get("forced_writes")
+    findings += _working_set_findings(run, subject)
     if size and buffers and page_size:
         cache = buffers * page_size
         evidence = {"database_bytes": size, "page_cache_bytes": cache, "host_memory_bytes": memory,
                     "os_cache": in_play, "forced_writes": forced}
+        observed = engine_figures.os_cache(run.get("engine_samples") or {}, run.get("intervals", []), page_size)
+        available = ((observed or {}).get("host") or {}).get("mem_available", {}).get("max") or memory
+        if not in_play and size <= cache:
+            return [*findings, _finding(
+                "FB023", f"the OS file cache is off, but the database ({_mib(size)}) fits in Firebird's page cache "
+                f"({buffers} buffers × {page_size} bytes = {_mib(cache)}): after its first reads the run does not go "
+                "to the disk", evidence, subject)]
+        if in_play and _is_disk_test(run) and available and size <= available:
+            return [*findings, _finding(
+                "FB024", f"a disk test with the OS file cache on, whose database ({_mib(size)}) fits in the memory the "
+                f"host had available ({available / 2**30:.1f} GiB): its reads come from memory; turn the file cache "
+                "off (--file-cache off), drop it first (--drop-caches) or make the database larger than memory "
+                "(--target-size)", {**evidence, "available_bytes": available}, subject)]
         reason = None
         if size <= cache:
             reason = (f"the database ({_mib(size)}) fits in Firebird's page cache ({buffers} buffers × {page_size} "
@@ -388,6 +414,139 @@ def _cache_findings(run: StoredRun, subject: str) -> list[Finding]:
                 reason += "; and forced writes are off, so writes end in the OS cache too"
             findings.append(_finding("FB022", f"this run {what}: {reason}", evidence, subject))
     return findings
+
+
+def _is_disk_test(run: StoredRun) -> bool:
+    """Whether the run's workload says its figures are the storage's (``disk = true``)."""
+    workload = _stored(run)
+    return bool(workload and workload.disk)
+
+
+def _stored(run: StoredRun) -> Workload | None:
+    """The workload the run ran, at its scale, from the files it stored (None if it stored none
+    or this fbbench no longer reads them)."""
+    files = run.get("workload_files") or {}
+    if not files.get("workload.toml"):
+        return None
+    try:
+        # The units the run ran, with its scale (a unit may call orders_generate_${variant}).
+        return stored_workload(files, (run.get("settings") or {}).get("scale") or {})
+    except FbbenchError:
+        return None
+
+
+def working_set(run: StoredRun) -> dict[str, Any] | None:
+    """The pages the engine needs in its cache to work without rereading them (the rebuttal's
+    list): the header page, the TIP pages from OIT to Next, and the pointer and index-root pages
+    of the tables the run used (their data pages from gstat before the run). None when the run
+    did not record enough to tell (no gstat, no per-table activity)."""
+    database = run.get("database") or {}
+    before, after = database.get("before") or {}, database.get("after") or database.get("before") or {}
+    page_size = before.get("page_size")
+    gstat: Mapping[str, Any] = (run.get("gstat") or {}).get("before") or {}
+    snapshot = gstat.get("snapshot") or {}
+    tables = snapshot.get("tables") or {}
+    used = [row["table"] for row in engine_figures.busiest_tables(run.get("engine_samples") or {},
+                                                                  run.get("intervals", []), top=10_000)]
+    if not page_size or not tables or not used:
+        return None
+    headers = [h for h in (before, after) if h.get("next_transaction") is not None]
+    oit = min((h.get("oldest_transaction") or 0 for h in headers), default=0)
+    next_ = max((h.get("next_transaction") or 0 for h in headers), default=0)
+    per_tip = (page_size - 20) * 4  # two bits per transaction
+    tip = next_ // per_tip - oit // per_tip + 1
+    per_pointer = (page_size - 32) // 5  # a page number and a byte of flags per data page
+    pointers = sum(max(1, -(-int((tables.get(name) or {}).get("data_pages") or 0) // per_pointer)) for name in used)
+    index_roots = len(used)
+    return {"header": 1, "tip": tip, "pointer": pointers, "index_root": index_roots,
+            "total": 1 + tip + pointers + index_roots, "tables": len(used), "oit": oit, "next": next_}
+
+
+def _working_set_findings(run: StoredRun, subject: str) -> list[Finding]:
+    buffers = ((run.get("database") or {}).get("before") or {}).get("page_buffers")
+    need = working_set(run)
+    if not buffers or need is None or buffers >= need["total"]:
+        return []
+    message = (f"page buffers {buffers} (per attachment where each has its own cache) are fewer than the "
+               f"{need['total']:,} pages of the engine's working set: the header, {need['tip']:,} TIP page(s) for "
+               f"OIT {need['oit']:,} .. Next {need['next']:,}, {need['pointer']:,} pointer and "
+               f"{need['index_root']:,} index-root page(s) of the {need['tables']} table(s) in use")
+    return [_finding("FB026", message, {"page_buffers": buffers, **need}, subject)]
+
+
+def _os_cache_findings(run: StoredRun, subject: str) -> list[Finding]:
+    """FB027: the OS cache's part in the engine's reads changed during the run, or the database
+    fit in the host's available memory at some readings and not at others."""
+    before = (run.get("database") or {}).get("before") or {}
+    page_size, buffers = before.get("page_size"), before.get("page_buffers")
+    conf, set_keys = _conf_of(run)
+    if not os_cache_in_play(conf, set_keys, buffers):
+        return []
+    observed = engine_figures.os_cache(run.get("engine_samples") or {}, run.get("intervals", []), page_size)
+    if not observed:
+        return []
+    low, high = observed.get("storage_share_min"), observed.get("storage_share_max")
+    available = (observed.get("host") or {}).get("mem_available") or {}
+    size = max(before.get("size_bytes") or 0, ((run.get("database") or {}).get("after") or {}).get("size_bytes") or 0)
+    evidence = {"storage_share_min": low, "storage_share_max": high, "available_min": available.get("min"),
+                "available_max": available.get("max"), "database_bytes": size,
+                "page_cache": (observed.get("host") or {}).get("page_cache")}
+    if low is not None and high is not None and low <= CACHED_SHARE and high >= STORAGE_SHARE:
+        return [_finding("FB027", f"the share of the engine's reads that reached the storage moved from {low:.0%} to "
+                                  f"{high:.0%} between readings: the OS cache held the database at times and not at "
+                                  "others", evidence, subject)]
+    if size and available.get("min") is not None and available["min"] < size <= available["max"]:
+        return [_finding("FB027", f"the host's available memory moved between {available['min'] / 2**30:.1f} and "
+                                  f"{available['max'] / 2**30:.1f} GiB, across the database's {_mib(size)}: it fit in "
+                                  "the OS cache at times and not at others", evidence, subject)]
+    return []
+
+
+def lint_os_cache_series(runs: Sequence[StoredRun], label: str = "") -> list[Finding]:
+    """FB028: runs of one series (or one side of a comparison) whose engine read from the OS cache
+    in one run and from the storage in another."""
+    shares = {}
+    for run in runs:
+        before = (run.get("database") or {}).get("before") or {}
+        observed = engine_figures.os_cache(run.get("engine_samples") or {}, run.get("intervals", []),
+                                           before.get("page_size"))
+        if observed and observed.get("storage_share") is not None:
+            shares[str(run.get("run_id"))] = float(observed["storage_share"])
+    if len(shares) < 2 or max(shares.values()) - min(shares.values()) < MOVED_SHARE:
+        return []
+    low, high = min(shares.values()), max(shares.values())
+    return [_finding("FB028", f"the share of the engine's reads that reached the storage was {low:.0%} in one run and "
+                              f"{high:.0%} in another", {"storage_share": shares}, label)]
+
+
+def lint_disk_comparison(runs: Sequence[StoredRun]) -> list[Finding]:
+    """FB025: a comparison of disk tests with forced writes off (on any side)."""
+    off = [str(run.get("run_id")) for run in runs
+           if ((run.get("database") or {}).get("before") or {}).get("forced_writes") is False and _is_disk_test(run)]
+    if not off:
+        return []
+    return [_finding("FB025", f"forced writes were off in {len(off)} of the {len(runs)} disk-test run(s) compared: "
+                              "their commits did not wait for the disk", {"runs": off})]
+
+
+def lint_pairs(pairs: Sequence[tuple[StoredRun, StoredRun]]) -> list[Finding]:
+    """FB045: the per-pair ratios of the headline (second over first) of a compare --paired series
+    trend over the pair index: a fitted slope whose interval excludes 0."""
+    ratios = []
+    for first, second in pairs:
+        a = ((first.get("summary") or {}).get("headline") or {}).get("result")
+        b = ((second.get("summary") or {}).get("headline") or {}).get("result")
+        ratios.append(b / a if isinstance(a, int | float) and isinstance(b, int | float) and a else None)
+    found = stats.trend([r for r in ratios if r is not None])
+    if found is None:
+        return []
+    slope, low, high = found
+    if low <= 0 <= high:
+        return []
+    known = [r for r in ratios if r is not None]
+    message = (f"the per-pair ratios trend by {slope:+.3f} per pair (95 % interval {low:+.3f} to {high:+.3f}) from "
+               f"{known[0]:.3f} to {known[-1]:.3f}: the environment changed for one side more than for the other")
+    return [_finding("FB045", message, {"ratios": ratios, "slope": slope, "low": low, "high": high})]
 
 
 def _load_findings(run: StoredRun, subject: str) -> list[Finding]:
@@ -505,20 +664,16 @@ def lint_run(run: StoredRun) -> list[Finding]:
     subject = str(run.get("run_id") or "")
     findings = _run_findings(run, subject)
     findings += _cache_findings(run, subject)
+    findings += _os_cache_findings(run, subject)
     findings += _load_findings(run, subject)
     if run.get("status") in ("completed", "interrupted"):
         findings += _steady_findings(run, subject)
-    files = run.get("workload_files") or {}
-    if files.get("workload.toml"):
-        try:
-            # The units the run ran, with its scale (a unit may call orders_generate_${variant}).
-            workload = stored_workload(files, cond.effective_scale(run))
-        except FbbenchError:
-            return findings  # a stored workload this fbbench no longer reads: no static findings
+    workload = _stored(run)
+    if workload is not None:
         conf, _ = _conf_of(run)
         engine = run.get("engine") or {}
-        findings += _random_findings(workload.units, files, _engine_major(engine.get("engine_version")
-                                                                          or run.get("engine_version")), conf)
+        findings += _random_findings(workload.units, workload.files, _engine_major(engine.get("engine_version")
+                                                                                   or run.get("engine_version")), conf)
     return findings
 
 

@@ -14,7 +14,9 @@ from typing import Any
 from fbbench.analysis import figures
 from fbbench.analysis.finite import finite
 from fbbench.engines.firebird_conf import parse_conf_text
+from fbbench.errors import FbbenchError
 from fbbench.store.model import MetricRow, StoredFigure, StoredRun
+from fbbench.workloads.spec import stored_workload
 
 # population.source of a run that started from a copy of the cached population: its load figures
 # are the cache's build, not this run's (docs/run-result.md).
@@ -23,10 +25,36 @@ COPIED_POPULATION = "copy of cached population"
 SCHEMA_VERSION = 1  # of the run result document: docs/run-result.md
 
 
+def _storage(run: StoredRun) -> dict[str, Any]:
+    """What the database's I/O went to, beside the settings that decide whether it waits for it:
+    the storage under the database and the engine's temp files (the host record's; a server's
+    database is not visible from here), forced writes, the OS file cache and whether it was
+    dropped before the measured period."""
+    from fbbench.analysis import conditions
+
+    host = run.get("host") or {}
+    record = conditions.record(run)
+    phases = {phase.get("name"): phase.get("detail") or {} for phase in run.get("phases") or []}
+    before = (run.get("database") or {}).get("before") or {}
+    return {
+        "database": host.get("database_disk") or host.get("workdir_disk"),
+        "temp": host.get("temp_disk"),
+        "forced_writes": before.get("forced_writes"),
+        "file_cache": record.get("database.file_cache"),
+        "caches_dropped": phases.get("before", {}).get("drop_caches"),
+    }
+
+
 def _workload_description(run: StoredRun) -> str:
-    text = (run.get("workload_files") or {}).get("workload.toml")
+    """The workload's description at the run's scale (``${rows}`` replaced as the run had it)."""
+    files = run.get("workload_files") or {}
+    text = files.get("workload.toml")
     if not text:
         return ""
+    try:
+        return stored_workload(files, (run.get("settings") or {}).get("scale") or {}).description
+    except FbbenchError:
+        pass  # a stored workload this fbbench no longer reads: its description as written
     try:
         return str(tomllib.loads(text).get("description", ""))
     except tomllib.TOMLDecodeError:
@@ -239,6 +267,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
             "header_after": {k: after.get(k) for k in ("oldest_transaction", "oldest_active", "oldest_snapshot",
                                                         "next_transaction")},
         },
+        "storage": _storage(run),
         "population": {k: load.get(k) for k in ("source", "load_seconds", "load_connections", "total_rows",
                                                  "grown_bytes", "mb_per_second", "rows_per_second", "rows",
                                                  "copy_seconds", "cache_built_at", "restored_from",
@@ -392,6 +421,8 @@ def _observation(run: StoredRun) -> dict[str, Any]:
     return {
         "engine_samples": per_interval,
         "engine_activity": engine.activity(samples, run.get("intervals", [])),
+        "os_cache": engine.os_cache(samples, run.get("intervals", []),
+                                    ((run.get("database") or {}).get("before") or {}).get("page_size")),
         "tables": tables,
         "indices": indices,
         "gstat": {

@@ -65,6 +65,7 @@ def scipy_stats() -> Any:
     return stats
 
 CONFIDENCE = 0.95
+MIN_TREND_POINTS = 5  # a slope over fewer points has no useful interval
 MIN_BOOTSTRAP_RUNS = 5  # per side: below this the bootstrap's interval is too narrow (see above)
 MIN_EXACT_MEDIAN = 6  # the smallest n whose order-statistic interval of a median reaches 95 %
 BATCHES = 5  # batch means of a single run's intervals: 5 batches, 4 degrees of freedom a side
@@ -471,3 +472,17 @@ def summarize(values: Sequence[float], *, confidence: float = CONFIDENCE) -> Ser
     spread = float(np.ptp(array) / median) if len(array) > 1 and median != 0 else math.nan
     return SeriesSummary(len(array), median, low, high, mean, cv, float(array.min()), float(array.max()), spread,
                          "median with the exact order-statistic interval (scipy.stats.quantile_test)")
+
+
+def trend(values: Sequence[float], *, confidence: float = CONFIDENCE) -> tuple[float, float, float] | None:
+    """The slope of ``values`` over their position (0, 1, 2 …) and its interval: Theil–Sen's
+    median of pairwise slopes, robust to a stray point; None with fewer than
+    :data:`MIN_TREND_POINTS` finite values."""
+    points = [(float(i), float(v)) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+    if len(points) < MIN_TREND_POINTS:
+        return None
+    xs, ys = zip(*points, strict=True)
+    if max(ys) == min(ys):
+        return 0.0, 0.0, 0.0
+    fit = scipy_stats().theilslopes(ys, xs, confidence)
+    return float(fit[0]), float(fit[2]), float(fit[3])

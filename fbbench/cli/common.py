@@ -93,7 +93,8 @@ def _notices() -> Notices:
 
 
 def _print_leftovers(removed: list[str]) -> None:
-    console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False, soft_wrap=True)
+    console.print(f"removed what killed runs or commands left behind: {', '.join(removed)}", highlight=False,
+                  soft_wrap=True)
 
 
 def _print_other_runs(others: list[str]) -> None:

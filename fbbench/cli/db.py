@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+import secrets
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
+from fbbench import paths
 from fbbench.cli.common import (
     EngineOption,
     OnOff,
@@ -18,10 +20,15 @@ from fbbench.cli.common import (
     _on_off,
     _workdir,
     console,
+    errors,
 )
+from fbbench.errors import FbbenchError
 
-db_app = typer.Typer(help="Benchmark databases: create, restore, describe, drop (only fbbench's own).",
-                     no_args_is_help=True)
+if TYPE_CHECKING:
+    from fbbench.database.manage import Credentials
+
+db_app = typer.Typer(help="Benchmark databases: create, restore, describe, drop (only fbbench's own); read and "
+                          "backup speed of any.", no_args_is_help=True)
 
 
 @db_app.command("create")
@@ -156,3 +163,110 @@ def db_restore(
     console.print(f"  runs start from a copy of it: fbbench run WORKLOAD --database-from {backup} --engine "
                   f"{engine or '5.0'}" + (f" --page-size {page_size}" if page_size else ""),
                   highlight=False, soft_wrap=True)
+@db_app.command("readspeed")
+def db_readspeed(
+    path: Annotated[str, typer.Argument(help="Database file (any, fbbench's or not), or a server DSN.")],
+    engine: EngineOption = None,
+    drop_caches: Annotated[bool, typer.Option("--drop-caches", help="Drop the OS page cache first: a cold read "
+                                              "(root only).")] = False,
+    direct: Annotated[bool, typer.Option("--direct", help="Read around the OS page cache (O_DIRECT), as the engine "
+                                         "does with the file cache off.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    user: UserOption = None,
+    password_file: PasswordFileOption = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """The quick estimate of read speed: a full sequential read of the database file, page by page,
+    MB/s = size / time. The file is only read, so any database stays byte for byte as it was (a
+    server's database, whose file is out of reach, is read through gstat on the services API,
+    which attaches: only fbbench's own).
+
+    Examples: `fbbench db readspeed /data/their.fdb` · `sudo fbbench db readspeed /data/their.fdb --drop-caches`
+    """
+    from fbbench.database import speed
+
+    result = speed.read_speed(path, engine, _workdir(workdir), _credentials(user, password_file), drop_caches,
+                              direct)
+    if as_json:
+        console.print_json(json.dumps(result, default=str))
+        return
+    size = f"{result['size_bytes'] / 1e6:,.1f} MB" if result["size_bytes"] else "?"
+    rate = f"{result['mb_per_second']:,.1f} MB/s" if result["mb_per_second"] is not None else "no rate"
+    console.print(f"readspeed {result['location']} ({result['engine']}): {size} in {result['seconds']:.2f} s — "
+                  f"{rate} (size / time; {result['method']})", highlight=False, soft_wrap=True)
+    console.print(f"OS page cache: {_cache_text({**result['os_cache'], 'direct': result['direct']})}",
+                  highlight=False, soft_wrap=True)
+
+
+@db_app.command("backupspeed")
+def db_backupspeed(
+    path: Annotated[str, typer.Argument(help="Database file on this machine.")],
+    engine: EngineOption = None,
+    copy: Annotated[bool, typer.Option("--copy", help="Back up a copy in the work directory (needed for a "
+                                       "database fbbench did not create; the copy is removed).")] = False,
+    drop_caches: Annotated[bool, typer.Option("--drop-caches", help="Drop the OS page cache first (root only).")]
+    = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    user: UserOption = None,
+    password_file: PasswordFileOption = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """IBSurgeon's quick estimate: gbak -b -g of the database to /dev/null through the services
+    API, MB/s = size / time. A backup starts a transaction (the header changes): a database
+    fbbench did not create is only backed up as a copy (--copy).
+
+    Example: `fbbench db backupspeed /tmp/x.fdb` · `fbbench db backupspeed /data/their.fdb --copy`
+    """
+    result = _backup_speed(path, engine, paths.own_workdir(workdir), _credentials(user, password_file), drop_caches,
+                           copy)
+    if as_json:
+        console.print_json(json.dumps(result, default=str))
+        return
+    copied = f" (a copy, made in {result['copy_seconds']:.1f} s)" if result["copied"] else ""
+    console.print(f"backupspeed {result['location']}{copied} ({result['engine']}): "
+                  f"{result['size_bytes'] / 1e6:,.1f} MB in {result['seconds']:.2f} s — "
+                  f"{result['mb_per_second']:,.1f} MB/s (gbak -b -g to /dev/null)",
+                  highlight=False, soft_wrap=True)
+    console.print(f"OS page cache: {_cache_text(result['os_cache'])}", highlight=False, soft_wrap=True)
+
+
+def _backup_speed(location: str, engine: str | None, workdir: paths.WorkDir, credentials: Credentials,
+                  drop_caches: bool, copy: bool) -> dict[str, Any]:
+    """backupspeed's files in the work directory — its runtime root and, for a database fbbench did
+    not create, the copy it backs up — recorded before they exist (a killed backupspeed's are
+    removed by the next), the copy refused up front when its file system has no room."""
+    from fbbench.database import speed
+    from fbbench.engines.runtime import runtime_base
+    from fbbench.runner import cleanup, limits
+
+    removed = cleanup.remove_command_leftovers(workdir)
+    if removed:
+        errors.print(f"removed what killed runs or commands left behind: {', '.join(removed)}", highlight=False,
+                     soft_wrap=True)
+    source = speed.backup_source(location, engine, copy)
+    token = secrets.token_hex(4)
+    name = f"backupspeed-{token}"
+    made = {runtime_base(workdir.path, name): cleanup.RUNTIME}
+    copied = None if source.owned else workdir.path / "backupspeed" / f"{token}.fdb"
+    if copied is not None:
+        short = limits.shortfall([(copied.parent, source.size)])
+        if short is not None:
+            raise FbbenchError(f"no room for the copy of {source.path} ({limits.bytes_text(source.size)}) in the work "
+                               f"directory: {short[0].text()}",
+                               hint="free some space, or give --workdir on a larger disk")
+        made[copied] = cleanup.COPY
+    with cleanup.command_files(workdir, made):
+        copy_seconds = speed.copy_database(source.path, copied) if copied is not None else None
+        result = speed.backup_speed(source, copied or source.path, workdir.path, credentials, drop_caches, name)
+    return result if copy_seconds is None else {**result, "copy_seconds": copy_seconds}
+
+
+def _cache_text(cache: dict[str, Any]) -> str:
+    if cache.get("direct"):
+        return "read around it (O_DIRECT)"
+    if cache.get("dropped"):
+        return (f"dropped first ({cache['page_cache_before'] / 2**20:,.0f} → {cache['page_cache_after'] / 2**20:,.0f} "
+                "MiB): a cold read")
+    held = cache.get("page_cache")
+    return (f"not dropped ({held / 2**20:,.0f} MiB held): the read may come from memory; --drop-caches for a cold one"
+            if held is not None else "not dropped")

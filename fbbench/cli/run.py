@@ -84,6 +84,13 @@ def run(
         f"(default {_DEFAULT.replication}).")] = None,
     set_replication: Annotated[list[str] | None, typer.Option(
         "--set-replication", help="replication.conf key=value for this run, e.g. buffer_size=4194304.")] = None,
+    file_cache: Annotated[OnOff | None, typer.Option(
+        "--file-cache", help="on or off: the OS file cache under Firebird's page cache (UseFileSystemCache on "
+        "4.0+, FileSystemCacheThreshold on 3.0). off for an honest disk test.")] = None,
+    drop_caches: Annotated[bool, typer.Option("--drop-caches", help="Drop the OS page cache right before the "
+                                              "measured period, for a cold run (root only).")] = False,
+    target_size: Annotated[str | None, typer.Option("--target-size", help="Populate a database of this size, "
+                                                    "e.g. 4GB: picks the workload's size scale for you.")] = None,
     no_sweep: Annotated[bool, typer.Option("--no-sweep", help="Skip the sweep before measuring.")] = False,
     no_monitor: Annotated[bool, typer.Option("--no-monitor", help="Do not watch the engine (no MON$ sampling per "
                                              "interval, no gstat); DB-side metrics are still read.")] = False,

@@ -83,9 +83,10 @@ def resolve(location: str, engine: str | None = None, must_exist: bool = False) 
 
 @contextmanager
 def engine_runtime(engine: Engine, workdir: Path, credentials: Credentials = Credentials(),
-                   conf: dict[str, str] | None = None) -> Iterator[Runtime]:
-    """A throw-away runtime root for one command."""
-    runtime = prepare_runtime(engine, workdir, conf, user=credentials.user, password=credentials.password)
+                   conf: dict[str, str] | None = None, name: str | None = None) -> Iterator[Runtime]:
+    """A throw-away runtime root for one command (``name``: its directory's name, when the
+    command recorded it before; otherwise a fresh one)."""
+    runtime = prepare_runtime(engine, workdir, conf, name=name, user=credentials.user, password=credentials.password)
     try:
         yield runtime
     finally:

@@ -13,7 +13,7 @@ The readers follow Firebird's own parser (``src/common/config/config_file.cpp``:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 # fbbench's architecture names (--architecture) → ServerMode's canonical spelling.
 ARCHITECTURES = {"super": "Super", "superclassic": "SuperClassic", "classic": "Classic"}
@@ -149,3 +149,29 @@ def replication_version(major: str) -> str | None:
     parts = major.split(".")
     key = ".".join(parts[:2]) if len(parts) >= 2 else f"{parts[0]}.0"
     return key if key in REPLICATION_KEYS else None
+def os_cache_in_play(conf: Mapping[str, str], set_keys: Iterable[str], page_buffers: int | None) -> bool:
+    """Whether the OS file cache sits under Firebird's page cache (firebird.conf of 3.0 to 5.0).
+
+    A UseFileSystemCache that was set (4.0+) decides. Otherwise FileSystemCacheThreshold does on
+    3.0 (which has no UseFileSystemCache) and wherever it was set: the OS cache is used while the
+    page cache is smaller than the threshold (default 65536 pages). Otherwise 4.0+'s default
+    UseFileSystemCache = true holds.
+    """
+    explicit = {k.lower() for k in set_keys}
+    use = lookup(conf, "UseFileSystemCache")
+    if use is not None and "usefilesystemcache" in explicit:
+        return bool(boolean(use))
+    if use is None or "filesystemcachethreshold" in explicit:
+        threshold = integer(lookup(conf, "FileSystemCacheThreshold"))
+        return page_buffers is None or page_buffers < (65536 if threshold is None else threshold)
+    return bool(boolean(use))
+
+
+def file_cache_setting(engine_major: str, on: bool) -> tuple[str, str]:
+    """The firebird.conf key and value that put the OS file cache under Firebird's page cache or
+    take it away, for an engine version: UseFileSystemCache on 4.0 and later; on 3.0, which has
+    only FileSystemCacheThreshold (the OS cache is used while the page cache is smaller than it),
+    1 page turns it off for any cache and the largest value on."""
+    if engine_major.startswith("3"):
+        return "FileSystemCacheThreshold", "2147483647" if on else "1"
+    return "UseFileSystemCache", "true" if on else "false"

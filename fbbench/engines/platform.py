@@ -209,3 +209,56 @@ def cpu_model() -> str | None:
         if line.lower().startswith("model name"):
             return line.split(":", 1)[1].strip()
     return None
+
+
+# ------------------------------------------------------------------------- the OS page cache
+
+_MEMINFO_KEYS = {"MemTotal": "total", "MemAvailable": "available", "Cached": "page_cache", "Dirty": "dirty",
+                 "Writeback": "writeback"}
+
+
+def meminfo() -> dict[str, int]:
+    """The host's memory as /proc/meminfo tells it, in bytes: total, available, page_cache (the
+    file pages the kernel holds, Cached), dirty and writeback (written, not yet on the disk)."""
+    found: dict[str, int] = {}
+    for line in _read("/proc/meminfo").splitlines():
+        key, _, rest = line.partition(":")
+        if key in _MEMINFO_KEYS:
+            number, *unit = rest.split()
+            found[_MEMINFO_KEYS[key]] = int(number) * (1024 if unit == ["kB"] else 1)
+    return found
+
+
+def page_cache_drop_refusal() -> str | None:
+    """Why this process cannot drop the OS page cache (None when it can): only root may write
+    /proc/sys/vm/drop_caches."""
+    if os.geteuid() != 0:
+        return f"dropping the OS page cache needs root (writing /proc/sys/vm/drop_caches); this is uid {os.geteuid()}"
+    if not os.access("/proc/sys/vm/drop_caches", os.W_OK):
+        return "/proc/sys/vm/drop_caches cannot be written here (a container without that right?)"
+    return None
+
+
+def drop_page_cache() -> dict[str, int]:
+    """Write dirty pages out, then drop the clean page cache (echo 1 > drop_caches); the page
+    cache's size before and after, in bytes."""
+    before = meminfo().get("page_cache", 0)
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("1\n")
+    return {"page_cache_before": before, "page_cache_after": meminfo().get("page_cache", 0)}
+
+
+def process_io(pid: int) -> dict[str, int]:
+    """A process's major page faults (its own and its waited-for children's) and block I/O
+    (/proc/PID/io read_bytes, write_bytes: what reached the storage layer, page cache excluded);
+    empty where the kernel does not tell (another user's process)."""
+    found: dict[str, int] = {}
+    stat = _read(f"/proc/{pid}/stat")
+    fields = stat.rsplit(")", 1)[1].split() if ")" in stat else []
+    if len(fields) > 11:
+        found["major_faults"] = int(fields[9]) + int(fields[10])  # majflt, cmajflt (fields 12, 13)
+    for line in _read(f"/proc/{pid}/io").splitlines():
+        key, _, value = line.partition(":")
+        if key in ("read_bytes", "write_bytes"):
+            found[key] = int(value)
+    return found

@@ -43,6 +43,13 @@ levels (stored as they are)
   as seen on 3.0 and 5.0); counted without the sampler's own attachment and transaction and without
   the engine's system attachments (garbage collector, cache writer); per_attachment_sums.
 
+- ``host`` (levels, with ``engine_processes``): the host's memory from /proc/meminfo —
+  ``mem_available``, ``page_cache`` (the file pages the kernel holds), ``dirty`` and ``writeback``
+  bytes: how much of the database the OS file cache can hold, and what it still has to write;
+- ``process`` (counters, with ``engine_processes``): the engine's processes' ``major_faults`` and
+  block I/O, ``read_bytes`` and ``write_bytes`` (/proc/PID/io: what reached the storage, the page
+  cache excluded) — beside ``io.page_reads`` they say where the engine's reads came from;
+
 - ``metric``: the workload's DB-side metrics (``[[metrics]]``), read in the same transaction,
   as levels: the runner turns them into changes per interval and over the measured window.
   Metrics marked ``every = "end"`` are read only at the readings asked to be ``full``.
@@ -61,6 +68,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from fbbench.database import driver
+from fbbench.engines import platform as host_os
 
 if TYPE_CHECKING:
     from firebird.driver import Connection, Cursor, Statement, TransactionManager
@@ -148,9 +156,13 @@ class Sampler:
     """
 
     def __init__(self, dsn: str, tables: Sequence[str] | None = None, *, monitor: bool = True,
-                 metrics: Mapping[str, str] | None = None, end_metrics: Mapping[str, str] | None = None) -> None:
-        """``monitor=False`` reads only the metrics (``fbbench run --no-monitor``)."""
+                 metrics: Mapping[str, str] | None = None, end_metrics: Mapping[str, str] | None = None,
+                 engine_processes: Callable[[], Sequence[int]] | None = None) -> None:
+        """``monitor=False`` reads only the metrics (``fbbench run --no-monitor``).
+        ``engine_processes``: the pids the engine runs in (this process and its children when
+        embedded, a managed server's): with it, each reading has the host's memory and their I/O."""
         self.dsn = dsn
+        self.engine_processes = engine_processes
         self.monitor = monitor
         self.metrics = dict(metrics or {})
         self.end_metrics = dict(end_metrics or {})
@@ -323,7 +335,23 @@ class Sampler:
         seconds = time.perf_counter() - started
         if not self.monitor:
             return Sample(taken_at, seconds, self.attachment_id, {}, {}, metrics)
-        return replace(self._build(taken_at, seconds, results, tables), metrics=metrics)
+        sample = replace(self._build(taken_at, seconds, results, tables), metrics=metrics)
+        if self.engine_processes is not None:
+            self._host(sample)
+        return sample
+
+    def _host(self, sample: Sample) -> None:
+        """The host's memory and the engine processes' faults and block I/O, into ``sample``."""
+        memory = host_os.meminfo()
+        for name in ("available", "page_cache", "dirty", "writeback"):
+            if name in memory:
+                sample.levels[("host", "mem_available" if name == "available" else name)] = memory[name]
+        assert self.engine_processes is not None
+        summed: dict[str, int] = {}
+        for pid in self.engine_processes():
+            for name, value in host_os.process_io(pid).items():
+                summed[name] = summed.get(name, 0) + value
+        sample.counters.update({("process", name): value for name, value in summed.items()})
 
     def _build(self, taken_at: float, seconds: float, results: dict[str, Any], tables: list[Any]) -> Sample:
         def number(value: Any) -> int:

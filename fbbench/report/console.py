@@ -38,6 +38,43 @@ def _known(value: Any) -> str:
     return "?" if value is None else str(value)
 
 
+def storage_text(disk: dict[str, Any] | None) -> str:
+    """The storage under a directory as the host record has it: device (model), medium,
+    filesystem and its mount options, I/O scheduler."""
+    if not disk:
+        return "not visible from this machine"
+    rotational = disk.get("rotational")
+    medium = disk.get("medium") or (None if rotational is None else "rotational" if rotational else "solid-state")
+    device = f"{disk.get('device') or '?'}" + (f" ({disk['model']})" if disk.get("model") else "")
+    parts = [device, medium, disk.get("filesystem"),
+             f"mounted {disk['mount_options']}" if disk.get("mount_options") else None,
+             f"scheduler {disk['scheduler']}" if disk.get("scheduler") else None]
+    return " ".join(str(part) for part in parts if part)
+
+
+def os_cache_text(cache: dict[str, Any] | None) -> str | None:
+    """The OS cache beside the engine's reads, as one line; None when it was not observed."""
+    if not cache:
+        return None
+    host, process = cache.get("host") or {}, cache.get("process") or {}
+
+    def span(name: str) -> str:
+        found = host.get(name)
+        if not found:
+            return "?"
+        low, high = found["min"] / 2**30, found["max"] / 2**30
+        return f"{low:,.1f} GiB" if abs(high - low) < 0.05 else f"{low:,.1f}–{high:,.1f} GiB"
+
+    text = (f"OS cache: available memory {span('mem_available')}, page cache {span('page_cache')}, dirty up to "
+            f"{(host.get('dirty') or {}).get('max', 0) / 2**20:,.0f} MiB; engine page reads "
+            f"{_num(cache.get('engine_page_reads'))}")
+    if cache.get("storage_share") is not None:
+        text += (f", {cache['storage_share']:.0%} of their bytes from the storage "
+                 f"({process.get('read_bytes', 0) / 1e6:,.1f} MB block reads, "
+                 f"{_num(process.get('major_faults'))} major faults)")
+    return text
+
+
 def print_summary(document: dict[str, Any], console: Console) -> None:
     engine, database = document["engine"], document["database"]
     status = document["status"]
@@ -55,6 +92,13 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         f"replication {(document.get('replication') or {}).get('mode') or 'off'}; "
         f"{_known(document.get('connections'))} connection(s), seed {_known(document.get('seed'))}"
     )
+    storage = document.get("storage") or {}
+    console.print(escape(f"storage: {storage_text(storage.get('database'))}; forced writes "
+                         f"{_on_off(storage.get('forced_writes'))}; OS file cache {storage.get('file_cache') or '?'}"
+                         + ("; OS page cache dropped before measuring" if storage.get("caches_dropped") else "")),
+                  highlight=False)
+    if storage.get("temp"):
+        console.print(escape(f"temp files: {storage_text(storage['temp'])}"), highlight=False)
     architecture = engine.get("architecture") or {}
     if architecture.get("requested") or architecture.get("verified"):
         evidence = architecture.get("evidence") or {}
@@ -277,6 +321,9 @@ def engine_lines(document: Mapping[str, Any]) -> list[str]:
         gaps = ", ".join(f"{label} {gap[name]:,.0f}" for name, label in
                          (("next_minus_oit", "Next−OIT"), ("next_minus_oat", "Next−OAT")) if gap.get(name) is not None)
         lines.append(f"garbage collection per second: {collected or '–'}; largest gap {gaps or '–'}")
+        cache = os_cache_text(document.get("os_cache"))
+        if cache:
+            lines.append(escape(cache))
     elif document.get("settings", {}).get("monitor") is False:
         lines.append("engine: not watched (--no-monitor)")
     sampling = document.get("sampling")

@@ -11,6 +11,12 @@ engine crashed — that process calls :func:`clean_run` once the engine child ha
 killed before it could do so left is removed by the next run in the same work directory with the
 same store (:func:`remove_leftovers`).
 
+A command other than a run that makes files there (``db backupspeed --copy``: its copy and its
+runtime root) has no run in a results store: it records them in a ledger in the work directory,
+``commands/PID-TOKEN.json``, before it makes them (:func:`command_files`), removes them when it
+ends, and what a killed one left is removed by the next run or backupspeed in that work
+directory (:func:`remove_command_leftovers`).
+
 Only recorded paths are ever deleted, and only those inside the work directory they were recorded
 for: never a file because its name looks like one of fbbench's.
 """
@@ -19,21 +25,31 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import secrets
 import shutil
+import socket
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from fbbench import paths
 from fbbench.database import ownership
 from fbbench.engines.managed import stop_abandoned_servers
+from fbbench.engines.platform import process_alive
 from fbbench.engines.runtime import runtime_base
+from fbbench.errors import FbbenchError
 from fbbench.runner.population_cache import BUILDING_SUFFIX, entry
 from fbbench.store import ResultsStore
 from fbbench.store.results import RunFiles, StoreError
 
-# The kinds of files a run records (run_files.kind in the store).
-DATABASE, RUNTIME, BUILDING, REPLICATION = "database", "runtime", "building", "replication"
+# The kinds of files a run records (run_files.kind in the store); a command's copy of a database.
+DATABASE, RUNTIME, BUILDING, REPLICATION, COPY = "database", "runtime", "building", "replication", "copy"
+# Where commands other than runs record the files they make in the work directory.
+COMMANDS_DIR = "commands"
 
 REPLICATION_SUFFIX = ".replication"
 REPLICA_NAME = "replica.fdb"  # a sync run's replica, in its replication directory
@@ -101,45 +117,111 @@ def clean_run(store: ResultsStore, workdir: paths.WorkDir, run_id: str, made: Ru
 
 def remove_leftovers(store: ResultsStore, workdir: paths.WorkDir) -> list[str]:
     """What runs of ``workdir`` left there when their fbbench process was killed (their copy,
-    runtime root, a half-built population), as ``store`` recorded it; returns what was removed.
+    runtime root, a half-built population), as ``store`` recorded it, and what killed commands
+    recorded in it (:func:`remove_command_leftovers`); returns what was removed.
     A database a run was asked to keep was never recorded, so it stays."""
     # First the servers of killed runs (their files are removed next): by owner, not by the store,
     # so a server whose run another results store recorded is stopped too.
     removed = [f"stopped {server}" for server in stop_abandoned_servers(workdir.path)]
     for run_id, files in store.files_to_remove(workdir.ident).items():
         removed += _remove(store, workdir, run_id, files.paths)
-    return removed
+    return removed + remove_command_leftovers(workdir)
 
 
 def _remove(store: ResultsStore, workdir: paths.WorkDir, run_id: str, files: dict[str, str]) -> list[str]:
     removed, done = [], []
     for path, kind in files.items():
-        target = Path(path)
-        if not target.resolve().is_relative_to(workdir.path):
-            done.append(path)  # not in this directory (it was moved, or a link now points out): not ours to delete
-            continue
-        existed = target.exists()
-        try:
-            if kind == BUILDING:
-                if not _remove_abandoned_build(target, workdir.path):
-                    continue  # a run builds that population right now; it stays recorded for later
-            elif kind == DATABASE:
-                ownership.remove_run_copy(path, workdir.path)
-            elif kind == REPLICATION:
-                ownership.remove_run_copy(str(target / REPLICA_NAME), workdir.path)  # a sync run's replica
-                if existed:
-                    shutil.rmtree(paths.assert_inside(target, workdir.path), ignore_errors=True)
-            elif existed:
-                shutil.rmtree(paths.assert_inside(target, workdir.path), ignore_errors=True)
-        except OSError:
-            continue  # not removable now (permissions, a directory where a file was): tried again next time
-        if os.path.lexists(target):
+        outcome = _delete(Path(path), kind, workdir.path)
+        if outcome is None:
             continue
         done.append(path)
-        if existed:
+        if outcome:
             removed.append(path)
     with contextlib.suppress(StoreError):  # the next clean-up finds them gone
         store.files_removed(run_id, done)
+    return removed
+
+
+def _delete(target: Path, kind: str, workdir: Path) -> bool | None:
+    """Delete one recorded path of ``workdir``: True when it was removed, False when there was
+    nothing of ours to remove (already gone, or no longer in the work directory: moved, or a link
+    now points out), None when it is still there (tried again next time)."""
+    if not target.resolve().is_relative_to(workdir):
+        return False
+    existed = target.exists()
+    try:
+        if kind == BUILDING:
+            if not _remove_abandoned_build(target, workdir):
+                return None  # a run builds that population right now; it stays recorded for later
+        elif kind == DATABASE:
+            ownership.remove_run_copy(str(target), workdir)
+        elif kind == REPLICATION:
+            ownership.remove_run_copy(str(target / REPLICA_NAME), workdir)  # a sync run's replica
+            if existed:
+                shutil.rmtree(paths.assert_inside(target, workdir), ignore_errors=True)
+        elif kind == COPY:
+            if existed:
+                paths.assert_inside(target, workdir).unlink()
+        elif existed:
+            shutil.rmtree(paths.assert_inside(target, workdir), ignore_errors=True)
+    except OSError:
+        return None  # not removable now (permissions, a directory where a file was)
+    if os.path.lexists(target):
+        return None
+    return existed
+
+
+@contextlib.contextmanager
+def command_files(workdir: paths.WorkDir, files: Mapping[Path, str]) -> Iterator[None]:
+    """Record ``files`` (path → kind: COPY a file, RUNTIME a directory), which the caller is
+    about to make in ``workdir``, before it makes them; remove them when the block ends, however
+    it ends. A killed process's are removed by :func:`remove_command_leftovers`."""
+    for path in files:
+        if not path.absolute().is_relative_to(workdir.path):
+            raise ValueError(f"{path} is not in the work directory {workdir.path}")
+    ledgers = workdir.path / COMMANDS_DIR
+    ledger = ledgers / f"{os.getpid()}-{secrets.token_hex(4)}.json"
+    listed = {str(path.absolute()): kind for path, kind in files.items()}
+    text = json.dumps({"workdir": workdir.ident, "owner": os.getpid(), "created": psutil.Process().create_time(),
+                       "host": socket.gethostname(), "files": listed}, indent=1)
+    try:
+        ledgers.mkdir(exist_ok=True)
+        with open(ledger, "x") as handle:  # complete before any of the files exists
+            handle.write(text + "\n")
+    except OSError as error:
+        raise FbbenchError(f"cannot record the files it is about to make in {ledgers}: {error.strerror or error}",
+                           hint="give --workdir a directory you can write") from None
+    try:
+        yield
+    finally:
+        outcomes = [_delete(Path(path), kind, workdir.path) for path, kind in listed.items()]
+        if None not in outcomes:  # otherwise the record stays, for the next command to try again
+            ledger.unlink(missing_ok=True)
+
+
+def remove_command_leftovers(workdir: paths.WorkDir) -> list[str]:
+    """What commands other than runs recorded in ``workdir`` and left there when they were killed
+    (their process gone); returns what was removed. A ledger of a process on another machine (a
+    shared directory), or whose process still runs, is left alone."""
+    removed: list[str] = []
+    for ledger in sorted((workdir.path / COMMANDS_DIR).glob("*.json")):
+        try:
+            data = json.loads(ledger.read_text())
+            owner, created, host = int(data["owner"]), float(data["created"]), str(data["host"])
+            files = {str(path): str(kind) for path, kind in dict(data["files"]).items()}
+            ident = str(data["workdir"])
+        except (OSError, ValueError, KeyError, TypeError):
+            # Written in part by a process killed before it made any of the files, or being written now.
+            pid = ledger.name.split("-", 1)[0]
+            if pid.isdigit() and not process_alive(int(pid)):
+                ledger.unlink(missing_ok=True)
+            continue
+        if host != socket.gethostname() or process_alive(owner, created) or ident != workdir.ident:
+            continue
+        outcomes = {path: _delete(Path(path), kind, workdir.path) for path, kind in files.items()}
+        removed += [path for path, outcome in outcomes.items() if outcome]
+        if None not in outcomes.values():
+            ledger.unlink(missing_ok=True)
     return removed
 
 

@@ -67,6 +67,33 @@ def entry(cache: Path, workload_name: str, key: str) -> Entry:
                  cache / f"{key}.lock")
 
 
+def scale_for_size(workload: Workload, target_bytes: float, measured: dict[str, Any]) -> dict[str, Any]:
+    """``--target-size``'s arithmetic: the value of ``workload``'s size scale (``size_scale`` in
+    workload.toml) that gives a database of about ``target_bytes``, from the load facts of its
+    population at the scale's default value (``measured``; ``workload`` is at that default): the
+    size beyond what the scripts alone create, divided by the default value, is what one unit of
+    the scale takes. Returns the scale to run at (``{name: text}``) and how it was chosen."""
+    name = workload.size_scale
+    assert name is not None
+    default = workload.scale_defaults[name]
+    assert isinstance(default, int | float)
+    size = int(measured["size_bytes"])
+    # After the scripts, before the load steps; a population grown from a smaller one started larger.
+    base = 0 if measured.get("grown_from") is not None else int(measured.get("base_bytes") or 0)
+    per_unit = (size - base) / default
+    if per_unit <= 0:
+        raise FbbenchError(f"--target-size: workload {workload.name}'s population did not grow with {name} "
+                           f"({size:,} bytes at {name}={default:g})")
+    value = max(1.0, (target_bytes - base) / per_unit)
+    chosen: int | float = round(value) if isinstance(default, int) else float(f"{value:.4g}")
+    expected = base + per_unit * chosen
+    text = (f"{name}={chosen:,} (about {expected / 1e6:,.0f} MB: {per_unit / 1e3:,.2f} kB per unit of {name}, "
+            f"measured on the population at {name}={default:g}, {size / 1e6:,.1f} MB)")
+    return {"scale": {name: str(chosen)}, "target_bytes": target_bytes, "expected_bytes": round(expected),
+            "per_unit_bytes": per_unit, "base_bytes": base, "measured_at": {name: default, "size_bytes": size},
+            "text": text}
+
+
 @dataclass(frozen=True)
 class StepMeasure:
     name: str

@@ -11,6 +11,7 @@ are built from the store afterwards, so they show exactly what was recorded.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import time
@@ -43,7 +44,7 @@ from fbbench.workloads.spec import Workload, load_workload
 class Notices:
     """What a run tells the user as it starts, besides its progress: the command prints them."""
 
-    leftovers: Callable[[list[str]], None] | None = None  # what killed runs left behind, now removed
+    leftovers: Callable[[list[str]], None] | None = None  # what killed runs (or commands) left behind, now removed
     others: Callable[[list[str]], None] | None = None  # other runs at work on this machine now
 
 
@@ -179,6 +180,7 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     if isinstance(engine, ServerEngine) and password is None:
         raise FbbenchError(f"a password is needed for {engine.label}",
                            hint="give --password-file FILE or set ISC_PASSWORD")
+    _apply_workload_defaults(settings, workload)
     if settings.page_size is not None:
         from fbbench.database.manage import check_page_size
 
@@ -195,7 +197,9 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     results = Path(settings.results or paths.default_results()).expanduser().resolve()
     check_outputs(settings, results)
     workdir = paths.check_workdir(settings.workdir)  # before an engine is installed to read its conf keys
-    conf = check_conf(engine, settings.engine_conf(local))
+    conf = settings.engine_conf(local)
+    _check_disk_settings(settings, workload, engine, local_major, conf)
+    conf = check_conf(engine, conf)
     replication_conf = check_replication(engine, settings.replication, settings.replication_conf,
                                          settings.where("replication_conf"), settings.where("replication"))
     if settings.replication != "off":
@@ -227,8 +231,10 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
     cache measured (:func:`limits.nearest_estimate`; refused only beyond the estimate's margin).
     A scale no build measured is watched while it builds instead (runner/engine/population.py).
     With ``backup`` (--database-from) the database is restored, not built: the copy of its cached
-    restore is checked, a restore still to make has no estimate. A sync replicated run makes a
-    second copy beside it, its replica. An external server's disk is not this machine's."""
+    restore is checked, a restore still to make has no estimate. With --target-size (embedded
+    only) the scale is chosen when the run starts: see :func:`_target_size_room`. A sync
+    replicated run makes a second copy beside the run's, its replica. An external server's disk
+    is not this machine's."""
     estimate = None
     # --replication sync: the run's replica, a copy of the populated database, lies beside it.
     copies = 2 if settings.replication == "sync" else 1
@@ -242,7 +248,9 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
             name, what = workload.name, f"{workload.name} population"
             key = population_cache.cache_key(workload, settings.page_size, engine.major)
         cached = population_cache.entry(cache, name, key).database
-        if isinstance(engine, EmbeddedEngine) and cached.exists() and not settings.fresh:
+        if settings.target_size is not None and backup is None:
+            _target_size_room(settings, workload, engine.major, cache, databases, copies)
+        elif isinstance(engine, EmbeddedEngine) and cached.exists() and not settings.fresh:
             size = cached.stat().st_size
             short = limits.shortfall([(databases, copies * size)])
             if short is not None:
@@ -274,6 +282,113 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
         parts.insert(0, f"the population about {limits.duration_text(estimate.seconds)}, "
                         f"{estimate.basis_text(workload)}")
     limits.check_planned(load + (estimate.seconds if estimate else 0.0), "this run", "; ".join(parts), settings.yes)
+
+
+def _target_size_room(settings: RunSettings, workload: Workload, engine_major: str, cache: Path,
+                      databases: Path, copies: int = 1) -> None:
+    """Refuse a --target-size run whose population would not fit the work directory's disk.
+
+    ``workload`` is at its size scale's default (--target-size refuses a --scale of it): the
+    population the size per unit is measured on (runner/engine/population.scale_for_size). Once it
+    is cached, the scale chosen and whether its population is cached too are known here: then only
+    what is still to be built or copied counts. Before that, the measuring population is built
+    (its size estimated as any other's, when the cache measured one of the same shape), and a
+    population of about the size asked is built in the cache and copied for the run. ``copies``:
+    2 when a sync replica of the run's copy lies beside it (--replication sync)."""
+    target = float(settings.target_size or 0)
+    needs: list[tuple[Path, float]] = []
+    probe = population_cache.entry(cache, workload.name,
+                                   population_cache.cache_key(workload, settings.page_size, engine_major))
+    cached: Path | None = None  # the cached population at the scale --target-size will choose
+    if probe.database.exists() and probe.meta.exists() and not settings.fresh:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, FbbenchError):
+            sizing = population_cache.scale_for_size(workload, target, json.loads(probe.meta.read_text())["load"])
+            sized = load_workload(str(workload.directory), {**workload.scale, **sizing["scale"]})
+            key = population_cache.cache_key(sized, settings.page_size, engine_major)
+            cached = population_cache.entry(cache, sized.name, key).database
+    else:
+        measured = population_cache.measurements(cache, workload)
+        estimate = limits.nearest_estimate(workload, measured, engine_major, settings.page_size)
+        needs.append((cache, estimate.size_bytes if estimate is not None else 0.0))
+    if cached is not None and cached.exists():
+        needs.append((databases, copies * float(cached.stat().st_size)))
+    else:
+        needs += [(cache, target), (databases, copies * target)]
+    short = limits.shortfall(needs)
+    if short is not None:
+        raise FbbenchError(f"{settings.where('target_size')} {limits.bytes_text(target)} needs about "
+                           f"{limits.bytes_text(short[1])} in the work directory (the population built in its cache "
+                           f"and the run's copy{' and its sync replica' if copies == 2 else ''}): "
+                           f"{short[0].text()}",
+                           hint="choose a smaller --target-size, or a --workdir on a larger disk")
+
+
+def _check_disk_settings(settings: RunSettings, workload: Any, engine: Any, local_major: str | None,
+                         conf: dict[str, str]) -> None:
+    """--file-cache (written into ``conf`` as the key the engine version reads), --drop-caches
+    (root, and a database on this machine) and --target-size (a workload that says what grows)."""
+    from fbbench.engines.firebird_conf import boolean, file_cache_setting, integer, key_of
+
+    if settings.file_cache is not None:
+        if local_major is None:
+            raise FbbenchError(f"{settings.where('file_cache')}: fbbench does not write the firebird.conf of "
+                               f"{engine.label}",
+                               hint="set UseFileSystemCache (4.0+) or FileSystemCacheThreshold (3.0) in the server's "
+                                    "own firebird.conf; the run records what the engine reports")
+        key, value = file_cache_setting(local_major, settings.file_cache)
+        given = key_of(conf, key)
+        if given is not None:
+            if key == "UseFileSystemCache":
+                same = boolean(conf[given]) == settings.file_cache
+            else:
+                threshold, buffers = integer(conf[given]), settings.page_buffers or 2048
+                same = threshold is not None and (buffers < threshold) == settings.file_cache
+            if not same:
+                state = "on" if settings.file_cache else "off"
+                raise FbbenchError(f"{settings.where('file_cache')} {state} contradicts "
+                                   f"{settings.origins.get('conf', '--set')} {given}={conf[given]}")
+        else:
+            conf[key] = value
+    if settings.drop_caches:
+        from fbbench.engines import platform as host_os
+
+        if local_major is None:
+            raise FbbenchError(f"{settings.where('drop_caches')} drops this machine's page cache, and the database of "
+                               f"{engine.label} is on its server",
+                               hint="drop the cache on the server itself, or use an engine on this machine")
+        refusal = host_os.page_cache_drop_refusal()
+        if refusal:
+            raise FbbenchError(f"{settings.where('drop_caches')}: {refusal}",
+                               hint="run as root (sudo), or leave it out: the lint then says what the OS cache held")
+    if settings.target_size is not None:
+        if workload.size_scale is None:
+            raise FbbenchError(f"{settings.where('target_size')}: workload {workload.name} does not say which scale "
+                               "its database grows with (size_scale in workload.toml)",
+                               hint="choose its scale with --scale instead")
+        if workload.size_scale in settings.scale:
+            raise FbbenchError(f"{settings.where('target_size')} chooses {workload.size_scale} itself; "
+                               f"--scale {workload.size_scale}={settings.scale[workload.size_scale]} contradicts it",
+                               hint=f"give one of --target-size or --scale {workload.size_scale}=…")
+        if not isinstance(engine, EmbeddedEngine):
+            raise FbbenchError(f"{settings.where('target_size')} measures the size per unit of scale on a cached "
+                               f"population, which only embedded engines keep",
+                               hint=f"choose --scale {workload.size_scale}=… for {engine.label}")
+
+
+def _apply_workload_defaults(settings: RunSettings, workload: Any) -> None:
+    """What the workload decides unless the run says otherwise: its page size; and, for units
+    with a ``count``, the fixed work itself (units per attachment = the sum of the counts)."""
+    if settings.page_size is None and workload.page_size is not None:
+        settings.page_size = workload.page_size
+    counted = workload.counted
+    if counted is None:
+        return
+    if settings.transactions not in (None, counted):
+        raise FbbenchError(f"{settings.where('transactions')}: workload {workload.name} fixes its own work "
+                           f"(its units' counts: {counted:,} per attachment)",
+                           hint="change it through its scale, e.g. --scale " + ", ".join(
+                               f"{name}=…" for name in sorted(workload.scale) if name not in workload.scale_choices))
+    settings.transactions = counted
 
 
 def execute(settings: RunSettings, password: str | None = None,
@@ -335,6 +450,8 @@ def execute(settings: RunSettings, password: str | None = None,
                 if settings.replication != "off":
                     plan["replication"] = _replication_plan(runtime, settings.replication, checked.replication_conf,
                                                             cleanup.run_paths(workdir, run_id))
+                if managed is not None and managed.server.pid is not None:
+                    plan["engine_pid"] = managed.server.pid
                 if barrier is not None:
                     plan |= {"barrier": barrier, "quiet": True}
                 try:

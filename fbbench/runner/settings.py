@@ -22,6 +22,8 @@ from fbbench.errors import FbbenchError
 from fbbench.store.model import RecordedSettings
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?")
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
 MANY_CONNECTIONS = 1000  # above this, a run needs --allow-many-connections
 
@@ -43,6 +45,24 @@ def parse_duration(text: str | float | int, what: str) -> float:
     if seconds < 0:
         raise FbbenchError(f"{what} cannot be negative: '{text}'")
     return seconds
+
+
+def parse_size(text: str | int, what: str) -> int:
+    """``4GB``, ``500 MB``, ``1.5G``, ``2GiB`` or a number of bytes → bytes (GB = 10^9, GiB = 2^30)."""
+    if isinstance(text, bool) or not isinstance(text, str | int):
+        raise FbbenchError(f"{what} must be a size such as 4GB or 500MB, got {_shown(text)}")
+    if isinstance(text, int):
+        size = text
+    else:
+        match = _SIZE.fullmatch(text)
+        if not match:
+            raise FbbenchError(f"{what} must be a size such as 4GB, 500MB or 2GiB, got '{text}'")
+        unit = (match.group(2) or "").lower()
+        scale = 1024 ** " kmgt".index(unit[0]) if unit.endswith("ib") else _SIZE_UNITS[unit.rstrip("b")]
+        size = int(float(match.group(1)) * scale)
+    if size <= 0:
+        raise FbbenchError(f"{what} must be more than 0 bytes, got '{text}'")
+    return size
 
 
 def duration_flag(seconds: float) -> str:
@@ -136,6 +156,10 @@ def _duration(value: Any, what: str) -> float:
     return parse_duration(value, what)
 
 
+def _size(value: Any, what: str) -> int:
+    return parse_size(value, what)
+
+
 def _names(value: Any, what: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise FbbenchError(f'{what} must be a list of strings such as ["nightly", "nvme"], got {_shown(value)}')
@@ -200,6 +224,11 @@ class RunSettings:
     # --set-replication key=value for the rest of the run's replication.conf.
     replication: str = "off"
     replication_conf: dict[str, str] = field(default_factory=dict)
+    # The OS file cache under Firebird's page cache: None leaves firebird.conf as it is; on / off
+    # write the key the engine version reads (engines.firebird_conf.file_cache_setting).
+    file_cache: bool | None = None
+    drop_caches: bool = False  # drop the OS page cache before the measured period (root only)
+    target_size: int | None = None  # bytes: the population's size, through the workload's size_scale
     sweep: bool = True
     monitor: bool = True  # the sampler (MON$ per interval), gstat before/after
     # Validate the database after the run (Firebird's full validation, observe/validation.py);
@@ -272,6 +301,10 @@ class RunSettings:
             raise FbbenchError(f"{self.where('grow')} grows a population the workload builds; "
                                f"{self.where('database_from')} restores the database from a backup instead",
                                hint="give one of the two")
+        if self.database_from is not None and self.target_size is not None:
+            raise FbbenchError(f"{self.where('target_size')} sizes a population the workload builds; "
+                               f"{self.where('database_from')} restores the database from a backup, whose size "
+                               "is its own", hint="give one of the two")
         self._resolve_architecture()
         if self.replication_conf and self.replication == "off":
             raise FbbenchError(f"{self.where('replication_conf')} has no effect without replication",
@@ -329,7 +362,8 @@ _KINDS: dict[str, Kind] = {
     "duration": _duration, "transactions": _whole, "repeat": _whole, "interval": _duration, "seed": _whole,
     "conf": _pairs, "architecture": _architecture,
     "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "replication": _replication,
-    "replication_conf": _pairs, "sweep": _flag, "monitor": _flag,
+    "replication_conf": _pairs, "file_cache": _on_off, "drop_caches": _flag, "target_size": _size,
+    "sweep": _flag, "monitor": _flag,
     "validation": _flag, "fresh": _flag, "grow": _text, "database_from": _text, "trace": _text, "replay": _text,
     "speed": _number, "order": _order,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,

@@ -37,6 +37,9 @@ class RecordedSettings(TypedDict, total=False):
     forced_writes: bool | None
     replication: str
     replication_conf: dict[str, str]
+    file_cache: bool | None
+    drop_caches: bool
+    target_size: int | None
     sweep: bool
     monitor: bool
     fresh: bool
@@ -262,4 +265,5 @@ class RunPlan(TypedDict):
     # --replication async|sync: the mode, the checked replication.conf settings, and the paths
     # replication.conf names (journal_directory, journal_archive_directory, sync_replica)
     replication: NotRequired[dict[str, Any]]
+    engine_pid: NotRequired[int]  # a managed server's process: its memory faults and block I/O are sampled
     quiet: NotRequired[bool]

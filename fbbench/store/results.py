@@ -452,7 +452,7 @@ class ResultsStore:
     def update_run(self, run_id: str, **fields: Any) -> None:
         columns = {"engine": "engine_json", "database": "database_json", "load": "load_json",
                    "summary": "summary_json", "workload_files": "workload_files_json", "host": "host_json",
-                   "validation": "validation_json"}
+                   "settings": "settings_json", "validation": "validation_json"}
         assignments, values = [], []
         for key, value in fields.items():
             column = columns.get(key, key)

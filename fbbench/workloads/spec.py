@@ -20,33 +20,47 @@ from typing import Any
 from fbbench.errors import FbbenchError
 from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluate_number, names_in
 from fbbench.workloads.figures import OUTCOMES, PER_SECONDS, SCORE, Figure
-from fbbench.workloads.generators import IDENTIFIER, Generator, parse_generator
+from fbbench.workloads.generators import (
+    _GENERATORS,
+    IDENTIFIER,
+    Generator,
+    Parameter,
+    Reference,
+    not_whole,
+    parse_generator,
+    parse_parameter,
+)
 from fbbench.workloads.scale import BOOLEAN_WORDS, parse_scale_choice, parse_scale_value
 from fbbench.workloads.sqltext import PLACEHOLDER, substitute
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 ISOLATIONS = ("snapshot", "read_committed", "read_consistency", "serializable")
+TRANSACTIONS = ("per_unit", "per_n_units", "none")
+CONNECTS = ("once", "per_unit")
 
 _KEYS: dict[str, set[str]] = {
     "": {"name", "description", "scripts", "scale", "load", "units", "metrics", "checks", "audits", "constants",
-         "headline", "figures"},
+         "headline", "figures", "page_size", "size_scale", "disk"},
     "load": {"name", "sql", "script", "params", "for_each"},
     "units": {"name", "description", "weight", "isolation", "lock_timeout", "read_only", "sql", "params",
-              "statements", "rollback_on", "tally", "keying_time", "think_time"},
-    "statements": {"sql", "params", "repeat"},
-    "metrics": {"name", "sql", "per_minute", "description", "every"},
-    "checks": {"name", "sql", "description"},
-    "audits": {"name", "value", "unit", "min", "max", "description"},
-    "headline": {"name", "value", "per", "better", "unit", "description", "when"},
-    "figures": {"name", "value", "per", "better", "unit", "description", "when"},
+              "statements", "rollback_on", "tally", "keying_time", "think_time", "let", "transaction",
+              "units_per_transaction", "connect", "count", "only"},
+    "statements": {"sql", "params", "repeat", "let"},
+    "metrics": {"name", "sql", "per_minute", "description", "every", "only"},
+    "checks": {"name", "sql", "description", "only"},
+    "audits": {"name", "value", "unit", "min", "max", "description", "only"},
+    "headline": {"name", "value", "per", "better", "unit", "description", "when", "only"},
+    "figures": {"name", "value", "per", "better", "unit", "description", "when", "only"},
 }
 
 
 @dataclass(frozen=True)
 class Statement:
     sql: str
-    params: tuple[Generator, ...] = ()
+    params: tuple[Parameter, ...] = ()
     repeat: int = 1
+    # Values drawn before each execution, by name (docs/workload-format.md, "The same value again").
+    lets: tuple[tuple[str, Parameter], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,6 +76,11 @@ class Unit:
     keying_time: float = 0.0
     think_time: float = 0.0
     description: str = ""
+    lets: tuple[tuple[str, Parameter], ...] = ()  # drawn once per execution, before the first statement
+    transaction: str = "per_unit"  # per_unit | per_n_units | none
+    units_per_transaction: int = 1  # per_n_units: the executions one transaction spans
+    connect: str = "once"  # once | per_unit: attach and detach in every execution
+    count: int | None = None  # fixed work: each attachment runs the unit this often, units in order
 
 
 @dataclass(frozen=True)
@@ -153,6 +172,9 @@ class Workload:
     builtin: bool = False
     files: dict[str, str] = field(default_factory=dict)  # relative name → text, for the results store
     scale_choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # word-valued scale → its words
+    page_size: int | None = None  # the page size its database is created with unless the run says otherwise
+    size_scale: str | None = None  # the scale parameter the population grows with (--target-size)
+    disk: bool = False  # its figures are the storage's: the lint holds its runs to a disk test's conditions
 
     @property
     def source(self) -> Path:
@@ -167,6 +189,14 @@ class Workload:
 
     def extra_figures(self, fixed_work: bool) -> tuple[Figure, ...]:
         return tuple(figure for figure in self.figures if figure.applies(fixed_work))
+
+    @property
+    def counted(self) -> int | None:
+        """Units per attachment of a workload whose units have a ``count`` (fixed work in phases);
+        None for a workload that runs timed or ``--transactions``."""
+        if self.units[0].count is None:
+            return None
+        return sum(unit.count or 0 for unit in self.units)
 
     def population_shape(self) -> str:
         """What populating this workload does, except how often each load step runs: its scripts
@@ -209,6 +239,7 @@ class _Locator:
     _KEY = re.compile(r"^([A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
 
     def __init__(self, text: str) -> None:
+        self.text_lines = text.splitlines()
         self.lines: dict[tuple[Any, ...], int] = {}
         section: tuple[Any, ...] = ()
         counters: dict[str, int] = {}
@@ -297,6 +328,40 @@ class _Reader:
             raise self.fail([key], f"'{key}' must be an array of tables ([[{key}]])")
         return value
 
+    def where_text(self, path: Sequence[Any], text: str) -> str:
+        """file:line of the first line at or after ``path``'s that holds ``text`` (an inline
+        statement of a multi-line array), else ``path``'s own."""
+        start = self.locator.line(*path)
+        if start is not None:
+            for number, line in enumerate(self.locator.text_lines[start - 1:], start):
+                if text and text in line:
+                    return f"{self.source}:{number}"
+        return self.where(path)
+
+    def kept(self, table: Mapping[str, Any], path: Sequence[Any], scale: Mapping[str, Any],
+             choices: Mapping[str, tuple[str, ...]]) -> bool:
+        """``only = { mode = ["a", "b"] }``: whether the entry exists at this scale (every named
+        word-valued scale parameter has one of the words listed)."""
+        only = table.get("only")
+        if only is None:
+            return True
+        if not isinstance(only, dict) or not only:
+            raise self.fail([*path, "only"], "'only' must be a table such as only = { mode = [\"small\", \"large\"] }")
+        kept = True
+        for name, words in only.items():
+            listed = [words] if isinstance(words, str) else words
+            if name not in choices:
+                raise self.fail([*path, "only"], f"'only' names '{name}', which is not a scale parameter with words "
+                                                 f"(those are: {', '.join(sorted(choices)) or 'none'})")
+            if not isinstance(listed, list) or not listed or not all(isinstance(w, str) for w in listed):
+                raise self.fail([*path, "only"], f"'only': {name} must be a word or a list of words")
+            unknown = [w for w in listed if w not in choices[name]]
+            if unknown:
+                raise self.fail([*path, "only"], f"'only': {', '.join(unknown)} is not one of {name}'s words "
+                                                 f"({', '.join(choices[name])})")
+            kept = kept and scale[name] in listed
+        return kept
+
     def generators(self, table: Mapping[str, Any], path: Sequence[Any],
                    constants: Collection[str] = ()) -> tuple[Generator, ...]:
         value = table.get("params", [])
@@ -304,9 +369,13 @@ class _Reader:
             expected = "'params' must be a list of generator strings such as \"uniform(1, 10)\""
             raise self.fail([*path, "params"], expected)
         try:
-            return tuple(parse_generator(item, constants) for item in value)
+            generators = tuple(parse_generator(item, constants) for item in value)
         except ValueError as error:
             raise self.fail([*path, "params"], str(error)) from None
+        for generator in generators:
+            if generator.kind == "sequence":
+                raise self.fail([*path, "params"], "sequence() counts a unit's executions; a [[load]] step has none")
+        return generators
 
 
 def _read_scale_choices(reader: _Reader, name: str, table: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -454,9 +523,11 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
 
     constants = _read_constants(reader, resolved.get("constants", {}))
     units = tuple(_read_unit(reader, table, index, set(constants))
-                  for index, table in enumerate(reader.array(resolved, "units")))
+                  for index, table in enumerate(reader.array(resolved, "units"))
+                  if reader.kept(table, ["units", index], scale, choices))
     if not units:
-        raise reader.fail([], "a workload needs at least one [[units]] table")
+        raise reader.fail([], "a workload needs at least one [[units]] table (at this scale: 'only' left none)"
+                          if reader.array(resolved, "units") else "a workload needs at least one [[units]] table")
     seen: set[str] = set()
     for index, unit in enumerate(units):
         if unit.name in seen:
@@ -468,6 +539,8 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
     metrics = []
     for index, table in enumerate(reader.array(resolved, "metrics")):
         path = ["metrics", index]
+        if not reader.kept(table, path, scale, choices):
+            continue
         reader.check_keys(table, "metrics", path)
         every = table.get("every", "interval")
         if every not in ("interval", "end"):
@@ -478,6 +551,8 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
     checks = []
     for index, table in enumerate(reader.array(resolved, "checks")):
         path = ["checks", index]
+        if not reader.kept(table, path, scale, choices):
+            continue
         reader.check_keys(table, "checks", path)
         checks.append(Check(reader.text(table, "name", path), reader.text(table, "sql", path),
                             table.get("description", ""), reader.where(path)))
@@ -485,14 +560,29 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
     audits = []
     for index, table in enumerate(reader.array(resolved, "audits")):
         path = ["audits", index]
+        if not reader.kept(table, path, scale, choices):
+            continue
         reader.check_keys(table, "audits", path)
         _check_names(reader, [*path, "value"], reader.text(table, "value", path), known,
                      f"audit '{table.get('name', index + 1)}'")
         audits.append(Audit(reader.text(table, "name", path), reader.text(table, "value", path),
                             table.get("unit", ""), reader.number(table, "min", path, None),
                             reader.number(table, "max", path, None), table.get("description", "")))
-    headlines = _read_figures(reader, resolved, "headline", known) or (SCORE,)
-    figures = _read_figures(reader, resolved, "figures", known)
+    headlines = _read_figures(reader, resolved, "headline", known, scale, choices) or (SCORE,)
+    figures = _read_figures(reader, resolved, "figures", known, scale, choices)
+    page_size = reader.number(resolved, "page_size", ["page_size"], None, whole=True)
+    if page_size is not None and page_size not in (4096, 8192, 16384, 32768):
+        raise reader.fail(["page_size"], f"page_size must be 4096, 8192, 16384 or 32768, got {page_size}")
+    size_scale = resolved.get("size_scale")
+    if size_scale is not None and (not isinstance(size_scale, str) or size_scale not in defaults
+                                   or size_scale in choices):
+        raise reader.fail(["size_scale"], f"size_scale must name a numeric scale parameter "
+                                          f"({', '.join(sorted(n for n in defaults if n not in choices)) or 'none'})")
+    counted = [unit.count is not None for unit in units]
+    if any(counted) and not all(counted):
+        missing = next(unit.name for unit in units if unit.count is None)
+        raise reader.fail(["units", counted.index(False)], f"unit '{missing}' has no count, but other units do: "
+                                                            "the units of a fixed-work workload all have one")
 
     texts = {"workload.toml": text}
     for script_path in [*scripts, *(step.script for step in load if step.script)]:
@@ -502,18 +592,85 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
         scale_defaults=defaults, scripts=tuple(scripts), load=load, units=units, metrics=tuple(metrics),
         checks=tuple(checks), audits=tuple(audits), constants=constants, headlines=headlines, figures=figures,
         builtin=directory.is_relative_to(BUILTIN_DIR), files=texts, scale_choices=choices,
+        page_size=None if page_size is None else int(page_size), size_scale=size_scale,
+        disk=reader.flag(resolved, "disk", ["disk"]),
     )
+
+
+class _Names:
+    """The names a unit's ``let``s define, in order, and which of them hold values that are not
+    always whole numbers (text, a float, null), with why."""
+
+    def __init__(self, reader: _Reader, constants: set[str]) -> None:
+        self.reader, self.constants = reader, constants
+        self.defined: list[str] = []
+        self.not_whole: dict[str, str] = {}
+
+    def read(self, raw: Any, path: list[Any]) -> tuple[tuple[str, Parameter], ...]:
+        """``let = { name = "parameter", … }``: each defined in order, seen by the next."""
+        if raw is None:
+            return ()
+        if not isinstance(raw, dict):
+            raise self.reader.fail(path, "'let' must be a table of name = \"parameter\", e.g. "
+                                         "let = { id = \"uniform(1, 100)\" }")
+        lets = []
+        for name, text in raw.items():
+            if not IDENTIFIER.match(name) or name.startswith("__"):
+                raise self.reader.fail(path, f"let name '{name}' must be a plain identifier")
+            if name in self.defined:
+                raise self.reader.fail(path, f"let '{name}' is defined twice in this unit")
+            if name in self.constants or name in _GENERATORS:
+                what = "a run constant" if name in self.constants else "a generator"
+                raise self.reader.fail(path, f"let '{name}' has the name of {what}; choose another")
+            parameter = self.parameter(text, path, f"let {name}")
+            lets.append((name, parameter))
+            self.defined.append(name)
+            why = self.why_not_whole(parameter, {})
+            if why is not None:
+                self.not_whole[name] = why
+        return tuple(lets)
+
+    def parameter(self, text: Any, path: list[Any], what: str, position: int | None = None,
+                  earlier: dict[str, str | None] | None = None) -> Parameter:
+        if not isinstance(text, str):
+            raise self.reader.fail(path, f"{what} must be a string such as \"uniform(1, 10)\" or \"id + 99\"")
+        not_whole_names = self.not_whole | {name: why for name, why in (earlier or {}).items() if why is not None}
+        try:
+            return parse_parameter(text, self.constants, self.defined, not_whole_names, position)
+        except ValueError as error:
+            location = self.reader.where_text(path, text)
+            raise FbbenchError(f"{location}: {what}: {error}") from None
+
+    def why_not_whole(self, parameter: Parameter, earlier: dict[str, str | None]) -> str | None:
+        if isinstance(parameter, Generator):
+            return not_whole(parameter)
+        if isinstance(parameter, Reference):
+            return self.not_whole.get(parameter.name) or earlier.get(parameter.name)
+        return None
+
+    def params(self, raw: Any, path: list[Any]) -> tuple[Parameter, ...]:
+        if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+            raise self.reader.fail(path, "'params' must be a list of strings such as \"uniform(1, 10)\" or \"id + 99\"")
+        found: list[Parameter] = []
+        earlier: dict[str, str | None] = {}
+        for position, text in enumerate(raw, start=1):
+            parameter = self.parameter(text, path, f"parameter {position}", position, earlier)
+            found.append(parameter)
+            earlier[f"${position}"] = self.why_not_whole(parameter, earlier)
+        return tuple(found)
 
 
 def _read_unit(reader: _Reader, table: dict[str, Any], index: int, constants: set[str]) -> Unit:
     path: list[Any] = ["units", index]
     reader.check_keys(table, "units", path)
     name = reader.text(table, "name", path)
+    names = _Names(reader, constants)
+    lets = names.read(table.get("let"), [*path, "let"])
     if "sql" in table and "statements" in table:
         raise reader.fail(path, f"unit '{name}' has both 'sql' and 'statements'; use one")
     if "sql" in table:
         statements: tuple[Statement, ...] = (Statement(reader.text(table, "sql", path),
-                                                       reader.generators(table, path, constants)),)
+                                                       names.params(table.get("params", []), [*path, "params"])),)
     elif "statements" in table:
         raw = table["statements"]
         if not isinstance(raw, list) or not raw or not all(isinstance(item, dict) for item in raw):
@@ -524,13 +681,25 @@ def _read_unit(reader: _Reader, table: dict[str, Any], index: int, constants: se
             repeat = reader.number(item, "repeat", [*path, "statements"], 1, whole=True)
             if repeat is None or repeat < 1:
                 raise reader.fail([*path, "statements"], "'repeat' must be at least 1")
-            statements += (Statement(reader.text(item, "sql", [*path, "statements"]),
-                                     reader.generators(item, [*path, "statements"], constants), int(repeat)),)
+            statement_lets = names.read(item.get("let"), [*path, "statements"])
+            params = names.params(item.get("params", []), [*path, "statements"])
+            statements += (Statement(reader.text(item, "sql", [*path, "statements"]), params, int(repeat),
+                                     statement_lets),)
     else:
         raise reader.fail(path, f"unit '{name}' needs 'sql' (with 'params') or 'statements'")
     if "params" in table and "statements" in table:
         raise reader.fail([*path, "params"], "'params' belongs inside each of 'statements'")
     weight = reader.number(table, "weight", path, None)
+    try:
+        count = reader.number(table, "count", path, None, whole=True)
+    except FbbenchError:
+        shown = reader.number(table, "count", path, None)
+        raise reader.fail([*path, "count"], f"unit '{name}': its count is {shown:g} at this scale, not a whole "
+                                            "number of executions") from None
+    if count is not None and count < 1:
+        raise reader.fail([*path, "count"], f"unit '{name}': 'count' must be at least 1, got {count}")
+    if weight is None and count is not None:
+        weight = 1  # a counted unit runs in its phase: its weight is not used
     if weight is None or weight <= 0:
         raise reader.fail([*path, "weight"], f"unit '{name}' needs a positive 'weight'")
     isolation = table.get("isolation", "read_committed")
@@ -543,12 +712,32 @@ def _read_unit(reader: _Reader, table: dict[str, Any], index: int, constants: se
     think = reader.number(table, "think_time", path, 0.0) or 0.0
     if keying < 0 or think < 0:
         raise reader.fail(path, "keying_time and think_time cannot be negative")
+    transaction = table.get("transaction", "per_unit")
+    if transaction not in TRANSACTIONS:
+        raise reader.fail([*path, "transaction"], f"transaction '{transaction}' is not one of: "
+                                                  f"{', '.join(TRANSACTIONS)}")
+    per_transaction = reader.number(table, "units_per_transaction", path, None, whole=True)
+    if transaction == "per_n_units":
+        if per_transaction is None or per_transaction < 1:
+            raise reader.fail([*path, "transaction"], f"unit '{name}': transaction = \"per_n_units\" needs "
+                                                      "units_per_transaction = N (at least 1)")
+    elif per_transaction is not None:
+        raise reader.fail([*path, "units_per_transaction"], f"unit '{name}': units_per_transaction needs "
+                                                            "transaction = \"per_n_units\"")
+    connect = table.get("connect", "once")
+    if connect not in CONNECTS:
+        raise reader.fail([*path, "connect"], f"connect '{connect}' is not one of: {', '.join(CONNECTS)}")
+    if connect == "per_unit" and transaction == "per_n_units":
+        raise reader.fail([*path, "connect"], f"unit '{name}': a transaction cannot span units that each attach "
+                                              "anew (connect = \"per_unit\" with transaction = \"per_n_units\")")
     return Unit(
         name=name, weight=float(weight), statements=statements, isolation=isolation,
         lock_timeout=None if lock_timeout is None else int(lock_timeout),
         read_only=reader.flag(table, "read_only", path),
         rollback_on=reader.names(table, "rollback_on", path), tally=reader.names(table, "tally", path),
         keying_time=float(keying), think_time=float(think), description=table.get("description", ""),
+        lets=lets, transaction=transaction, units_per_transaction=int(per_transaction or 1), connect=connect,
+        count=None if count is None else int(count),
     )
 
 
@@ -568,7 +757,8 @@ def _read_constants(reader: _Reader, table: Any) -> dict[str, str]:
     return constants
 
 
-def _read_figures(reader: _Reader, data: Mapping[str, Any], key: str, known: set[str]) -> tuple[Figure, ...]:
+def _read_figures(reader: _Reader, data: Mapping[str, Any], key: str, known: set[str],
+                  scale: Mapping[str, Any], choices: Mapping[str, tuple[str, ...]]) -> tuple[Figure, ...]:
     """``[headline]`` (a table, or an array of tables with ``when``) and ``[[figures]]``."""
     raw = data.get(key)
     if raw is None:
@@ -580,6 +770,8 @@ def _read_figures(reader: _Reader, data: Mapping[str, Any], key: str, known: set
     for index, table in enumerate(tables):
         path: list[Any] = [key, index] if isinstance(raw, list) else [key]
         reader.check_keys(table, key, path)
+        if not reader.kept(table, path, scale, choices):
+            continue
         name = reader.text(table, "name", path)
         expression = reader.text(table, "value", path)
         per = table.get("per", "minute")
@@ -613,13 +805,13 @@ def _check_names(reader: _Reader, path: list[Any], expression: str, known: set[s
             raise reader.fail(path, f"{what} uses unknown name '{name}'",
                               hint=f"did you mean '{close[0]}'?" if close else
                               "names are <unit>.ok / .rolled_back / .conflicts / .errors / .total, "
-                              "<unit>.tally.<COLUMN>, metrics.<name>, ok, total, seconds")
+                              "<unit>.tally.<COLUMN>, <unit>.seconds, metrics.<name>, ok, total, seconds")
 
 
 def _known_names(units: Sequence[Unit], metrics: Sequence[Metric]) -> set[str]:
     known = {*OUTCOMES, "total", "seconds"}
     for unit in units:
-        known |= {f"{unit.name}.{key}" for key in (*OUTCOMES, "total")}
+        known |= {f"{unit.name}.{key}" for key in (*OUTCOMES, "total", "seconds")}
         # The core reports tally columns in upper case, as Firebird names unquoted columns.
         known |= {f"{unit.name}.tally.{column.strip().upper()}" for column in unit.tally}
     known |= {f"metrics.{metric.name}" for metric in metrics}

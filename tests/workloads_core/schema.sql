@@ -14,6 +14,7 @@ create table param_log (
 create sequence log_seq;
 
 create table counter (id integer not null primary key, n integer);
+create table numbers (n integer not null primary key);
 create table items (id integer not null primary key, qty integer);
 
 create exception ex_by_design 'rolled back by design';
@@ -58,6 +59,12 @@ begin
   while (i <= rows_wanted) do
   begin
     insert into items values (:i, :i);
+    i = i + 1;
+  end
+  i = 1;
+  while (i <= 1000) do
+  begin
+    insert into numbers values (:i);
     i = i + 1;
   end
   insert into counter values (1, 0);

@@ -2,7 +2,7 @@
 //! and live counters, and the one condition variable every wait of the run waits on.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -108,6 +108,8 @@ pub struct Shared {
     pub(super) order: Mutex<OrderGate>,
     pub(super) order_cond: Condvar,
     replay_totals: Mutex<Option<ReplayStats>>,
+    /// Fixed work in phases: executions of each counted unit finished by this run's attachments.
+    phase_done: Vec<AtomicU64>,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -137,6 +139,7 @@ impl Shared {
             .replay
             .as_ref()
             .map(|r| ReplayStats::new(r.templates.len(), false));
+        let phase_done = (0..config.units.len()).map(|_| AtomicU64::new(0)).collect();
         Shared {
             order: Mutex::new(OrderGate::new(actions)),
             order_cond: Condvar::new(),
@@ -149,9 +152,29 @@ impl Shared {
             zero: OnceLock::new(),
             state: Mutex::new(RunState::default()),
             cond: Condvar::new(),
+            phase_done,
             slots,
             clock: WallClock::now(),
         }
+    }
+
+    /// An attachment finished one execution of counted unit `unit`.
+    #[inline]
+    pub fn phase_step(&self, unit: usize) {
+        self.phase_done[unit].fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Waits until every attachment of the run finished its count of `unit` (the phase is over);
+    /// false if the run stops first. Phases change rarely: a short sleep is all the wait needs.
+    pub fn wait_phase(&self, unit: usize) -> bool {
+        let wanted = self.config.units[unit].count.unwrap_or(0) * self.config.connections as u64;
+        while self.phase_done[unit].load(Ordering::Acquire) < wanted {
+            if self.stopping() {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
     }
 
     pub fn api(&self) -> Option<&FbApi> {
@@ -280,7 +303,7 @@ impl Shared {
         } else {
             &mut stats.current
         };
-        slot.units[unit].record(outcome, micros, code, tally);
+        slot.units[unit].record(outcome, micros, code, tally, offset);
         stats.live[unit][outcome.index()] += 1;
         if interval >= self.config.timeline.warmup_intervals() {
             stats.live_measure[unit][outcome.index()] += 1;

@@ -264,7 +264,7 @@ fbb.section("validation", node => {
 // several intervals (sample.intervals_covered) and its `seconds` spans all of them.
 // A reading may lack a group (in Classic/SuperClassic the last one has no counters once the
 // attachments have left): its other figures are still drawn, the missing ones leave a gap.
-const ENGINE_GROUPS = ["io", "record", "header", "memory", "database"];
+const ENGINE_GROUPS = ["io", "record", "header", "memory", "database", "host", "process"];
 const readings = (run.engine_samples || []).filter(s => s && geometry.has(s.index) && ENGINE_GROUPS.some(g => s[g]));
 const readingSpan = readings.map(s => {
   const covered = Math.max(1, Math.round((s.sample || {}).intervals_covered || 1));
@@ -372,6 +372,21 @@ fbb.section("engine-charts", node => {
                 {label: "memory allocated", values: mb(pick("memory", "allocated"))},
                 {label: "attachments' memory used", values: mb(pick("memory", "attachments_used"))},
                 {label: "attachments' memory allocated", values: mb(pick("memory", "attachments_allocated"))}]});
+  if (readings.some(s => s.host)) {
+    const pageBytes = isNumber(pageSize) ? rate("io", "page_reads").map(v => isNumber(v) ? v * pageSize / 1e6 : null) : [];
+    engineChart(node, "engine-os-cache", "The OS file cache beside the engine's reads",
+                "The host's available memory and page cache (/proc/meminfo) at each reading, and what the engine read: " +
+                "its page reads × page size against its processes' block reads (/proc/PID/io), which only count what " +
+                "reached the storage — the rest came from the OS cache.",
+                {yLabel: "MB (10⁶ bytes), MB per second", unit: "MB", digits: 1, series: [
+                  {label: "available memory", values: mb(pick("host", "mem_available")), width: 2.5, colour: fbb.TOTAL},
+                  {label: "page cache", values: mb(pick("host", "page_cache"))},
+                  {label: "dirty + writeback", values: readings.map(s => {
+                    const h = s.host || {};
+                    return isNumber(h.dirty) ? (h.dirty + (h.writeback || 0)) / 1e6 : null; })},
+                  {label: "engine page reads, MB/s", values: pageBytes, dash: [6, 4]},
+                  {label: "block reads from storage, MB/s", values: rate("process", "read_bytes").map(v => isNumber(v) ? v / 1e6 : null), dash: [2, 3]}]});
+  }
   engineChart(node, "engine-activity", "Active attachments and transactions",
               "Attachments running a statement and their transactions at each interval's end (fbbench's own not counted).",
               {yLabel: "attachments, transactions", digits: 0, whole: true, series: [
@@ -555,6 +570,13 @@ fbb.section("conditions", node => {
     ["firebird.conf (set)", set],
     ["database", `${d.path || "?"}; ODS ${d.ods || "?"}, page size ${fmt(d.page_size)}, buffers ${fmt(d.page_buffers)}, ` +
                  `forced writes ${d.forced_writes === undefined || d.forced_writes === null ? "?" : d.forced_writes ? "on" : "off"}, sweep interval ${fmt(d.sweep_interval)}`],
+    ["disk settings", (() => {
+      const s = run.storage || {};
+      const onOff = v => v === undefined || v === null ? "?" : (v === true || v === "on") ? "on" : "off";
+      return `forced writes ${onOff(s.forced_writes)}; OS file cache ${s.file_cache || "?"}` +
+             (s.caches_dropped ? `; OS page cache dropped before measuring (${fbb.fmtMB(s.caches_dropped.page_cache_before)} → ` +
+                                 `${fbb.fmtMB(s.caches_dropped.page_cache_after)})` : "");
+    })()],
     ["size", `${fbb.fmtMB(d.size_bytes_before)} before, ${fbb.fmtMB(d.size_bytes)} after`],
     ["header before / after", `OIT ${fmt(hb.oldest_transaction)} / ${fmt(ha.oldest_transaction)}, ` +
                               `OAT ${fmt(hb.oldest_active)} / ${fmt(ha.oldest_active)}, Next ${fmt(hb.next_transaction)} / ${fmt(ha.next_transaction)}`],

@@ -20,6 +20,7 @@ import resource
 import statistics
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -148,7 +149,8 @@ class _Readings:
 
 def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id: str, dsn: str, console: Console,
         settings: RecordedSettings, monitor: bool, tables: list[str], processes: bool = False,
-        barrier: dict[str, str] | None = None, journal: JournalWatch | None = None) -> Measured:
+        barrier: dict[str, str] | None = None, journal: JournalWatch | None = None,
+        engine_processes: Callable[[], Sequence[int]] | None = None) -> Measured:
     """Warm-up and measure: the core's result, the metrics over the measured window, the samples stored.
 
     ``processes``: the core runs Classic's one process per attachment (embedded Classic).
@@ -166,7 +168,8 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     if monitor or workload.metrics:
         every = {m.name: m.sql for m in workload.metrics if m.every == "interval"}
         at_end = {m.name: m.sql for m in workload.metrics if m.every == "end"}
-        thread = SamplerThread(Sampler(dsn, tables, monitor=monitor, metrics=every, end_metrics=at_end))
+        thread = SamplerThread(Sampler(dsn, tables, monitor=monitor, metrics=every, end_metrics=at_end,
+                                       engine_processes=engine_processes))
         thread.wait_ready(30)
     architecture = _ArchitectureCheck(dsn, config["connections"], measure_start, thread)
 
@@ -200,8 +203,11 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
             if not baseline_before_zero:
                 thread.zero(at_monotonic)
             return
-        # The end-only metrics are read where the measured window starts and at the last boundary.
-        thread.boundary(interval, at_monotonic, full=last or boundary == measure_start)
+        # The end-only metrics are read where the measured window starts and at the last boundary:
+        # the one the run ends with, or a timed run's planned end (which the watcher may report
+        # before it knows the run is over, and then only says so with a call for no boundary).
+        planned_end = timeline.end is not None and timeline.boundary_offset(boundary + 1) is None
+        thread.boundary(interval, at_monotonic, full=last or planned_end or boundary == measure_start)
 
     stored = [0]
 

@@ -8,10 +8,11 @@ removes the run's files whatever happens here, and reports from the store afterw
 
 from __future__ import annotations
 
+import os
 import resource
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from fbbench.analysis import figures
 from fbbench.analysis.audits import run_audits
 from fbbench.database import driver
 from fbbench.engines import current_runtime
+from fbbench.engines import platform as host_os
 from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.observe import architecture, firebird_log, gstat, validation
@@ -111,6 +113,15 @@ def execute(plan: RunPlan) -> dict[str, Any]:
         title = "database: restore" if db_plan.restore else "database: create, populate"
         with phases.phase("database", title) as detail:
             with LiveDisplay.population(console) as progress:
+                target_size = settings.get("target_size")
+                if target_size:
+                    # The scale that gives the size asked is the run's scale: recorded as if given.
+                    workload, sizing = population.scale_for_size(db_plan, workload, target_size, progress,
+                                                                 creating)
+                    settings = {**settings, "scale": {**settings["scale"], **sizing["scale"]}}
+                    store.update_run(run_id, settings=settings)
+                    detail["target_size"] = sizing
+                    console.print(f"  --target-size: {sizing['text']}")
                 load = population.prepare(db_plan, workload, progress, creating)
             detail.update(source=load["source"])
             store.update_run(run_id, load=load)
@@ -135,6 +146,11 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             constants = workload_sql.constants(dsn, workload, seed)
             detail["constants"] = constants
             tables = workload_sql.tables(dsn)
+            if settings.get("drop_caches"):
+                # Last before the load attaches: what it reads first, it reads from the disk.
+                detail["drop_caches"] = host_os.drop_page_cache()
+                console.print(f"  OS page cache dropped: {detail['drop_caches']['page_cache_before'] / 2**20:,.0f} → "
+                              f"{detail['drop_caches']['page_cache_after'] / 2**20:,.0f} MiB")
 
         if replaying is not None:
             config = replay_config(replaying, settings, dsn, str(runtime.client_library), driver.credentials(), seed)
@@ -147,7 +163,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             load_started = time.monotonic()
             with _traced(settings.get("trace"), db_plan.services_host, database_path, runtime, console) as traced:
                 measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
-                                       processes=processes, barrier=plan.get("barrier"), journal=journal)
+                                       processes=processes, barrier=plan.get("barrier"), journal=journal,
+                                       engine_processes=_engine_processes(runtime.embedded, plan.get("engine_pid")))
             loaded = time.monotonic() - load_started
             result = measured.result
             if traced:
@@ -279,6 +296,23 @@ def _replay_summary(workload: Any, replaying: Any, result: LoadResult) -> dict[s
             "lag_ms": measured["lag"]["latency_ms"], "lag_max_ms": measured["lag"]["max_ms"],
             "divergences": sum(by_kind.values()), "divergences_by_kind": by_kind, "stalls": measured["stalls"],
             "notes": dict(replaying.notes)}
+def _engine_processes(embedded: bool, server_pid: int | None) -> Callable[[], list[int]] | None:
+    """The processes the engine runs in, asked at every reading (Classic's come and go): this one
+    and its children when embedded, a managed server and its children; None for an external
+    server, whose processes are elsewhere."""
+    import psutil
+
+    root = os.getpid() if embedded else server_pid
+    if root is None:
+        return None
+
+    def processes() -> list[int]:
+        try:
+            return [root, *(child.pid for child in psutil.Process(root).children(recursive=True))]
+        except psutil.Error:
+            return [root]
+
+    return processes
 
 
 def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: str, database: str) -> None:

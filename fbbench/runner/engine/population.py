@@ -92,6 +92,7 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress, creating
         load = _from_cache(plan, workload.name, cache_key(workload, plan.page_size, plan.engine_major),
                            cache_material(workload, plan.page_size, plan.engine_major), make, creating,
                            "built (now cached)", COPIED_POPULATION, "the run's copy of the cached population")
+
     _apply_settings(plan)
     return load
 
@@ -109,10 +110,29 @@ def _from_cache(plan: DatabasePlan, name: str, key: str, material: dict[str, Any
                 make: Callable[[str], dict[str, Any]], creating: Creating, built: str, copied: str,
                 what: str) -> dict[str, Any]:
     """The run's database as a copy (``what``) of the cache entry ``name-key``
-    (:func:`fbbench.runner.population_cache.entry`), made first (by ``make``, at the entry's
-    building path, recorded through ``creating`` before it exists, under the key's lock) when it
-    is missing or ``plan.fresh``. A half-made entry is never kept. Returns the facts of the making
-    (as cached) with the copy's own."""
+    (:func:`fbbench.runner.population_cache.entry`), made first when it is missing or
+    ``plan.fresh`` (:func:`_cache_entry`). Returns the facts of the making (as cached) with the
+    copy's own."""
+    with _cache_entry(plan, name, key, material, make, creating, built, copied) as (cached, load):
+        if plan.location:  # else only the cache entry was wanted (fbbench db restore)
+            started = time.monotonic()
+            _copy(cached, Path(plan.location), what)
+            load["copy_seconds"] = time.monotonic() - started
+    load["cache_file"] = str(cached)
+    if plan.location:
+        _take_ownership(plan.location)
+    return load
+
+
+@contextmanager
+def _cache_entry(plan: DatabasePlan, name: str, key: str, material: dict[str, Any],
+                 make: Callable[[str], dict[str, Any]], creating: Creating, built: str,
+                 copied: str) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The cache entry ``name-key`` (:func:`fbbench.runner.population_cache.entry`) and the facts
+    of its making, made first (by ``make``, at the entry's building path, recorded through
+    ``creating`` before it exists) when it is missing or ``plan.fresh``; held under the key's lock
+    while the caller uses it. A half-made entry is never kept. ``built`` / ``copied``: the load's
+    source when it was made now / when it was cached."""
     files = population_cache.entry(Path(str(plan.cache_dir)), name, key)
     cached, meta = files.database, files.meta
     with _locked(files.lock):
@@ -141,14 +161,7 @@ def _from_cache(plan: DatabasePlan, name: str, key: str, material: dict[str, Any
         else:
             stored = json.loads(meta.read_text())
             load = {**stored["load"], "source": copied, "cache_built_at": stored.get("built_at")}
-        if plan.location:  # else only the cache entry was wanted (fbbench db restore)
-            started = time.monotonic()
-            _copy(cached, Path(plan.location), what)
-            load["copy_seconds"] = time.monotonic() - started
-    load["cache_file"] = str(cached)
-    if plan.location:
-        _take_ownership(plan.location)
-    return load
+        yield cached, load
 
 
 def restored(plan: DatabasePlan, progress: Progress, creating: Creating) -> dict[str, Any]:
@@ -184,6 +197,33 @@ def restored(plan: DatabasePlan, progress: Progress, creating: Creating) -> dict
     return _from_cache(plan, population_cache.RESTORED, population_cache.restore_key(material), material, make,
                        creating, "restored (now cached)", "copy of the cached restore",
                        "the run's copy of the restored database")
+
+
+def scale_for_size(plan: DatabasePlan, workload: Workload, target_bytes: int, progress: Progress,
+                   creating: Creating) -> tuple[Workload, dict[str, Any]]:
+    """``--target-size``: the workload at the value of its size scale that gives a database of
+    about ``target_bytes`` (:func:`population_cache.scale_for_size`). What one unit of that scale
+    takes is measured once, on the population at the workload's default value, built and kept in
+    the population cache like any other."""
+    from fbbench.workloads.spec import load_workload
+
+    assert plan.cache_dir is not None and workload.size_scale is not None
+    name = workload.size_scale
+    probe = load_workload(str(workload.directory), {**workload.scale, name: workload.scale_defaults[name]})
+    cache = Path(plan.cache_dir)
+
+    def make(building: str) -> dict[str, Any]:
+        source = _grow_source(cache, probe, plan) if plan.grow and not plan.fresh else None
+        watch = _Watch(Path(building), None, plan.time_limit)  # the probe is not copied
+        if source is not None:
+            return grow(source, building, probe, plan, progress, watch)
+        return build(building, probe, plan, progress, watch)
+
+    with _cache_entry(plan, probe.name, cache_key(probe, plan.page_size, plan.engine_major),
+                      cache_material(probe, plan.page_size, plan.engine_major), make, creating,
+                      "built (now cached)", COPIED_POPULATION) as (_cached_file, facts):
+        sizing = population_cache.scale_for_size(probe, target_bytes, facts)
+    return load_workload(str(workload.directory), {**workload.scale, **sizing["scale"]}), sizing
 
 
 def _grow_source(cache: Path, workload: Workload, plan: DatabasePlan) -> tuple[Path, dict[str, Any]] | None:
