@@ -15,6 +15,7 @@
 
 mod control;
 mod replay;
+mod replay_stats;
 mod state;
 mod timekeeper;
 mod watchdog;
