@@ -73,6 +73,8 @@ def run(
     fail_on_audits: Annotated[bool, typer.Option("--fail-on-audits", help="Exit with code 3 when an audit is "
                                                  "outside its bounds.")] = False,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Free text recorded with the run.")] = None,
+    host_name: Annotated[str | None, typer.Option("--host-name", help="This machine's stable name in the run's "
+                                                  "conditions (default: its hostname).")] = None,
     workdir: WorkdirOption = None,
     results: ResultsOption = None,
     json: Annotated[Path | None, typer.Option("--json", help="Write the run result (JSON) here.")] = None,

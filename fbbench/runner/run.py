@@ -23,6 +23,7 @@ from fbbench import paths
 from fbbench.database import ownership
 from fbbench.engines import EmbeddedEngine, ManagedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
 from fbbench.engines import managed as managed_servers
+from fbbench.engines.firebird_conf import key_of
 from fbbench.engines.runtime import check_conf
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import cleanup, limits
@@ -175,7 +176,7 @@ def execute(settings: RunSettings, password: str | None = None,
         if removed and on_leftovers is not None:
             on_leftovers(removed)
         started, clock = time.time(), time.monotonic()
-        store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir),
+        store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir, host_name=settings.host_name),
                         *(series or (None, None)), *(sweep or (None, None)))
         store.update_run(run_id, engine_label=engine.label)
         try:
@@ -188,7 +189,7 @@ def execute(settings: RunSettings, password: str | None = None,
                 else:
                     runtime = prepare_runtime(engine, workdir, conf, name=run_id, user=settings.user,
                                               password=password)
-                store.update_run(run_id, host=host_facts(workdir, runtime.client_library))
+                store.update_run(run_id, host=_host(settings, engine, runtime, workdir, run_id))
                 detail = {"root": str(runtime.root), "conf": runtime.conf, "client": runtime.client_version}
                 if managed is not None:
                     detail["server"] = {"engine": engine.label, "build": managed.engine.build,
@@ -213,6 +214,19 @@ def execute(settings: RunSettings, password: str | None = None,
         finally:
             cleanup.clean_run(workdir, run_id, settings.keep_database)
     return RunOutcome(run_id, outcome["status"], outcome["failure"], results, outcome.get("hint"))
+
+
+def _host(settings: RunSettings, engine: Any, runtime: Any, workdir: Path, run_id: str) -> dict[str, Any]:
+    """The machine's facts, with the storage under the run's database and the engine's temp
+    directory (its first TempDirectories, else the runtime's FIREBIRD_TMP) when they are on this
+    machine: an external server's are not visible from here."""
+    if isinstance(engine, ServerEngine):
+        return host_facts(workdir, runtime.client_library, host_name=settings.host_name)
+    temp = key_of(runtime.conf, "TempDirectories")
+    first = runtime.conf[temp].split(";")[0].strip() if temp else ""
+    return host_facts(workdir, runtime.client_library, host_name=settings.host_name,
+                      database_dir=cleanup.run_files(workdir, run_id).database.parent,
+                      temp_dir=Path(first) if first else runtime.tmp_dir)
 
 
 def _own_by_path(managed: managed_servers.ManagedRun, dsn: str, database: Path) -> None:

@@ -112,6 +112,14 @@ def _duration(value: Any, what: str) -> float:
     return parse_duration(value, what)
 
 
+def _host_name(value: Any, what: str) -> str:
+    """A host's stable name: what a lab worker is called and what the conditions show."""
+    text = _text(value, what).strip()
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}", text):
+        raise FbbenchError(f"{what} must be a name of letters, digits, '.', '_' or '-' (at most 63), got {text!r}")
+    return text
+
+
 def _names(value: Any, what: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise FbbenchError(f'{what} must be a list of strings such as ["nightly", "nvme"], got {_shown(value)}')
@@ -180,6 +188,9 @@ class RunSettings:
     fail_on_audits: bool = False
     user: str | None = None
     tags: list[str] = field(default_factory=list)
+    # The machine's stable name in the conditions (host.name): the hostname unless given. A lab
+    # worker's name (fbbench lab worker --name); a sweep's "host" axis.
+    host_name: str | None = None
     workdir: str | None = None
     results: str | None = None
     json: str | None = None
@@ -212,6 +223,8 @@ class RunSettings:
         if self.connect_rate < 0:
             raise FbbenchError(f"{self.where('connect_rate')} cannot be negative")
         self._resolve_architecture()
+        if self.host_name is not None:
+            self.host_name = _host_name(self.host_name, self.where("host_name"))
         if self.connections > MANY_CONNECTIONS and not self.allow_many_connections:
             raise FbbenchError(
                 f"{self.where('connections')} {self.connections:,} is more than {MANY_CONNECTIONS:,} attachments",
@@ -255,7 +268,7 @@ class RunSettings:
 
 # Spec keys that differ from the setting's name, and flags that differ from it (fbbench run's parameter
 # for a setting bears its flag's name: fbbench.cli.run._flags).
-_SPEC_ALIASES = {"set": "conf", "rate": "target_rate"}
+_SPEC_ALIASES = {"set": "conf", "rate": "target_rate", "host": "host_name"}
 _FLAGS = {"conf": "set", "target_rate": "rate", "tags": "tag"}
 
 _KINDS: dict[str, Kind] = {
@@ -266,7 +279,7 @@ _KINDS: dict[str, Kind] = {
     "fresh": _flag, "grow": _text,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
-    "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,
+    "tags": _names, "host_name": _host_name, "workdir": _text, "results": _text, "json": _text, "report": _text,
 }
 assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins", "seed_fixed", "timeshare"}
 

@@ -48,6 +48,7 @@ class RecordedSettings(TypedDict, total=False):
     fail_on_audits: bool
     user: str | None
     tags: list[str]
+    host_name: str | None
     workdir: str | None
     results: str | None
 

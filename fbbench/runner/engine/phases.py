@@ -98,6 +98,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             if monitor:
                 _record_gstat(store, run_id, "before", db_plan.services_host, database_path)
             engine = facts.engine_facts(dsn, runtime)
+            if not runtime.embedded:  # over the network: the round trip is a condition of the run
+                engine["round_trip"] = facts.round_trip(dsn, db_plan.services_host.split("/")[0])
             before = facts.snapshot(dsn)
             store.update_run(run_id, engine=engine, engine_version=engine["server_version"],
                              architecture=engine.get("server_mode") or engine["architecture"],
