@@ -3,7 +3,7 @@
 This file is the front door: the app, its commands in the order ``fbbench --help`` lists them,
 ``--version``, and how an error the user can act on ends a command. The commands live one group
 to a module — :mod:`.run`, :mod:`.compare` (with ``lint``), :mod:`.sweep`, :mod:`.results`,
-:mod:`.engines` (with ``doctor``), :mod:`.db` — and what they share in :mod:`.common`.
+:mod:`.engines` (with ``doctor``), :mod:`.db`, :mod:`.lab` — and what they share in :mod:`.common`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from fbbench import __version__, signals
-from fbbench.cli import compare, db, engines, results, run, sweep
+from fbbench.cli import compare, db, engines, lab, results, run, sweep
 from fbbench.cli.common import _print_error, console
 from fbbench.errors import FbbenchError
 
@@ -35,6 +35,7 @@ app.command(context_settings={"help_option_names": ["-h", "--help"]})(run.run)
 app.command()(sweep.sweep)
 app.command(context_settings={"help_option_names": ["-h", "--help"]})(compare.compare)
 app.command("lint", context_settings={"help_option_names": ["-h", "--help"]})(compare.lint_command)
+app.add_typer(lab.lab_app, name="lab")
 
 
 @app.callback(invoke_without_command=True)

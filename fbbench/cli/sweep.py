@@ -3,6 +3,7 @@ then the sweep's summary, JSON and HTML."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +19,7 @@ from fbbench.cli.common import (
     _print_leftovers,
     console,
 )
+from fbbench.cli.lab import InsecureOption, TlsOption
 from fbbench.errors import FbbenchError
 
 
@@ -32,6 +34,11 @@ def sweep(
     report: Annotated[Path | None, typer.Option("--report", help="Write the sweep's HTML report here (default: "
                                                 "next to the results store).")] = None,
     password_file: PasswordFileOption = None,
+    lab: Annotated[str | None, typer.Option("--lab", help="Run the cells on a lab's hosts (its scheduler, e.g. "
+                                            "tcp://127.0.0.1:8786): a host axis pins cells to hosts; without one, "
+                                            "every cell runs on every host.")] = None,
+    tls: TlsOption = None,
+    insecure: InsecureOption = False,
 ) -> None:
     """Run a matrix of run settings with repeats: one series per cell, repeats interleaved across cells.
 
@@ -40,6 +47,7 @@ def sweep(
     * `fbbench sweep architectures.toml --dry-run`
     * `fbbench sweep architectures.toml --report sweep.html`
     * `fbbench sweep --resume last`
+    * `fbbench sweep hosts.toml --lab tcp://127.0.0.1:8786` (a lab: fbbench lab worker on each host)
     """
     from fbbench.analysis.sweep import sweep_document
     from fbbench.report import sweep as sweep_page
@@ -61,6 +69,11 @@ def sweep(
         parsed.base["results"] = str(store_path)
     base = parsed.settings_for(parsed.cells[0])
     store_path = Path(base.results or paths.default_results()).expanduser().resolve()
+    from fbbench.lab.sweep import host_axis
+
+    if lab is None and host_axis(parsed):
+        raise FbbenchError(f"{parsed.path}: a host axis places cells on a lab's hosts",
+                           hint="give --lab SCHEDULER_ADDRESS (fbbench lab scheduler, fbbench lab worker --name HOST)")
     credentials = _credentials(base.user, password_file)
     if dry_run:
         done: set[tuple[int, int]] = set()
@@ -98,8 +111,11 @@ def sweep(
                       + (f" — {escape(outcome.failure)}" if outcome.failure and outcome.status != "completed" else ""),
                       highlight=False)
 
-    outcome = sweep_run.execute_sweep(parsed, credentials.password, resume=resume, on_step=on_step, on_run=on_run,
-                                      on_leftovers=_print_leftovers)
+    if lab is not None:
+        outcome = _on_lab(parsed, credentials.password, lab, tls, insecure, resume, on_run)
+    else:
+        outcome = sweep_run.execute_sweep(parsed, credentials.password, resume=resume, on_step=on_step,
+                                          on_run=on_run, on_leftovers=_print_leftovers)
     with ResultsStore(outcome.results, create=False) as store:
         stored = store.load_sweep(outcome.sweep_id)
         document = sweep_document(stored, store.load_runs(r["run_id"] for r in stored["runs"]))
@@ -116,3 +132,31 @@ def sweep(
     code = outcome.exit_code or (FbbenchError.exit_code if problems else 0)
     if code:
         raise typer.Exit(code)
+
+
+def _on_lab(parsed: Any, password: str | None, address: str, tls: Path | None, insecure: bool, resume: str | None,
+            on_run: Any) -> Any:
+    """The sweep on a lab: a progress line per host while it runs (the cell it runs, for how long),
+    the sweep's estimated time left, and each run's line as it arrives."""
+    from fbbench.lab import security
+    from fbbench.lab.client import connect
+    from fbbench.lab.sweep import Progress, execute_lab_sweep
+    from fbbench.sweep.run import duration_text
+
+    def on_progress(progress: Progress) -> None:
+        now = time.monotonic()
+        hosts = " · ".join(
+            f"{escape(host)}: cell {state.step.cell.index} ({escape(state.step.cell.label)}) repeat "
+            f"{state.step.repeat}, {duration_text(now - state.since)}" if state.step else f"{escape(host)}: idle"
+            for host, state in progress.hosts.items())
+        console.print(f"[bold]lab:[/] {hosts} — {progress.done} of {progress.total} run(s) done, about "
+                      f"{duration_text(progress.eta)} left", highlight=False, soft_wrap=True)
+
+    def on_note(text: str) -> None:
+        console.print(f"lab: {escape(text)}", highlight=False, soft_wrap=True)
+
+    with connect(address, tls, insecure) as lab:
+        if lab.insecure:
+            console.print(security.INSECURE_WARNING, highlight=False, soft_wrap=True)
+        return execute_lab_sweep(parsed, password, lab, resume=resume, on_progress=on_progress,
+                                 on_run=on_run, on_note=on_note)

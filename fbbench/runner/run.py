@@ -158,18 +158,20 @@ def execute(settings: RunSettings, password: str | None = None,
             on_leftovers: Callable[[list[str]], None] | None = None,
             series: tuple[str, int] | None = None, sweep: tuple[str, int] | None = None, *,
             drawn_seed: int | None = None, on_engine: Callable[[Any], None] | None = None,
-            barrier: dict[str, str] | None = None) -> RunOutcome:
+            barrier: dict[str, str] | None = None, run_id: str | None = None) -> RunOutcome:
     """One run, start to end. ``drawn_seed``: the seed to use when the user gave none (runs of a
     pair share one, so that both do the same units; it stays a drawn seed, not a condition).
     ``on_engine(process)``: called with the engine child once it runs; ``barrier``: the run is
-    time-shared and meets its partner there (both: :mod:`fbbench.runner.paired`)."""
+    time-shared and meets its partner there (both: :mod:`fbbench.runner.paired`). ``run_id``: the
+    id to record the run under, given by a lab's coordinator, which knows it before the run starts
+    on its host (default: a new one)."""
     settings.seed_fixed = settings.seed is not None  # given by the user: a condition of the run
     if settings.seed is None:
         settings.seed = drawn_seed if drawn_seed is not None else secrets.randbits(63)
     checked = check(settings, password)
     workload, engine, conf, workdir, results = (checked.workload, checked.engine, checked.conf, checked.workdir,
                                                 checked.results)
-    run_id = new_run_id()
+    run_id = run_id or new_run_id()
 
     with ResultsStore(results) as store:
         removed = cleanup.remove_leftovers(store, workdir)

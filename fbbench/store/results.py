@@ -178,6 +178,12 @@ def _pid_alive(pid: int | None, host: str | None) -> bool:
         return True  # there, but not ours to look at
 
 
+def _host_name(host_json: str | None) -> str | None:
+    """The stable name of the host a run ran on (runner/host.py), or its hostname for older runs."""
+    host = json.loads(host_json) if host_json else {}
+    return host.get("name") or host.get("hostname")
+
+
 def _steps_back(text: str) -> int | None:
     """``last``/``latest`` → 0, ``last~N`` → N; None for anything else (an id or a prefix)."""
     name, sep, steps = text.partition("~")
@@ -338,9 +344,10 @@ class ResultsStore:
         status = row[3]
         if status == "running" and not _pid_alive(row[5], row[4]):
             status = "incomplete"
-        runs = [{"run_id": r, "cell": c, "repeat_index": i, "status": self.status_of((st, pid, host))}
-                for r, c, i, st, pid, host in self.db.execute(
-                    "select run_id, cell, repeat_index, status, pid, host from runs where sweep_id = ? "
+        runs = [{"run_id": r, "cell": c, "repeat_index": i, "status": self.status_of((st, pid, host)),
+                 "host_name": _host_name(host_json)}
+                for r, c, i, st, pid, host, host_json in self.db.execute(
+                    "select run_id, cell, repeat_index, status, pid, host, host_json from runs where sweep_id = ? "
                     "order by started_at", (sweep_id,))]
         return {"sweep_id": row[0], "created_at": row[1], "ended_at": row[2], "status": status,
                 "spec_path": row[6], "spec_text": row[7], "spec": json.loads(row[8] or "{}"),
@@ -621,10 +628,13 @@ class ResultsStore:
         tables["sweeps"] = self._table_rows("sweeps", "sweep_id", list(sweep_ids))
         return bundle.new_document(tables, run_ids, list(sweep_ids), SCHEMA_VERSION)
 
-    def import_bundle(self, document: dict[str, Any], name: str = "the bundle") -> tuple[list[str], list[str]]:
+    def import_bundle(self, document: dict[str, Any], name: str = "the bundle",
+                      only_new: bool = False) -> tuple[list[str], list[str]]:
         """Add a bundle's runs and sweeps (a document :func:`bundle.decode` checked): (run ids added,
         run ids that were already here, identical). All or nothing: a run or sweep that is here
-        with other contents is never overwritten, and the store is left as it was."""
+        with other contents is never overwritten, and the store is left as it was. ``only_new``:
+        runs already here are left as they are without comparing them (a lab's coordinator
+        recorded a run as failed when its host died; the host's own record of it stays there)."""
         tables: dict[str, dict[str, Any]] = document["tables"]
         if int(document.get("store_schema") or 0) > SCHEMA_VERSION:
             raise bundle.BundleError(f"{name} holds runs of a newer results store (schema "
@@ -644,7 +654,7 @@ class ResultsStore:
         present = [run_id for run_id in run_ids
                    if self.db.execute("select 1 from runs where run_id = ?", (run_id,)).fetchone()]
         mine = {table: _rows_by(rows, "run_id") for table, rows in self._exported_run_rows(present).items()}
-        for run_id in present:
+        for run_id in [] if only_new else present:
             for table in bundle.RUN_TABLES:
                 if _comparable(theirs[table].get(run_id, [])) != _comparable(mine[table].get(run_id, [])):
                     raise bundle.BundleError(
