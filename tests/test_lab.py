@@ -212,3 +212,47 @@ def test_a_host_axis_needs_a_lab_and_the_lab_its_hosts(lab: Lab, tmp_path: Path)
                        "host(s) c not in the lab", "it has: a, b")
     assert_clean_error(run_cli("sweep", str(spec), "--lab", "tcp://127.0.0.1:1", "--results",
                                str(tmp_path / "r.sqlite")), "cannot reach the lab")
+
+
+def test_tls_lets_in_only_the_lab_s_own_ca_and_nothing_listens_unprotected(tmp_path: Path) -> None:
+    ours, theirs = tmp_path / "lab-tls", tmp_path / "other-tls"
+    for directory in (ours, theirs):
+        made = run_cli("lab", "init", str(directory))
+        assert made.returncode == 0, made.stderr
+    assert oct((ours / "ca-key.pem").stat().st_mode & 0o777) == "0o600"
+    assert_clean_error(run_cli("lab", "init", str(ours)), "already holds a lab")
+
+    # Beyond loopback without TLS: refused before anything listens or connects.
+    port = _free_port()
+    refused = run_cli("lab", "scheduler", "--host", "0.0.0.0", "--port", str(port))
+    assert_clean_error(refused, "without TLS", "--insecure")
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0  # nothing listens
+    assert_clean_error(run_cli("sweep", str(_spec(tmp_path, "connections = [1]\n")), "--lab", "tcp://192.0.2.1:8786"),
+                       "without TLS")
+    assert_clean_error(run_cli("lab", "worker", "tcp://192.0.2.1:8786", "--name", "a"), "without TLS")
+    log = tmp_path / "insecure.log"
+    with _process([sys.executable, "-m", "fbbench", "lab", "scheduler", "--host", "0.0.0.0", "--port", str(port),
+                   "--insecure"], log) as insecure:
+        _wait_for(log, "lab scheduler at", insecure, 60)
+        assert "insecure lab" in log.read_text()
+
+    # On 127.0.0.1 with TLS on: a worker of another CA cannot join; one of the lab's CA can.
+    port = _free_port()
+    log = tmp_path / "scheduler.log"
+    with _process([sys.executable, "-m", "fbbench", "lab", "scheduler", "--port", str(port), "--tls", str(ours)],
+                  log) as scheduler:
+        _wait_for(log, "lab scheduler at tls://", scheduler, 60)
+        address = f"tls://127.0.0.1:{port}"
+        home = {"FBBENCH_HOME": str(tmp_path / "home")}
+        stranger = run_cli("lab", "worker", address, "--name", "x", "--engine", "5.0", "--tls", str(theirs),
+                           "--join-timeout", "5", env=home, timeout=120)
+        assert_clean_error(stranger, "could not join the lab")
+        assert_clean_error(run_cli("lab", "hosts", address, "--tls", str(theirs)), "cannot reach the lab")
+        member_log = tmp_path / "member.log"
+        with _process([sys.executable, "-m", "fbbench", "lab", "worker", address, "--name", "ours", "--engine", "5.0",
+                       "--tls", str(ours)], member_log, home) as member:
+            _wait_for(member_log, "joined the lab", member)
+            listed = run_cli("lab", "hosts", address, "--tls", str(ours))
+            assert listed.returncode == 0, listed.stderr
+            assert "ours" in listed.stdout and "joined" in listed.stdout and "x " not in listed.stdout
