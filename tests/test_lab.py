@@ -168,6 +168,25 @@ def test_without_a_host_axis_every_cell_runs_on_every_host(lab: Lab, tmp_path: P
     assert sorted((run["cell"], run["host"], run["repeat"]) for run in runs) == \
         [(1, "a", 1), (1, "b", 1), (2, "a", 1), (2, "b", 1)]
     assert all(run["status"] == "completed" for run in runs)
+    assert "hosts are blocks (a, b)" in swept.stdout and "a median" in swept.stdout
+
+    # compare of two cells: within each host, then combined — never one pooled series per cell.
+    sweep_id = str(runs[0]["sweep"])
+    compared = run_cli("compare", f"{sweep_id}:1", f"{sweep_id}:2", "--results", str(store), "--json",
+                       str(tmp_path / "cmp.json"), "--axis", "connections")
+    assert compared.returncode == 0, compared.stderr
+    document = json.loads((tmp_path / "cmp.json").read_text())
+    assert document["blocks"]["hosts"] == ["a", "b"]
+    assert document["blocks"]["runs"] == {"A": {"a": 1, "b": 1}, "B": {"a": 1, "b": 1}}
+    assert set(document["blocks"]["conditions"]["a"]) >= {"host.name", "host.cpu_model", "host.disk.filesystem"}
+    headline = next(row for row in document["figures"] if row["kind"] == "headline")
+    per_host = headline["hosts"]["B"]
+    combined = headline["ratios"]["B"]
+    assert set(per_host) == {"a", "b"} and combined["basis"] == "hosts"
+    assert combined["ratio"] == pytest.approx((per_host["a"]["ratio"] * per_host["b"]["ratio"]) ** 0.5)
+    # The hosts differ within each side by design: no series-uniformity error names a host key.
+    series_rules = [f for f in document["lint"] if f["rule"] == "FB011"]
+    assert all(f["evidence"]["key"] in WORKDIR_PATHS for f in series_rules), series_rules
 
 
 def test_a_worker_killed_mid_run_fails_that_run_there_and_resume_runs_it_there(lab: Lab, tmp_path: Path) -> None:

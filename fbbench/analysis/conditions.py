@@ -299,6 +299,18 @@ def record(run: StoredRun) -> Conditions:
     return Conditions(shown, frozenset(defaults), conf_complete, settings.get("seed"), run_id)
 
 
+def host_name(run: StoredRun) -> str | None:
+    """The stable name of the host a run ran on (``host.name``)."""
+    host = run.get("host") or {}
+    return host.get("name") or host.get("hostname")
+
+
+def without_host(conditions: Conditions) -> Conditions:
+    """The record without the host's keys: for runs whose host is a block of the comparison (a
+    lab's sweep ran every cell on every host), the hosts differ by design, within each side."""
+    return replace(conditions, data={k: v for k, v in conditions.data.items() if factor_of(k) != "host"})
+
+
 def series_record(records: Sequence[Conditions]) -> tuple[Conditions, list[DiffRow]]:
     """The conditions a series shares, and the rows in which its runs differ (should be none).
 

@@ -83,11 +83,11 @@ def runs_named(store: Any, items: list[str]) -> tuple[list[str], list[str]]:
     for text in (item.strip() for item in items):
         if not text:
             raise FbbenchError("an empty id", hint="name runs, series (s…) or sweeps (w…) by id or unique prefix")
-        if text.startswith("w"):
+        if text.startswith("w") and ":" not in text:
             sweep_id = store.resolve_sweep_id(text)
             sweep_ids.append(sweep_id)
             run_ids += [run["run_id"] for run in store.load_sweep(sweep_id)["runs"]]
-        elif text.startswith("s"):
+        elif text.startswith("s") or ":" in text:  # a series, or a sweep's cell (SWEEP:CELL)
             series = store.resolve_series_id(text)
             if series is None:
                 raise FbbenchError(f"no series '{text}' in {store.path}",
