@@ -275,3 +275,33 @@ def test_tls_lets_in_only_the_lab_s_own_ca_and_nothing_listens_unprotected(tmp_p
             listed = run_cli("lab", "hosts", address, "--tls", str(ours))
             assert listed.returncode == 0, listed.stderr
             assert "ours" in listed.stdout and "joined" in listed.stdout and "x " not in listed.stdout
+
+
+def test_resume_after_a_coordinator_crash_collects_what_the_hosts_finished(lab: Lab, tmp_path: Path) -> None:
+    store = tmp_path / "coordinator.sqlite"
+    spec = _spec(tmp_path, 'host = ["a", "b"]\n', 'warmup = "0.5s"\nduration = "3s"\n')
+    out = tmp_path / "sweep.log"
+    stores = {name: lab.home(name) / "results.sqlite" for name in ("a", "b")}
+    with _process([sys.executable, "-m", "fbbench", "sweep", str(spec), "--lab", lab.address, "--results",
+                   str(store)], out) as sweeping:
+        deadline = time.monotonic() + 180
+        while not all(any(run["status"] == "running" for run in _runs(path)) for path in stores.values()):
+            assert sweeping.poll() is None, out.read_text()
+            assert time.monotonic() < deadline, "the hosts never both started their runs"
+            time.sleep(0.2)
+        os.killpg(sweeping.pid, signal.SIGKILL)  # the coordinator dies; the hosts finish their runs
+        sweeping.wait(30)
+    assert not _runs(store) or all(run["status"] != "completed" for run in _runs(store))
+    deadline = time.monotonic() + 180
+    while not all(_runs(path) and all(run["status"] == "completed" for run in _runs(path)) for path in stores.values()):
+        assert time.monotonic() < deadline, "the hosts did not finish their runs"
+        time.sleep(0.5)
+    finished = {run["run_id"] for path in stores.values() for run in _runs(path)}
+
+    resumed = run_cli("sweep", "--resume", "last", "--lab", lab.address, "--results", str(store), timeout=400)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "ended meanwhile imported" in resumed.stdout
+    runs = _runs(store)
+    assert {run["run_id"] for run in runs} == finished  # imported, nothing run again
+    assert all(run["status"] == "completed" for run in runs)
+    assert {len(_runs(path)) for path in stores.values()} == {1}

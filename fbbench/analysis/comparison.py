@@ -489,14 +489,14 @@ def _figure_row(figure: FigureDef, base: Subject, others: Sequence[Subject], nam
                            "values": {base.label: base_value}, "centres": {base.label: base_centre},
                            "runs": {base.label: base_values},
                            "spread": {base.label: _series_spread(base_values)},
-                           "ratios": {}, "verdicts": {}}
+                           "ratios": {}, "verdicts": {}, "hosts": {} if hosts else None}
     for other in others:
         side, values = _side(other, figure)
         row["values"][other.label], row["centres"][other.label] = _shown_value(values, len(base.used))
         row["runs"][other.label] = values
         row["spread"][other.label] = _series_spread(values)
         if hosts:
-            estimate, row.setdefault("hosts", {})[other.label] = _host_ratios(base, other, figure, hosts)
+            estimate, row["hosts"][other.label] = _host_ratios(base, other, figure, hosts)
         else:
             estimate = _ratio(base_side, side, paired=other.paired)
         if estimate is None:
