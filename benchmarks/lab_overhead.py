@@ -92,6 +92,7 @@ def main() -> None:
     parser.add_argument("--duration", default="2s", help="measured period of each of those runs")
     parser.add_argument("--tpcc-duration", default="60s", help="the TPC-C run whose bundle is measured")
     parser.add_argument("--imports", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3, help="local and lab sweeps, interleaved")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="fbbench-lab-overhead-", dir="/tmp"))
     processes: list[subprocess.Popen[bytes]] = []
@@ -116,10 +117,13 @@ def main() -> None:
 
         one_host = _spec(root / "one-host.toml", f'host = ["a"]\nconnections = {connections}\n', args.duration)
         local_spec = _spec(root / "local.toml", f"connections = {connections}\n", args.duration)
-        lab_wall = _timed_sweep(one_host, coordinator, coordinator / "r.sqlite", "--lab", address)
-        lab_first = _first_measure(coordinator / "r.sqlite")
-        local_wall = _timed_sweep(local_spec, local, local / "r.sqlite")
-        local_first = _first_measure(local / "r.sqlite")
+        # Interleaved, round by round, so that the machine's drift falls on both alike.
+        lab_walls, local_walls, lab_firsts, local_firsts = [], [], [], []
+        for _ in range(args.rounds):
+            lab_walls.append(_timed_sweep(one_host, coordinator, coordinator / "r.sqlite", "--lab", address))
+            lab_firsts.append(_first_measure(coordinator / "r.sqlite"))
+            local_walls.append(_timed_sweep(local_spec, local, local / "r.sqlite"))
+            local_firsts.append(_first_measure(local / "r.sqlite"))
         two_hosts = _spec(root / "two-hosts.toml", f"connections = {connections}\n", args.duration)
         blocks_wall = _timed_sweep(two_hosts, coordinator, coordinator / "r.sqlite", "--lab", address)
 
@@ -161,10 +165,14 @@ def main() -> None:
     print(f"lab overhead — a 2-host lab on this machine ({os.cpu_count()} CPUs; load {load_before[0]:.1f} before, "
           f"{load_after[0]:.1f} after), loopback, Firebird 5.0 embedded, bank workload at 200 accounts, "
           f"warm-up 0.5 s + {args.duration} measured a run")
-    print(f"  from a sweep's start to its first run measuring: local {local_first:.2f} s, lab {lab_first:.2f} s")
-    per_run = (lab_wall - local_wall) / args.runs
-    print(f"  {args.runs} runs one after the other: local {local_wall:.1f} s, lab (one host) {lab_wall:.1f} s: "
-          f"{per_run:+.2f} s a run for the lab (target < 3 s)")
+    print(f"  from a sweep's start to its first run measuring (median of {args.rounds}): local "
+          f"{statistics.median(local_firsts):.2f} s, lab {statistics.median(lab_firsts):.2f} s")
+    differences = [(lab - local) / args.runs for lab, local in zip(lab_walls, local_walls, strict=True)]
+    print(f"  {args.runs} runs one after the other, {args.rounds} rounds interleaved: local "
+          f"{', '.join(f'{w:.1f}' for w in local_walls)} s; lab (one host) "
+          f"{', '.join(f'{w:.1f}' for w in lab_walls)} s: "
+          f"the lab's cost per run {', '.join(f'{d:+.2f}' for d in differences)} s, median "
+          f"{statistics.median(differences):+.2f} s (target < 3 s)")
     print(f"  the same {args.runs} cells on both hosts (host as a block, {2 * args.runs} runs): {blocks_wall:.1f} s")
     print(f"  a TPC-C run's bundle (1 warehouse, 4 connections, 10 s warm-up + {args.tpcc_duration}, {rows:,} stored "
           f"rows besides the run's): {bundle_size / 1024:,.1f} KiB")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, assert_clean_error, run_cli
+from tests.conftest import REPO, assert_clean_error, fb3_server_or_skip, run_cli
 
 BANK = REPO / "tests" / "workloads" / "bank"
 DASK = Path(sys.executable).with_name("dask")
@@ -305,3 +305,46 @@ def test_resume_after_a_coordinator_crash_collects_what_the_hosts_finished(lab: 
     assert {run["run_id"] for run in runs} == finished  # imported, nothing run again
     assert all(run["status"] == "completed" for run in runs)
     assert {len(_runs(path)) for path in stores.values()} == {1}
+
+
+@pytest.mark.server
+def test_two_hosts_drive_one_server_and_their_load_is_merged(lab: Lab, tmp_path: Path) -> None:
+    from fbbench import loadcore
+    from fbbench.analysis import conditions
+    from fbbench.store import ResultsStore
+
+    with fb3_server_or_skip(tmp_path / "fb3") as fb3:
+        data = tmp_path / "data"
+        data.mkdir()
+        data.chmod(0o777)  # the server writes the database as its own user
+        password = tmp_path / "secrets" / "password"
+        password.parent.mkdir()
+        password.write_text(fb3.password + "\n")
+        store = tmp_path / "coordinator.sqlite"
+        done = run_cli("run", str(BANK), "--engine", fb3.dsn(data / "bench.fdb"), "--user", fb3.user,
+                       "--password-file", str(password), "--lab", lab.address, "--clients", "2", "-c", "4",
+                       "--warmup", "1s", "--duration", "3s", "--interval", "1s", "--no-sweep", "--scale",
+                       "accounts=200", "--results", str(store), "--workdir", str(tmp_path / "work"), timeout=400)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    with ResultsStore(store, create=False) as opened:
+        run = opened.load_run("last")
+    assert run["status"] == "completed"
+    assert run["engine"]["load_clients"] == [{"host": "a", "first_attachment": 1, "attachments": 2},
+                                             {"host": "b", "first_attachment": 3, "attachments": 2}]
+    assert conditions.record(run)["load.clients"] == "a (2), b (2)"
+    # The engine saw the 4 attachments at once in the measured period (MON$ATTACHMENTS).
+    assert run["engine"]["architecture_verified"]["attachments"] == 4
+    # Every attachment, on both hosts, did work; one run, merged.
+    attachments = run["summary"]["attachments"]
+    assert sorted(a["index"] for a in attachments) == [1, 2, 3, 4] and all(a["units"] > 0 for a in attachments)
+    # The merged histograms count exactly what the parts counted: each unit's, and per interval.
+    for unit, totals in run["units"].items():
+        counted = totals["ok"] + totals["rolled_back"] + totals["conflicts"] + totals["errors"]
+        measured = [row for row in run["intervals"] if row["unit"] == unit and row["phase"] == "measure"]
+        parts = sum(loadcore.histogram_summary([row["histogram"]])["count"] for row in measured if row["histogram"])
+        assert loadcore.histogram_summary([totals["histogram"]])["count"] == parts == counted > 0, unit
+    # The password never reached the hosts' stores or logs.
+    for name in ("a", "b"):
+        for path in lab.home(name).rglob("*"):
+            if path.is_file() and path.stat().st_size < 5_000_000:
+                assert fb3.password.encode() not in path.read_bytes(), path

@@ -26,7 +26,8 @@ key                          from
 ``scale.<name>``             the effective scale (workload defaults with the run's overrides)
 ``load.*``                   connections, warmup, duration or transactions, interval,
                              target_rate, connect_rate, sweep, monitor; ``load.seed`` only when fixed;
-                             ``load.timeshare`` for runs that shared the machine in turns
+                             ``load.timeshare`` for runs that shared the machine in turns;
+                             ``load.clients``: a lab's hosts that drove the attachments (host (n), …)
 ``host.*``                   name (the stable name: --host-name, a lab worker's), cpu_model, cpus
                              (threads, cores, usable), cpu_max_mhz, governor, hypervisor,
                              container, memory, os, kernel, machine
@@ -270,6 +271,9 @@ def record(run: StoredRun) -> Conditions:
         "load.monitor": _on_off(settings.get("monitor")),  # the engine sampler's own attachment
         "load.seed": str(settings.get("seed")) if settings.get("seed_fixed") else None,
         "load.timeshare": _timeshare(settings.get("timeshare")),
+        # Load generators on a lab's hosts: which machines drove how many attachments.
+        "load.clients": ", ".join(f"{c['host']} ({c['attachments']})" for c in engine["load_clients"])
+        if engine.get("load_clients") else None,
     }
     virtual = host.get("virtualization") or {}
     values |= {

@@ -8,7 +8,9 @@ store and nothing running. Every finished run travels back as a bundle of its st
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -87,8 +89,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         process.stdin.write(json.dumps({**request, "settings": settings}).encode() + b"\n")
         process.stdin.close()
         interrupted = False
-        while process.poll() is None:
-            time.sleep(0.5)
+        while True:
+            try:
+                process.wait(timeout=0.5)  # returns the moment the run's process ends
+                break
+            except subprocess.TimeoutExpired:
+                pass
             if not interrupted and _stop_requested(request.get("stop_event")):
                 process.send_signal(signal.SIGINT)  # the run stops and keeps what it measured
                 interrupted = True
@@ -127,3 +133,60 @@ def finished_runs(sweep_id: str) -> dict[str, Any]:
 def host_record() -> dict[str, Any]:
     """This worker's published record (its name, host facts, engines and their doctor's checks)."""
     return SETUP.record
+
+
+def drive_load(request: dict[str, Any]) -> dict[str, Any]:
+    """This host's share of a multi-client run's attachments (fbbench.lab.clients): Classic's
+    worker process here, with this host's client library, its JSON lines carried to the
+    coordinator's relay through one Dask Queue and its commands (a start time as wall-clock time,
+    stop) through another."""
+    import shutil
+    import threading
+
+    from distributed import Queue, get_client
+
+    from fbbench.engines import prepare_runtime
+    from fbbench.loadcore.classic import _WORKER_ENTRY
+
+    client = get_client()
+    lines, commands = Queue(request["lines"], client=client), Queue(request["commands"], client=client)
+    workdir = _workdir()
+    (workdir / "lab-logs").mkdir(parents=True, exist_ok=True)
+    config = dict(request["config"])
+    runtime = prepare_runtime(config["database"], workdir, {}, name=f"load-{request['lines']}")
+    config["client_library"] = str(runtime.client_library)
+    try:
+        with (workdir / "lab-logs" / f"{request['lines']}.stderr").open("w+b") as stderr:
+            process = subprocess.Popen(platform.dying_with_owner([sys.executable, "-c", _WORKER_ENTRY]),
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                                       env=runtime.env())
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.write(json.dumps({"config": config, "parent_pid": os.getpid(),
+                                            "sys_path": [p for p in sys.path if p]}).encode() + b"\n")
+            process.stdin.flush()
+            output = process.stdout
+
+            def carry() -> None:
+                for line in output:
+                    lines.put(json.loads(line))
+
+            reader = threading.Thread(target=carry, name="fbbench-load-lines", daemon=True)
+            reader.start()
+            while process.poll() is None:
+                try:
+                    command = commands.get(timeout=0.25)
+                except TimeoutError:
+                    continue
+                if "go_wall" in command:  # the coordinator's start, on this machine's monotonic clock
+                    text = f"go {time.monotonic() + (command['go_wall'] - time.time())!r}\n"
+                else:
+                    text = "stop\n"
+                with contextlib.suppress(OSError):
+                    process.stdin.write(text.encode())
+                    process.stdin.flush()
+            reader.join(30)
+            stderr.seek(0)
+            tail = stderr.read().decode(errors="replace")[-LOG_TAIL:]
+    finally:
+        shutil.rmtree(paths.assert_inside(runtime.base, workdir), ignore_errors=True)
+    return {"host": SETUP.name, "returncode": process.returncode, "stderr_tail": tail}

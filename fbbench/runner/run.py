@@ -137,6 +137,15 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     if unsupported and local_major == "3.0":
         raise FbbenchError("isolation read_consistency needs Firebird 4.0 or later",
                            hint=f"workload {workload.name} cannot run on Firebird 3.0 as written")
+    if settings.lab is not None:
+        if not isinstance(engine, ServerEngine):
+            raise FbbenchError(f"--lab drives a server from the lab's hosts: {engine.label} runs on this machine only",
+                               hint="give the server's DSN, e.g. --engine db1/3050:/data/bench.fdb")
+        from fbbench.lab import security
+
+        address = security.address(settings.lab, Path(settings.lab_tls) if settings.lab_tls else None)
+        security.check_exposure(security.host_of(address), Path(settings.lab_tls) if settings.lab_tls else None,
+                                settings.lab_insecure, "a lab")
     local = isinstance(engine, EmbeddedEngine | ManagedEngine)
     if settings.architecture is None and local:
         settings.architecture = "super"  # Firebird's default ServerMode, made explicit in the record

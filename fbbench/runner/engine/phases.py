@@ -115,8 +115,9 @@ def execute(plan: RunPlan) -> dict[str, Any]:
         with phases.phase("measure", "warm-up and measure") as detail:
             # Embedded Classic: one process per attachment. A server's Classic forks its own.
             processes = settings.get("architecture") == "classic" and runtime.embedded
+            lab = _lab_clients(settings) if settings.get("lab") else None
             measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
-                                   processes=processes, barrier=plan.get("barrier"))
+                                   processes=processes, barrier=plan.get("barrier"), lab=lab)
             result = measured.result
             detail.update(status=result["status"], measured_seconds=result.get("measured_seconds"),
                           sampler_errors=measured.sampler_errors[:20])
@@ -124,6 +125,11 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                       "architecture_verified": measured.architecture}
             if processes:
                 engine["attachment_processes"] = result.get("worker_processes")
+            if lab is not None:
+                from fbbench.lab.clients import shares
+
+                engine["load_clients"] = [{"host": host, "first_attachment": first, "attachments": count}
+                                          for host, first, count in shares(settings["connections"], lab["hosts"])]
             store.update_run(run_id, engine=engine)
             mismatch = architecture.mismatch(settings.get("architecture"), measured.architecture)
             if mismatch and result["status"] == "completed":
@@ -173,6 +179,22 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             hint = hint or error.hint
         store.close()
     return {"status": status, "failure": failure, "hint": hint}
+
+
+def _lab_clients(settings: RecordedSettings) -> dict[str, Any]:
+    """The lab's hosts that drive this run's attachments: the first ``clients`` of its hosts, by name."""
+    from fbbench.lab.client import connect
+
+    tls = Path(str(settings["lab_tls"])) if settings.get("lab_tls") else None
+    wanted = int(settings.get("clients") or 1)
+    with connect(str(settings["lab"]), tls, bool(settings.get("lab_insecure"))) as lab:
+        joined = sorted(lab.workers())
+        address, insecure = lab.address, lab.insecure
+    if len(joined) < wanted:
+        raise FbbenchError(f"--clients {wanted}: the lab at {address} has {len(joined)} host(s) "
+                           f"({', '.join(joined) or 'none'})",
+                           hint="start more: fbbench lab worker ADDRESS --name NAME")
+    return {"address": address, "tls": str(tls) if tls else None, "insecure": insecure, "hosts": joined[:wanted]}
 
 
 def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: str, database: str) -> None:
