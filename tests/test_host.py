@@ -47,7 +47,7 @@ def _root_filesystem(path: Path) -> str:
 
 def test_storage_of_a_tmpfs_and_of_the_disk(tmpfs: Path, tmp_path: Path) -> None:
     memory = storage_of(tmpfs / "not" / "yet" / "there")  # a directory a run will create
-    assert memory["filesystem"] == "tmpfs" and memory["medium"] == "memory"
+    assert memory["filesystem"] == "tmpfs" and memory["medium"] == "memory" and memory["scheduler"].startswith("none")
     assert "noatime" in memory["mount_options"] and "size=262144k" in memory["mount_options"]
     assert memory["mount_point"] == str(tmpfs) and 0 < memory["free_bytes"] <= 256 * 2**20
 
@@ -72,6 +72,8 @@ def test_a_run_records_its_host_name_and_the_storage_under_database_and_temp(tmp
     record = conditions.record(run)
     assert record["host.name"] == "box-1" and run["host"]["hostname"] == os.uname().nodename
     assert record["host.disk.medium"] == "memory" and record["host.disk.filesystem"] == "tmpfs"
+    assert record["host.disk.scheduler"] == "none (no block device)"
+    assert "((" not in record["host.temp_disk.device"]  # a device without a model file: its driver, once
     assert record["host.temp_disk.filesystem"] == _root_filesystem(temp) != "tmpfs"
     assert record["host.cpus"].startswith(f"{os.cpu_count()} threads")
     assert record["host.hypervisor"] and record["host.container"]

@@ -287,7 +287,7 @@ def storage_of(path: Path) -> dict[str, Any]:
     facts.update(device=mount["source"], filesystem=mount["filesystem"], mount_point=mount["mount_point"],
                  mount_options=",".join(option for option in options if option))
     if mount["filesystem"] in ("tmpfs", "ramfs"):
-        facts["medium"] = "memory"
+        facts.update(medium="memory", scheduler="none (no block device)")
         return facts
     block = _block_device(mount["device_number"])
     if block is None:
@@ -298,7 +298,7 @@ def storage_of(path: Path) -> dict[str, Any]:
     model = _read(str(block / "device/model")).strip()
     if not model:
         with contextlib.suppress(OSError):
-            model = f"({Path(os.readlink(block / 'device/driver')).name})"
+            model = Path(os.readlink(block / "device/driver")).name  # e.g. virtio_blk: no model to read
     facts.update(block_device=block.name, model=model or None, scheduler=chosen,
                  medium={"1": "rotational", "0": "solid-state"}.get(rotational))
     if rotational:
