@@ -213,6 +213,9 @@ def test_a_worker_killed_mid_run_fails_that_run_there_and_resume_runs_it_there(l
     assert sorted(run["cell"] for run in on_a) == [1, 2] and all(r["status"] == "completed" for r in on_a)
     assert not any(run["host"] == "a" for run in _runs(b_store))
 
+    # It resumes on its lab, never here: without --lab, the lab's cells would run on this machine.
+    assert_clean_error(run_cli("sweep", "--resume", "last", "--results", str(store)), "resumes there",
+                       f"--lab {lab.address}")
     lab.start_worker("b")
     resumed = run_cli("sweep", "--resume", "last", "--lab", lab.address, "--results", str(store), timeout=400)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr

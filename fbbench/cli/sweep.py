@@ -62,6 +62,11 @@ def sweep(
     store_path = (results or paths.default_results()).expanduser().resolve()
     if resume is not None:
         sweep_id, parsed = sweep_run.resume_spec(store_path, resume)
+        with ResultsStore(store_path, create=False) as store:
+            began_on = (store.load_sweep(sweep_id)["spec"].get("lab") or {}).get("address")
+        if began_on and lab is None:
+            raise FbbenchError(f"sweep {sweep_id} ran on the lab at {began_on}: it resumes there",
+                               hint=f"fbbench sweep --resume {sweep_id} --lab {began_on}")
     else:
         assert spec is not None
         parsed = read_sweep(spec)
@@ -126,7 +131,8 @@ def sweep(
         console.print(line, highlight=False, soft_wrap=True)
     if outcome.status == "interrupted":
         _print_error(f"the sweep was interrupted after {len(outcome.runs)} run(s)",
-                     f"finish it with: fbbench sweep --resume {outcome.sweep_id}")
+                     f"finish it with: fbbench sweep --resume {outcome.sweep_id}"
+                     + (f" --lab {lab}" + (f" --tls {tls}" if tls else "") if lab else ""))
     for problem in problems:
         _print_error(problem)
     code = outcome.exit_code or (FbbenchError.exit_code if problems else 0)
@@ -140,8 +146,10 @@ def _on_lab(parsed: Any, password: str | None, address: str, tls: Path | None, i
     the sweep's estimated time left, and each run's line as it arrives."""
     from fbbench.lab import security
     from fbbench.lab.client import connect
-    from fbbench.lab.sweep import Progress, execute_lab_sweep
+    from fbbench.lab.sweep import Progress, check_spec, execute_lab_sweep
     from fbbench.sweep.run import duration_text
+
+    check_spec(parsed)
 
     def on_progress(progress: Progress) -> None:
         now = time.monotonic()

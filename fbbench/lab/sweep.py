@@ -125,14 +125,19 @@ def _check_lab(spec: SweepSpec, lab: Lab, hosts: list[str]) -> None:
                                    hint=f"on {host}: fbbench engines install {engine.major}, then restart its worker")
 
 
+def check_spec(spec: SweepSpec) -> None:
+    """What a lab cannot run, refused before anything connects."""
+    if spec.mode != "matrix":
+        raise FbbenchError("a sweep on a lab runs a matrix: one factor at a time (mode one_at_a_time) needs its "
+                           "best combination decided between the runs", hint="run it without --lab")
+
+
 def execute_lab_sweep(spec: SweepSpec, password: str | None, lab: Lab, *, resume: str | None = None,
                       on_progress: Callable[[Progress], None] | None = None,
                       on_run: Callable[[LabStep, RunOutcome], None] | None = None,
                       on_note: Callable[[str], None] | None = None) -> SweepOutcome:
     """Run (or resume) a sweep on the lab; returns when every run is done, or after Ctrl-C."""
-    if spec.mode != "matrix":
-        raise FbbenchError("a sweep on a lab runs a matrix: one factor at a time (mode one_at_a_time) needs its "
-                           "best combination decided between the runs", hint="run it without --lab")
+    check_spec(spec)
     base = spec.settings_for(spec.cells[0])
     results = Path(base.results or paths.default_results()).expanduser().resolve()
     note = on_note or (lambda text: None)
