@@ -5,16 +5,29 @@
 - the home (results store, registry of owned databases, default work directory):
   ``$FBBENCH_HOME`` or ``$XDG_DATA_HOME/fbbench`` (``~/.local/share/fbbench``).
 
-fbbench deletes files only inside a work directory (runtime roots, run databases, the
-populated-database cache) — see :func:`assert_inside`.
+fbbench deletes files only inside a work directory it made (runtime roots, run databases, the
+populated-database cache): see :func:`own_workdir` and :func:`assert_inside`.
 """
 
 from __future__ import annotations
 
+import errno
+import json
 import os
+import secrets
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from fbbench import __version__
 from fbbench.errors import FbbenchError
+
+# The file that makes a directory fbbench's work directory; written when fbbench makes the
+# directory or adopts it empty.
+WORKDIR_MARKER = "fbbench-workdir.json"
+# What an fbbench from before the marker made in its default work directory (and nothing else).
+_UNMARKED_DEFAULT_ENTRIES = frozenset({"databases", "dbcache", "runtimes", "doctor"})
+_UNMARKED_DEFAULT_PREFIX = "pair-"  # compare --paired's start barriers, left by a killed comparison
 
 
 def _xdg(var: str, default: str) -> Path:
@@ -54,6 +67,115 @@ def registry_file() -> Path:
     return home_dir() / "owned-databases.json"
 
 
+@dataclass(frozen=True)
+class WorkDir:
+    """A work directory that fbbench made (or adopted empty): ``ident`` is its marker's id, which
+    the runs made in it record with the files they create."""
+
+    path: Path
+    ident: str
+
+
+def own_workdir(given: Path | str | None) -> WorkDir:
+    """The work directory ``given`` (None: the default), made fbbench's or refused.
+
+    A directory that does not exist is made, and an empty one adopted, by writing the marker
+    into it. A directory with the marker is fbbench's. Any other directory is refused, since
+    fbbench deletes what its runs leave in its work directory: a user's directory (their home,
+    ``/``, a symlink to ``/etc``) never becomes one because files in it happen to exist. The one
+    exception is the default work directory of an older fbbench, see :func:`_unmarked_default`.
+    """
+    path = check_workdir(given)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise FbbenchError(f"cannot create the work directory {path}: {error.strerror}") from None
+    ident = _marked_or_adoptable(path, path)
+    return WorkDir(path, ident if ident is not None else _write_marker(path / WORKDIR_MARKER))
+
+
+def check_workdir(given: Path | str | None) -> Path:
+    """The work directory ``given`` resolved, refused if :func:`own_workdir` would refuse it;
+    nothing is written (for checks before a run starts)."""
+    named = Path(given or default_workdir()).expanduser()
+    path = named.resolve()
+    if path.exists():
+        if not path.is_dir():
+            raise FbbenchError(f"the work directory {_shown(named, path)} is not a directory",
+                               hint="give --workdir a new or empty directory")
+        _marked_or_adoptable(path, named)
+    return path
+
+
+def _shown(named: Path, path: Path) -> str:
+    """The work directory as the user named it, and where that leads when it is elsewhere (a link)."""
+    return str(path) if named.absolute() == path else f"{named} (which is {path})"
+
+
+def _marked_or_adoptable(path: Path, named: Path) -> str | None:
+    """The id of the existing directory ``path``'s marker; None when it has none but may be
+    adopted; otherwise a refusal saying why."""
+    ident = _read_marker(path / WORKDIR_MARKER)
+    if ident is not None:
+        return ident
+    try:
+        entries = sorted(entry.name for entry in path.iterdir())
+    except OSError as error:
+        raise FbbenchError(f"cannot read the work directory {path}: {error.strerror}") from None
+    if entries and not _unmarked_default(path, entries):
+        shown = ", ".join(entries[:3]) + (f" and {len(entries) - 3} more" if len(entries) > 3 else "")
+        raise FbbenchError(f"the work directory {_shown(named, path)} is not empty and fbbench did not make it "
+                           f"(it holds {shown})",
+                           hint="fbbench deletes what its runs leave in its work directory, so it only uses one it "
+                           "made: give --workdir a new or empty directory")
+    return None
+
+
+def _unmarked_default(path: Path, entries: list[str]) -> bool:
+    """Whether ``path`` is the default work directory as an fbbench from before the marker left
+    it: the default location (inside fbbench's home, which the user did not name) holding only
+    the folders fbbench made there. Such a directory is adopted as it is; anything else in it,
+    or another location, and it is treated like any directory of the user's."""
+    if path != default_workdir().expanduser().resolve():
+        return False
+    return all((name in _UNMARKED_DEFAULT_ENTRIES or name.startswith(_UNMARKED_DEFAULT_PREFIX))
+               and (path / name).is_dir() and not (path / name).is_symlink() for name in entries)
+
+
+def _read_marker(marker: Path) -> str | None:
+    """The id in ``marker``; None when there is none. A marker being written by another fbbench
+    at this moment is waited for, briefly; a damaged one is refused."""
+    deadline = time.monotonic() + 2.0
+    while True:
+        try:
+            return str(json.loads(marker.read_text())["id"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            if time.monotonic() > deadline:
+                raise FbbenchError(f"the work directory marker {marker} cannot be read ({error})",
+                                   hint="if it is fbbench's work directory, empty it and fbbench marks it anew; "
+                                   "otherwise give --workdir another directory") from None
+            time.sleep(0.05)
+
+
+def _write_marker(marker: Path) -> str:
+    ident = secrets.token_hex(8)
+    text = json.dumps({"id": ident, "created_at": time.time(), "fbbench": __version__, "path": str(marker.parent),
+                       "note": "fbbench's work directory: fbbench deletes the files its runs leave here"}, indent=2)
+    try:
+        with open(marker, "x") as handle:
+            handle.write(text + "\n")
+    except FileExistsError:  # another fbbench adopted it at the same moment
+        found = _read_marker(marker)
+        assert found is not None
+        return found
+    except OSError as error:
+        raise FbbenchError(f"cannot use {marker.parent} as the work directory: {error.strerror}",
+                           hint="give --workdir a directory you can write") from None
+    return ident
+
+
 def assert_inside(path: Path, root: Path) -> Path:
     """Refuse to touch ``path`` unless it lies inside ``root`` (symlinks resolved)."""
     resolved = path.resolve()
@@ -83,3 +205,32 @@ def writable_file(path: Path, what: str) -> Path:
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise FbbenchError(f"{what} {path} cannot be created: {ancestor} is not writable")
     return target
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: it goes to a new file beside ``path`` that
+    then replaces it, so a full disk leaves neither a truncated file nor a lost earlier one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.part")
+    try:
+        with open(partial, "x", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def file_error(error: OSError, action: str, where: Path | None = None, elsewhere: str | None = None) -> FbbenchError:
+    """An operating system's refusal as one line, ``cannot ACTION: reason``, with what to do when the
+    file system of ``where`` is full or read-only (``elsewhere``: the option that moves the files)."""
+    reason = error.strerror or str(error)
+    place = where if where is not None else (Path(error.filename).parent if error.filename else None)
+    hint = None
+    if place is not None and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = f"free space on the file system of {place}" + (f", or {elsewhere}" if elsewhere else "")
+    elif place is not None and error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        hint = f"{place} cannot be written" + (f": {elsewhere}" if elsewhere else "")
+    elif error.errno == errno.EFBIG:
+        hint = "a file grew past the size this process may write (ulimit -f)"
+    return FbbenchError(f"cannot {action}: {reason}", hint=hint)

@@ -7,6 +7,7 @@ so a test can require there were none.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -141,3 +142,63 @@ def legend(chart: Node) -> list[str]:
 def canvases(chart: Node) -> list[tuple[int, int]]:
     """(width, height) of each canvas uPlot drew in ``chart``."""
     return [(int(c.attrs.get("width", 0)), int(c.attrs.get("height", 0))) for c in chart.all("canvas")]
+
+
+# The first screen a reader sees: a laptop's window, before any scrolling.
+FIRST_SCREEN = (1280, 800)
+
+_PROBE = """<script>
+window.addEventListener("load", () => setTimeout(() => {
+  const found = {window: {height: window.innerHeight, width: window.innerWidth, scrolled: window.scrollY},
+                 elements: {}};
+  for (const node of document.querySelectorAll("[id]")) {
+    const box = node.getBoundingClientRect();
+    found.elements[node.id] = {top: box.top, bottom: box.bottom, height: box.height};
+  }
+  document.body.setAttribute("data-layout", JSON.stringify(found));
+}, 200));
+</script>
+"""
+
+
+@dataclass
+class FirstScreen:
+    """Where a page's elements lie when it opens in a window of ``FIRST_SCREEN``, and a screenshot of it."""
+
+    screenshot: Path
+    layout: dict[str, dict[str, float]]
+    height: float
+
+    def shows(self, element_id: str) -> bool:
+        """The element lies entirely within the first screen (it has a size, and no scrolling reaches it)."""
+        box = self.layout[element_id]
+        return box["height"] > 0 and box["top"] >= 0 and box["bottom"] <= self.height
+
+
+def first_screen(page: Path, profile: Path) -> FirstScreen:
+    """Open ``page`` as a reader would, in a window of ``FIRST_SCREEN``: a PNG of what shows, and the
+    position of every element with an id, measured in a copy of the page with a probe added."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (as root: apt-get install -y chromium); the report is not rendered")
+    width, height = FIRST_SCREEN
+    common = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
+              f"--user-data-dir={profile}", "--virtual-time-budget=3000", f"--window-size={width},{height}"]
+    screenshot = profile.parent / f"{page.stem}-first-screen.png"
+    shot = subprocess.run([*common, f"--screenshot={screenshot}", page.resolve().as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.returncode == 0 and screenshot.stat().st_size > 0, shot.stderr[-2000:]
+    probed = profile.parent / f"{page.stem}-probed.html"
+    text = page.read_text(encoding="utf-8")
+    at = text.rindex("</body>")
+    probed.write_text(text[:at] + _PROBE + text[at:], encoding="utf-8")
+    done = subprocess.run([*common, "--dump-dom", probed.resolve().as_uri()], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "</html>" in done.stdout, done.stderr[-2000:]
+    tree = _Tree()
+    tree.feed(done.stdout)
+    tree.close()
+    body = tree.root.all("body")[0]
+    assert "data-layout" in body.attrs, "the probe did not run"
+    layout = json.loads(body.attrs["data-layout"])
+    assert layout["window"]["scrolled"] == 0 and layout["window"]["width"] == width, layout["window"]
+    return FirstScreen(screenshot, layout["elements"], float(layout["window"]["height"]))

@@ -31,9 +31,10 @@ def fbbench_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
+    """An fbbench work directory, made by fbbench (marked), as the CLI takes it with --workdir."""
+    from fbbench.paths import own_workdir
+
+    return own_workdir(tmp_path / "work").path
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,

@@ -216,6 +216,39 @@ def test_a_series_on_4_0_against_one_on_5_0(engines: Compared, tmp_path: Path) -
     assert f"{headline['values']['A']:,.0f}" in dom.by_id("results-table").text
 
 
+def test_the_comparison_page_opens_with_its_verdict(engines: Compared, tmp_path: Path) -> None:
+    """Opened in a laptop's window, the page shows its answer without scrolling: the verdict, the
+    headline's ratio with its interval, the ratio chart; then the conditions, the lint grouped by
+    rule and side, the per-figure table and the runs. (The runs' table came first, and on a
+    10-pair comparison the verdict lay some 4,000 pixels down.)"""
+    _, doc, page = engines
+    screen = chromium.first_screen(page, tmp_path / "screen")
+    assert screen.screenshot.stat().st_size > 10_000
+    assert screen.shows("verdict-B") and screen.shows("headline-ratio-B"), screen.layout
+    assert screen.layout["ratios-throughput"]["top"] < screen.height  # the chart starts on the first screen
+    order = ["verdicts", "headline-ratio", "ratios-throughput", "conditions", "lint", "results", "sides"]
+    tops = [screen.layout[element]["top"] for element in order]
+    assert tops == sorted(tops), dict(zip(order, tops, strict=True))
+    body = chromium.render_ok(page, tmp_path / "chromium").body
+    headline = doc["figures"][0]["ratios"]["B"]
+    text = body.by_id("headline-ratio-B").text
+    assert f"score B/A = {headline['ratio']:.3f}" in text, text
+    # At a fixed arrival rate the score may come out the same in every run: then there is no interval.
+    said = f"over the {headline['basis']}" if headline["low"] is not None else "no interval"
+    assert said in text, text
+    # The lint, one row per rule and side: a finding every run of a series has is one row, with its count.
+    groups, findings = doc["lint_groups"], doc["lint"]
+    assert len(groups) < len(findings), (groups, findings)
+    for group in groups:
+        same = [f for f in findings if f["rule"] == group["rule"] and f["side"] == group["side"]
+                and f["scope"] == group["scope"] and f["severity"] == group["severity"]]
+        assert group["count"] == len(same) == len(group["findings"]), group
+        if group["scope"] == "run":
+            assert group["about"] == f"{group['side']} ({group['count']} of 3 runs)", group
+    rows = body.by_id("lint-table").all("tr")[1:]
+    assert [row.all("td")[2].text for row in rows] == [group["about"] for group in groups]
+
+
 def test_compare_json_matches_its_documentation(engines: Compared) -> None:
     doc = engines[1]
     assert doc["schema_version"] == 1
@@ -287,6 +320,28 @@ def test_rand_under_read_consistency_is_a_warning_before_the_run(lab: Lab) -> No
     # The stored run carries it as an error: as evidence it is invalid.
     linted = lab.cli("lint", run_id)
     assert linted.returncode == 1 and "FB033 error" in linted.stdout
+
+
+def test_a_large_cache_per_attachment_is_a_warning_before_the_run(tmp_path: Path) -> None:
+    """FB021 for --architecture was reported only after the run, while FB020 came before it."""
+    result = run_cli("run", BANK, "--engine", "5.0", "--architecture", "superclassic", "--page-buffers", "4096",
+                     "--page-size", "8192", "-c", "2", "--transactions", "2", "--results", str(tmp_path / "r.sqlite"),
+                     "--report", str(tmp_path / "r.html"), timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    output = result.stdout
+    before = " ".join(output[:output.index("▶ database")].split())
+    assert "warning: the credibility lint found 1 problem(s) before the run (it goes on)" in before, before
+    assert ("FB021 warning bank: ServerMode SuperClassic with 4096 page buffers per attachment (> 2048): "
+            "2 attachment(s) × 32.0 MiB of cache = 64.0 MiB") in before, before
+    # Without a page size the cost is not known before the run: the count of caches is.
+    with_default_page = run_cli("run", BANK, "--architecture", "classic", "--page-buffers", "4096", "-c", "3",
+                                "--transactions", "1", "--results", str(tmp_path / "r.sqlite"),
+                                "--report", str(tmp_path / "r2.html"), timeout=240)
+    assert with_default_page.returncode == 0, with_default_page.stdout[-3000:] + with_default_page.stderr[-3000:]
+    output = with_default_page.stdout
+    before = " ".join(output[:output.index("▶ database")].split())
+    assert ("FB021 warning bank: ServerMode Classic with 4096 page buffers per attachment (> 2048): "
+            "3 attachment(s), a cache each") in before, before
 
 
 def test_conflicts_and_a_two_interval_run(lab: Lab) -> None:

@@ -22,6 +22,7 @@ import pytest
 from fbbench.engines import prepare_runtime, run_in_engine
 from fbbench.engines.runtime import Runtime
 from fbbench.workloads.spec import load_workload
+from tests import chromium
 from tests.conftest import ENGINES, run_cli
 from tests.docflow_sql_child import unit_sequence
 
@@ -235,6 +236,15 @@ def test_fbbench_run_docflow_small_completes_with_every_check_passing(tmp_path: 
     assert population["rows"]["WARES"] == 100 and population["rows"]["AGENTS"] == 300
     assert "population" in stdout and "rows/s" in stdout
     assert "business actions" in stdout
+    # The report: the headline's card names its 16-term sum by its ends (it listed all 16, a card
+    # taller than the screen), the whole expression on hover; the latency bars of the 18 units lie
+    # along the side with their names beside them (side by side, the names overlapped).
+    body = chromium.render_ok(tmp_path / "report.html", tmp_path / "chromium").body
+    card = body.by_id("headline-figure")
+    assert "counts the sum of 16 terms, client_order.ok + … + cancel_adding_invoice.ok per minute" in card.text
+    assert "cancel_supplier_order.ok" not in card.text and "cancel_supplier_order.ok" in card.attrs["title"]
+    latency = body.by_id("latency-units")
+    assert latency.attrs.get("data-orientation") == "horizontal" and latency.attrs.get("data-rendered") == "true"
 
 
 @pytest.mark.server

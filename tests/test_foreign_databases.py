@@ -26,6 +26,7 @@ import pytest
 from fbbench.database import ownership
 from fbbench.database.header import FileHeader, parse_gstat_header, parse_header_page, read_header
 from fbbench.engines import parse_engine, prepare_runtime, run_in_engine
+from fbbench.paths import own_workdir
 from tests.conftest import ENGINES, assert_clean_error, fb3_server_or_skip, run_cli
 from tests.fb3server import Fb3Server
 
@@ -256,7 +257,7 @@ def test_foreign_database_on_a_server_is_read_and_refused_untouched(fb3: Fb3Serv
     data.chmod(0o777)  # the server process writes the database files
     password_file = tmp_path / "password"
     password_file.write_text(fb3.password + "\n")
-    work = tmp_path / "work"
+    work = own_workdir(tmp_path / "work").path  # as fbbench makes it: the runtime below is made there first
     common = ["--user", fb3.user, "--password-file", str(password_file), "--workdir", str(work)]
     foreign = data / "customer.fdb"
     dsn = fb3.dsn(foreign)

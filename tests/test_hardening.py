@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from fbbench.engines import prepare_runtime, run_in_engine
+from fbbench.paths import own_workdir
 from tests.conftest import assert_clean_error, run_cli
 
 BANK = Path(__file__).parent / "workloads" / "bank"
@@ -32,7 +34,7 @@ def _runs(store: Path) -> list[tuple[str, str, str | None]]:
     if not store.exists():
         return []
     with contextlib.closing(sqlite3.connect(store)) as db:
-        return db.execute("select run_id, status, failure from runs").fetchall()
+        return db.execute("select run_id, status, failure from runs order by started_at").fetchall()
 
 
 def _left_in(work: Path) -> list[str]:
@@ -187,18 +189,36 @@ def test_unwritable_report_directory_is_refused_before_the_run(tmp_path: Path) -
     assert_clean_error(result, "--report", "is not a directory")
 
 
-@pytest.fixture
-def tiny_filesystem(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MB tmpfs (mounted by the test, as root); skipped where mounting is not allowed."""
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True)
+@contextlib.contextmanager
+def _tmpfs(path: Path, size: int | str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted over ``path`` (as root); skipped where mounting is not allowed."""
+    path.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
     try:
-        yield mount
+        yield path
     finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def _owned(work: Path) -> Path:
+    """``work`` made an fbbench work directory, as a run would, so that a tmpfs can be mounted in
+    it before the run (an unmarked directory that is not empty is refused)."""
+    return own_workdir(work).path
+
+
+def _fill(directory: Path) -> None:
+    with open(directory / "filler", "wb", buffering=0) as handle, contextlib.suppress(OSError):
+        while True:
+            handle.write(b"\0" * 4096)
+
+
+@pytest.fixture
+def tiny_filesystem(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MB tmpfs (mounted by the test, as root); skipped where mounting is not allowed."""
+    with _tmpfs(tmp_path / "tiny", "2m") as mount:
+        yield mount
 
 
 def test_results_store_on_a_full_file_system_fails_cleanly(tiny_filesystem: Path, tmp_path: Path) -> None:
@@ -265,6 +285,19 @@ def test_check_that_does_not_prepare_stops_the_run_before_measuring(tmp_path: Pa
     with contextlib.closing(sqlite3.connect(store)) as db:
         assert db.execute("select count(*) from intervals").fetchone()[0] == 0  # nothing was measured
     assert _left_in(work) == []  # the run's database copy, made before the failure, is gone
+
+
+def test_a_run_failing_in_its_schema_script_shows_what_it_never_read_as_unknown(tmp_path: Path) -> None:
+    # It failed before its database existed: no page size, no buffers. The summary says "?" where
+    # it printed Python's None.
+    workload = _bank_copy(tmp_path)
+    schema = workload / "schema.sql"
+    schema.write_text("create tablex oops (x integer);\n" + schema.read_text())
+    result = run_cli("run", str(workload), *QUICK, "--results", str(tmp_path / "r.sqlite"), "--workdir",
+                     str(tmp_path / "work"))
+    assert result.returncode == 1 and "schema.sql:1" in result.stderr and "Traceback" not in result.stderr
+    assert "None" not in result.stdout, result.stdout
+    assert "page size ?, buffers ?, forced writes ?" in " ".join(result.stdout.split()), result.stdout
 
 
 def test_fail_on_checks_gives_exit_code_3(tmp_path: Path) -> None:
@@ -349,3 +382,141 @@ def test_a_full_disk_during_measure_fails_the_run_within_its_bound(tmp_path: Pat
         intervals = db.execute("select count(distinct idx) from intervals where run_id = ?", (_run_id,)).fetchone()[0]
     assert intervals >= 1  # what was measured before the disk filled up is kept
     assert _left_in(work) == []
+
+
+def test_the_engine_child_needs_no_disk_to_take_its_request_and_hand_over_its_result(tmp_path: Path) -> None:
+    """A full disk under the runtime (the work directory) once the run is under way: the child's
+    request and its result travel through pipes, so the hand-over still works — where a result
+    file failed with ENOSPC and the parent then fell over reading it (two tracebacks)."""
+    with _tmpfs(tmp_path / "work", "16m") as mount:
+        runtime = prepare_runtime("3.0", mount)  # copied in: another file system than the engine cache
+        _fill(mount)
+        assert shutil.disk_usage(mount).free < 4096
+        assert "libfbclient.so.2" in run_in_engine(runtime, "os:listdir", str(runtime.root))
+        # Both ways more than a pipe holds (64 KiB): neither side may wait for the other to read.
+        assert run_in_engine(runtime, "textwrap:dedent", "  line\n" * 50_000) == "line\n" * 50_000
+
+
+# ------------------------------------------------------------- a full disk, phase by phase (issue item 5)
+
+
+def _one_failed_run(result: subprocess.CompletedProcess[str], store: Path, *fragments: str) -> str:
+    """One clear error line naming ``fragments``, no traceback, and the run recorded as failed."""
+    assert_clean_error(result, *fragments)
+    assert result.returncode == 1 and result.stderr.count("error:") == 1, result.stderr
+    (_run_id, status, failure), = _runs(store)
+    assert status == "failed", (status, failure)
+    for fragment in fragments:
+        assert fragment.lower() in failure.lower(), failure
+    return failure
+
+
+def test_a_full_disk_while_the_runtime_is_built_fails_the_run(tmp_path: Path) -> None:
+    """Was: a traceback from shutil.copy2, and the run stayed 'incomplete' though fbbench had ended."""
+    work, store = tmp_path / "work", tmp_path / "r.sqlite"
+    with _tmpfs(_owned(work) / "runtimes", "1m"):
+        result = run_cli("run", str(BANK), *QUICK, "--results", str(store), "--workdir", str(work))
+        assert _left_in(work) == []
+    _one_failed_run(result, store, "cannot build the runtime root", "no space left on device")
+    assert "hint: free space on the file system of" in result.stderr
+
+
+def test_a_disk_too_small_for_the_populations_copy_is_refused_before_the_run(tmp_path: Path) -> None:
+    """Was: 'internal error in the engine process: OSError …' with a traceback file, once the copy
+    met the full disk; the copy's size is known, so the run is refused before it is recorded."""
+    work, store = tmp_path / "work", tmp_path / "r.sqlite"
+    first = run_cli("run", str(BANK), *QUICK, "--results", str(tmp_path / "first.sqlite"), "--workdir", str(work))
+    assert first.returncode == 0, first.stderr  # the populated cache, on the roomy disk
+    with _tmpfs(work / "databases", "1m"):
+        result = run_cli("run", str(BANK), *QUICK, "--results", str(store), "--workdir", str(work))
+        assert _left_in(work) == []
+    assert_clean_error(result, "the run's copy of the cached bank population needs", "free")
+    assert result.returncode == 2 and result.stderr.count("error:") == 1, result.stderr
+    assert "hint: free some space" in result.stderr
+    assert _runs(store) == []
+
+
+def test_a_full_disk_while_the_population_is_built_fails_the_run(tmp_path: Path) -> None:
+    """The engine's own write error, said as a write (it read 'cannot open …') with what to do."""
+    work, store = tmp_path / "work", tmp_path / "r.sqlite"
+    with _tmpfs(_owned(work) / "dbcache", "1600k"):
+        result = run_cli("run", str(BANK), *QUICK, "--fresh", "--results", str(store), "--workdir", str(work))
+        assert list((work / "dbcache").glob("*.fdb")) == []  # no half-built population is kept
+    _one_failed_run(result, store, "cannot write", "no space left on device")
+    assert "cannot open" not in result.stderr and "hint: the file system that holds it is full" in result.stderr
+
+
+def test_a_full_disk_during_the_checks_fails_the_run(tmp_path: Path) -> None:
+    """After measuring, a check that needs the database to grow meets a full disk: the engine's
+    write error fails the run (it was a check 'failed' with 'could not run', the run completed)."""
+    workload = _bank_copy(tmp_path, edit=('[[checks]]\nname = "money is conserved"',
+                                          '[[checks]]\nname = "room to grow"\n'
+                                          'sql = "select violations from grow_ballast(40000)"\n\n'
+                                          '[[checks]]\nname = "money is conserved"'))
+    (workload / "schema.sql").write_text((workload / "schema.sql").read_text() + """
+create table ballast (filler varchar(1000));
+set term ^ ;
+create procedure grow_ballast (p_rows integer) returns (violations integer)
+as
+declare i integer = 0;
+begin
+  while (i < p_rows) do
+  begin
+    insert into ballast values (rpad('', 1000, uuid_to_char(gen_uuid())));  -- no run of equal bytes to compress
+    i = i + 1;
+  end
+  violations = 0;
+  suspend;
+end^
+set term ; ^
+""")
+    work, store = tmp_path / "work", tmp_path / "r.sqlite"
+    first = run_cli("run", str(workload), *QUICK, "--results", str(tmp_path / "first.sqlite"), "--workdir", str(work))
+    assert first.returncode == 0, first.stderr  # on the roomy disk: the check passes
+    cached = max((work / "dbcache").glob("*.fdb"), key=lambda p: p.stat().st_size)
+    with _tmpfs(work / "databases", cached.stat().st_size + 8 * 1024 * 1024):
+        result = run_cli("run", str(workload), *QUICK, "--results", str(store), "--workdir", str(work))
+        assert _left_in(work) == []
+    _one_failed_run(result, store, "the database cannot be written", "check 'room to grow'")
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        assert db.execute("select count(*) from intervals").fetchone()[0] > 0  # what was measured is kept
+
+
+def test_a_full_disk_under_the_report_leaves_no_broken_file(tiny_filesystem: Path, tmp_path: Path) -> None:
+    """The run is measured and recorded in full; its page cannot be written: one line says so and
+    how to make it later, the exit code says it, and no truncated file is left in its place (an
+    earlier report of that name stays as it was)."""
+    report, document = tiny_filesystem / "r.html", tiny_filesystem / "r.json"
+    report.write_text("an earlier report")
+    _fill(tiny_filesystem)
+    store = tmp_path / "r.sqlite"
+    result = run_cli("run", str(BANK), *QUICK, "--report", str(report), "--json", str(document),
+                     "--results", str(store), "--workdir", str(tmp_path / "work"))
+    assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr, result.stderr
+    assert f"error: cannot write the HTML report {report}: No space left on device" in result.stderr
+    assert f"error: cannot write the JSON file {document}: No space left on device" in result.stderr
+    assert "hint: the run is recorded: fbbench results show" in result.stderr
+    assert report.read_text() == "an earlier report" and not document.exists()
+    assert sorted(p.name for p in tiny_filesystem.iterdir()) == ["filler", "r.html"]
+    (_run_id, status, _failure), = _runs(store)
+    assert status == "completed"
+
+
+def test_a_sweep_on_a_full_disk_records_its_failed_runs_and_says_how_to_resume(tmp_path: Path) -> None:
+    """Was: the first run's traceback aborted the sweep, without its summary or the --resume hint."""
+    work, store = tmp_path / "work", tmp_path / "r.sqlite"
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(f'workload = "{BANK}"\nwarmup = "1s"\nduration = "1s"\ninterval = "1s"\nsweep = false\n'
+                    f'workdir = "{work}"\nrepeats = 1\n[matrix]\nconnections = [1, 2]\n')
+    with _tmpfs(_owned(work) / "runtimes", "1m"):
+        result = run_cli("sweep", str(spec), "--results", str(store), "--report", str(tmp_path / "s.html"))
+        assert _left_in(work) == []
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output, output[-3000:]
+    assert "sweep: run 2 of 2" in result.stdout  # the sweep went on after the first failure
+    assert result.stdout.count("failed; – — cannot build the runtime root") == 2
+    assert "error: 2 of 2 run(s) failed" in result.stderr
+    assert "hint: once the cause is fixed, run them again: fbbench sweep --resume w" in result.stderr
+    assert [status for _id, status, _failure in _runs(store)] == ["failed", "failed"]
+    assert (tmp_path / "s.html").exists()  # the sweep's summary and page, with its failed runs
+    assert "sweep overhead" not in result.stdout  # was "+-99.5 %": warm-ups counted that never ran

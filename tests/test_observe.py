@@ -15,6 +15,7 @@ import pytest
 from fbbench.analysis import gstat as gstat_judgement
 from fbbench.engines import prepare_runtime, run_in_engine
 from fbbench.observe import firebird_log, gstat
+from fbbench.report.console import engine_lines
 from tests.conftest import ENGINES, fb3_server_or_skip
 from tests.fb3server import Fb3Server
 
@@ -307,12 +308,31 @@ def test_findings_on_captured_logs(name: str) -> None:
     started, finished = kinds["sweep: Sweep is started by <user>"], kinds["sweep: Sweep is finished"]
     assert started.count == finished.count == 1 and started.severity == finished.severity == "info"
     assert started.first is not None and started.first == started.last
+    # The kind has <name> for a value; what is shown has the value the log had.
+    assert started.text == "sweep: Sweep is started by SYSDBA" and not started.values_vary
     assert not firebird_log.fatal(found)
     if "server" in name:
-        assert kinds["net: INET/inet_error: <error> errno = <err_code>"].severity == "error"
+        inet = kinds["net: INET/inet_error: <error> errno = <err_code>"]
+        assert inet.severity == "error" and inet.text == "net: INET/inet_error: read errno = 104"
         assert found[0].severity == "error"  # worst first
     else:
         assert kinds["validation: Validation started"].count == 1
+
+
+def test_a_finding_shows_the_values_its_entries_had() -> None:
+    """Two entries of one kind with other values (written from the engine's format string
+    "Operating system call {syscall} failed. Error code {error_code}"): one finding, shown with the
+    first entry's values and saying the others differ, never with the placeholders."""
+    text = ("host (Client)\tMon Nov 23 21:05:15 2026\n\tOperating system call pthread_mutex_lock failed. "
+            "Error code 22\n\nhost (Client)\tMon Nov 23 21:05:16 2026\n\tOperating system call fsync failed. "
+            "Error code 5\n")
+    [found] = firebird_log.findings(text)
+    assert found.kind == "system: Operating system call <syscall> failed. Error code <error_code>" and found.count == 2
+    assert found.text == "system: Operating system call pthread_mutex_lock failed. Error code 22" and found.values_vary
+    document = {"log_findings": [{"kind": found.kind, "severity": found.severity, "count": found.count,
+                                  "detail": {"text": found.text, "values_vary": found.values_vary}}]}
+    line = engine_lines(document)[-1]
+    assert "pthread_mutex_lock failed. Error code 22 (and other values) ×2" in line and "<syscall>" not in line
 
 
 def test_findings_know_the_5_0_sweep_message_firebird_lib_does_not() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fbbench.engines import prepare_runtime, run_in_engine
+from tests import chromium
 from tests.conftest import ENGINES, run_cli
 
 CHILD = "tests.orders_sql_child"
@@ -107,6 +108,21 @@ def test_fbbench_run_orders_fixed_work_on_one_attachment(engine: str, tmp_path: 
     orders_per_second = next(f for f in doc["figures"] if f["name"] == "orders/s")
     assert orders_per_second["value"] == pytest.approx(200 / doc["measure_seconds"], rel=1e-6)
     assert "elapsed" in cli.stdout and "↓" in cli.stdout
+    # The database's count of orders is per minute: 200 orders in a fraction of a second are a large
+    # number per minute, and every place that shows it says "/min" (it read "391,299 orders").
+    orders = doc["metrics"]["orders"]
+    assert doc["metric_units"] == {"orders": "/min"}
+    assert orders == pytest.approx(200 * 60 / doc["measure_seconds"], rel=1e-6)
+    assert f"orders {orders:,.0f}/min" in cli.stdout, cli.stdout[-3000:]
+    listed = run_cli("results", "list", "--limit", "1")
+    # The metrics column (the 8th), its lines (folded at 120 characters) joined again.
+    column = "".join(line.split("│")[8].strip() for line in listed.stdout.splitlines() if line.startswith("│"))
+    assert f"orders{orders:,.0f}/min" in column, listed.stdout
+    if engine == "5.0":
+        page = chromium.render_ok(tmp_path / "report.html", tmp_path / "chromium").body
+        box = next(b for b in page.by_id("headline").all("div", "figure") if "orders" in b.text)
+        assert f"{orders:,.0f} /min" in box.text, box.text
+        assert f"{orders:,.0f}/min" in page.by_id("metric-windows").text
 
 
 def test_fixed_variant_under_read_consistency_restarts_nothing_into_the_log(tmp_path: Path) -> None:

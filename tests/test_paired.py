@@ -37,6 +37,8 @@ def test_pairs_share_the_same_seconds_and_are_compared_pair_by_pair(tmp_path: Pa
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "Traceback" not in result.stdout + result.stderr
     assert "pair 1 of 2 (A first)" in result.stdout and "pair 2 of 2 (B first)" in result.stdout
+    announced = next(line for line in result.stdout.splitlines() if line.startswith("paired:"))
+    assert announced.startswith("paired: about ") and " in all — 2 pair(s) of A" in announced, announced
     compared = json.loads(document.read_text())
     assert compared["pairing"]["pairs"] == 2 and compared["pairing"]["complete"] == 2
     assert [row["key"] for row in compared["conditions"]["axis"]] == ["scale.loops"]
@@ -116,3 +118,25 @@ def test_ctrl_c_stops_both_runs_and_keeps_them(tmp_path: Path) -> None:
     assert len(runs) == 2 and {run["status"] for run in runs} == {"interrupted"}
     leftover = subprocess.run(["pgrep", "-f", str(a)], capture_output=True, text=True).stdout.split()
     assert not [pid for pid in leftover if int(pid) != os.getpid()]
+
+
+def test_a_million_pairs_are_refused_unless_yes(tmp_path: Path) -> None:
+    """The user's report: --pairs 1000000 (69 days of warm-up and measurement alone) started at once."""
+    store_path = tmp_path / "results.sqlite"
+    a = spec(tmp_path, "a", 10, warmup="1s", duration="5s")
+    refused = run_cli("compare", "--paired", str(a), str(a), "--pairs", "1000000", "--results", str(store_path))
+    assert_clean_error(refused, "compare --paired is planned to take about", "days",
+                       "1,000,000 pair(s) of 6.0 s of warm-up and measurement and about", "to set up",
+                       "more than 24 h 00 min", "add --yes if you mean it")
+    assert "paired:" not in refused.stdout and not store_path.exists()
+    # With --yes it goes ahead and announces the total first; a B of another workload then stops
+    # it before any run (so that nothing runs a million pairs here).
+    other = spec(tmp_path, "other", 10, workload=str(REPO / "tests" / "workloads" / "bank"), warmup="1s",
+                 duration="5s")
+    other.write_text(other.read_text().replace("[scale]\nloops = 10\n", ""))
+    accepted = run_cli("compare", "--paired", str(a), str(other), "--pairs", "1000000", "--yes",
+                       "--results", str(store_path))
+    assert_clean_error(accepted, "different workloads")
+    announced = next(line for line in accepted.stdout.splitlines() if line.startswith("paired:"))
+    assert announced.startswith("paired: about ") and " days " in announced.split("—")[0], announced
+    assert "1,000,000 pair(s)" in announced

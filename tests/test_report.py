@@ -110,7 +110,8 @@ def test_report_shows_the_documents_figures(watched: Run, tmp_path: Path) -> Non
     headline = doc["headline"]
     figure = dom.by_id("headline-figure").text
     assert f"{headline['value']:,.0f}" in figure and headline["name"] in figure and "higher is better" in figure
-    assert f"{doc['metrics']['NOPM']:,.0f}" in dom.by_id("headline").text and "NOPM" in dom.by_id("headline").text
+    nopm = next(box for box in dom.by_id("headline").all("div", "figure") if "NOPM" in box.text)
+    assert doc["metric_units"]["NOPM"] == "/min" and f"{doc['metrics']['NOPM']:,.0f} /min" in nopm.text, nopm.text
     assert "NOPM" in dom.by_id("metric-windows").text
     # Units, checks and audits, conditions.
     assert all(unit in dom.by_id("units-table").text for unit in UNITS)
@@ -133,7 +134,10 @@ def test_report_shows_the_documents_figures(watched: Run, tmp_path: Path) -> Non
         assert flag["text"] in dom.by_id("gstat").text
     findings = dom.by_id("log-findings")
     if doc["log_findings"]:
-        assert all(f["kind"] in findings.text for f in doc["log_findings"])
+        # As the log wrote them (e.g. "Sweep is started by SYSDBA"), the kind with <name>s on hover.
+        assert all(f["detail"]["text"] in findings.text for f in doc["log_findings"]), findings.text
+        messages = [row.all("td")[1].text for row in findings.all("tr")[1:]]
+        assert messages and not [m for m in messages if "<" in m], messages
     else:
         assert "Nothing new" in findings.text
     assert f"{doc['sampling']['readings']} reading(s)" in dom.by_id("watching").text
@@ -308,7 +312,8 @@ def test_charts_of_values_within_rounding_error_of_each_other_draw(tmp_path: Pat
     # 1.0000000000000004): a scale that narrow made uPlot's tick step vanish and its tick loop
     # grow an array until "RangeError: Invalid array length" (a compare page of a CI run).
     (tmp_path / "edge.html").write_text('<div class="chart" id="ratios"></div><div class="chart" id="line"></div>'
-                                        '<div class="chart" id="flat"></div>')
+                                        '<div class="chart" id="flat"></div><div class="chart" id="wide"></div>'
+                                        '<div class="chart" id="tight"></div>')
     (tmp_path / "edge.js").write_text("""
 const page = fbb.data();
 fbb.section("ratios", node => fbb.ratioChart(node, {categories: ["score", "TPM"], series: [
@@ -317,11 +322,18 @@ fbb.section("line", node => fbb.lineChart(node, {x: [1, 2, 3], yMin0: false,
   series: [{label: "score", values: page.close}]}));
 fbb.section("flat", node => fbb.lineChart(node, {x: [1, 2, 3], yMin0: false,
   series: [{label: "score", values: page.flat}]}));
+fbb.section("wide", node => fbb.ratioChart(node, {categories: ["p50", "p99"], series: [
+  {label: "B / A", values: [0.5, 1.2], lo: page.wide_lo, hi: page.wide_hi}]}));
+fbb.section("tight", node => fbb.ratioChart(node, {categories: ["p95"], series: [
+  {label: "B / A", values: [0.1234295467501702], lo: [0.12337228249716865], hi: [0.12348683758284269]}]}));
 fbb.done();
 """)
+    # And log scales (ratios beyond a factor of 4) that uPlot's log ticks cannot step through from
+    # their minimum: an interval from 1e-22 to 1e30, and one tight ratio of 0.1234 (with 1, a scale
+    # from 0.0987) — each broke the whole page the same way, or hung it.
     data = {"ratios": [1.0000000000000004, 0.9999999999999998], "close": [3096.0000000000014, 3096.0, 3096.0],
-            "flat": [1e6, 1e6, 1e6 + 1e-9]}
+            "flat": [1e6, 1e6, 1e6 + 1e-9], "wide_lo": [1e-22, 0.9], "wide_hi": [1e30, 1.5]}
     page = tmp_path / "page.html"
     page.write_text(html.render_page(tmp_path / "edge.html", "edge", data), encoding="utf-8")
     dom = _render(page, tmp_path).body
-    assert int(dom.attrs["data-charts"]) == 3
+    assert int(dom.attrs["data-charts"]) == 5

@@ -25,6 +25,11 @@ BANK = Path(__file__).parent / "workloads" / "bank"
         ([str(BANK), "--set", "DefaultDbCachePage=100"], ["unknown firebird.conf key", "DefaultDbCachePages"]),
         ([str(BANK), "--page-size", "1234"], ["invalid page size 1234"]),
         ([str(BANK), "--engine", "127.0.0.1/9:/tmp/x.fdb"], ["password is needed"]),
+        # A flag's text is checked as the spec file's is: a tag with a line break broke results list's
+        # rows, an empty one said nothing.
+        ([str(BANK), "--transactions", "1", "--tag", "two\nlines"], ["--tag", "single line"]),
+        ([str(BANK), "--transactions", "1", "--tag", " "], ["--tag", "empty"]),
+        ([str(BANK), "--transactions", "1", "--engine", "5.0\nx"], ["--engine must be a single line"]),
     ],
 )
 def test_bad_run_input(args: list[str], fragments: list[str], tmp_path: Path) -> None:

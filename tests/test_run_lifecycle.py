@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from tests import chromium
 from tests.conftest import REPO, assert_clean_error, fb3_server_or_skip, run_cli
 from tests.fb3server import Fb3Server
 
@@ -246,6 +247,36 @@ def test_ctrl_c_during_measure_keeps_what_was_measured(target: str, tmp_path: Pa
     assert phase[0][0] + phase[0][1] - signalled < 4.0, phase
     # An interrupted run skips the after phase: no checks ran on a half-done load.
     assert not _query(run.store, "select * from phases where name = 'after'")
+
+
+def test_ctrl_c_during_the_warm_up_shows_nothing_measured_not_zeros(tmp_path: Path, shared_work: Path,
+                                                                   background: Callable[..., RunningCli]) -> None:
+    # Stopped in its warm-up, a run counted nothing: its per-unit table says so with "–" in every
+    # cell (it printed 0 units and 0.00 ms latencies, as if measured), on the console and in the report.
+    run = background(tmp_path, shared_work, str(BANK), "--connections", "2", "--warmup", "60s", "--duration", "10s",
+                     "--interval", "1s")
+
+    def warming_up() -> bool:
+        run.watch()
+        assert run.process.poll() is None, run.output()
+        return bool(_query(run.store, "select 1 from intervals where phase = 'warmup'"))
+
+    _wait_until(warming_up, 120, "a warm-up interval")
+    os.killpg(run.pid, signal.SIGINT)
+    assert run.wait_exit(EXIT_WITHIN) == 130, run.output()
+    output = run.output()
+    assert "Traceback" not in output and "None" not in output, output
+    table = output[output.index("per unit: nothing was measured"):]
+    rows = [line for line in table.splitlines() if line.startswith(("│ transfer", "│ balance"))]
+    assert len(rows) == 2 and all(set(cell.strip() for cell in row.split("│")[2:-1]) == {"–"} for row in rows), rows
+    run_id = _run_row(run.store)[0]
+    page = tmp_path / "interrupted.html"
+    shown = run_cli("results", "show", run_id, "--results", str(run.store), "--report", str(page))
+    assert shown.returncode == 0 and "per unit: nothing was measured" in shown.stdout, shown.stdout
+    units = chromium.render_ok(page, tmp_path / "chromium").body.by_id("units-table")
+    cells = [cell.text for row in units.all("tr") for cell in row.all("td")[1:]]
+    assert cells and set(cells) == {"–"}, cells
+    assert "Nothing was measured: the run interrupted before its measured period." in units.text
 
 
 def test_ctrl_c_while_populating_is_an_interruption_not_a_failure(tmp_path: Path,

@@ -16,10 +16,11 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.chromium import legend, render_ok
+from tests.chromium import first_screen, legend, render_ok
 from tests.conftest import REPO, assert_clean_error, run_cli
 
 BANK = REPO / "tests" / "workloads" / "bank"
@@ -40,8 +41,8 @@ def _runs(store: Path) -> list[tuple[str, int, int, str]]:
             return db.execute("select run_id, cell, repeat_index, status from runs where sweep_id is not null "
                               "order by started_at").fetchall()
         except sqlite3.OperationalError as error:
-            if "no such table" in str(error):
-                return []  # the sweep has created the file, not yet its tables
+            if "no such table" in str(error) or "no such column" in str(error):
+                return []  # the sweep has created the file, not yet all of its tables (one migration at a time)
             raise
 
 
@@ -55,7 +56,6 @@ def test_a_sweep_killed_in_the_middle_resumes_and_reports(tmp_path: Path) -> Non
     common = ["--results", str(store)]
     env = {**os.environ, "FBBENCH_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
     (tmp_path / "home").mkdir()
-    spec.write_text(spec.read_text().replace("sweep = false\n", f'sweep = false\nworkdir = "{work}"\n'))
 
     dry = run_cli("sweep", str(spec), "--dry-run", *common)
     assert dry.returncode == 0, dry.stderr
@@ -63,8 +63,10 @@ def test_a_sweep_killed_in_the_middle_resumes_and_reports(tmp_path: Path) -> Non
     assert not _runs(store)  # --dry-run runs nothing
 
     with open(tmp_path / "out.txt", "w") as out:
-        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), *common], stdout=out,
-                                    stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True)
+        # --workdir on the first command only: the resumed sweep runs in it too.
+        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), *common,
+                                     "--workdir", str(work)],
+                                    stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True)
     deadline = time.monotonic() + 180
     while sum(1 for run in _runs(store) if run[3] == "completed") < 3:
         assert sweeping.poll() is None, (tmp_path / "out.txt").read_text()
@@ -92,6 +94,11 @@ def test_a_sweep_killed_in_the_middle_resumes_and_reports(tmp_path: Path) -> Non
     assert document["best"]["cell"] in (1, 2, 3, 4) and document["best"]["versus_runner_up"]
     assert document["overhead"]["share"] > 0
     assert "sweep overhead:" in resumed.stdout
+    # Every run, the resumed ones too, in the work directory the sweep began with.
+    with closing(sqlite3.connect(store)) as db:
+        roots = [json.loads(row[0])["root"] for row in db.execute("select detail_json from phases "
+                                                                    "where name = 'runtime'")]
+    assert len(roots) >= len(completed) and all(root.startswith(f"{work}/runtimes/") for root in roots), roots
     # Nothing of the killed run is left behind once the resumed sweep ran its clean-up.
     assert not list((work / "databases").glob("*.fdb")) and not list((work / "runtimes").iterdir())
 
@@ -102,6 +109,23 @@ def test_a_sweep_killed_in_the_middle_resumes_and_reports(tmp_path: Path) -> Non
         assert len(names) == 3, names  # the axis, then one line per value of the other axis
     assert body.has_id("heatmap") and "2048" in body.by_id("heatmap").text
     assert "cell" in body.by_id("cells-table").text
+    # The answer first: the best cell and how sure that is, on the first screen; then the curves, the
+    # conditions (where the cells differ: the axes), the lint grouped by rule and cell, every cell.
+    screen = first_screen(tmp_path / "sweep.html", tmp_path / "screen")
+    assert screen.shows("best-verdict"), screen.layout
+    order = ["best", "curves", "conditions", "lint", "cells"]
+    tops = [screen.layout[element]["top"] for element in order]
+    assert tops == sorted(tops), dict(zip(order, tops, strict=True))
+    best = document["best"]
+    assert f"Best: cell {best['cell']}" in body.by_id("best-verdict").text
+    axis_rows = [row["key"] for row in document["conditions"]["axis"]]
+    assert {"load.connections", "conf.DefaultDbCachePages"} <= set(axis_rows), document["conditions"]
+    assert "load.connections" in body.by_id("conditions-table").text
+    runs_of = {f"cell {cell['index']}": len(cell["runs"]) for cell in document["cells"]}  # the killed run too
+    for group in document["lint_groups"]:
+        if group["scope"] == "run":
+            assert group["about"] == f"{group['side']} ({group['count']} of {runs_of[group['side']]} runs)", group
+    assert len(document["lint_groups"]) <= len(document["lint"])
 
 
 def test_a_size_series_grows_one_database(tmp_path: Path) -> None:
@@ -126,17 +150,40 @@ def test_a_size_series_grows_one_database(tmp_path: Path) -> None:
     assert checks == (36, 36)  # the 12 TPC-C checks pass at every size
 
 
-def test_one_factor_at_a_time_compares_with_the_baseline(tmp_path: Path) -> None:
-    spec = _spec(tmp_path, 'repeats = 2\nmode = "one_at_a_time"\nconnections = 1\n[scale]\naccounts = 200\n'
+def _one_at_a_time(tmp_path: Path, repeats: int) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """A one-factor-at-a-time sweep of connections 1 and 2 (baseline 1): its console and document."""
+    spec = _spec(tmp_path, f'repeats = {repeats}\nmode = "one_at_a_time"\nconnections = 1\n[scale]\naccounts = 200\n'
                            "[matrix]\nconnections = [1, 2]\n")
     out = tmp_path / "advisor.json"
     result = run_cli("sweep", str(spec), "--results", str(tmp_path / "r.sqlite"), "--json", str(out),
                      env={"FBBENCH_HOME": str(tmp_path / "home")}, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
-    advisor = json.loads(out.read_text())["one_at_a_time"]
+    return result, json.loads(out.read_text())
+
+
+def test_one_factor_at_a_time_compares_with_the_baseline(tmp_path: Path) -> None:
+    result, document = _one_at_a_time(tmp_path, repeats=2)
+    advisor = document["one_at_a_time"]
     assert advisor["baseline_cell"] in (1, 2)
     assert len(advisor["steps"]) == 1 and advisor["steps"][0]["kind"] == "one factor"
     assert advisor["conclusion"] and "one factor at a time, against the baseline" in result.stdout
+
+
+def test_one_run_per_cell_claims_no_spread_and_no_verdict(tmp_path: Path) -> None:
+    """With one run per cell the console said "spread ±0.0 %" and "not distinguishable from the
+    runner-up", and one factor at a time that "no setting tried is distinguishable": one run has no
+    spread, and nothing was tested."""
+    result, document = _one_at_a_time(tmp_path, repeats=1)
+    assert [cell["summary"]["n"] for cell in document["cells"]] == [1, 1]
+    assert all(cell["summary"]["spread"] is None for cell in document["cells"]), document["cells"]
+    best = document["best"]
+    assert best["resolved"] is None and "one run per cell" in best["versus_runner_up"], best
+    advisor = document["one_at_a_time"]
+    assert [step["resolved"] for step in advisor["steps"]] == [None], advisor
+    summary = result.stdout[result.stdout.index(f"sweep {document['sweep_id']} — "):]
+    assert "±0.0 %" not in summary and "distinguishable" not in summary, summary
+    assert f"best: cell {best['cell']} ({best['label']}), one run:" in summary, summary
+    assert "one run per cell: whether" in summary and "cannot be told" in summary, summary
 
 
 @pytest.mark.parametrize(
@@ -161,6 +208,109 @@ def test_bad_sweep_specs_are_one_line_errors(body: str, fragments: list[str], tm
     assert not _runs(store)
 
 
+@pytest.mark.parametrize(
+    ("body", "fragments"),
+    [
+        # Set by compare --paired, never by a spec: it was refused with "did you mean 'timeshare'?".
+        ("[matrix]\ntimeshare = [1, 2]\n", ["sweep.toml:7:", "'timeshare' is not a sweep axis"]),
+        # The top-level workload (line 1) was named instead of the axis.
+        ('[matrix]\nworkload = ["a", "b"]\n', ["sweep.toml:7:", "'workload' is not a sweep axis",
+                                             "set once for the whole sweep"]),
+        # A setting both at the top and as an axis: the axis's line, not the top-level one.
+        ('connections = 2\n[matrix]\nconnections = [1, "two"]\n', ["sweep.toml:8:", '"two"']),
+    ],
+)
+def test_a_refused_axis_is_named_at_its_line_with_the_axes_there_are(body: str, fragments: list[str],
+                                                                      tmp_path: Path) -> None:
+    result = run_cli("sweep", str(_spec(tmp_path, body)), "--dry-run")
+    assert_clean_error(result, *fragments)
+    hint = next((line for line in result.stderr.splitlines() if line.startswith("hint:")), "")
+    if "axes are run settings" in hint:  # only what a spec can give as an axis, by the name it takes
+        listed = hint.split("axes are run settings (", 1)[1].split(")", 1)[0].split(", ")
+        assert "rate" in listed and "connections" in listed, listed
+        assert not {"timeshare", "seed_fixed", "target_rate", "conf", "scale", "workload"} & set(listed), listed
+    refused = body.split("[matrix]\n", 1)[1].split(" =", 1)[0].strip('"')
+    assert f"did you mean '{refused}'" not in hint, hint
+
+
+def test_dry_run_lists_each_cell_on_one_line_in_the_spec_s_words(tmp_path: Path) -> None:
+    """--dry-run printed each cell's scale as a Python dict ({'accounts': '200'}), folded over lines."""
+    spec = _spec(tmp_path, 'repeats = 2\n[scale]\naccounts = 200\n[matrix]\nconnections = [1, 2]\n'
+                           '"scale.branches" = [2, 3]\n')
+    dry = run_cli("sweep", str(spec), "--dry-run", "--results", str(tmp_path / "r.sqlite"))
+    assert dry.returncode == 0, dry.stderr
+    assert "{" not in dry.stdout and "'" not in dry.stdout, dry.stdout
+    cells = [line.strip() for line in dry.stdout.splitlines() if line.strip().startswith("cell")]
+    assert len(cells) == 4, dry.stdout
+    for cell in cells:  # whole, each on its line
+        assert "scale accounts=200, branches=" in cell and cell.endswith("page size default]"), cell
+
+
 def test_resume_of_an_unknown_sweep(tmp_path: Path) -> None:
     store = tmp_path / "r.sqlite"
     assert_clean_error(run_cli("sweep", "--resume", "nosuch", "--results", str(store)), "no results store")
+
+
+def test_a_huge_sweep_is_refused_unless_yes(tmp_path: Path) -> None:
+    """The user's report: a 10,000-cell sweep (33 hours) started at once."""
+    spec = _spec(tmp_path, f'repeats = 1\nworkdir = "{tmp_path / "work"}"\n[matrix]\n'
+                           f"connections = {list(range(1, 101))}\n"
+                           f'"conf.DefaultDbCachePages" = {list(range(1000, 1100))}\n')
+    spec.write_text(spec.read_text().replace('duration = "1s"', 'duration = "10s"'))
+    store = tmp_path / "r.sqlite"
+    refused = run_cli("sweep", str(spec), "--results", str(store))
+    assert_clean_error(refused, "the sweep is planned to take about", "days", "10,000 run(s) of about",
+                       "10,000 cell(s) × 1 repeat(s)", "more than 24 h 00 min", "add --yes if you mean it")
+    assert not _runs(store)
+    with open(tmp_path / "out.txt", "w") as out:
+        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), "--yes",
+                                     "--results", str(store)],
+                                    stdout=out, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
+                                    env={**os.environ, "COLUMNS": "200"})
+    try:
+        deadline = time.monotonic() + 60
+        while "sweep: run 1 of 10000" not in (tmp_path / "out.txt").read_text():
+            assert sweeping.poll() is None and time.monotonic() < deadline, (tmp_path / "out.txt").read_text()
+            time.sleep(0.2)
+        os.killpg(sweeping.pid, signal.SIGINT)
+        assert sweeping.wait(60) == 130, (tmp_path / "out.txt").read_text()
+    finally:
+        if sweeping.poll() is None:
+            os.killpg(sweeping.pid, signal.SIGKILL)
+    lines = (tmp_path / "out.txt").read_text().splitlines()
+    assert lines[0].startswith("sweep: about ") and " days " in lines[0].split("—")[0], lines[0]
+    assert "10,000 run(s) of about" in lines[0]
+    assert "Traceback" not in "\n".join(lines)
+
+
+def test_a_size_series_stopped_while_it_grows_still_reports(tmp_path: Path) -> None:
+    """Ctrl-C while a growing cell populates: its run has no population facts, which the size
+    series read as a source of None (AttributeError, a traceback instead of the report)."""
+    slow = REPO / "tests" / "workloads" / "slow_load"
+    spec = tmp_path / "grow.toml"
+    # yes: the second size would take days to grow (the first one's build says so before it runs).
+    spec.write_text(f'workload = "{slow}"\n{TIMING}repeats = 1\nconnections = 1\nyes = true\n'
+                    f'workdir = "{tmp_path / "work"}"\n'
+                    '[matrix]\n"scale.rounds" = { values = [4, 100000000], grow = true }\n')
+    store = tmp_path / "r.sqlite"
+    with open(tmp_path / "out.txt", "w") as out:
+        sweeping = subprocess.Popen([sys.executable, "-m", "fbbench", "sweep", str(spec), "--results", str(store),
+                                     "--json", str(tmp_path / "grow.json")], stdout=out, stderr=subprocess.STDOUT,
+                                    cwd=REPO, start_new_session=True, env={**os.environ, "COLUMNS": "200"})
+    try:
+        deadline = time.monotonic() + 120
+        while not [run for run in _runs(store) if run[1] == 2]:  # the second cell's run has begun
+            assert sweeping.poll() is None and time.monotonic() < deadline, (tmp_path / "out.txt").read_text()
+            time.sleep(0.2)
+        time.sleep(3)  # inside its population
+        os.killpg(sweeping.pid, signal.SIGINT)
+        code = sweeping.wait(60)
+    finally:
+        if sweeping.poll() is None:
+            os.killpg(sweeping.pid, signal.SIGKILL)
+    output = (tmp_path / "out.txt").read_text()
+    assert code == 130, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    series = json.loads((tmp_path / "grow.json").read_text())["size_series"]
+    assert [point["size"] for point in series] == ["4", "100000000"]
+    assert series[0]["load_source"].startswith("built") and series[1]["load_source"] is None

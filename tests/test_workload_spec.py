@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from fbbench.errors import FbbenchError
 from fbbench.workloads.expressions import ExpressionError, evaluate
 from fbbench.workloads.generators import Generator, nurand, parse_generator
 from fbbench.workloads.scale import parse_scale_value
-from fbbench.workloads.spec import load_workload
+from fbbench.workloads.spec import LoadStep, load_workload
 
 BANK = Path(__file__).parent / "workloads" / "bank"
 
@@ -30,9 +31,29 @@ def test_bank_workload_reads(bank_copy: Path) -> None:
     transfer = workload.unit("transfer")
     assert transfer.rollback_on == ("BANK_REFUSED",)
     assert transfer.statements[0].params[0] == Generator("uniform", (1, 200))
-    assert workload.load[0].iterations() == [(1,), (2,)]
+    assert list(workload.load[0].iterations()) == [(1,), (2,)] and workload.load[0].count == 2
     assert workload.load[0].params == (Generator("const", (100,)),)  # 200 / 2, an integer
     assert "schema.sql" in workload.files
+
+
+def test_load_step_iterations_are_counted_and_drawn_without_a_list() -> None:
+    assert LoadStep(0, "huge", "execute procedure p(?, ?)", for_each=((1, 10**9), (1, 10))).count == 10**10
+    # 10**7 rather than 10**9: a list (or itertools.product's tuple of each range) of these takes
+    # hundreds of MB where 10**9 took the machine's memory; drawn one at a time, a few bytes.
+    huge = LoadStep(0, "huge", "execute procedure p(?, ?)", for_each=((1, 10**7), (1, 10)))
+    tracemalloc.start()
+    try:
+        first = huge.iterations()
+        assert [next(first), next(first)] == [(1, 1), (1, 2)]
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+    smaller = LoadStep(0, "smaller", "execute procedure p(?, ?)", for_each=((1, 3), (1, 10)))
+    assert huge.shared_count(smaller) == 30 and smaller.shared_count(huge) == 30
+    assert huge.covers((3, 10)) and not smaller.covers((4, 1)) and not smaller.covers((1,))
+    assert LoadStep(0, "once", "execute procedure p").count == 1
+    assert list(LoadStep(0, "once", "execute procedure p").iterations()) == [()]
+    assert LoadStep(0, "none", "execute procedure p(?)", for_each=((1, 0),)).count == 0
 
 
 def test_typo_key_names_file_line_and_expected_keys(bank_copy: Path) -> None:
@@ -85,6 +106,9 @@ def test_scale_values() -> None:
     assert parse_scale_value("ratio", "0.5") == 0.5
     with pytest.raises(FbbenchError, match="must be a number"):
         parse_scale_value("warehouses", "many")
+    for endless in ("inf", "-Infinity", "nan", float("inf"), float("nan")):  # float() takes them all
+        with pytest.raises(FbbenchError, match="scale 'warehouses' must be a finite number"):
+            parse_scale_value("warehouses", endless)
     with pytest.raises(FbbenchError, match="unknown scale parameter 'warehoses'"):
         load_workload(str(BANK), {"warehoses": "3"})
 
@@ -218,5 +242,9 @@ def test_headline_per_kind_of_run() -> None:
     orders = load_workload("orders")
     assert orders.headline(fixed_work=True).name == "elapsed" and orders.headline(True).better == "lower"
     assert orders.headline(fixed_work=False).name == "orders"
-    assert load_workload("tpcc").headline(False).name == "score"  # no [headline]: the score
+    assert load_workload(str(BANK)).headline(False).name == "score"  # no [headline]: the score
+    assert load_workload(str(BANK)).headline(True).name == "score"
+    tpcc = load_workload("tpcc")  # NOPM, as the database counts it, whatever the kind of run
+    assert tpcc.headline(False).name == tpcc.headline(True).name == "NOPM"
+    assert tpcc.headline(False).value == "metrics.NOPM" and tpcc.headline(False).per == "run"
     assert load_workload("docflow").headline(False).name == "business actions"

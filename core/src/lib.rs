@@ -309,5 +309,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_tpb, m)?)?;
     m.add_function(wrap_pyfunction!(merge_results, m)?)?;
     m.add_function(wrap_pyfunction!(merge_intervals, m)?)?;
+    // The engine's codes for "the database cannot be written": the orchestration's statements
+    // (checks, population) fail a run on them as the core's units do.
+    m.add("CANNOT_WRITE_CODES", outcome::CANNOT_WRITE_CODES.to_vec())?;
     Ok(())
 }

@@ -135,13 +135,16 @@ def figure_defs(runs: Sequence[StoredRun]) -> list[FigureDef]:
     other figures and metrics, the score (when it is not the headline), TPM, each unit's
     throughput and latency, conflicts and errors."""
     defs: list[FigureDef] = []
+    metrics: dict[str, MetricRow] = {}
+    for run in runs:
+        for name, metric in (run.get("metrics") or {}).items():
+            metrics.setdefault(name, metric)
     stored_headline = next((_summary(r).get("headline") for r in runs if _summary(r).get("headline")), None)
     if stored_headline:
         headline = _as_figure(stored_headline)
-        defs.append(FigureDef(headline.name, "headline", headline.unit, headline.better,
-                              headline.per in ("minute", "second"),
-                              _stored_value(headline.name, headline=True),
-                              _intervals_of(headline), headline.value))
+        rate, per_interval = _basis(headline, metrics)
+        defs.append(FigureDef(headline.name, "headline", headline.unit, headline.better, rate,
+                              _stored_value(headline.name, headline=True), per_interval, headline.value))
     seen = {d.name for d in defs}
     for run in runs:
         for stored in _summary(run).get("figures") or []:
@@ -149,18 +152,14 @@ def figure_defs(runs: Sequence[StoredRun]) -> list[FigureDef]:
                 continue
             figure = _as_figure(stored)
             seen.add(figure.name)
-            defs.append(FigureDef(figure.name, "figure", figure.unit, figure.better, figure.per in ("minute", "second"),
-                                  _stored_value(figure.name, headline=False),
-                                  _intervals_of(figure), figure.value))
-    metrics: dict[str, MetricRow] = {}
-    for run in runs:
-        for name, metric in (run.get("metrics") or {}).items():
-            metrics.setdefault(name, metric)
+            rate, per_interval = _basis(figure, metrics)
+            defs.append(FigureDef(figure.name, "figure", figure.unit, figure.better, rate,
+                                  _stored_value(figure.name, headline=False), per_interval, figure.value))
     for name, metric in metrics.items():
         if name in seen:
             continue
         per_minute = bool(metric.get("per_minute"))
-        defs.append(FigureDef(name, "metric", "/min" if per_minute else "", "higher", per_minute,
+        defs.append(FigureDef(name, "metric", figures.metric_unit(per_minute), "higher", per_minute,
                               _metric_value(name),
                               _metric_intervals(name, per_minute), "counted by the database"))
     if not stored_headline or stored_headline.get("name") != figures.SCORE.name:
@@ -188,6 +187,18 @@ def figure_defs(runs: Sequence[StoredRun]) -> list[FigureDef]:
         defs.append(FigureDef(outcome, "outcomes", "/min", "lower", True, _by_definition(figure),
                               _intervals_of(figure), meaning))
     return defs
+
+
+def _basis(figure: figures.Figure, metrics: Mapping[str, Mapping[str, Any]]) -> tuple[bool, PerInterval]:
+    """Whether a workload's figure is a rate, and how to read it per interval. A figure that is one
+    DB-side metric as it stands (TPC-C's headline ``metrics.NOPM``) is the metric's: a rate when the
+    metric is per minute, read per interval from the sampler's readings as the metric is."""
+    name = figure.value.strip().removeprefix("metrics.")
+    metric = metrics.get(name) if figure.value.strip().startswith("metrics.") and figure.per == "run" else None
+    if metric is not None:
+        per_minute = bool(metric.get("per_minute"))
+        return per_minute, _metric_intervals(name, per_minute)
+    return figure.per in ("minute", "second"), _intervals_of(figure)
 
 
 def _value_of(stored: Mapping[str, Any] | None) -> float | None:
@@ -451,6 +462,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
         "verdicts": verdicts,
         "engine": {"available": bool(engine_rows), "figures": engine_rows},
         "lint": findings,
+        "lint_groups": lint.grouped(findings, {s.label: (s.kind, len(s.runs)) for s in subjects}),
         "valid": not errors,
         "forced": bool(force and errors),
         "invalid_because": [f"{f['rule']} {f['message']}" for f in errors],

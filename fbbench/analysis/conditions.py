@@ -43,12 +43,18 @@ key                          from
 **Not conditions** — expected to differ between repeats of the same conditions, so never
 compared: the run id, start and end times, status, series and repeat numbers, the database's
 location and its sizes before and after (outcomes of scale, page size and ODS), whether the
-population was built or copied from the cache, tags, output paths, the disk's free space and
-mount point, the hostname behind a host's stable name, the round trip's exact figures, and
-the seed when it was drawn at random. A fixed seed is a condition: the store does not say
-whether a seed was given (``settings.seed_fixed`` is read when present), but the repeats of a
-series that all share one seed had it fixed (:func:`series_record`). Values that contain the
-run id (the per-run runtime root in ``conf.SecurityDatabase``) are shown with ``<run>``.
+population was built or copied from the cache, tags, output paths, the work directory, the
+disk's free space and mount point, the hostname behind a host's stable name, the round trip's
+exact figures, and the seed when it was drawn at random. A fixed seed is a condition: the
+store does not say whether a seed was given (``settings.seed_fixed`` is read when present), but
+the repeats of a series that all share one seed had it fixed (:func:`series_record`).
+
+Nor are the firebird.conf values fbbench makes for each run (:func:`_made_for_the_run`): a path
+inside the run's runtime directory (``SecurityDatabase``'s default lies in the runtime root),
+and the keys it sets itself for a managed server (its port, bind address and security
+database). They name the run's work directory and differ between any two runs, so they would
+make every comparison across directories or machines a comparison of paths; the store keeps them
+with the engine's facts (``engine.firebird_conf``), and the run's report shows them.
 """
 
 from __future__ import annotations
@@ -56,12 +62,14 @@ from __future__ import annotations
 import difflib
 import hashlib
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
 from typing import Any
 
 from fbbench.engines.catalog import looks_like_dsn
 from fbbench.engines.firebird_conf import ARCHITECTURES, parse_conf_text
+from fbbench.engines.installation import RESERVED_KEYS
 from fbbench.errors import FbbenchError
 from fbbench.store.model import StoredRun
 
@@ -210,6 +218,19 @@ def _cpus(host: Mapping[str, Any]) -> str | None:
     return text
 
 
+def _made_for_the_run(run: StoredRun) -> Callable[[str, str], bool]:
+    """Whether a firebird.conf key's value is one fbbench made for this run alone (see the module)."""
+    runtime = next(((p.get("detail") or {}) for p in run.get("phases") or [] if p.get("name") == "runtime"), {})
+    root = runtime.get("root")
+    inside = str(PurePosixPath(root).parent) + "/" if root else None
+    managed = "server" in runtime
+
+    def made(name: str, value: str) -> bool:
+        return (managed and name in RESERVED_KEYS) or (inside is not None and value.startswith(inside))
+
+    return made
+
+
 def record(run: StoredRun) -> Conditions:
     """The conditions of one stored run (``ResultsStore.load_run``); see the module for the keys."""
     settings = run.get("settings") or {}
@@ -236,17 +257,19 @@ def record(run: StoredRun) -> Conditions:
     defaults: set[str] = set()
     rows = engine.get("firebird_conf") or []
     conf_complete = bool(rows)
+    made_for_the_run = _made_for_the_run(run)
     if rows:
         for row in rows:
-            if row["name"] == "ServerMode":
+            value = "" if row.get("value") is None else str(row["value"])
+            if row["name"] == "ServerMode" or made_for_the_run(row["name"], value):
                 continue
             key = f"conf.{row['name']}"
-            values[key] = "" if row.get("value") is None else str(row["value"])
+            values[key] = value
             if not row.get("is_set"):
                 defaults.add(key)
     else:
         for name, value in parse_conf_text(engine.get("firebird_conf_text") or "").items():
-            if name != "ServerMode":
+            if name != "ServerMode" and not made_for_the_run(name, value):
                 values[f"conf.{name}"] = value
     values |= {
         "database.page_size": before.get("page_size"),
@@ -298,8 +321,7 @@ def record(run: StoredRun) -> Conditions:
         "fbbench.version": host.get("fbbench"),
         "fbbench.python": host.get("python"),
     }
-    shown = {key: str(value).replace(run_id, "<run>") if run_id else str(value)
-             for key, value in values.items() if value is not None}
+    shown = {key: str(value) for key, value in values.items() if value is not None}
     return Conditions(shown, frozenset(defaults), conf_complete, settings.get("seed"), run_id)
 
 

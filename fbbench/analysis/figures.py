@@ -45,6 +45,11 @@ def names(units: Mapping[str, Mapping[Any, Any]], metrics: Mapping[str, float | 
     return found
 
 
+def metric_unit(per_minute: bool) -> str:
+    """The unit of a DB-side metric's reported value: per minute, or a count (its change)."""
+    return "/min" if per_minute else ""
+
+
 def value(figure: Figure, available: Mapping[str, float], seconds: float | None) -> float | None:
     """The figure's value; None when it cannot be computed (no measured time, a name missing, 0/0)."""
     try:

@@ -24,6 +24,7 @@ from typing import Any
 
 from fbbench.analysis import conditions as cond
 from fbbench.analysis import figures, psql, steady
+from fbbench.analysis.stats import readable
 from fbbench.engines.firebird_conf import (
     CACHE_PER_ATTACHMENT,
     architecture_of_mode,
@@ -82,7 +83,9 @@ RULES: dict[str, Rule] = {rule.id: rule for rule in (
          "A comparison changes one thing at a time (the TPC-C-on-Firebird study): every other difference is a "
          "second, unmeasured axis."),
     Rule("FB009", NOTE, "condition not visible",
-         "What a run cannot see (a Firebird 3 server's firebird.conf) cannot be shown to be equal."),
+         "What a run did not record cannot be shown to be equal: a Firebird 3 server does not show its "
+         "firebird.conf, and a run that stopped before its engine was read recorded neither the engine's nor "
+         "the database's conditions."),
     Rule("FB010", ERROR, "axis unclear",
          "A comparison must say which difference it measures; with several, any one may explain the result."),
     Rule("FB011", ERROR, "series not uniform",
@@ -170,6 +173,44 @@ def worst(findings: Iterable[Finding]) -> str | None:
     """The most severe severity among ``findings`` (None when there are none)."""
     found = {f.severity for f in findings}
     return next((s for s in SEVERITIES if s in found), None)
+
+
+# Where a grouped finding is, by its scope (a run's findings name their side and how many runs).
+_SCOPE_WORDS = {"comparison": "the comparison", "sweep": "across the cells", "series": "the series"}
+
+
+def grouped(findings: Sequence[Mapping[str, Any]], sides: Mapping[str, tuple[str, int]]) -> list[dict[str, Any]]:
+    """The findings of a comparison or a sweep, one group per rule and side: a series' repeats
+    mostly say the same thing, and ten runs saying it are one line with a count, not ten.
+
+    ``findings`` carry ``scope`` (comparison / sweep / series / run), ``side`` and ``excluded`` (a
+    run not used); ``sides`` gives each side's kind (run / series) and its number of runs. Each
+    group: the rule, severity, title and why; scope, side, excluded; ``about`` in words
+    (``B (6 of 10 runs)``); ``count``; ``message`` (the first finding's) and ``same_message``
+    (all say it alike); ``findings`` (each one's subject and message). Most severe first, the
+    findings of runs not used last within a severity."""
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for finding in findings:
+        scope = finding.get("scope") or "run"
+        key = (finding["rule"], finding["severity"], scope, finding.get("side"), bool(finding.get("excluded")),
+               finding["message"] if scope != "run" else None)
+        groups.setdefault(key, []).append(finding)
+    found = []
+    for (rule, severity, scope, side, excluded, _), items in groups.items():
+        first = items[0]
+        if scope == "run" and side in sides:
+            kind, runs = sides[side]
+            about = f"{side} (the run)" if kind == "run" else f"{side} ({len(items)} of {runs} runs)"
+        elif scope == "run":
+            about = ", ".join(dict.fromkeys(str(f.get("subject") or "") for f in items))
+        else:
+            about = f"{side} ({_SCOPE_WORDS[scope]})" if side else _SCOPE_WORDS.get(scope, scope)
+        found.append({"rule": rule, "severity": severity, "title": first["title"], "why": first["why"],
+                      "scope": scope, "side": side, "excluded": excluded, "about": about, "count": len(items),
+                      "message": first["message"], "same_message": len({f["message"] for f in items}) == 1,
+                      "findings": [{"subject": f.get("subject"), "message": f["message"]} for f in items]})
+    order = {severity: i for i, severity in enumerate(SEVERITIES)}
+    return sorted(found, key=lambda g: (order.get(g["severity"], 9), g["excluded"], g["rule"], str(g["side"])))
 
 
 # ---------------------------------------------------------------------------------- comparison
@@ -286,15 +327,19 @@ def _engine_major(text: Any) -> int | None:
 def _large_cache_per_attachment(mode: str, buffers: int | None, subject: str, shown: str,
                                 ran: tuple[int | None, int | None] | None = None) -> list[Finding]:
     """FB021 for a ServerMode (any of Firebird's spellings) and the page buffers of each
-    attachment; ``ran``: the (connections, page size) of a run, to say what the caches cost."""
+    attachment; ``ran``: the (connections, page size) of a run, to say what the caches cost (the
+    page size may not be known before the run: then only how many caches)."""
     if architecture_of_mode(mode) not in CACHE_PER_ATTACHMENT or buffers is None or buffers <= MAX_CLASSIC_BUFFERS:
         return []
     message = f"{shown} with {buffers} page buffers per attachment (> {MAX_CLASSIC_BUFFERS})"
     evidence: dict[str, Any] = {"architecture": mode, "page_buffers": buffers}
     if ran is not None:
         connections, page_size = ran
-        each = buffers * (page_size or 0)
-        message += f": {connections} attachment(s) × {_mib(each)} of cache = {_mib(each * (connections or 1))}"
+        if page_size:
+            each = buffers * page_size
+            message += f": {connections} attachment(s) × {_mib(each)} of cache = {_mib(each * (connections or 1))}"
+        else:
+            message += f": {connections} attachment(s), a cache each"
         evidence["connections"] = connections
     return [_finding("FB021", message, evidence, subject)]
 
@@ -378,7 +423,9 @@ def _steady_findings(run: StoredRun, subject: str) -> list[Finding]:
         return [_finding("FB040", "no measured interval was stored", {"intervals": 0}, subject)]
     state = steady.steady_state(series)
     evidence = {"figure": series.figure, "intervals": state.n_measured, "warmup_intervals": state.n_warmup,
-                "cv": state.cv, "slope_per_hour": state.slope, "slope_low": state.slope_low,
+                "cv": state.cv, "change": state.change, "change_low": state.change_low,
+                "change_high": state.change_high, "collapsed": state.collapsed, "start_level": state.start_level,
+                "slope_per_hour": state.slope, "slope_low": state.slope_low,
                 "slope_high": state.slope_high, "settled_after": state.settled_after,
                 "warmup_seconds": state.warmup_seconds}
     if state.verdict == "too short":
@@ -387,10 +434,11 @@ def _steady_findings(run: StoredRun, subject: str) -> list[Finding]:
     if state.verdict == "never settled":
         findings.append(_finding("FB043", state.text, evidence, subject))
     elif state.warmup_too_short:
-        findings.append(_finding("FB044", f"warm-up {state.warmup_seconds:.0f} s, but the {series.figure} settled "
-                                 f"only after {state.settled_after:.0f} s", evidence, subject))
+        findings.append(_finding("FB044", f"warm-up {readable(state.warmup_seconds)} s, but the {series.figure} "
+                                 f"settled only after {readable(state.settled_after or 0.0)} s", evidence, subject))
     if state.trend != "none":
-        findings.append(_finding("FB041", f"the {series.figure} is {state.trend_text}", evidence, subject))
+        verb = "" if state.collapsed else "is "
+        findings.append(_finding("FB041", f"the {series.figure} {verb}{state.trend_text}", evidence, subject))
     if math.isfinite(state.cv) and state.cv > steady.MAX_CV:
         findings.append(_finding("FB042", f"the {series.figure}'s intervals vary by CV {state.cv:.1%} "
                                  f"(> {steady.MAX_CV:.0%})", evidence, subject))
@@ -507,10 +555,12 @@ def _random_findings(units: Sequence[Unit], files: Mapping[str, str], engine_maj
 
 
 def lint_workload(workload: Workload, engine_major: int | str | None = None, conf: Mapping[str, str] | None = None,
-                  *, page_buffers: int | None = None) -> list[Finding]:
+                  *, page_buffers: int | None = None, connections: int | None = None,
+                  page_size: int | None = None) -> list[Finding]:
     """Static findings before a run, from the workload (:class:`~fbbench.workloads.spec.Workload`),
     the engine's major version (5, "5.0", None for unknown) and the run's firebird.conf settings
-    (``--set``; ``page_buffers``: ``--page-buffers``)."""
+    (``--set`` with the ServerMode of ``--architecture``; ``page_buffers``: ``--page-buffers``;
+    ``connections`` and ``page_size``, when given, say what per-attachment caches cost)."""
     conf = dict(conf or {})
     major = engine_major if isinstance(engine_major, int) or engine_major is None else _engine_major(
         f"{engine_major}.0" if "." not in str(engine_major) else engine_major)
@@ -521,4 +571,5 @@ def lint_workload(workload: Workload, engine_major: int | str | None = None, con
                                  "pages between Firebird's cache and the OS file cache rather than the engine",
                                  {"page_buffers": buffers}, workload.name))
     mode = str(lookup(conf, "ServerMode") or "")
-    return findings + _large_cache_per_attachment(mode, buffers, workload.name, f"ServerMode {mode}")
+    return findings + _large_cache_per_attachment(mode, buffers, workload.name, f"ServerMode {mode}",
+                                                  ran=(connections, page_size) if connections else None)

@@ -6,13 +6,19 @@ The JSON file, the console summary and the HTML report (:mod:`fbbench.report.con
 
 from __future__ import annotations
 
+import time
 import tomllib
+from collections.abc import Mapping
 from typing import Any
 
 from fbbench.analysis import figures
 from fbbench.analysis.finite import finite
 from fbbench.engines.firebird_conf import parse_conf_text
 from fbbench.store.model import MetricRow, StoredFigure, StoredRun
+
+# population.source of a run that started from a copy of the cached population: its load figures
+# are the cache's build, not this run's (docs/run-result.md).
+COPIED_POPULATION = "copy of cached population"
 
 SCHEMA_VERSION = 1  # of the run result document: docs/run-result.md
 
@@ -34,6 +40,42 @@ def _headline(stored: StoredFigure | None) -> dict[str, Any] | None:
     return {"name": stored["name"], "value": stored.get("result"), "unit": stored.get("unit", ""),
             "better": stored.get("better", "higher"), "per": stored.get("per"),
             "definition": stored.get("value"), "description": stored.get("description", "")}
+
+
+def _validation(stored: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The database's validation after the run, every key present (null where it was not done);
+    None for a run that ended before its load ran (nothing to validate)."""
+    if not stored:
+        return None
+    return {"requested": stored.get("requested"), "done": bool(stored.get("done")), "reason": stored.get("reason"),
+            **{key: stored.get(key) for key in ("method", "seconds", "sound", "errors", "warnings", "refused")},
+            "by_kind": stored.get("by_kind") or {}, "output": stored.get("output") or [],
+            "unchecked": stored.get("unchecked") or []}
+
+
+def population_text(load: Mapping[str, Any]) -> str | None:
+    """What the run's population took, in words (from the engine child's load facts, or the stored
+    ones): a copy of the cached population took its copy; the build's speed is the cache's, said
+    with its date, never as this run's. None when nothing was loaded."""
+    if not load.get("total_rows"):
+        return None
+    rows = f"{_count(load['total_rows'])} rows"
+    build = (f"{(load.get('grown_bytes') or 0) / 1e6:,.1f} MB in {load['load_seconds']:.1f} s — "
+             f"{load['mb_per_second']:.2f} MB/s, {_count(load.get('rows_per_second'))} rows/s with "
+             f"{load.get('load_connections')} load attachment(s)"
+             if load.get("mb_per_second") is not None and load.get("load_seconds") is not None else "")
+    if load.get("source") != COPIED_POPULATION:
+        return f"population {load.get('source')}: {rows}" + (f", {build}" if build else "")
+    copy = load.get("copy_seconds")
+    took = "" if copy is None else f" in {copy:.1f} s" if copy >= 1 else f" in {copy * 1000:.0f} ms"
+    built_at = load.get("cache_built_at")
+    when = f" on {time.strftime('%Y-%m-%d %H:%M', time.localtime(built_at))}" if built_at else ""
+    return f"population: copied from the cache{took} ({rows})" + (f"; the cache was built{when}: {build}"
+                                                                   if build else "")
+
+
+def _count(value: Any) -> str:
+    return "–" if value is None else f"{value:,.0f}"
 
 
 def _window_seconds(metric: MetricRow) -> float | None:
@@ -125,7 +167,8 @@ def result_document(run: StoredRun) -> dict[str, Any]:
                                                         "next_transaction")},
         },
         "population": {k: load.get(k) for k in ("source", "load_seconds", "load_connections", "total_rows",
-                                                 "grown_bytes", "mb_per_second", "rows_per_second", "rows")},
+                                                 "grown_bytes", "mb_per_second", "rows_per_second", "rows",
+                                                 "copy_seconds", "cache_built_at")} | {"text": population_text(load)},
         "connections": settings.get("connections"),
         "warmup_seconds": settings.get("warmup") if settings.get("transactions") is None else 0,
         "measure_seconds": summary.get("measured_seconds"),
@@ -135,6 +178,8 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         "score_per_minute": summary.get("score_per_minute"),
         "tpm": summary.get("tpm"),
         "metrics": metrics,
+        "metric_units": {name: figures.metric_unit(bool(metric.get("per_minute")))
+                         for name, metric in (run.get("metrics") or {}).items()},
         "metric_windows": {name: {"start_at": m.get("window_start"), "end_at": m.get("window_end"),
                                   "seconds": _window_seconds(m)}
                            for name, m in (run.get("metrics") or {}).items()},
@@ -144,6 +189,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         "audits": [{"name": c["name"], "passed": c["passed"], "detail": c["detail"], "value": c["value"],
                     "low": c.get("low"), "high": c.get("high"), "n": c.get("n")}
                    for c in run.get("checks", []) if c["kind"] == "audit"],
+        "validation": _validation(run.get("validation")),
         "client_cpu_seconds": summary.get("client_cpu_seconds"),
         "thread_cpu_seconds": summary.get("thread_cpu_seconds"),
         "process_cpu_seconds": summary.get("process_cpu_seconds"),

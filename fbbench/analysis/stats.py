@@ -55,6 +55,11 @@ from typing import Any
 import numpy as np
 
 
+def readable(value: float) -> str:
+    """A level or a time in a sentence, as a reader takes it in: 14,190 and 0.5, never 1.419e+04."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def scipy_stats() -> Any:
     """scipy.stats, imported on first use: it takes over a second to import, and every run's
     engine process imports this package (audits)."""
@@ -460,7 +465,8 @@ class SeriesSummary:
 
     ``median`` with its exact order-statistic interval ``low``–``high`` (NaN below 6 values);
     ``cv``: coefficient of variation, sample standard deviation / mean (NaN below 2 values);
-    ``spread``: (max − min) / median, the min–max relative spread.
+    ``spread``: (max − min) / median, the min–max relative spread (NaN below 2 values: one value
+    has no spread, not a spread of 0).
     """
 
     n: int
@@ -476,11 +482,11 @@ class SeriesSummary:
 
     @property
     def text(self) -> str:
-        interval = (f" (95 % CI {self.low:,.4g}–{self.high:,.4g})" if math.isfinite(self.low)
+        interval = (f" (95 % CI {readable(self.low)}–{readable(self.high)})" if math.isfinite(self.low)
                     else f" (no 95 % interval below {MIN_EXACT_MEDIAN} values)")
         cv = f", CV {self.cv * 100:.1f} %" if math.isfinite(self.cv) else ""
-        return (f"median {self.median:,.4g}{interval}{cv}, min–max {self.spread * 100:.1f} % of the median "
-                f"over {self.n}")
+        spread = f", min–max {self.spread * 100:.1f} % of the median" if math.isfinite(self.spread) else ""
+        return f"median {readable(self.median)}{interval}{cv}{spread} over {self.n}"
 
 
 def summarize(values: Sequence[float], *, confidence: float = CONFIDENCE) -> SeriesSummary:
@@ -491,6 +497,6 @@ def summarize(values: Sequence[float], *, confidence: float = CONFIDENCE) -> Ser
     median, low, high = _median_interval(array, confidence)
     mean = float(array.mean())
     cv = float(array.std(ddof=1) / mean) if len(array) > 1 and mean != 0 else math.nan
-    spread = float(np.ptp(array) / median) if median != 0 else math.nan
+    spread = float(np.ptp(array) / median) if len(array) > 1 and median != 0 else math.nan
     return SeriesSummary(len(array), median, low, high, mean, cv, float(array.min()), float(array.max()), spread,
                          "median with the exact order-statistic interval (scipy.stats.quantile_test)")

@@ -13,11 +13,17 @@ The input is the run's headline figure per interval, warm-up intervals first (se
   in a row. Warm-up intervals count, so a warm-up that was too short shows: the run settled only
   after its measured period had begun. No such interval (or fewer than 3 after it): **never
   settled** — the level kept moving by more than its noise.
-- **Trend** ("how Firebird gets tired", as OLTP-EMUL puts it): the Theil–Sen slope of the
-  measured intervals against time, per hour and relative to the centre, with its 95 % interval
-  (shown as the change over the measured period when that is shorter than an hour).
-  It counts as a trend when the interval excludes 0 *and* the fitted change over the measured
-  period is at least 5 % of the centre: the slope's interval assumes independent intervals, which
+- **Trend** ("how Firebird gets tired", as OLTP-EMUL puts it): the Theil–Sen line of the
+  measured intervals against time, with its 95 % interval of the slope. Each line (the fit and its
+  two bounds) passes through the median interval, as Theil–Sen's intercept is defined, and is
+  read **relative to its own value at the start of the measured period** (the fitted start): the
+  change over the measured period (and per hour, for runs of an hour or more) as a fraction of
+  that start. A throughput cannot lose more than all of it: a line that reaches zero before the
+  measured period ends has **collapsed** (a change of −100 %, and the time it reached zero is
+  said), and per hour no line loses more than 100 % of its start. A line whose fitted start is
+  not above zero while it rises has no relative change (it rose from nothing: unbounded).
+  It counts as a trend when the slope's interval excludes 0 *and* the fitted change over the
+  measured period is at least 5 %: the slope's interval assumes independent intervals, which
   consecutive intervals are not, so a small "significant" slope is not taken as a finding.
 - **CV**: standard deviation / mean of the measured intervals.
 """
@@ -32,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from fbbench.analysis import figures
-from fbbench.analysis.stats import scipy_stats
+from fbbench.analysis.stats import readable, scipy_stats
 from fbbench.store.model import StoredRun
 
 BAND_K = 3.0  # band half-width in robust standard deviations of the interval-to-interval noise
@@ -140,9 +146,13 @@ class SteadyState:
     Positions count from the first warm-up interval. ``settled_index``/``settled_after`` (seconds
     from the start of the warm-up): where the run entered its band for good, None when it never
     settled. ``warmup_too_short``: it settled only after the measured period had begun.
-    ``slope``/``slope_low``/``slope_high``: the trend per hour as a fraction of ``center``
-    (−0.08 = −8 % per hour) with its 95 % interval; ``trend``: "rising", "declining" or "none",
-    ``trend_text`` the words for it.
+    ``start_level``: the fitted line at the start of the measured period, in the figure's unit.
+    ``change``/``change_low``/``change_high``: the fitted change over the measured period as a
+    fraction of the fitted start, with its 95 % interval, never below −1 (+inf: rose from nothing).
+    ``slope``/``slope_low``/``slope_high``: the same per hour (−0.08 = −8 % of the start per hour),
+    never below −1. ``collapsed``: the fitted line reached zero at ``collapsed_at`` (seconds from
+    the start of the warm-up), before the measured period ended. ``trend``: "rising", "declining"
+    or "none", ``trend_text`` the words for it.
     ``verdict``: "steady", "trend", "never settled" or "too short".
     """
 
@@ -164,19 +174,32 @@ class SteadyState:
     cv: float
     verdict: str
     text: str
+    start_level: float = math.nan
+    change: float = math.nan
+    change_low: float = math.nan
+    change_high: float = math.nan
+    collapsed: bool = False
+    collapsed_at: float | None = None
     # The Theil–Sen line itself, in the figure's unit: its value at the start of the warm-up and
-    # its change per hour (NaN when too short). Reports draw it; the findings use ``slope``.
+    # its change per hour (NaN when too short). Reports draw it; the findings use ``change``.
     line_intercept: float = math.nan
     line_slope: float = math.nan
 
     def trend_line(self, series: IntervalSeries) -> list[tuple[float, float]]:
         """(middle of the interval in seconds from the start of the warm-up, the fitted value) for
-        each measured interval; empty when there is no line."""
+        each measured interval; empty when there is no line. A throughput is never below zero: where
+        the line crosses zero it ends (or starts) at the crossing instead of going on below it."""
         if not (math.isfinite(self.line_intercept) and math.isfinite(self.line_slope)):
             return []
-        return [(start + seconds / 2, self.line_intercept + self.line_slope * (start + seconds / 2) / 3600)
-                for start, seconds, measured in zip(series.starts, series.seconds, series.measured, strict=True)
-                if measured]
+        points = [(start + seconds / 2, self.line_intercept + self.line_slope * (start + seconds / 2) / 3600)
+                  for start, seconds, measured in zip(series.starts, series.seconds, series.measured, strict=True)
+                  if measured]
+        kept = [(at, value) for at, value in points if value >= 0]
+        if len(kept) < len(points) and self.line_slope != 0:
+            zero_at = -self.line_intercept / self.line_slope * 3600
+            if points[0][0] <= zero_at <= points[-1][0]:
+                kept.append((zero_at, 0.0))
+        return sorted(kept)
 
 
 def _robust_noise(measured: np.ndarray) -> float:
@@ -227,45 +250,99 @@ def steady_state(series: IntervalSeries) -> SteadyState:
 
     # Trend over the measured intervals, against each interval's middle, in hours.
     starts = np.asarray(series.starts, dtype=float)[measured_mask]
-    hours = (starts + np.asarray(series.seconds, dtype=float)[measured_mask] / 2) / 3600
-    if np.ptp(measured) == 0 or center == 0:
-        slope = slope_low = slope_high = 0.0
-        line_intercept, line_slope = float(measured[0]), 0.0
+    lengths = np.asarray(series.seconds, dtype=float)[measured_mask]
+    hours = (starts + lengths / 2) / 3600
+    first_hour, last_hour = float(starts[0]) / 3600, float(starts[-1] + lengths[-1]) / 3600
+    span_hours = float(lengths.sum()) / 3600
+    if np.ptp(measured) == 0:
+        slopes = (0.0, 0.0, 0.0)
     else:
         fit = scipy_stats().theilslopes(measured, hours, 0.95)
-        slope, slope_low, slope_high = (float(fit[0]) / center, float(fit[2]) / center, float(fit[3]) / center)
-        line_intercept, line_slope = float(fit[1]), float(fit[0])
-    span_hours = float(np.asarray(series.seconds, dtype=float)[measured_mask].sum()) / 3600
-    material = abs(slope) * span_hours >= MIN_TREND
+        slopes = (float(fit[0]), float(fit[2]), float(fit[3]))
+    # Every line through the median point, as scipy's Theil–Sen intercept ("separate") is defined.
+    lines = [_Line(float(np.median(measured)) - b * float(np.median(hours)), b) for b in slopes]
+    fitted = lines[0]
+    (change, change_low, change_high) = (line.change(first_hour, last_hour) for line in lines)
+    (slope, slope_low, slope_high) = (line.per_hour(first_hour) for line in lines)
+    zero_hour = fitted.zero_at()
+    collapsed = fitted.slope < 0 and zero_hour is not None and zero_hour <= last_hour
+    material = abs(change) >= MIN_TREND
     trend = "none"
-    if material and slope_low > 0:
+    if material and slopes[1] > 0:
         trend = "rising"
-    elif material and slope_high < 0:
+    elif material and slopes[2] < 0:
         trend = "declining"
 
     if settled is None:
         verdict = "never settled"
-        head = (f"never settled: the {series.figure} did not stay within {low:,.4g}–{high:,.4g}{series.unit} "
-                f"(the level of its last half ± {BAND_K:g} × its interval-to-interval noise)")
+        head = (f"never settled: the {series.figure} did not stay within {readable(low)}–{readable(high)}"
+                f"{series.unit} (the level of its last half ± {BAND_K:g} × its interval-to-interval noise)")
     else:
         verdict = "trend" if trend != "none" else "steady"
-        head = f"settled after {settled_after:.0f} s"
+        head = f"settled after {readable(series.starts[settled])} s"
         if too_short:
-            head += f": the warm-up ({warmup_seconds:.0f} s) was too short, the measured period began unsettled"
+            head += f": the warm-up ({readable(warmup_seconds)} s) was too short, the measured period began unsettled"
         else:
-            head += f" (warm-up {warmup_seconds:.0f} s)"
-    if span_hours >= 1:
-        slope_text = f"{_percent(slope)}/h, 95 % CI {_percent(slope_low)} to {_percent(slope_high)}/h"
+            head += f" (warm-up {readable(warmup_seconds)} s)"
+    start_level = fitted.at(first_hour)
+    measured_text = f"the measured {readable(span_hours * 3600)} s"
+    start_text = f"from a fitted {readable(start_level)}{series.unit}"
+    if start_level <= 0:
+        slope_text = f"from a fitted start of 0 over {measured_text}: no change relative to it"
+    elif span_hours >= 1:
+        slope_text = (f"{_percent(slope)}/h ({start_text}), 95 % CI {_percent(slope_low)} to "
+                      f"{_percent(slope_high)}/h")
     else:  # a short run: the change over what was measured, not an hour's extrapolation
-        slope_text = (f"{_percent(slope * span_hours)} over the measured {span_hours * 3600:.0f} s, 95 % CI "
-                      f"{_percent(slope_low * span_hours)} to {_percent(slope_high * span_hours)}")
-    trend_text = {"none": f"no trend ({slope_text})", "rising": f"rising {slope_text}",
-                  "declining": f"declining {slope_text}"}[trend]
+        slope_text = (f"{_percent(change)} over {measured_text} ({start_text}), 95 % CI "
+                      f"{_percent(change_low)} to {_percent(change_high)}")
+    if collapsed:
+        assert zero_hour is not None
+        trend_text = (f"collapsed: its fitted trend fell from {readable(start_level)}{series.unit} to 0 within "
+                      f"{readable(max(zero_hour - first_hour, 0.0) * 3600)} s of {measured_text} (−100 %, 95 % CI of "
+                      f"the change {_percent(change_low)} to {_percent(change_high)})")
+    else:
+        trend_text = {"none": f"no trend ({slope_text})", "rising": f"rising {slope_text}",
+                      "declining": f"declining {slope_text}"}[trend]
     text = f"{head}; {trend_text}; CV {cv * 100:.1f} %"
     return SteadyState(n_warmup, n_measured, center, noise, low, high, settled, settled_after, warmup_seconds,
                        too_short, slope, slope_low, slope_high, trend, trend_text, cv, verdict, text,
-                       line_intercept, line_slope)
+                       start_level, change, change_low, change_high, collapsed,
+                       zero_hour * 3600 if collapsed and zero_hour is not None else None,
+                       fitted.intercept, fitted.slope)
+
+
+@dataclass(frozen=True)
+class _Line:
+    """value = intercept + slope × hours (hours from the start of the warm-up), in the figure's unit."""
+
+    intercept: float
+    slope: float
+
+    def at(self, hour: float) -> float:
+        return self.intercept + self.slope * hour
+
+    def zero_at(self) -> float | None:
+        return -self.intercept / self.slope if self.slope != 0 else None
+
+    def change(self, start: float, end: float) -> float:
+        """(end − start) / start of the line between two hours: −1 when it reached zero by ``end``,
+        +inf when it rose from a start not above zero."""
+        first, last = self.at(start), self.at(end)
+        if last <= 0:
+            return -1.0
+        if first <= 0:
+            return math.inf
+        return last / first - 1
+
+    def per_hour(self, start: float) -> float:
+        """The slope as a fraction of the line's value at ``start``, never below −1 per hour."""
+        first = self.at(start)
+        if first <= 0:
+            return math.inf if self.slope > 0 else -1.0 if self.slope < 0 else 0.0
+        return max(self.slope / first, -1.0)
 
 
 def _percent(fraction: float) -> str:
+    if fraction == math.inf:
+        return "unbounded"
     return f"{'−' if fraction < 0 else '+'}{abs(fraction) * 100:.1f} %"

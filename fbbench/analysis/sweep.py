@@ -84,7 +84,7 @@ def sweep_document(sweep: Mapping[str, Any], runs: Mapping[str, StoredRun]) -> d
     document["best"] = _best(cells, headline, hosts)
     if spec.get("mode") == "one_at_a_time":
         document["one_at_a_time"] = _one_at_a_time(cells, spec.get("baseline") or {}, headline)
-    document["lint"] = _lint(spec, sweep, runs, bool(hosts))
+    document.update(_credibility(spec, sweep, runs, bool(hosts)))
     document["overhead"] = _overhead(sweep, runs)
     grow = next((axis for axis in spec.get("axes", []) if axis.get("grow")), None)
     document["size_series"] = _size_series(cells, grow["key"]) if grow else None
@@ -117,7 +117,8 @@ def _best(cells: list[dict[str, Any]], headline: Mapping[str, Any], hosts: list[
     lower = headline.get("better") == "lower"
     ranked.sort(key=lambda cell: level(cell) or 0.0, reverse=not lower)
     best = ranked[0]
-    result: dict[str, Any] = {"cell": best["index"], "label": best["label"], "median": level(best)}
+    result: dict[str, Any] = {"cell": best["index"], "label": best["label"], "median": level(best),
+                              "n": (best["summary"] or {}).get("n")}
     if len(ranked) > 1:
         runner = ranked[1]
         a, b = _completed(runner), _completed(best)
@@ -131,7 +132,7 @@ def _best(cells: list[dict[str, Any]], headline: Mapping[str, Any], hosts: list[
         if estimate is None:
             result["versus_runner_up"] = (f"one run per cell: whether {best['label']} beats {runner['label']} "
                                           "cannot be told (give the sweep repeats)")
-            result["resolved"] = False
+            result["resolved"] = None  # nothing to test, so neither resolved nor "not distinguishable"
         else:
             verdict = stats.verdict_for(estimate, headline, a=runner["label"], b=best["label"])
             result["versus_runner_up"] = verdict.text
@@ -145,7 +146,7 @@ def _versus(base: Mapping[str, Any], other: Mapping[str, Any], headline: Mapping
     a = [run["headline"] for run in base["runs"] if run["status"] == "completed" and run["headline"]]
     b = [run["headline"] for run in other["runs"] if run["status"] == "completed" and run["headline"]]
     if len(a) < 2 or len(b) < 2:
-        return {"text": "too few completed repeats to tell", "resolved": False}
+        return {"text": "too few completed repeats to tell (give the sweep repeats)", "resolved": None}
     estimate = stats.ratio_of_series(a, b)
     verdict = stats.verdict_for(estimate, headline, a="the baseline", b=other["label"])
     return {"text": verdict.text, "resolved": verdict.resolved, "ratio": estimate.to_dict()}
@@ -168,10 +169,11 @@ def _one_at_a_time(cells: list[dict[str, Any]], baseline: Mapping[str, Any],
     combination = next((step for step in steps if step["kind"] == "best combination"), None)
     resolved = [step for step in steps if step["resolved"]]
     if combination is not None:
-        conclusion = (f"the best combination ({combination['label']}): {combination['text']}"
-                      if combination["resolved"] else
-                      f"the best combination ({combination['label']}) is not distinguishable from the baseline: "
-                      f"{combination['text']}")
+        conclusion = (f"the best combination ({combination['label']}) is not distinguishable from the baseline: "
+                      f"{combination['text']}" if combination["resolved"] is False else
+                      f"the best combination ({combination['label']}): {combination['text']}")
+    elif steps and all(step["resolved"] is None for step in steps):
+        conclusion = "too few completed repeats to tell any setting tried from the baseline (give the sweep repeats)"
     elif not resolved:
         conclusion = "no setting tried is distinguishable from the baseline"
     else:
@@ -179,41 +181,61 @@ def _one_at_a_time(cells: list[dict[str, Any]], baseline: Mapping[str, Any],
     return {"baseline_cell": base["index"], "steps": steps, "conclusion": conclusion}
 
 
-def _lint(spec: Mapping[str, Any], sweep: Mapping[str, Any], runs: Mapping[str, Any],
-          blocks: bool = False) -> list[dict[str, Any]]:
-    """Conditions that differ between cells other than the sweep's own axes, runs of one cell that
-    differ, and each run's own findings (unstable, too short, failed…), worst first."""
+def _credibility(spec: Mapping[str, Any], sweep: Mapping[str, Any], runs: Mapping[str, Any],
+                 blocks: bool = False) -> dict[str, Any]:
+    """The sweep's conditions (what every cell shares, where the cells differ) and its lint:
+    conditions that differ between cells other than the sweep's own axes, runs of one cell that
+    differ, and each run's own findings (unstable, too short, failed…), each with its scope
+    (``sweep``, ``series`` for a cell, ``run``) and side (the cell), then grouped by rule and cell."""
     by_cell: dict[int, list[Any]] = {}
     for item in sweep["runs"]:
         run = runs[item["run_id"]]
         if run["status"] == "completed":
             by_cell.setdefault(item["cell"], []).append(run)
-    findings: list[lint.Finding] = []
+    found: list[dict[str, Any]] = []
     records = {}
     for index, members in sorted(by_cell.items()):
         record_list = [conditions.without_host(conditions.record(run)) if blocks else conditions.record(run)
                        for run in members]
         label = f"cell {index}"
-        findings += lint.lint_series(record_list, label)
+        found += [{**f.to_dict(), "scope": "series", "side": label, "excluded": False}
+                  for f in lint.lint_series(record_list, label)]
         records[label], _ = conditions.series_record(record_list)
     axes = [axis["key"] for axis in spec.get("axes", [])]
     if len(records) > 1:
-        findings += [f for f in lint.lint_comparison(records, axes) if f.rule != "FB010" or len(axes) == 0]
+        found += [{**f.to_dict(), "scope": "sweep", "side": None, "excluded": False}
+                  for f in lint.lint_comparison(records, axes) if f.rule != "FB010" or len(axes) == 0]
     for item in sweep["runs"]:
-        findings += [f for f in lint.lint_run(runs[item["run_id"]]) if f.severity != "note"]
+        found += [{**f.to_dict(), "scope": "run", "side": f"cell {item['cell']}", "excluded": False}
+                  for f in lint.lint_run(runs[item["run_id"]]) if f.severity != "note"]
     order = {"error": 0, "warning": 1, "note": 2}
-    unique: dict[tuple[str, str], lint.Finding] = {}
-    for finding in findings:
-        unique.setdefault((finding.rule, finding.message), finding)
-    return [f.to_dict() for f in sorted(unique.values(), key=lambda f: order.get(f.severity, 3))]
+    found.sort(key=lambda f: order.get(f["severity"], 3))
+    cells = {f"cell {cell['index']}": ("series", sum(1 for item in sweep["runs"] if item["cell"] == cell["index"]))
+             for cell in spec.get("cells", [])}
+    rows = conditions.diff(records) if len(records) > 1 else []
+    try:
+        on_axis, others = conditions.axis(rows, axes or None)
+    except conditions.AxisError:  # an axis whose cells all failed: no difference to show it by
+        on_axis, others = [], rows
+    first: Mapping[str, str] = next(iter(records.values()), {})
+    return {
+        "conditions": {"axis": [{"key": row.key, "values": row.values, "follows": row.follows} for row in on_axis],
+                       "differences": [{"key": row.key, "values": row.values, "follows": row.follows}
+                                       for row in others],
+                       "equal": {key: value for key, value in first.items()
+                                 if key not in {row.key for row in rows}}},
+        "lint": finite(found),
+        "lint_groups": finite(lint.grouped(found, cells)),
+    }
 
 
 def _overhead(sweep: Mapping[str, Any], runs: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Wall time of the sweep's runs against their load time (warm-up + measured)."""
+    """Wall time of the sweep's completed runs against their load time (warm-up + measured); a run
+    that failed or stopped may never have warmed up."""
     load = wall = 0.0
     for item in sweep["runs"]:
         run = runs[item["run_id"]]
-        if not run.get("ended_at"):
+        if item["status"] != "completed" or not run.get("ended_at"):
             continue
         wall += run["ended_at"] - run["started_at"]
         load += ((run.get("settings") or {}).get("warmup") or 0) if (run.get("settings") or {}).get(
@@ -231,7 +253,8 @@ def _size_series(cells: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
     points = []
     for cell in cells:
         completed = [run for run in cell["runs"] if run["status"] == "completed"]
-        grown = next((run["load"] for run in cell["runs"] if (run["load"] or {}).get("source", "").startswith(
+        # A run stopped before its population was done has no source (None).
+        grown = next((run["load"] for run in cell["runs"] if ((run["load"] or {}).get("source") or "").startswith(
             ("grown", "built"))), None)
         points.append({"size": cell["values"].get(key), "cell": cell["index"],
                        "database_bytes": max((run["database_bytes"] or 0 for run in completed), default=None),

@@ -26,15 +26,19 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits it (click)
 )
 app.add_typer(engines.engines_app, name="engines")
 app.add_typer(db.db_app, name="db")
 app.command()(engines.doctor)
 app.add_typer(results.results_app, name="results")
-app.command(context_settings={"help_option_names": ["-h", "--help"]})(run.run)
-app.command()(sweep.sweep)
-app.command(context_settings={"help_option_names": ["-h", "--help"]})(compare.compare)
-app.command("lint", context_settings={"help_option_names": ["-h", "--help"]})(compare.lint_command)
+# The list fbbench --help shows takes one line a command (short_help); each command's own --help has all.
+app.command(help=run.HELP, short_help="Run a benchmark: build, fill and drive a database, watch the engine, "
+            "record and report.")(run.run)
+app.command(help=sweep.HELP)(sweep.sweep)
+app.command(short_help="Compare runs or series: every figure as a ratio with its 95 % interval, conditions "
+            "and lint first.")(compare.compare)
+app.command("lint", short_help="The credibility lint alone (exit 1 on an error, for CI).")(compare.lint_command)
 app.add_typer(lab.lab_app, name="lab")
 
 

@@ -16,8 +16,9 @@ from rich.markup import escape
 from fbbench import paths
 from fbbench.errors import FbbenchError, Interrupted
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: every command starts without the runner
     from fbbench.database.manage import Credentials
+    from fbbench.runner.run import Notices
 
 # Piped output gets 120 columns instead of rich's 80, so tables and the live line stay readable in logs.
 console = Console(width=None if sys.stdout.isatty() else 120)
@@ -57,9 +58,7 @@ ResultsOption = Annotated[
 
 
 def _workdir(workdir: Path | None) -> Path:
-    chosen = (workdir or paths.default_workdir()).expanduser().resolve()
-    chosen.mkdir(parents=True, exist_ok=True)
-    return chosen
+    return paths.own_workdir(workdir).path
 
 
 def _credentials(user: str | None, password_file: Path | None) -> Credentials:
@@ -86,9 +85,21 @@ def _print_error(message: str, hint: str | None = None) -> None:
         errors.print(f"[yellow]hint:[/] {escape(hint)}", highlight=False, soft_wrap=True)
 
 
+def _notices() -> Notices:
+    """What runs tell the user as they start, printed alike for run, sweep and paired runs."""
+    from fbbench.runner.run import Notices
+
+    return Notices(leftovers=_print_leftovers, others=_print_other_runs)
+
+
 def _print_leftovers(removed: list[str]) -> None:
-    """Said when a run starts by removing what killed runs left behind (run, sweep and paired runs alike)."""
     console.print(f"removed what killed runs left behind: {', '.join(removed)}", highlight=False, soft_wrap=True)
+
+
+def _print_other_runs(others: list[str]) -> None:
+    console.print(f"[yellow]warning:[/] another fbbench run is at work on this machine: {escape(', '.join(others))}; "
+                  "the two take CPU, memory and disk from each other, so neither measures the machine alone "
+                  "(the run goes on)", highlight=False, soft_wrap=True)
 
 
 def _print_static_lint(findings: list[Any]) -> None:

@@ -24,7 +24,14 @@ import typer
 from rich.markup import escape
 
 from fbbench import paths
-from fbbench.cli.common import LINT_FAILED, ResultsOption, _print_error, _print_leftovers, _print_static_lint, console
+from fbbench.cli.common import (
+    LINT_FAILED,
+    ResultsOption,
+    _notices,
+    _print_error,
+    _print_static_lint,
+    console,
+)
 from fbbench.errors import FbbenchError
 
 if TYPE_CHECKING:  # imported where used, so that every command starts without the analysis (numpy) or the store
@@ -145,6 +152,10 @@ def compare(
     turn: Annotated[float, typer.Option("--turn", help="With --paired: seconds each run's engine runs while the "
                                         "other is stopped.")] = 0.1,
     results: ResultsOption = None,
+    yes: Annotated[bool, typer.Option("--yes", help="With --paired: go ahead with pairs planned to take more than "
+                                      "24 hours.")] = False,
+    workdir: Annotated[Path | None, typer.Option("--workdir", help="With --paired: fbbench's work directory for "
+                                                 "the runs (as run takes it). Default: $FBBENCH_HOME/work.")] = None,
 ) -> None:
     """Compare runs or series: conditions side by side, every figure as a ratio to the baseline with its
     95 % interval, the engine's work per unit, the credibility lint, and a verdict only where the
@@ -169,7 +180,7 @@ def compare(
 
     code = 0
     if paired:
-        items, store_path, code = _run_pairs(items, pairs, turn, force, results, json_file, report)
+        items, store_path, code = _run_pairs(items, pairs, turn, force, results, workdir, json_file, report, yes)
         if not items:
             raise typer.Exit(code)
     else:
@@ -188,10 +199,11 @@ def compare(
         raise typer.Exit(code)
 
 
-def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: Path | None,
-               json_file: Path | None, report: Path | None) -> tuple[list[str], Path, int]:
+def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: Path | None, workdir: Path | None,
+               json_file: Path | None, report: Path | None, yes: bool) -> tuple[list[str], Path, int]:
     """compare --paired: run the pairs; the two series to compare (none when no pair ran), the
     results store, and the exit code the command ends with."""
+    from fbbench.runner import limits
     from fbbench.runner.paired import check_counts, execute_pairs
     from fbbench.runner.run import static_findings
     from fbbench.runner.settings import from_sources
@@ -207,13 +219,22 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
             raise FbbenchError(f"{label}: no run spec file {spec}" + (" (it is a directory)" if spec.is_dir() else ""),
                                hint="--paired compares two run spec files (TOML, as fbbench run --spec reads)")
         try:
-            sides.append(from_sources(spec, {"results": str(results) if results else None}))
+            sides.append(from_sources(spec, {"results": str(results) if results else None,
+                                             "workdir": str(workdir) if workdir else None}))
         except FbbenchError as error:
             message = error.message if str(spec) in error.message else f"{spec}: {error.message}"
             raise FbbenchError(f"{label}: {message}", hint=error.hint) from None
     for path in (json_file, report):
         if path is not None:
             paths.writable_file(path, "--json" if path is json_file else "--report")
+    a, b = sides
+    yes = yes or (a.yes and b.yes)  # both specs may say it
+    a.yes = b.yes = yes
+    measured = a.warmup + a.duration
+    setup = _setup_seconds(Path(a.results or paths.default_results()).expanduser())
+    plan = (f"{pairs:,} pair(s) of {limits.duration_text(measured)} of warm-up and measurement and about "
+            f"{limits.duration_text(setup)} to set up")
+    limits.check_planned(pairs * (measured + setup), "compare --paired", plan, yes)
     for label, settings in zip("AB", sides, strict=True):
         findings = static_findings(settings)
         if findings:
@@ -223,12 +244,11 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
     def on_pair(pair: Any) -> None:
         console.print(_pair_line(pair, pairs), highlight=False, soft_wrap=True)
 
-    a, b = sides
-    console.print(f"[bold]paired[/]: {pairs} pair(s) of A ({escape(specs[0])}) and B ({escape(specs[1])}), each pair "
-                  f"at the same time in turns of {turn:g} s; about "
-                  f"{pairs * (a.warmup + a.duration):,.0f} s of warm-up and measurement in all", highlight=False,
-                  soft_wrap=True)
-    outcome = execute_pairs(a, b, pairs, turn=turn, force=force, on_leftovers=_print_leftovers, on_pair=on_pair)
+    console.print(f"[bold]paired[/]: about {limits.duration_text(pairs * (measured + setup))} in all — {pairs:,} "
+                  f"pair(s) of A ({escape(specs[0])}) and B ({escape(specs[1])}), each pair at the same time in turns "
+                  f"of {turn:g} s: {limits.duration_text(measured)} of warm-up and measurement and about "
+                  f"{limits.duration_text(setup)} to set up", highlight=False, soft_wrap=True)
+    outcome = execute_pairs(a, b, pairs, turn=turn, force=force, notices=_notices(), on_pair=on_pair)
     if outcome.interrupted:
         _print_error(f"interrupted after {sum(p.complete for p in outcome.pairs)} complete pair(s); what was measured "
                      "is kept", f"compare them again with: fbbench compare {outcome.series['A']} {outcome.series['B']}")
@@ -236,6 +256,17 @@ def _run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: 
         _print_error(outcome.failure)
     begun = all(any(p.outcomes.get(label) is not None for p in outcome.pairs) for label in "AB")
     return ([outcome.series["A"], outcome.series["B"]] if begun else []), outcome.results, outcome.exit_code
+
+
+def _setup_seconds(results: Path) -> float:
+    """What a run costs besides its warm-up and measurement, as the results store's recent runs say."""
+    from fbbench.runner import limits
+    from fbbench.store import ResultsStore
+
+    if not results.exists():
+        return limits.STARTUP_GUESS
+    with ResultsStore(results, create=False) as store:
+        return limits.overhead_per_run(store)
 
 
 def _pair_line(pair: Any, pairs: int) -> str:
@@ -292,7 +323,7 @@ def lint_command(
         console.print(line, highlight=False, soft_wrap=True)
     if json_file is not None:
         try:
-            json_file.expanduser().write_text(json.dumps(
+            paths.write_whole(json_file.expanduser(), json.dumps(
                 {"subjects": [{"label": s.label, "kind": s.kind, "id": s.ident, "argument": s.argument,
                                "runs": [r["run_id"] for r in s.runs]} for s in subjects],
                  "lint": findings}, indent=2, default=str, allow_nan=False))

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from fbbench import paths
@@ -26,26 +28,34 @@ def results_list(
 
     Example: `fbbench results list`
     """
+    from fbbench.analysis.figures import metric_unit
     from fbbench.store import ResultsStore
 
     with ResultsStore(results or paths.default_results(), create=False) as store:
         runs = store.list_runs(limit)
-    table = Table(title=f"runs in {results or paths.default_results()}")
-    # Run ids are what the user copies into the next command: that column never folds.
+    table = Table(title=f"runs in {results or paths.default_results()}", caption="series: compare takes its id")
+    series = [f"{item['series_id']} #{item['repeat_index']}" if item.get("series_id") else "" for item in runs]
+    # Run and series ids are what the user copies into the next command: those columns never fold
+    # on a terminal, where the others wrap; piped (to grep, a log, a script), every row is one line.
     table.add_column("run", no_wrap=True, min_width=max((len(item["run_id"]) for item in runs), default=3))
-    for column in ("started", "status", "workload", "engine", "conn.", "headline", "metrics"):
+    table.add_column("series", no_wrap=True, min_width=max(map(len, series), default=6))
+    table.add_column("started", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    for column in ("workload", "engine", "conn.", "headline", "metrics", "tags"):
         table.add_column(column, overflow="fold")
-    # A series id is what compare takes for the repeats of one run --repeat: shown once per series.
-    table.add_column("series (compare takes its id)", overflow="fold")
-    for item in runs:
+    for item, in_series in zip(runs, series, strict=True):
         summary = item["summary"]
-        series = f"{item['series_id']} #{item['repeat_index']}" if item.get("series_id") else ""
-        table.add_row(item["run_id"], time.strftime("%Y-%m-%d %H:%M", time.localtime(item["started_at"])),
+        table.add_row(item["run_id"], in_series, time.strftime("%Y-%m-%d %H:%M", time.localtime(item["started_at"])),
                       item["status"], item["workload"], item["engine_version"] or item["engine_label"] or "?",
                       str(item["settings"].get("connections", "")), headline_text(summary),
-                      ", ".join(f"{k} {v:,.0f}" for k, v in (summary.get("metrics") or {}).items() if v is not None),
-                      series)
-    console.print(table)
+                      ", ".join(f"{k} {v:,.0f}{metric_unit(item['metrics_per_minute'].get(k, False))}"
+                                for k, v in (summary.get("metrics") or {}).items() if v is not None),
+                      escape(", ".join(item["settings"].get("tags") or [])))
+    if console.is_terminal:
+        console.print(table)
+    else:  # as wide as the rows need (a console prints no wider than its own width)
+        natural = console.measure(table, options=console.options.update(max_width=2**16)).maximum
+        Console(file=console.file, width=max(natural, console.width)).print(table)
 
 
 @results_app.command("show")

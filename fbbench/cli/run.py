@@ -18,28 +18,55 @@ from fbbench.cli.common import (
     UserOption,
     WorkdirOption,
     _credentials,
+    _notices,
     _on_off,
     _print_error,
-    _print_leftovers,
     _print_static_lint,
     console,
 )
 from fbbench.errors import FbbenchError
+from fbbench.runner.settings import RunSettings, duration_flag
+from fbbench.workloads.spec import builtin_workloads
+
+# The defaults --help names are RunSettings' own: the flags default to None (not given: the spec
+# file's value stands), so typer has none to show.
+_DEFAULT = RunSettings()
+_LOAD = duration_flag(_DEFAULT.warmup + _DEFAULT.duration)
+
+HELP = f"""Run a benchmark: runtime, database (populated, cached), sweep, warm-up, measure, checks;
+recorded in the results store, summarised, with JSON and HTML reports.
+
+By default {_DEFAULT.connections} attachments warm up for {duration_flag(_DEFAULT.warmup)} and measure for \
+{duration_flag(_DEFAULT.duration)}: {_LOAD} of load, plus the population and checks.
+
+Examples:
+
+* `fbbench run tpcc --connections 4 --warmup 20s --duration 60s`
+* `fbbench run tpcc --engine 4.0 --scale warehouses=4 --architecture superclassic --json r.json`
+* `fbbench run ./my-workload --transactions 1000 -c 1`
+* `ISC_PASSWORD=... fbbench run tpcc --engine db1/3050:/data/bench.fdb`
+"""
 
 
 def run(
-    workload: Annotated[str | None, typer.Argument(help="Built-in workload (tpcc) or a workload directory.")] = None,
+    workload: Annotated[str | None, typer.Argument(help=f"Built-in workload ({', '.join(builtin_workloads())}) "
+                                                   "or a workload directory.")] = None,
     spec: Annotated[Path | None, typer.Option("--spec", help="TOML file with run settings; flags override it.")] = None,
-    engine: Annotated[str | None, typer.Option("--engine", "-e", help="5.0 (default), 4.0, 3.0, or a DSN.")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", "-e", help="5.0, 4.0, 3.0 (embedded) or a DSN "
+                                               f"(default {_DEFAULT.engine}).")] = None,
     scale: Annotated[list[str] | None, typer.Option("--scale", help="Workload scale, e.g. warehouses=4.")] = None,
-    connections: Annotated[int | None, typer.Option("--connections", "-c", help="Attachments doing the work.")] = None,
-    warmup: Annotated[str | None, typer.Option("--warmup", help="Warm-up before measuring, e.g. 30s.")] = None,
-    duration: Annotated[str | None, typer.Option("--duration", "-d", help="Measured period, e.g. 5m.")] = None,
+    connections: Annotated[int | None, typer.Option("--connections", "-c", help="Attachments doing the work "
+                                                    f"(default {_DEFAULT.connections}).")] = None,
+    warmup: Annotated[str | None, typer.Option("--warmup", help="Warm-up before measuring (default "
+                                               f"{duration_flag(_DEFAULT.warmup)}).")] = None,
+    duration: Annotated[str | None, typer.Option("--duration", "-d", help="Measured period (default "
+                                                 f"{duration_flag(_DEFAULT.duration)}).")] = None,
     transactions: Annotated[int | None, typer.Option("--transactions", help="Fixed work: units per attachment "
                                                      "(instead of a timed run).")] = None,
     repeat: Annotated[int | None, typer.Option("--repeat", help="Run the same conditions N times, each from a "
                                                "fresh copy of the database: one series.")] = None,
-    interval: Annotated[str | None, typer.Option("--interval", help="Reporting interval, e.g. 10s.")] = None,
+    interval: Annotated[str | None, typer.Option("--interval", help="Reporting interval (default "
+                                                 f"{duration_flag(_DEFAULT.interval)}).")] = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Seed: same seed, same units and parameters.")] = None,
     set_conf: Annotated[list[str] | None, typer.Option("--set", help="firebird.conf Key=Value for this run "
                                                        "(embedded engines).")] = None,
@@ -54,6 +81,9 @@ def run(
     no_sweep: Annotated[bool, typer.Option("--no-sweep", help="Skip the sweep before measuring.")] = False,
     no_monitor: Annotated[bool, typer.Option("--no-monitor", help="Do not watch the engine (no MON$ sampling per "
                                              "interval, no gstat); DB-side metrics are still read.")] = False,
+    validate: Annotated[bool | None, typer.Option(
+        "--validate/--no-validate", help="Validate the database after the run (Firebird's full validation; a "
+        "corrupt database fails the run). Default: for runs whose load lasts longer than a minute.")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Rebuild the populated database instead of copying "
                                         "the cached one.")] = False,
     grow: Annotated[str | None, typer.Option("--grow", help="Scale parameter (e.g. warehouses): extend the "
@@ -68,6 +98,8 @@ def run(
     allow_many_connections: Annotated[bool, typer.Option(
         "--allow-many-connections", help="Allow more than 1,000 attachments (memory and process limits are "
         "still checked).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Go ahead with a run planned to take more than 24 hours "
+                                      "(its population's build, estimated or projected, included).")] = False,
     fail_on_checks: Annotated[bool, typer.Option("--fail-on-checks", help="Exit with code 3 when a consistency "
                                                  "check fails (for CI).")] = False,
     fail_on_audits: Annotated[bool, typer.Option("--fail-on-audits", help="Exit with code 3 when an audit is "
@@ -91,16 +123,7 @@ def run(
     user: UserOption = None,
     password_file: PasswordFileOption = None,
 ) -> None:
-    """Run a benchmark: runtime, database (populated, cached), sweep, warm-up, measure, checks;
-    recorded in the results store, summarised, with JSON and HTML reports.
-
-    Examples:
-
-    * `fbbench run tpcc --connections 4 --warmup 20s --duration 60s`
-    * `fbbench run tpcc --engine 4.0 --scale warehouses=4 --architecture superclassic --json r.json`
-    * `fbbench run ./my-workload --transactions 1000 -c 1`
-    * `ISC_PASSWORD=... fbbench run tpcc --engine db1/3050:/data/bench.fdb`
-    """
+    """Run a benchmark (its help text, with the defaults, is :data:`HELP`)."""
     flags = _flags(locals())  # first: the locals are still exactly the command's parameters
     from fbbench.runner.settings import from_sources
 
@@ -117,7 +140,7 @@ def run(
     def finished(outcome: RunOutcome) -> None:
         codes.append(_conclude_run(outcome, settings))
 
-    series_id, outcomes = execute_series(settings, credentials.password, on_leftovers=_print_leftovers, on_run=finished)
+    series_id, outcomes = execute_series(settings, credentials.password, notices=_notices(), on_run=finished)
     if series_id is not None:
         _print_series(series_id, outcomes)
     code = next((c for c in codes if c == INTERRUPTED), max(codes, default=0))
@@ -132,17 +155,22 @@ _KEY_VALUE_SETTINGS = ("scale", "conf")
 def _flags(parameters: dict[str, Any]) -> dict[str, Any]:
     """The run settings as the command's parameters give them, None where not given (the spec file's
     value stands). A setting's parameter bears its name, or its flag's where settings._FLAGS renames
-    it (--rate, --tag); one that is on by default is turned off by ``--no-NAME``. A new run setting
+    it (--rate, --tag); one that is on by default is turned off by ``--no-NAME``; one whose default
+    is None ("fbbench decides") is a ``--NAME/--no-NAME`` pair, each side given. A new run setting
     thus needs its RunSettings field, its kind and one option, nothing here."""
-    from fbbench.runner.settings import _FLAGS, _KINDS
+    from dataclasses import fields
 
+    from fbbench.runner.settings import _FLAGS, _KINDS, RunSettings, _flag
+
+    both_sides = {f.name for f in fields(RunSettings) if _KINDS.get(f.name) is _flag and f.default is None}
     flags: dict[str, Any] = {}
     for name in _KINDS:
         if name in _KEY_VALUE_SETTINGS:
             continue
         parameter = _FLAGS.get(name, name)
         if parameter in parameters:
-            flags[name] = _given(parameters[parameter])
+            value = parameters[parameter]
+            flags[name] = value if name in both_sides else _given(value)
         elif "no_" + parameter in parameters:
             flags[name] = False if parameters["no_" + parameter] else None
     return flags

@@ -14,13 +14,29 @@ from fbbench import paths
 from fbbench.cli.common import (
     PasswordFileOption,
     ResultsOption,
+    WorkdirOption,
     _credentials,
+    _notices,
     _print_error,
-    _print_leftovers,
     console,
 )
 from fbbench.cli.lab import InsecureOption, TlsOption
 from fbbench.errors import FbbenchError
+from fbbench.sweep.spec import DEFAULT_REPEATS, MODES
+
+HELP = f"""Run a matrix of run settings with repeats: one series per cell, repeats interleaved across cells.
+
+The spec holds the run settings every cell shares (as `run --spec`), `repeats` (runs per cell, \
+default {DEFAULT_REPEATS}), `mode` ({" or ".join(MODES)}) and a `[matrix]` of axes: run settings, \
+`conf.KEY` or `scale.NAME`.
+
+Examples:
+
+* `fbbench sweep architectures.toml --dry-run`
+* `fbbench sweep architectures.toml --report sweep.html`
+* `fbbench sweep --resume last`
+* `fbbench sweep hosts.toml --lab tcp://127.0.0.1:8786` (a lab: fbbench lab worker on each host)
+"""
 
 
 def sweep(
@@ -30,6 +46,7 @@ def sweep(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells, the populations they need and the "
                                           "estimated time; run nothing.")] = False,
     results: ResultsOption = None,
+    workdir: WorkdirOption = None,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write the sweep document (JSON) here.")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Write the sweep's HTML report here (default: "
                                                 "next to the results store).")] = None,
@@ -39,19 +56,16 @@ def sweep(
                                             "every cell runs on every host.")] = None,
     tls: TlsOption = None,
     insecure: InsecureOption = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Go ahead with a sweep planned to take more than 24 hours "
+                                      "(and with each of its runs).")] = False,
 ) -> None:
-    """Run a matrix of run settings with repeats: one series per cell, repeats interleaved across cells.
-
-    Examples:
-
-    * `fbbench sweep architectures.toml --dry-run`
-    * `fbbench sweep architectures.toml --report sweep.html`
-    * `fbbench sweep --resume last`
-    * `fbbench sweep hosts.toml --lab tcp://127.0.0.1:8786` (a lab: fbbench lab worker on each host)
-    """
+    """Run, resume or plan a sweep (its help text, with the defaults, is :data:`HELP`)."""
     from fbbench.analysis.sweep import sweep_document
     from fbbench.report import sweep as sweep_page
     from fbbench.report.outputs import write_outputs
+    from fbbench.runner import limits
+    from fbbench.runner.limits import duration_text
+    from fbbench.runner.settings import lay_flags
     from fbbench.store import ResultsStore
     from fbbench.sweep import run as sweep_run
     from fbbench.sweep.spec import read_sweep
@@ -70,8 +84,11 @@ def sweep(
     else:
         assert spec is not None
         parsed = read_sweep(spec)
-    if results is not None:
-        parsed.base["results"] = str(store_path)
+    lay_flags(parsed.base, parsed.origins, {"results": str(store_path) if results is not None else None,
+                                            "workdir": str(workdir) if workdir is not None else None})
+    yes = yes or bool(parsed.base.get("yes"))  # the spec's run settings may say it too
+    if yes:
+        parsed.base["yes"] = True
     base = parsed.settings_for(parsed.cells[0])
     store_path = Path(base.results or paths.default_results()).expanduser().resolve()
     from fbbench.lab.sweep import host_axis
@@ -80,31 +97,40 @@ def sweep(
         raise FbbenchError(f"{parsed.path}: a host axis places cells on a lab's hosts",
                            hint="give --lab SCHEDULER_ADDRESS (fbbench lab scheduler, fbbench lab worker --name HOST)")
     credentials = _credentials(base.user, password_file)
-    if dry_run:
-        done: set[tuple[int, int]] = set()
-        if resume is not None:
-            with ResultsStore(store_path, create=False) as store:
-                done = sweep_run.done_steps(store.load_sweep(sweep_id))
-        known = ResultsStore(store_path, create=False) if store_path.exists() else None
-        try:
-            for line in sweep_run.plan_text(parsed, sweep_run.steps(parsed, done), known):
-                console.print(escape(line), highlight=False)
-        finally:
-            if known is not None:
-                known.close()
-        return
+    done: set[tuple[int, int]] = set()
+    if resume is not None:
+        with ResultsStore(store_path, create=False) as store:
+            done = sweep_run.done_steps(store.load_sweep(sweep_id))
+    todo = sweep_run.steps(parsed, done)
+    known = ResultsStore(store_path, create=False) if store_path.exists() else None
+    try:
+        if dry_run:
+            for line in sweep_run.plan_text(parsed, todo, known):
+                console.print(escape(line), highlight=False, soft_wrap=True)
+            return
+        planned, per_run = sweep_run.planned_seconds(parsed, todo, known)
+    finally:
+        if known is not None:
+            known.close()
+    plan = (f"{len(todo):,} run(s) of about {duration_text(per_run)} each, populations not included; "
+            f"{len(parsed.cells):,} cell(s) × {parsed.repeats} repeat(s)")
+    limits.check_planned(planned, "the sweep", plan, yes)
     from fbbench.runner.run import check_outputs
 
     check_outputs(base, store_path)
+    paths.check_workdir(base.workdir)
     if json_file is not None:
         paths.writable_file(json_file, "--json")
     if report is not None:
         paths.writable_file(report, "--report")
 
+    console.print(f"[bold]sweep[/]: about {duration_text(planned)} planned — {escape(plan)}", highlight=False,
+                  soft_wrap=True)
+
     def on_step(step: Any, position: int, total: int, elapsed: float, eta: float) -> None:
         console.print(f"[bold]sweep: run {position} of {total}[/] — cell {step.cell.index} of {len(parsed.cells)} "
                       f"({escape(step.cell.label)}), repeat {step.repeat} of {parsed.repeats}; elapsed "
-                      f"{sweep_run.duration_text(elapsed)}, about {sweep_run.duration_text(eta)} left", highlight=False)
+                      f"{duration_text(elapsed)}, about {duration_text(eta)} left", highlight=False)
 
     def on_run(step: Any, outcome: Any) -> None:
         from fbbench.report.console import headline_text
@@ -120,7 +146,7 @@ def sweep(
         outcome = _on_lab(parsed, credentials.password, lab, tls, insecure, resume, on_run)
     else:
         outcome = sweep_run.execute_sweep(parsed, credentials.password, resume=resume, on_step=on_step,
-                                          on_run=on_run, on_leftovers=_print_leftovers)
+                                          on_run=on_run, notices=_notices())
     with ResultsStore(outcome.results, create=False) as store:
         stored = store.load_sweep(outcome.sweep_id)
         document = sweep_document(stored, store.load_runs(r["run_id"] for r in stored["runs"]))
@@ -129,13 +155,18 @@ def sweep(
     written, problems = write_outputs(document, json_file, target, write_report=sweep_page.write)
     for line in written:
         console.print(line, highlight=False, soft_wrap=True)
+    again = f"fbbench sweep --resume {outcome.sweep_id}" + (
+        f" --lab {lab}" + (f" --tls {tls}" if tls else "") if lab else "")
     if outcome.status == "interrupted":
         _print_error(f"the sweep was interrupted after {len(outcome.runs)} run(s)",
-                     f"finish it with: fbbench sweep --resume {outcome.sweep_id}"
-                     + (f" --lab {lab}" + (f" --tls {tls}" if tls else "") if lab else ""))
+                     f"finish it with: {again}")
+    failed = sum(1 for run in outcome.runs if run.status == "failed")
+    if failed:  # the sweep went on; --resume runs again what did not complete
+        _print_error(f"{failed} of {len(outcome.runs)} run(s) failed (each run's line above says why)",
+                     f"once the cause is fixed, run them again: {again}")
     for problem in problems:
         _print_error(problem)
-    code = outcome.exit_code or (FbbenchError.exit_code if problems else 0)
+    code = outcome.exit_code or (1 if failed else 0) or (FbbenchError.exit_code if problems else 0)
     if code:
         raise typer.Exit(code)
 
@@ -147,7 +178,7 @@ def _on_lab(parsed: Any, password: str | None, address: str, tls: Path | None, i
     from fbbench.lab import security
     from fbbench.lab.client import connect
     from fbbench.lab.sweep import Progress, check_spec, execute_lab_sweep
-    from fbbench.sweep.run import duration_text
+    from fbbench.runner.limits import duration_text
 
     check_spec(parsed)
 

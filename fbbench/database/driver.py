@@ -1,9 +1,9 @@
 """Connections through firebird-driver, for orchestration inside an engine child process.
 
 Only the child processes of :mod:`fbbench.engines.child` import this module: it loads the
-client library named by ``FBBENCH_CLIENT_LIBRARY`` (the run's runtime root). Credentials come
-from ``ISC_USER`` / ``ISC_PASSWORD`` in the child's environment, so a password never travels
-through files or command lines. Nothing here is on the per-transaction path (that is the Rust
+client library named by ``FBBENCH_CLIENT_LIBRARY`` (the run's runtime root). Credentials are
+the child's runtime's, handed over in its request (a pipe), so a password never travels through
+files, command lines or environments. Nothing here is on the per-transaction path (that is the Rust
 core); population steps and monitoring are not hot enough to matter.
 """
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 _LOGIN_FAILED = 335544472
 _NETWORK_ERROR = 335544721
 _IO_ERROR = 335544344
+_WRITE_ERROR = 335544737
 _configured = False
 
 
@@ -38,7 +39,10 @@ def _driver() -> ModuleType:
 
 
 def credentials() -> tuple[str, str | None]:
-    return os.environ.get("ISC_USER") or "SYSDBA", os.environ.get("ISC_PASSWORD")
+    from fbbench.engines.child import current_runtime
+
+    runtime = current_runtime()
+    return runtime.user or "SYSDBA", runtime.password
 
 
 def explain(error: Exception, dsn: str) -> FirebirdError:
@@ -52,8 +56,18 @@ def explain(error: Exception, dsn: str) -> FirebirdError:
         return FirebirdError(f"cannot reach the server of {dsn}: {text}", codes,
                              hint="check that the Firebird server runs and listens on that host and port")
     if _IO_ERROR in codes:
-        return FirebirdError(f"cannot open {dsn}: {text}", codes)
+        full = "No space left on device" in text
+        return FirebirdError(f"cannot {'write' if _WRITE_ERROR in codes else 'open'} {dsn}: {text}", codes,
+                             hint="the file system that holds it is full" if full else None)
     return FirebirdError(text, codes)
+
+
+def cannot_write(error: FirebirdError) -> bool:
+    """Whether the engine said the database cannot be written (disk full, an I/O error): a run
+    then fails, as the load core fails it when a unit meets one of these codes."""
+    from fbbench import _core
+
+    return bool(set(error.gdscodes) & set(_core.CANNOT_WRITE_CODES))
 
 
 def connect(dsn: str, *, charset: str = "UTF8", no_gc: bool = False) -> Connection:

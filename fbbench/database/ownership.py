@@ -60,9 +60,7 @@ def _registry() -> Iterator[dict[str, Any]]:
         before = json.dumps(data, sort_keys=True)
         yield data
         if json.dumps(data, sort_keys=True) != before:
-            temporary = registry_file.with_suffix(".tmp")
-            temporary.write_text(json.dumps(data, indent=2, sort_keys=True))
-            os.replace(temporary, registry_file)
+            paths.write_whole(registry_file, json.dumps(data, indent=2, sort_keys=True))
 
 
 def new_token() -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import difflib
 import fcntl
 import json
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -190,9 +189,7 @@ def _engines_registry(write: bool) -> Iterator[dict[str, dict[str, Any]]]:
         data = json.loads(registry.read_text()) if registry.exists() else {}
         engines = data.setdefault("engines", {})
         yield engines
-        temporary = registry.with_suffix(".tmp")
-        temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        os.replace(temporary, registry)
+        paths.write_whole(registry, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def registered_engines() -> dict[str, dict[str, Any]]:

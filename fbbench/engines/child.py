@@ -6,12 +6,16 @@ client library: every operation that talks to Firebird runs in a child started w
 runtime's environment (``FIREBIRD``, ``FIREBIRD_LOCK``, ``LD_LIBRARY_PATH``), and one command can
 use several engines one after another.
 
-The child (:func:`child_main` with a REQUEST and a RESULT file) imports ``module:function``,
-calls it with JSON arguments, and writes the JSON return value — or the error — to RESULT. It
-inherits the terminal, so progress displays work. It runs in its own process group: the parent
-forwards Ctrl-C exactly once (:func:`fbbench.signals.forwarding_to`), and the child stops its
-workers and keeps what was measured. The REQUEST/RESULT directory lives in the runtime's own
-directory, so whatever ends the parent, the next run's clean-up removes it with the runtime.
+The child (:func:`child_main`) reads its request — ``module:function``, JSON arguments, the
+runtime and its credentials — from one pipe, calls the function, and writes the JSON return value (or the error) to
+another pipe. Pipes, not files: the hand-over needs no disk, so a file system that filled up
+during the run cannot lose its outcome (a result file then failed with ENOSPC, and the parent
+fell over reading it), and nothing of a request outlives the child: a server's password is in
+no file and in no environment (where any process of the user could read it, /proc/PID/environ,
+and whatever the child starts would inherit it), only in the two processes' memory. It inherits the terminal, so
+progress displays work. It runs in its own process group: the parent forwards Ctrl-C exactly
+once (:func:`fbbench.signals.forwarding_to`), and the child stops its workers and keeps what was
+measured.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -54,24 +59,68 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any,
     ``on_start(process)``: called once the child is started (its process group is its pid), for
     a caller that controls it while it runs (time-shared runs: :mod:`fbbench.runner.timeshare`).
     """
-    runtime.base.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="child-", dir=runtime.base) as tmp:
-        request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
-        request.write_text(json.dumps({
-            "target": target, "args": args, "kwargs": kwargs,
-            "runtime": runtime.to_json(), "sys_path": [p for p in sys.path if p],
-        }))
-        command = [sys.executable, "-c", _CHILD_ENTRY, str(request), str(result)]
-        process = subprocess.Popen(command, env=runtime.env(), **platform.in_own_process_group())
-        with signals.forwarding_to(process):
-            if on_start is not None:
-                on_start(process)
-            returncode = process.wait()
-        return _read_result(result, returncode, runtime)
+    request = json.dumps({
+        "target": target, "args": args, "kwargs": kwargs,
+        "runtime": runtime.to_json(), "sys_path": [p for p in sys.path if p],
+        "credentials": {"user": runtime.user, "password": runtime.password},
+    }).encode()
+    request_read, request_write = os.pipe()
+    result_read, result_write = os.pipe()
+    try:
+        command = [sys.executable, "-c", _CHILD_ENTRY, str(request_read), str(result_write)]
+        process = subprocess.Popen(command, env=runtime.env(), pass_fds=(request_read, result_write),
+                                   **platform.in_own_process_group())
+    except BaseException:
+        for fd in (request_read, request_write, result_read, result_write):
+            os.close(fd)
+        raise
+    os.close(request_read)
+    os.close(result_write)
+    result = _Reader(result_read)
+    with signals.forwarding_to(process):
+        _send(request_write, request)
+        if on_start is not None:
+            on_start(process)
+        returncode = process.wait()
+    return _read_result(result.text(), returncode, runtime)
 
 
-def _read_result(result: Path, returncode: int, runtime: Runtime) -> Any:
-    if not result.exists():
+def _send(fd: int, data: bytes) -> None:
+    """The whole request, then end of file; a child that died before reading it is the returncode's to tell."""
+    try:
+        with open(fd, "wb") as pipe:
+            pipe.write(data)
+    except BrokenPipeError:
+        pass
+
+
+class _Reader:
+    """Reads the child's result pipe to its end on a thread of its own, so that a result larger
+    than the pipe's buffer never blocks a child the parent is waiting for."""
+
+    def __init__(self, fd: int) -> None:
+        self._chunks: list[bytes] = []
+        self._thread = threading.Thread(target=self._read, args=(fd,), name="engine child result", daemon=True)
+        self._thread.start()
+
+    def _read(self, fd: int) -> None:
+        with open(fd, "rb") as pipe:
+            while chunk := pipe.read(65536):
+                self._chunks.append(chunk)
+
+    def text(self, timeout: float = 10.0) -> str:
+        """What the child wrote; once it has ended, its end of the pipe is closed (a grandchild
+        never inherits it), so end of file follows at once."""
+        self._thread.join(timeout)
+        return b"".join(self._chunks).decode("utf-8", "replace")
+
+
+def _read_result(text: str, returncode: int, runtime: Runtime) -> Any:
+    try:
+        outcome = json.loads(text) if text else None
+    except ValueError:  # cut short: the child died while writing it
+        outcome = None
+    if not isinstance(outcome, dict) or not ("value" in outcome or "error" in outcome):
         if returncode in (Interrupted.exit_code, -signal.SIGINT):
             raise Interrupted("interrupted by the user")
         tail = _log_tail(runtime.firebird_log)
@@ -81,7 +130,6 @@ def _read_result(result: Path, returncode: int, runtime: Runtime) -> Any:
             + (f"; firebird.log ends with:\n{tail}" if tail else ""),
             hint=f"the engine's log is {runtime.firebird_log}",
         )
-    outcome = json.loads(result.read_text())
     if "value" in outcome:
         return outcome["value"]
     error = outcome["error"]
@@ -89,10 +137,9 @@ def _read_result(result: Path, returncode: int, runtime: Runtime) -> Any:
         raise FirebirdError(error["message"], tuple(error.get("gdscodes", ())), hint=error.get("hint"))
     if error["type"] == "Interrupted":
         raise Interrupted(error["message"], hint=error.get("hint"))
-    if "traceback_file" not in error:  # an FbbenchError of any kind: the user's to act on
+    if "internal" not in error:  # an FbbenchError of any kind: the user's to act on
         raise FbbenchError(error["message"], hint=error.get("hint"))
-    raise FbbenchError(f"internal error in the engine process: {error['message']}",
-                       hint=f"details: {error['traceback_file']}")
+    raise FbbenchError(f"internal error in the engine process: {error['message']}", hint=error["internal"])
 
 
 def _log_tail(log: Path, lines: int = 20) -> str:
@@ -149,14 +196,19 @@ def _quiet_driver_finalizers(unraisable: Any) -> None:
     sys.__unraisablehook__(unraisable)
 
 
-def child_main(request_file: str, result_file: str) -> NoReturn:
+def child_main(request_fd: str, result_fd: str) -> NoReturn:
     global _current_runtime
     sys.unraisablehook = _quiet_driver_finalizers
-    request = json.loads(Path(request_file).read_text())
+    with open(int(request_fd), "rb") as pipe:
+        request = json.loads(pipe.read())
+    result = int(result_fd)
+    os.set_inheritable(result, False)  # the parent reads until every writer is gone: only this process
     for entry in reversed(request["sys_path"]):
         if entry not in sys.path:
             sys.path.insert(0, entry)
     _current_runtime = Runtime.from_json(request["runtime"])
+    _current_runtime.user = request["credentials"]["user"]
+    _current_runtime.password = request["credentials"]["password"]
     outcome: dict[str, Any]
     code = 0
     try:
@@ -176,13 +228,20 @@ def child_main(request_file: str, result_file: str) -> NoReturn:
                                  "gdscodes": list(getattr(error, "gds_codes", ()) or ())}}
             code = 2
         else:
-            # A bug in fbbench: reported in one line, the traceback kept in a file for a bug report.
+            # A bug in fbbench: reported in one line, the traceback kept in a file for a bug report
+            # (where the disk has room for it).
             trace = Path(tempfile.gettempdir()) / f"fbbench-error-{os.getpid()}.txt"
-            trace.write_text(traceback.format_exc())
+            try:
+                trace.write_text(traceback.format_exc())
+            except OSError as unwritten:
+                trace_hint = f"its traceback could not be kept in {trace}: {unwritten.strerror}"
+            else:
+                trace_hint = f"details: {trace}"
             outcome = {"error": {"type": type(error).__name__, "message": f"{type(error).__name__}: {error}",
-                                 "traceback_file": str(trace)}}
+                                 "internal": trace_hint}}
             code = 1
-    Path(result_file).write_text(json.dumps(outcome, default=str))
+    with contextlib.suppress(BrokenPipeError), open(result, "wb") as pipe:  # a parent gone has no use for it
+        pipe.write(json.dumps(outcome, default=str).encode())
     if not _exit_at_once:  # else a thread stuck inside the engine could hold the shutdown too
         _shut_down_client_library()
     sys.stdout.flush()

@@ -32,10 +32,11 @@ from fbbench import paths
 from fbbench.errors import FbbenchError
 from fbbench.lab import RESOURCE, tasks
 from fbbench.lab.client import Lab
+from fbbench.runner.limits import overhead_per_run
 from fbbench.runner.run import RunOutcome, new_run_id
 from fbbench.store import ResultsStore, bundle
 from fbbench.store.model import RecordedSettings
-from fbbench.sweep.run import SweepOutcome, new_sweep_id, overhead_per_run, run_seconds
+from fbbench.sweep.run import SweepOutcome, new_sweep_id, run_seconds
 from fbbench.sweep.spec import Cell, SweepSpec
 
 HOST_AXIS = "host"

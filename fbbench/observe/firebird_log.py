@@ -49,7 +49,7 @@ _DATABASE_LINE = re.compile(r'^\s*Database:?\s+(".*"|\S+)\s*$')
 
 @dataclass
 class Finding:
-    kind: str
+    kind: str  # what the entries say, their parameters as <name>: the same kind whatever the values
     severity: str  # one of SEVERITIES
     count: int
     first: datetime | None
@@ -57,6 +57,10 @@ class Finding:
     example: str  # the text of the first entry of this kind
     statement: str | None = None  # read_consistency_restarts: the statement that kept restarting
     attempts: int | None = None  # read_consistency_restarts: the most attempts logged for it
+    # The kind as the first entry wrote it, with its values ("Operating system call fsync failed.
+    # Error code 5"), and whether later entries of the kind had other values.
+    text: str = ""
+    values_vary: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -110,15 +114,16 @@ def entries(text: str) -> list[Entry]:
 
 
 def _classify(entry: Entry) -> tuple[str, str, dict[str, Any]]:
-    """(kind, severity, extra) of one entry."""
+    """(kind, severity, extra) of one entry; extra["text"] is the kind with the entry's own values."""
     text = entry.text
     if match := _RESTARTS.search(text):
         statement = " ".join((match["query"] or "").split()) or None
-        return "read_consistency_restarts", "warning", {"attempts": int(match["attempts"]), "statement": statement}
-    kind, severity = _identify(entry)
+        return "read_consistency_restarts", "warning", {"attempts": int(match["attempts"]), "statement": statement,
+                                                        "text": _head(entry.lines)}
+    kind, severity, shown = _identify(entry)
     if _FATAL.search(text):
         severity = "fatal"
-    return kind, severity, {}
+    return kind, severity, {"text": shown}
 
 
 def _head(lines: list[str]) -> str:
@@ -127,8 +132,9 @@ def _head(lines: list[str]) -> str:
     return (meaningful or [line for line in lines if line.strip()] or ["(empty entry)"])[0].strip()
 
 
-def _identify(entry: Entry) -> tuple[str, str]:
-    """(kind, severity) by firebird-lib's message catalogue; kinds do not depend on parameters."""
+def _identify(entry: Entry) -> tuple[str, str, str]:
+    """(kind, severity, the kind as this entry wrote it) by firebird-lib's message catalogue; kinds
+    do not depend on parameters, the third has the entry's values in their place."""
     from firebird.lib.log import LogParser
     from firebird.lib.logmsgs import Severity
 
@@ -144,16 +150,19 @@ def _identify(entry: Entry) -> tuple[str, str]:
         # A known message with lines firebird-lib does not expect (5.0 adds "1 workers, time
         # 0.032 sec" to "Sweep is finished") still has a known head.
         known = _known_heads().get(head)
-        return (f"{known[0]}: {head}", known[1]) if known else (f"unknown: {head}", "unknown")
+        kind = f"{known[0]}: {head}" if known else f"unknown: {head}"
+        return kind, known[1] if known else "unknown", kind
     pattern_head = _head(message.message.splitlines())
     if not re.sub(r"\{\w+\}", "", pattern_head).strip():
         # A catch-all such as 'Database: {database}\n{err_msg}' (any database error): the
         # error itself is the kind.
         pattern_head = head
-    # The message's parameters as <name>: "Sweep is started by <user>" reads as the kind it is,
-    # where firebird-lib's "{user}" read as a placeholder left unfilled.
-    pattern_head = re.sub(r"\{(\w+)\}", r"<\1>", pattern_head)
-    return f"{message.facility.name.lower()}: {pattern_head}", message.level.name.lower()
+    # The message's parameters as <name>: "Sweep is started by <user>" is the kind, whoever started
+    # it; what is shown is the entry's own line, with the values the log had.
+    facility = message.facility.name.lower()
+    kind = re.sub(r"\{(\w+)\}", r"<\1>", pattern_head)
+    filled = re.sub(r"\{(\w+)\}", lambda name: str(message.params.get(name[1], f"<{name[1]}>")), pattern_head)
+    return f"{facility}: {kind}", message.level.name.lower(), f"{facility}: {filled}"
 
 
 @functools.cache
@@ -179,9 +188,10 @@ def findings(text: str) -> list[Finding]:
         finding = by_kind.get(key)
         if finding is None:
             by_kind[key] = Finding(kind, severity, 1, entry.timestamp, entry.timestamp, entry.text,
-                                   statement=statement, attempts=extra.get("attempts"))
+                                   statement=statement, attempts=extra.get("attempts"), text=extra["text"])
             continue
         finding.count += 1
+        finding.values_vary = finding.values_vary or extra["text"] != finding.text
         if SEVERITIES.index(severity) < SEVERITIES.index(finding.severity):
             finding.severity = severity
         if entry.timestamp is not None:
@@ -237,3 +247,11 @@ class LogWatch:
         self.rotated = not (len(text) >= self._length and text[start:self._length] == self._tail)
         new = text if self.rotated else text[self._length:]
         return new.decode("utf-8", "replace")
+
+    def added_or_reason(self) -> str:
+        """:meth:`added`, or a line saying why the log could not be read: it is evidence, never a
+        reason to lose a run."""
+        try:
+            return self.added()
+        except Exception as error:
+            return f"(firebird.log could not be read: {error})"

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fbbench.paths import write_whole
 from fbbench.report import html
 from fbbench.report.console import SEVERITY_STYLE, lint_count
 
@@ -68,37 +69,18 @@ def condition_rows(document: Mapping[str, Any], *, followers: bool = True) -> li
     return rows
 
 
-def _grouped(findings: Sequence[Mapping[str, Any]]) -> list[tuple[Mapping[str, Any], list[Mapping[str, Any]]]]:
-    """Findings of one rule on one side's runs together (a series' repeats say the same thing)."""
-    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
-    for finding in findings:
-        key = (finding["rule"], finding["scope"], finding.get("side"), finding.get("excluded"),
-               finding["message"] if finding["scope"] != "run" else None)
-        groups.setdefault(key, []).append(finding)
-    order = list(SEVERITY_STYLE)
-    return sorted(((items[0], items) for items in groups.values()),
-                  key=lambda g: (order.index(g[0]["severity"]) if g[0]["severity"] in order else 9,
-                                 g[0]["excluded"], g[0]["rule"]))
-
-
 def lint_lines(findings: Sequence[Mapping[str, Any]], sides: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
-    """The findings on the console, one line per rule and side (its why beneath)."""
-    names = {s["label"]: s for s in sides or []}
+    """The findings on the console, one line per rule and side (:func:`fbbench.analysis.lint.grouped`),
+    its why beneath."""
+    from fbbench.analysis.lint import grouped
+
     lines = []
-    for first, items in _grouped(findings):
-        style = SEVERITY_STYLE.get(first["severity"], "")
-        where = ""
-        if first["scope"] == "run":
-            side = names.get(first.get("side"))
-            count = len(items)
-            total = len(side["runs"]) if side else count
-            runs = "the run" if side and side["kind"] == "run" else f"{count} of {total} runs"
-            where = f"{first.get('side') or ''} ({runs}): " if side else f"{first['subject']}: "
-        elif first["scope"] == "series":
-            where = f"{first.get('side')} (the series): "
-        excluded = " [dim](a run not used: its findings do not count)[/]" if first.get("excluded") else ""
-        lines.append(f"  [{style}]{first['rule']} {first['severity']}[/] {escape(where + first['message'])}{excluded}")
-        lines.append(f"      [dim]why: {escape(first['why'])}[/]")
+    for group in grouped(findings, {s["label"]: (s["kind"], len(s["runs"])) for s in sides or []}):
+        style = SEVERITY_STYLE.get(group["severity"], "")
+        where = "" if group["scope"] == "comparison" else f"{group['about']}: "
+        excluded = " [dim](a run not used: its findings do not count)[/]" if group["excluded"] else ""
+        lines.append(f"  [{style}]{group['rule']} {group['severity']}[/] {escape(where + group['message'])}{excluded}")
+        lines.append(f"      [dim]why: {escape(group['why'])}[/]")
     return lines
 
 
@@ -256,6 +238,5 @@ def render(document: Mapping[str, Any]) -> str:
 
 def write(document: Mapping[str, Any], path: Path) -> Path:
     path = path.expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(document), encoding="utf-8")
+    write_whole(path, render(document))
     return path

@@ -33,6 +33,11 @@ def _on_off(value: Any) -> str:
     return "?" if value is None else ("on" if value else "off")
 
 
+def _known(value: Any) -> str:
+    """A setting as recorded, "?" where the run stopped before it was read."""
+    return "?" if value is None else str(value)
+
+
 def print_summary(document: dict[str, Any], console: Console) -> None:
     engine, database = document["engine"], document["database"]
     status = document["status"]
@@ -41,11 +46,13 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
                   + (f": {escape(document['failure'])}" if document.get("failure") else ""))
     if document.get("workload_description"):
         console.print(escape(f"{document['workload']}: {document['workload_description']}"))
+    if document.get("tags"):
+        console.print(escape(f"tags: {', '.join(document['tags'])}"), highlight=False, soft_wrap=True)
     console.print(
         f"engine {engine.get('version') or '?'} ({engine.get('label') or '?'}, {engine.get('mode') or '?'}); "
-        f"page size {database.get('page_size')}, buffers {database.get('page_buffers')}, "
+        f"page size {_known(database.get('page_size'))}, buffers {_known(database.get('page_buffers'))}, "
         f"forced writes {_on_off(database.get('forced_writes'))}; "
-        f"{document.get('connections')} connection(s), seed {document.get('seed')}"
+        f"{_known(document.get('connections'))} connection(s), seed {_known(document.get('seed'))}"
     )
     architecture = engine.get("architecture") or {}
     if architecture.get("requested") or architecture.get("verified"):
@@ -69,29 +76,47 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
     measured = document.get("measure_seconds")
     if measured:
         stored = document.get("headline") or {}
-        headline = [f"[bold]{escape(headline_text({**stored, 'result': stored.get('value')}, measured))}[/]"]
-        for figure in document.get("figures") or []:
-            headline.append(escape(headline_text({**figure, "result": figure.get("value")}, measured)))
+        windows = document.get("metric_windows") or {}
+
+        def window(name: str) -> str:
+            seconds = (windows.get(name) or {}).get("seconds")
+            return f" (window {seconds:.1f} s)" if seconds else ""
+
+        # A figure that is a metric (TPC-C's headline NOPM) is shown once, as the figure, with the
+        # metric's window.
+        stated = [stored, *(document.get("figures") or [])]
+        headline = [f"[bold]{escape(headline_text({**stored, 'result': stored.get('value')}, measured))}[/]"
+                    + window(stored.get("name", ""))]
+        for figure in stated[1:]:
+            headline.append(escape(headline_text({**figure, "result": figure.get("value")}, measured))
+                            + window(figure.get("name", "")))
         if stored.get("definition") != "ok" or stored.get("per") != "minute":
             headline.append(f"score {_num(document.get('score_per_minute'))}/min")
-        windows = document.get("metric_windows") or {}
+        names = {figure.get("name") for figure in stated}
+        units = document.get("metric_units") or {}
         for name, value in document.get("metrics", {}).items():
-            seconds = (windows.get(name) or {}).get("seconds")
-            window = f" (window {seconds:.1f} s)" if seconds else ""
-            headline.append(f"[bold]{escape(name)} {_num(value)}[/]{window}")
+            if name not in names:
+                shown = _num(value) + (units.get(name, "") if value is not None else "")
+                headline.append(f"[bold]{escape(name)} {escape(shown)}[/]{window(name)}")
         headline.append(f"TPM {_num(document.get('tpm'))}")
         shown = f"{measured:.0f}" if measured >= 10 else f"{measured:.2f}"
         console.print(" · ".join(headline) + f"  (measured {shown} s after {document['warmup_seconds']:.0f} s "
                       "warm-up)")
     units = document.get("units", {})
     if units:
-        table = Table(title="per unit (measured period)", title_justify="left")
+        # A run stopped before its measured period counted nothing: its zeros would read as measured.
+        title = "per unit (measured period)" if measured else "per unit: nothing was measured"
+        table = Table(title=title, title_justify="left")
         for column in ("unit", "count", "ok", "rolled back", "conflicts", "errors", "p50 ms", "p95 ms", "p99 ms",
                        "max ms"):
             table.add_column(column, justify="left" if column == "unit" else "right")
         for name, unit in units.items():
             count = unit["ok"] + unit["rolled_back"] + unit["conflicts"] + unit["errors"]
-            latency = unit.get("latency_ms") or {}
+            if not measured:
+                table.add_row(name, *["–"] * 9)
+                continue
+            # No unit ended: no latency to speak of, whatever the empty histogram says.
+            latency = (unit.get("latency_ms") or {}) if count else {}
             table.add_row(name, f"{count:,}", f"{unit['ok']:,}", f"{unit['rolled_back']:,}", f"{unit['conflicts']:,}",
                           f"{unit['errors']:,}", _ms(latency.get("p50")), _ms(latency.get("p95")),
                           _ms(latency.get("p99")), _ms(latency.get("max")))
@@ -110,14 +135,32 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
         console.print(table)
     for line in engine_lines(document):
         console.print(line, highlight=False, soft_wrap=True)
-    population = document.get("population") or {}
-    if population.get("mb_per_second"):
-        console.print(f"population: {population['source']}; {_num(population['total_rows'])} rows, "
-                      f"{population['mb_per_second']:.2f} MB/s, {_num(population['rows_per_second'])} rows/s")
+    if document.get("validation"):
+        console.print(validation_line(document["validation"]), highlight=False, soft_wrap=True)
+    population = (document.get("population") or {}).get("text")
+    if population:
+        console.print(escape(population), highlight=False, soft_wrap=True)
     if document.get("client_cpu_seconds") is not None and measured:
         console.print(_client_share(document))
     for line in credibility_lines(document):
         console.print(line, highlight=False, soft_wrap=True)
+
+
+def validation_line(validation: Mapping[str, Any]) -> str:
+    """Whether the database was still sound after the run: Firebird's validation, or why there was none."""
+    if not validation.get("done"):
+        return f"database validation: not done — {escape(str(validation.get('reason')))}"
+    counts = (f"{validation['errors']} error(s)" if validation.get("errors") is not None else "errors not counted")
+    if validation.get("warnings"):
+        counts += f", {validation['warnings']} warning(s)"
+    found = "[green]sound[/]" if validation.get("sound") else "[bold red]CORRUPT[/]"
+    refused = (f"; the full one was refused or failed: {escape(validation['refused'])}" if validation.get("refused")
+               else "")
+    if validation.get("unchecked"):
+        refused += f"; not checked (locked by other attachments): {escape(', '.join(validation['unchecked']))}"
+    took = validation["seconds"]
+    shown = f"{took:.2f}" if took < 1 else f"{took:.1f}"
+    return f"database validation ({validation['method']}, {shown} s): {found} — {counts}{refused}"
 
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "note": "dim"}
@@ -194,12 +237,12 @@ def print_series(series_id: str, documents: list[dict[str, Any]], console: Conso
                 else f"no 95 % interval below {MIN_EXACT_MEDIAN} repeats")
     cv = f", CV {summary.cv * 100:.1f} %" if math.isfinite(summary.cv) else ""
     arrow = "↑" if head.get("better", "higher") == "higher" else "↓"
+    spread = (f"; repeats spread {summary.minimum:,.{digits}f}–{summary.maximum:,.{digits}f}{unit} "
+              f"(±{summary.spread * 50:.1f} % of the median{cv})" if math.isfinite(summary.spread) else "")
     console.print(
         f"\n[bold]series {series_id}[/]: {len(values)} of {len(documents)} repeat(s) completed — "
-        f"{escape(head.get('name', 'score'))} {arrow} median {summary.median:,.{digits}f}{unit} ({interval}); "
-        f"repeats spread {summary.minimum:,.{digits}f}–{summary.maximum:,.{digits}f}{unit} "
-        f"(±{summary.spread * 50:.1f} % of the median{cv})",
-        highlight=False, soft_wrap=True)
+        f"{escape(head.get('name', 'score'))} {arrow} median {summary.median:,.{digits}f}{unit} ({interval})"
+        + spread, highlight=False, soft_wrap=True)
     if len(values) < len(documents):
         left = [f"{d['run_id']} ({d['status']})" for d in documents if d["status"] != "completed"]
         console.print(f"  [yellow]not in the figures:[/] {', '.join(left)}", highlight=False, soft_wrap=True)
@@ -209,6 +252,13 @@ def _rate(value: float | None) -> str:
     if value is None:
         return "–"
     return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
+
+
+def log_finding_text(finding: Mapping[str, Any]) -> str:
+    """A firebird.log finding as the log wrote it (its first entry's values), else its kind."""
+    detail = finding.get("detail") or {}
+    text = detail.get("text") or finding["kind"]
+    return text + (" (and other values)" if detail.get("values_vary") else "")
 
 
 def engine_lines(document: Mapping[str, Any]) -> list[str]:
@@ -243,7 +293,7 @@ def engine_lines(document: Mapping[str, Any]) -> list[str]:
         parts = []
         for finding in findings[:6]:
             colour = worst.get(finding["severity"])
-            text = escape(f"{finding['kind']} ×{finding['count']}")
+            text = escape(f"{log_finding_text(finding)} ×{finding['count']}")
             parts.append(f"[{colour}]{text}[/]" if colour else text)
         more = f" and {len(findings) - 6} more" if len(findings) > 6 else ""
         lines.append(f"firebird.log: {'; '.join(parts)}{more}")

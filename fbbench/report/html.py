@@ -19,6 +19,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from fbbench.paths import write_whole
+
 _TEMPLATES = Path(__file__).with_name("templates")
 _UPLOT = Path(__file__).with_name("vendor") / "uplot"
 _SLOT = re.compile(r"__(TITLE|STYLE|BODY|DATA|SCRIPTS)__")
@@ -107,6 +109,5 @@ def render(document: dict[str, Any], firebird_log: str = "") -> str:
 
 def write(document: dict[str, Any], path: Path, firebird_log: str = "") -> Path:
     path = path.expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(document, firebird_log), encoding="utf-8")
+    write_whole(path, render(document, firebird_log))
     return path

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from fbbench.paths import write_whole
 from fbbench.report import html
 
 
@@ -24,8 +25,7 @@ def write_outputs(document: Mapping[str, Any], json_file: Path | None, report: P
     if json_file is not None:
         target = json_file.expanduser()
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(document, indent=2, default=str))
+            write_whole(target, json.dumps(document, indent=2, default=str))
             written.append(f"JSON: {target.resolve()}")
         except OSError as error:
             errors.append(f"cannot write the JSON file {target}: {error.strerror or error}")

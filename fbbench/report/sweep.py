@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fbbench.paths import write_whole
 from fbbench.report import html
 
 
@@ -41,10 +42,10 @@ def print_sweep(document: Mapping[str, Any], console: Console) -> None:
     console.print(table)
     best = document.get("best")
     if best:
-        level = "level over the hosts" if hosts else "median"
-        console.print(f"best: cell {best['cell']} ({escape(best['label'])}), {level} {best['median']:,.0f}{unit}")
+        figure = "level over the hosts" if hosts else "one run" if best.get("n") == 1 else "median"
+        console.print(f"best: cell {best['cell']} ({escape(best['label'])}), {figure}: {best['median']:,.0f}{unit}")
         if best.get("versus_runner_up"):
-            sure = "" if best.get("resolved") else "[yellow]not distinguishable from the runner-up:[/] "
+            sure = "[yellow]not distinguishable from the runner-up:[/] " if best.get("resolved") is False else ""
             console.print(f"  {sure}{escape(best['versus_runner_up'])}")
     advisor = document.get("one_at_a_time")
     if advisor:
@@ -52,11 +53,13 @@ def print_sweep(document: Mapping[str, Any], console: Console) -> None:
         for step in advisor["steps"]:
             console.print(f"  cell {step['cell']} ({escape(step['label'])}): {escape(step['text'])}")
         console.print(f"[bold]{escape(advisor['conclusion'])}[/]")
-    for finding in document.get("lint", [])[:12]:
-        colour = {"error": "red", "warning": "yellow"}.get(finding["severity"], "dim")
-        console.print(f"  [{colour}]{finding['rule']} {finding['severity']}[/]: {escape(finding['message'])}")
-    if len(document.get("lint", [])) > 12:
-        console.print(f"  … and {len(document['lint']) - 12} more finding(s) in the report")
+    groups = document.get("lint_groups", [])
+    for group in groups[:12]:
+        colour = {"error": "red", "warning": "yellow"}.get(group["severity"], "dim")
+        console.print(f"  [{colour}]{group['rule']} {group['severity']}[/] {escape(group['about'])}: "
+                      f"{escape(group['message'])}", highlight=False, soft_wrap=True)
+    if len(groups) > 12:
+        console.print(f"  … and {len(groups) - 12} more in the report")
     overhead = document.get("overhead")
     if overhead:
         console.print(f"sweep overhead: the runs took {overhead['runs_wall_seconds']:,.0f} s for "
@@ -66,6 +69,5 @@ def print_sweep(document: Mapping[str, Any], console: Console) -> None:
 
 def write(document: Mapping[str, Any], path: Path) -> Path:
     path = path.expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(html.render_page("sweep", f"fbbench sweep {document['sweep_id']}", document), encoding="utf-8")
+    write_whole(path, html.render_page("sweep", f"fbbench sweep {document['sweep_id']}", document))
     return path

@@ -1,4 +1,4 @@
-"""Will a run fit on this machine? Checked before anything starts.
+"""Will a run fit on this machine, and how long will it take? Checked before anything starts.
 
 A Firebird attachment costs memory in the engine (its own pools, metadata, statement cache) and,
 under SuperClassic and Classic, its own page cache; embedded, every attachment is also a thread
@@ -13,13 +13,24 @@ per attachment, or a bigger statement cache, costs more than TPC-C.
 
 from __future__ import annotations
 
+import math
+import shutil
+import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
 from fbbench.engines import platform
 from fbbench.engines.firebird_conf import DEFAULT_PAGE_BUFFERS, integer, lookup
 from fbbench.errors import FbbenchError
+
+if TYPE_CHECKING:
+    from fbbench.runner.population_cache import Measurement
+    from fbbench.store import ResultsStore
+    from fbbench.workloads.spec import Workload
 
 MB = 1 << 20
 # Peak RSS of the engine process per TPC-C attachment, without its page cache: the slope between
@@ -87,9 +98,11 @@ def thread_limit() -> tuple[float, str]:
 
 
 def check(connections: int, engine_label: str, engine_major: str | None, architecture: str | None,
-          conf: dict[str, str], page_size: int | None, page_buffers: int | None) -> None:
+          conf: dict[str, str], page_size: int | None, page_buffers: int | None,
+          flag: str = "--connections") -> None:
     """Refuse a run whose attachments would not fit, naming what would. ``engine_major`` None: an
-    external server; ``architecture`` None: the engine's default (SuperServer)."""
+    external server; ``architecture`` None: the engine's default (SuperServer); ``flag``: the
+    setting that asks for the attachments (the population's are ``--load-connections``)."""
     architecture = architecture or "super"
     threads, what_limits = thread_limit()
     # A local Classic engine runs a process per attachment (embedded: fbbench's; managed: the
@@ -100,7 +113,7 @@ def check(connections: int, engine_label: str, engine_major: str | None, archite
         needs = (f"a process of up to {each} threads per attachment ({connections * each:,} threads)" if classic
                  else "as many threads")
         raise FbbenchError(
-            f"--connections {connections:,} needs {needs}, more than {what_limits} allows ({threads:,.0f})",
+            f"{flag} {connections:,} needs {needs}, more than {what_limits} allows ({threads:,.0f})",
             hint=f"at most about {max((int(threads) - 32) // each, 1):,} attachments can run here")
     if engine_major is None:  # an external server's memory is not this machine's
         return
@@ -111,6 +124,202 @@ def check(connections: int, engine_label: str, engine_major: str | None, archite
         cache = (f" + {need.shared_cache / MB:,.0f} MB shared page cache" if need.shared_cache
                  else f" including its own {need.cache_per_attachment / MB:,.0f} MB page cache")
         raise FbbenchError(
-            f"--connections {connections:,} needs about {need.total / (1 << 30):,.1f} GB for {engine_label} "
+            f"{flag} {connections:,} needs about {need.total / (1 << 30):,.1f} GB for {engine_label} "
             f"({per_attachment / MB:,.1f} MB per attachment{cache}); {what_limits} is {available / (1 << 30):,.1f} GB",
             hint=f"at most about {need.fitting(available):,} attachments fit here")
+
+
+# ------------------------------------------------------------------------------- disk
+
+# An estimate of a population is refused only when it exceeds the room by more than this factor:
+# inside it, the build goes ahead and is watched as it grows (the engine side stops it before the
+# disk fills). How far estimates land from the built size: benchmarks/population_estimate.py.
+ESTIMATE_MARGIN = 1.25
+ROOM_HINT = "free some space, give --workdir on a larger disk, or a smaller --scale"
+# What fbbench leaves free on a file system for everyone else (and for its results store): 5 % of
+# it, at most 1 GiB. A build that would eat into it is refused, or stopped.
+RESERVE_SHARE = 0.05
+RESERVE_CAP = float(1 << 30)
+
+
+@dataclass(frozen=True)
+class Room:
+    """The free space of the file system that holds ``directory`` (or would, once created)."""
+
+    directory: Path
+    device: int
+    free: float
+    total: float
+
+    @property
+    def reserve(self) -> float:
+        return min(RESERVE_CAP, RESERVE_SHARE * self.total)
+
+    @property
+    def usable(self) -> float:
+        return max(self.free - self.reserve, 0.0)
+
+    def text(self) -> str:
+        return (f"the file system of {self.directory} has {bytes_text(self.free)} free, of which fbbench leaves "
+                f"{bytes_text(self.reserve)}")
+
+
+def room(directory: Path) -> Room:
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    usage = shutil.disk_usage(existing)
+    return Room(directory, existing.stat().st_dev, float(usage.free), float(usage.total))
+
+
+def shortfall(needs: Sequence[tuple[Path, float]], margin: float = 1.0) -> tuple[Room, float] | None:
+    """The first file system on which what ``needs`` puts there (directory, bytes; summed per file
+    system) is more than ``margin`` times what may be used of it, and that sum."""
+    by_device: dict[int, tuple[Room, float]] = {}
+    for directory, need in needs:
+        found = room(directory)
+        first, total = by_device.get(found.device, (found, 0.0))
+        by_device[found.device] = (first, total + need)
+    return next(((found, need) for found, need in by_device.values() if need > margin * found.usable), None)
+
+
+def bytes_text(size: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB"):
+        if abs(size) < 1024:
+            return f"{size:,.0f} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{count_text(size)} PB"
+
+
+def count_text(number: float) -> str:
+    """``31,000,000,010``; beyond a million billions, ``3.1e+301`` (nobody reads 300 digits)."""
+    if abs(number) >= 1e15:
+        return f"{number:.3g}"
+    return f"{number:,}" if isinstance(number, int) else f"{number:,.1f}"
+
+
+@dataclass(frozen=True)
+class PopulationEstimate:
+    """A population's size and build time, scaled from a measured build of the same shape."""
+
+    size_bytes: float
+    seconds: float
+    basis: Measurement
+    iterations: int  # the load steps' iterations wanted (for_each steps)
+    basis_iterations: int  # the measured build's
+
+    def basis_text(self, workload: Workload) -> str:
+        """Which build the estimate comes from, and what it measured."""
+        basis = self.basis
+        at = scale_difference(basis.scale, workload.scale)
+        built_in = basis.base_seconds + sum(step.seconds for step in basis.steps)
+        return (f"estimated from its build at {at} on {basis.engine} with page size {basis.page_size or 'default'}: "
+                f"{bytes_text(basis.size_bytes)} in {duration_text(built_in)}, {count_text(self.basis_iterations)} "
+                f"load iterations (this scale has {count_text(self.iterations)})")
+
+
+def scale_difference(scale: Mapping[str, Any], other: Mapping[str, Any]) -> str:
+    """``scale``'s values where they differ from ``other``'s: ``warehouses=1,000,000,000``."""
+    different = sorted((name, value) for name, value in scale.items() if other.get(name) != value)
+    return ", ".join(f"{name}={_scale_value(value)}" for name, value in different) or "this scale"
+
+
+def _scale_value(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return count_text(value) if isinstance(value, int) else str(value)
+
+
+def estimate_population(workload: Workload, measured: Measurement) -> PopulationEstimate | None:
+    """``workload``'s population from a measured build of the same shape: each ``for_each`` step's
+    growth and time per iteration times its iterations now; the steps that run once (indices,
+    balances, procedures) in proportion to the data the ``for_each`` steps load; the scripts' part
+    as measured. None when a step the workload runs now ran no iteration in the measured build."""
+    if len(measured.steps) != len(workload.load):
+        return None
+    data_then = data_now = seconds_then = seconds_now = 0.0  # of the for_each steps
+    once_bytes = once_seconds = 0.0  # of the steps that run once
+    iterations_then = iterations_now = 0
+    for step, done in zip(workload.load, measured.steps, strict=True):
+        if not step.for_each:
+            once_bytes += done.bytes
+            once_seconds += done.seconds
+            continue
+        iterations_then += done.iterations
+        iterations_now += step.count
+        if done.iterations == 0:
+            if step.count:
+                return None
+            continue
+        ratio = step.count / done.iterations
+        data_then += done.bytes
+        data_now += done.bytes * ratio
+        seconds_then += done.seconds
+        seconds_now += done.seconds * ratio
+    # How much more data there will be; where the for_each steps grew the file by less than a page,
+    # their iterations say it instead.
+    grown = (data_now / data_then if data_then > 0
+             else iterations_now / iterations_then if iterations_then else 1.0)
+    # What the measured build grew by outside its steps (nothing, but for rounding of page counts).
+    rest = max(measured.size_bytes - measured.base_bytes - data_then - once_bytes, 0.0)
+    return PopulationEstimate(measured.base_bytes + data_now + once_bytes * grown + rest,
+                              measured.base_seconds + seconds_now + once_seconds * grown,
+                              measured, iterations_now, iterations_then)
+
+
+def nearest_estimate(workload: Workload, measured: Sequence[Measurement], engine_major: str,
+                     page_size: int | None) -> PopulationEstimate | None:
+    """The estimate from the measured build nearest to ``workload``'s scale (by its load
+    iterations), preferring builds on the same engine and page size; None without one."""
+    candidates = []
+    for build in measured:
+        estimate = estimate_population(workload, build)
+        if estimate is None:
+            continue
+        distance = abs(math.log((estimate.iterations + 1) / (estimate.basis_iterations + 1)))
+        other = build.engine != engine_major or build.page_size != page_size
+        candidates.append(((other, distance, -build.built_at), estimate))
+    return min(candidates, key=lambda item: item[0])[1] if candidates else None
+
+
+# ------------------------------------------------------------------------------- planned time
+
+STARTUP_GUESS = 8.0  # seconds a run spends outside warm-up and measure when the store knows no better
+
+
+def overhead_per_run(store: ResultsStore) -> float:
+    """What a run costs besides its warm-up and measured period, from this store's recent runs."""
+    extra = []
+    for run in store.list_runs(20):
+        if run["status"] != "completed" or not run["ended_at"]:
+            continue
+        settings = run["settings"]
+        load = (settings.get("warmup") or 0) + (run["summary"].get("measured_seconds") or 0)
+        extra.append(max(run["ended_at"] - run["started_at"] - load, 0.0))
+    return statistics.median(extra) if extra else STARTUP_GUESS
+
+
+PLANNED_LIMIT_SECONDS = 24 * 3600.0  # a run, a sweep or paired runs planned longer need --yes
+
+
+def check_planned(seconds: float, what: str, detail: str, yes: bool) -> None:
+    """Refuse what is planned to take longer than a day, with the total and how it adds up,
+    unless the user said --yes."""
+    if seconds > PLANNED_LIMIT_SECONDS and not yes:
+        raise FbbenchError(f"{what} is planned to take about {duration_text(seconds)} ({detail}), more than "
+                           f"{duration_text(PLANNED_LIMIT_SECONDS)}", hint="add --yes if you mean it")
+
+
+def duration_text(seconds: float) -> str:
+    if seconds < 59.95:
+        return f"{seconds:.1f} s"
+    seconds = round(seconds)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days >= 1e6:
+        return f"{count_text(days)} days"
+    if days >= 2:
+        return f"{days:,} days {hours} h"
+    hours += 24 * days
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"

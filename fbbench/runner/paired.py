@@ -38,7 +38,7 @@ from fbbench import signals
 from fbbench.engines import EmbeddedEngine, platform
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import barrier, timeshare
-from fbbench.runner.run import Checked, RunOutcome, check, execute, new_run_id, new_series_id
+from fbbench.runner.run import UNTOLD, Checked, Notices, RunOutcome, check, execute, new_run_id, new_series_id
 from fbbench.runner.settings import RunSettings
 from fbbench.store import ResultsStore
 
@@ -209,7 +209,7 @@ def check_counts(pairs: int, turn: float) -> None:
 
 
 def execute_pairs(a: RunSettings, b: RunSettings, pairs: int, *, turn: float = timeshare.TURN_SECONDS,
-                  force: bool = False, on_leftovers: Callable[[list[str]], None] | None = None,
+                  force: bool = False, notices: Notices = UNTOLD,
                   on_pair: Callable[[PairResult], None] | None = None) -> PairedOutcome:
     """``pairs`` pairs of A and B, time-shared; stops at the first pair that does not complete."""
     check_counts(pairs, turn)
@@ -221,8 +221,8 @@ def execute_pairs(a: RunSettings, b: RunSettings, pairs: int, *, turn: float = t
             if request.requested:
                 break  # a Ctrl-C between pairs: no further pair starts
             first = LABELS[(index - 1) % 2]  # alternates, so that neither side always follows the other
-            result = _run_pair(index, {"A": a, "B": b}, outcome.series, first, turn, checked_a.workdir, on_leftovers,
-                               request)
+            result = _run_pair(index, {"A": a, "B": b}, outcome.series, first, turn, checked_a.workdir.path,
+                               notices, request)
             outcome.pairs.append(result)
             if on_pair is not None:
                 on_pair(result)
@@ -233,7 +233,7 @@ def execute_pairs(a: RunSettings, b: RunSettings, pairs: int, *, turn: float = t
 
 
 def _run_pair(index: int, sides: dict[str, RunSettings], series: dict[str, str], first: str, turn: float,
-              workdir: Path, on_leftovers: Callable[[list[str]], None] | None, request: _StopRequest) -> PairResult:
+              workdir: Path, notices: Notices, request: _StopRequest) -> PairResult:
     pair_id = "p" + new_run_id()
     seed = secrets.randbits(63)  # both runs draw the same units, unless a spec fixes the seed
     result = PairResult(index, pair_id, first, dict.fromkeys(LABELS))
@@ -253,7 +253,7 @@ def _run_pair(index: int, sides: dict[str, RunSettings], series: dict[str, str],
                 began[label].set()
 
             try:
-                run = execute(settings, None, on_leftovers, series=(series[label], index), drawn_seed=seed,
+                run = execute(settings, None, notices, series=(series[label], index), drawn_seed=seed,
                               on_engine=engine_started, barrier=barriers[label].to_json())
                 result.outcomes[label] = replace(run, repeat_index=index)
             except FbbenchError as error:  # refused before its engine ran (checked before: rare)

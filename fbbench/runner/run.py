@@ -26,12 +26,23 @@ from fbbench.engines import managed as managed_servers
 from fbbench.engines.firebird_conf import key_of
 from fbbench.engines.runtime import check_conf
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner import cleanup, limits
+from fbbench.runner import cleanup, limits, population_cache, presence
 from fbbench.runner.host import host_facts
 from fbbench.runner.settings import RunSettings
 from fbbench.store import ResultsStore
 from fbbench.store.model import RunPlan
-from fbbench.workloads.spec import load_workload
+from fbbench.workloads.spec import Workload, load_workload
+
+
+@dataclass(frozen=True)
+class Notices:
+    """What a run tells the user as it starts, besides its progress: the command prints them."""
+
+    leftovers: Callable[[list[str]], None] | None = None  # what killed runs left behind, now removed
+    others: Callable[[list[str]], None] | None = None  # other runs at work on this machine now
+
+
+UNTOLD = Notices()  # for callers that print nothing
 
 
 @dataclass
@@ -72,7 +83,10 @@ def static_findings(settings: RunSettings) -> list[Any]:
     workload = load_workload(settings.workload, settings.scale)
     engine = parse_engine(settings.engine)
     major = engine.major if isinstance(engine, EmbeddedEngine | ManagedEngine) else None
-    return lint_workload(workload, major, settings.conf, page_buffers=settings.page_buffers)
+    # The conf with --architecture's ServerMode: the architecture the run asks for, whether fbbench
+    # configures the engine or (an external server) only verifies it.
+    return lint_workload(workload, major, settings.engine_conf(local=True), page_buffers=settings.page_buffers,
+                         connections=settings.connections, page_size=settings.page_size)
 
 
 def new_series_id() -> str:
@@ -80,7 +94,7 @@ def new_series_id() -> str:
 
 
 def execute_series(settings: RunSettings, password: str | None = None,
-                   on_leftovers: Callable[[list[str]], None] | None = None,
+                   notices: Notices = UNTOLD,
                    on_run: Callable[[RunOutcome], None] | None = None) -> tuple[str | None, list[RunOutcome]]:
     """``--repeat N``: the same conditions N times, each from a fresh copy of the populated database.
 
@@ -89,7 +103,7 @@ def execute_series(settings: RunSettings, password: str | None = None,
     stops at the first interrupted repeat.
     """
     if settings.repeat == 1:
-        outcome = execute(settings, password, on_leftovers)
+        outcome = execute(settings, password, notices)
         if on_run is not None:
             on_run(outcome)
         return None, [outcome]
@@ -98,7 +112,7 @@ def execute_series(settings: RunSettings, password: str | None = None,
     fixed_seed = settings.seed
     for index in range(1, settings.repeat + 1):
         repeat = replace(settings, seed=fixed_seed, fresh=settings.fresh and index == 1, origins=settings.origins)
-        outcome = replace(execute(repeat, password, on_leftovers, series=(series_id, index)), repeat_index=index)
+        outcome = replace(execute(repeat, password, notices, series=(series_id, index)), repeat_index=index)
         outcomes.append(outcome)
         if on_run is not None:
             on_run(outcome)
@@ -114,7 +128,7 @@ class Checked:
     workload: Any
     engine: Any
     conf: dict[str, str]
-    workdir: Path
+    workdir: paths.WorkDir
     results: Path
 
 
@@ -149,22 +163,68 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     local = isinstance(engine, EmbeddedEngine | ManagedEngine)
     if settings.architecture is None and local:
         settings.architecture = "super"  # Firebird's default ServerMode, made explicit in the record
+    results = Path(settings.results or paths.default_results()).expanduser().resolve()
+    check_outputs(settings, results)
+    workdir = paths.check_workdir(settings.workdir)  # before an engine is installed to read its conf keys
     conf = check_conf(engine, settings.engine_conf(local))
     limits.check(settings.connections, engine.label, local_major, settings.architecture, conf, settings.page_size,
                  settings.page_buffers)
+    # The population's attachments are threads of the engine process, each with its own page
+    # cache unless the engine shares one.
+    loading = "super" if settings.architecture in (None, "super") else "superclassic"
+    limits.check(settings.load_connections, engine.label, local_major, loading, conf, settings.page_size,
+                 settings.page_buffers, flag="--load-connections")
+    # Before the work directory is made: a refused run leaves nothing behind.
+    check_room_and_time(settings, workload, engine, workdir)
+    return Checked(workload, engine, conf, paths.own_workdir(settings.workdir), results)
 
-    workdir = Path(settings.workdir or paths.default_workdir()).expanduser().resolve()
-    results = Path(settings.results or paths.default_results()).expanduser().resolve()
-    check_outputs(settings, results)
-    try:
-        workdir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise FbbenchError(f"cannot create the work directory {workdir}: {error.strerror}") from None
-    return Checked(workload, engine, conf, workdir, results)
+
+def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, workdir: Path) -> None:
+    """Refuse a run whose database would not fit the work directory's disk, or that is planned to
+    take more than a day without --yes.
+
+    The database is the cached population's copy (its size known), or a population still to
+    build: its size and time are scaled from the nearest build of the same workload that the
+    cache measured (:func:`limits.nearest_estimate`; refused only beyond the estimate's margin).
+    A scale no build measured is watched while it builds instead (runner/engine/population.py).
+    An external server's disk is not this machine's."""
+    estimate = None
+    if isinstance(engine, EmbeddedEngine | ManagedEngine):
+        cache, databases = population_cache.cache_dir(workdir), cleanup.databases_dir(workdir)
+        key = population_cache.cache_key(workload, settings.page_size, engine.major)
+        cached = population_cache.entry(cache, workload.name, key).database
+        if isinstance(engine, EmbeddedEngine) and cached.exists() and not settings.fresh:
+            size = cached.stat().st_size
+            short = limits.shortfall([(databases, size)])
+            if short is not None:
+                raise FbbenchError(f"the run's copy of the cached {workload.name} population needs "
+                                   f"{limits.bytes_text(size)}: {short[0].text()}", hint=limits.ROOM_HINT)
+        else:
+            measured = population_cache.measurements(cache, workload)
+            estimate = limits.nearest_estimate(workload, measured, engine.major, settings.page_size)
+        if estimate is not None:
+            # Embedded: built in the cache, then copied for the run; managed: built in place.
+            places = [cache, databases] if isinstance(engine, EmbeddedEngine) else [databases]
+            short = limits.shortfall([(place, estimate.size_bytes) for place in places], limits.ESTIMATE_MARGIN)
+            if short is not None:
+                twice = ", built in the cache and copied for the run" if len(places) == 2 else ""
+                wanted = limits.scale_difference(workload.scale, estimate.basis.scale)
+                raise FbbenchError(
+                    f"the {workload.name} population at {wanted} needs about "
+                    f"{limits.bytes_text(estimate.size_bytes)}{twice}: {short[0].text()} — "
+                    f"{estimate.basis_text(workload)}", hint=limits.ROOM_HINT)
+    timed = settings.transactions is None
+    load = settings.repeat * (settings.warmup + settings.duration) if timed else 0.0
+    parts = [f"{settings.repeat} × {limits.duration_text(settings.warmup + settings.duration)} of warm-up and "
+             "measurement" if timed else "fixed work, its time unknown"]
+    if estimate is not None:
+        parts.insert(0, f"the population about {limits.duration_text(estimate.seconds)}, "
+                        f"{estimate.basis_text(workload)}")
+    limits.check_planned(load + (estimate.seconds if estimate else 0.0), "this run", "; ".join(parts), settings.yes)
 
 
 def execute(settings: RunSettings, password: str | None = None,
-            on_leftovers: Callable[[list[str]], None] | None = None,
+            notices: Notices = UNTOLD,
             series: tuple[str, int] | None = None, sweep: tuple[str, int] | None = None, *,
             drawn_seed: int | None = None, on_engine: Callable[[Any], None] | None = None,
             barrier: dict[str, str] | None = None, run_id: str | None = None) -> RunOutcome:
@@ -178,17 +238,20 @@ def execute(settings: RunSettings, password: str | None = None,
     if settings.seed is None:
         settings.seed = drawn_seed if drawn_seed is not None else secrets.randbits(63)
     checked = check(settings, password)
-    workload, engine, conf, workdir, results = (checked.workload, checked.engine, checked.conf, checked.workdir,
-                                                checked.results)
+    workload, engine, conf, results = checked.workload, checked.engine, checked.conf, checked.results
+    workdir = checked.workdir.path
     run_id = run_id or new_run_id()
+    # Its database copy is the clean-up's unless kept, or on an external server (not in the work directory).
+    made = cleanup.run_files(checked.workdir, run_id,
+                             database=not settings.keep_database and not isinstance(engine, ServerEngine))
 
     with ResultsStore(results) as store:
-        removed = cleanup.remove_leftovers(store, workdir)
-        if removed and on_leftovers is not None:
-            on_leftovers(removed)
+        removed = cleanup.remove_leftovers(store, checked.workdir)
+        if removed and notices.leftovers is not None:
+            notices.leftovers(removed)
         started, clock = time.time(), time.monotonic()
         store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir, host_name=settings.host_name),
-                        *(series or (None, None)), *(sweep or (None, None)))
+                        *(series or (None, None)), *(sweep or (None, None)), files=made)
         store.update_run(run_id, engine_label=engine.label)
         try:
             with contextlib.ExitStack() as stack:
@@ -201,12 +264,21 @@ def execute(settings: RunSettings, password: str | None = None,
                     runtime = prepare_runtime(engine, workdir, conf, name=run_id, user=settings.user,
                                               password=password)
                 store.update_run(run_id, host=_host(settings, engine, runtime, workdir, run_id))
+                pair = (settings.timeshare or {}).get("pair")
+                stack.enter_context(presence.holding(runtime.base, run_id, results, pair))
+                # Found once this run's own lock and row are there: of two runs starting at once,
+                # the later one to look sees the other.
+                others = presence.others(store, workdir, run_id, pair)
+                if others and notices.others is not None:
+                    notices.others(others)
                 detail = {"root": str(runtime.root), "conf": runtime.conf, "client": runtime.client_version}
+                if others:
+                    detail["others_running"] = others
                 if managed is not None:
                     detail["server"] = {"engine": engine.label, "build": managed.engine.build,
                                         "port": managed.server.port, "home": str(managed.server.home)}
                 store.record_phase(run_id, "runtime", started, time.monotonic() - clock, detail)
-                plan = _plan(run_id, settings, workload.directory, engine, workdir, results, managed)
+                plan = _plan(run_id, settings, workload.directory, engine, checked.workdir, results, managed)
                 if barrier is not None:
                     plan |= {"barrier": barrier, "quiet": True}
                 try:
@@ -214,7 +286,7 @@ def execute(settings: RunSettings, password: str | None = None,
                                                             on_start=on_engine)
                 finally:
                     if managed is not None:
-                        _own_by_path(managed, plan["database"]["location"], cleanup.run_files(workdir, run_id).database)
+                        _own_by_path(managed, plan["database"]["location"], cleanup.run_paths(workdir, run_id).database)
         except (KeyboardInterrupt, Interrupted) as error:  # before the child's phases took over, or as it ended
             message = getattr(error, "message", "interrupted by the user")
             store.finish_run(run_id, "interrupted", message)
@@ -222,8 +294,16 @@ def execute(settings: RunSettings, password: str | None = None,
         except FbbenchError as error:  # the runtime could not be prepared, the child died (crashed engine)
             store.finish_run(run_id, "failed", error.message)
             outcome = {"status": "failed", "failure": error.message, "hint": error.hint}
+        except OSError as error:  # this process's own files of the run (a full or read-only work directory)
+            refusal = paths.file_error(error, f"write {error.filename}" if error.filename else "prepare the run",
+                                       workdir, "give --workdir on another one")
+            store.finish_run(run_id, "failed", refusal.message)
+            outcome = {"status": "failed", "failure": refusal.message, "hint": refusal.hint}
+        except BaseException as error:  # a bug: its traceback follows, but the run's record says it ended
+            store.finish_run(run_id, "failed", f"internal error: {type(error).__name__}: {error}")
+            raise
         finally:
-            cleanup.clean_run(workdir, run_id, settings.keep_database)
+            cleanup.clean_run(store, checked.workdir, run_id, made)
     return RunOutcome(run_id, outcome["status"], outcome["failure"], results, outcome.get("hint"))
 
 
@@ -236,7 +316,7 @@ def _host(settings: RunSettings, engine: Any, runtime: Any, workdir: Path, run_i
     temp = key_of(runtime.conf, "TempDirectories")
     first = runtime.conf[temp].split(";")[0].strip() if temp else ""
     return host_facts(workdir, runtime.client_library, host_name=settings.host_name,
-                      database_dir=cleanup.run_files(workdir, run_id).database.parent,
+                      database_dir=cleanup.run_paths(workdir, run_id).database.parent,
                       temp_dir=Path(first) if first else runtime.tmp_dir)
 
 
@@ -251,17 +331,17 @@ def _own_by_path(managed: managed_servers.ManagedRun, dsn: str, database: Path) 
         ownership.register(str(database), entry["token"], {**details, "engine": managed.engine.label})
 
 
-def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, workdir: Path,
+def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, workdir: paths.WorkDir,
           results: Path, managed: managed_servers.ManagedRun | None = None) -> RunPlan:
     if isinstance(engine, EmbeddedEngine):
-        database = cleanup.run_files(workdir, run_id).database
+        database = cleanup.run_paths(workdir.path, run_id).database
         database.parent.mkdir(parents=True, exist_ok=True)
-        location, services_host, cache_dir = str(database), "", str(workdir / "dbcache")
+        location, services_host, cache_dir = str(database), "", str(population_cache.cache_dir(workdir.path))
         major = engine.major
     elif managed is not None:
         # Where an embedded run's copy would be, so --keep-database and clean_run work alike. Built
         # in place: the population cache is made by embedded engines, whose ODS may differ.
-        database = cleanup.run_files(workdir, run_id).database
+        database = cleanup.run_paths(workdir.path, run_id).database
         database.parent.mkdir(parents=True, exist_ok=True)
         location, services_host, cache_dir = managed.dsn(database), managed.services_host, None
         major = engine.major
@@ -274,7 +354,8 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
         "parent_pid": os.getpid(),  # the child must not run on if this process is already gone
         "settings": settings.recorded(),
         "workload_dir": str(workload_dir),
-        "workdir": str(workdir),
+        "workdir": str(workdir.path),
+        "workdir_id": workdir.ident,  # what the child records with the files it creates there
         "results": str(results),
         "database": {
             "location": location, "services_host": services_host, "cache_dir": cache_dir, "engine_major": major,
@@ -283,5 +364,7 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
             "forced_writes": True if settings.forced_writes is None else settings.forced_writes,
             "sweep_interval": None, "fresh": settings.fresh, "grow": settings.grow,
             "load_connections": settings.load_connections,
+            "local_file": str(database) if managed is not None else None,
+            "time_limit": None if settings.yes else limits.PLANNED_LIMIT_SECONDS,
         },
     }

@@ -45,6 +45,14 @@ def parse_duration(text: str | float | int, what: str) -> float:
     return seconds
 
 
+def duration_flag(seconds: float) -> str:
+    """The shortest text :func:`parse_duration` reads back as ``seconds``: 300 → ``5m``, 90 → ``1m30s``."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, rest = divmod(rest, 60)
+    text = (f"{hours:g}h" if hours else "") + (f"{minutes:g}m" if minutes else "") + (f"{rest:g}s" if rest else "")
+    return text or "0s"
+
+
 def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
@@ -123,6 +131,10 @@ def _host_name(value: Any, what: str) -> str:
 def _names(value: Any, what: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise FbbenchError(f'{what} must be a list of strings such as ["nightly", "nvme"], got {_shown(value)}')
+    for item in value:
+        if not item.strip():
+            raise FbbenchError(f"{what}: a tag cannot be empty")
+        single_line(item, f"{what} {_shown(item.splitlines()[0])}…")
     return list(value)
 
 
@@ -177,6 +189,9 @@ class RunSettings:
     forced_writes: bool | None = None
     sweep: bool = True
     monitor: bool = True  # the sampler (MON$ per interval), gstat before/after
+    # Validate the database after the run (Firebird's full validation, observe/validation.py);
+    # None: when the load (warm-up and measured period) ran longer than a minute.
+    validation: bool | None = None
     fresh: bool = False
     grow: str | None = None  # a scale name: extend a cached smaller population instead of building anew
     load_connections: int = field(default_factory=lambda: os.cpu_count() or 2)
@@ -184,6 +199,7 @@ class RunSettings:
     target_rate: float | None = None
     keep_database: bool = False
     allow_many_connections: bool = False
+    yes: bool = False  # go ahead with what is planned to take more than a day (runner.limits.check_planned)
     fail_on_checks: bool = False
     fail_on_audits: bool = False
     user: str | None = None
@@ -282,17 +298,18 @@ class RunSettings:
 
 # Spec keys that differ from the setting's name, and flags that differ from it (fbbench run's parameter
 # for a setting bears its flag's name: fbbench.cli.run._flags).
-_SPEC_ALIASES = {"set": "conf", "rate": "target_rate", "host": "host_name"}
-_FLAGS = {"conf": "set", "target_rate": "rate", "tags": "tag", "lab_tls": "tls", "lab_insecure": "insecure"}
+_SPEC_ALIASES = {"set": "conf", "rate": "target_rate", "validate": "validation", "host": "host_name"}
+_FLAGS = {"conf": "set", "target_rate": "rate", "tags": "tag", "validation": "validate", "lab_tls": "tls",
+          "lab_insecure": "insecure"}
 
 _KINDS: dict[str, Kind] = {
     "workload": _text, "engine": _text, "scale": _pairs, "connections": _whole, "warmup": _duration,
     "duration": _duration, "transactions": _whole, "repeat": _whole, "interval": _duration, "seed": _whole,
     "conf": _pairs, "architecture": _architecture,
     "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "sweep": _flag, "monitor": _flag,
-    "fresh": _flag, "grow": _text,
+    "validation": _flag, "fresh": _flag, "grow": _text,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
-    "allow_many_connections": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
+    "allow_many_connections": _flag, "yes": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "host_name": _host_name, "lab": _text, "clients": _whole, "lab_tls": _text,
     "lab_insecure": _flag, "workdir": _text, "results": _text, "json": _text, "report": _text,
 }
@@ -309,14 +326,31 @@ def check_value(name: str, raw: Any, where: str) -> Any:
     return _KINDS[name](raw, where)
 
 
+def spec_keys() -> list[str]:
+    """The keys a spec file sets run settings by (``set`` and ``rate`` for conf and target_rate)."""
+    return sorted((set(_KINDS) - set(_SPEC_ALIASES.values())) | set(_SPEC_ALIASES))
+
+
 def setting_name(key: str) -> str | None:
     """The setting a spec key names (``set`` → conf, ``rate`` → target_rate), or None."""
     name = _SPEC_ALIASES.get(key.replace("-", "_"), key.replace("-", "_"))
     return name if name in _KINDS and key not in _SPEC_ALIASES.values() else None
 
 
-def line_of(text: str, key: str) -> int | None:
-    """The line that sets ``key`` (or opens the table ``[key]``) in a TOML text."""
+_TABLE_HEADER = re.compile(r'^\s*\[{1,2}\s*[A-Za-z_"]')
+
+
+def line_of(text: str, key: str, table: str | None = None) -> int | None:
+    """The line that sets ``key`` (or opens the table ``[key]``) in a TOML text; with ``table``, the
+    line inside ``[table]`` (a sweep's ``[matrix]`` may vary a setting the top level also sets)."""
+    if table is not None:
+        lines = text.splitlines()
+        start = next((n for n, raw in enumerate(lines, 1) if raw.strip() == f"[{table}]"), None)
+        if start is None:
+            return None
+        end = next((n for n, raw in enumerate(lines[start:], start + 1) if _TABLE_HEADER.match(raw)), len(lines) + 1)
+        found = _line_of("\n".join(lines[start:end - 1]), key)
+        return None if found is None else start + found
     line = _line_of(text, key)
     if line is None:
         line = next((n for n, raw in enumerate(text.splitlines(), 1) if raw.strip() == f"[{key}]"), None)
@@ -342,7 +376,7 @@ def parse_settings(data: Mapping[str, Any], text: str, path: Path,
 
     ``extra``: further top-level keys the caller reads itself (a sweep's matrix); skipped here.
     """
-    accepted = sorted((set(_KINDS) - set(_SPEC_ALIASES.values())) | set(_SPEC_ALIASES) | set(extra))
+    accepted = sorted(set(spec_keys()) | set(extra))
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for key, raw in data.items():
@@ -379,6 +413,20 @@ def parse_pairs(items: list[str], option: str) -> dict[str, str]:
     return pairs
 
 
+def lay_flags(values: dict[str, Any], origins: dict[str, str], flags: Mapping[str, Any]) -> None:
+    """The flags that were given (None = not given) laid over a spec file's ``values``: a flag wins,
+    and its value has no file and line to name (``origins`` forgets them)."""
+    for name, value in flags.items():
+        if value is None:
+            continue
+        # A flag's value is checked by its setting's kind, as a spec file's is (typer checked its type).
+        value = check_value(name, value, "--" + _FLAGS.get(name, name).replace("_", "-"))
+        if name == "tags":
+            value = [*values.get("tags", []), *value]
+        values[name] = value
+        origins.pop(name, None)
+
+
 def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] | None = None,
                  conf: list[str] | None = None) -> RunSettings:
     """Spec file first, then the flags that were given (None = not given) on top; then checked.
@@ -387,19 +435,14 @@ def from_sources(spec: Path | None, flags: Mapping[str, Any], scale: list[str] |
     only when present.
     """
     values, origins = read_spec(spec) if spec else ({}, {})
-    for name, value in flags.items():
-        if value is None:
-            continue
-        if name in ("warmup", "duration", "interval") and isinstance(value, str):
-            value = parse_duration(value, "--" + name)
-        if name == "tags":
-            value = [*values.get("tags", []), *value]
-        values[name] = value
-        origins.pop(name, None)
+    lay_flags(values, origins, flags)
     if scale:
         values["scale"] = {**values.get("scale", {}), **parse_pairs(scale, "--scale")}
     if conf:
         values["conf"] = {**values.get("conf", {}), **parse_pairs(conf, "--set")}
     if "workload" not in values:
-        raise FbbenchError("which workload? e.g. fbbench run tpcc", hint="built-in: tpcc; or a workload directory")
+        from fbbench.workloads.spec import builtin_workloads
+
+        raise FbbenchError("which workload? e.g. fbbench run tpcc",
+                           hint=f"built-in: {', '.join(builtin_workloads())}; or a workload directory")
     return RunSettings(**values, origins=origins).validate()

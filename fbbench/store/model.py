@@ -44,6 +44,8 @@ class RecordedSettings(TypedDict, total=False):
     target_rate: float | None
     keep_database: bool
     allow_many_connections: bool
+    yes: bool  # planned time over a day was confirmed
+    validation: bool | None  # validate the database after the run (None: when the load is long enough)
     fail_on_checks: bool
     fail_on_audits: bool
     user: str | None
@@ -197,6 +199,7 @@ class StoredRun(TypedDict):
     summary: Summary
     workload_files: dict[str, str]
     firebird_log: str | None
+    validation: dict[str, Any]  # the database's validation after the run (runner/engine/phases.py)
     series_id: str | None
     repeat_index: int | None
     sweep_id: str | None
@@ -219,6 +222,7 @@ class RunPlan(TypedDict):
     settings: RecordedSettings
     workload_dir: str
     workdir: str
+    workdir_id: str  # the work directory's marker id: the files a run records belong to it
     results: str
     database: dict[str, Any]  # the fields of runner/engine/population.py DatabasePlan
     barrier: NotRequired[dict[str, str]]  # time-shared: the start barrier's files (runner/barrier.py)

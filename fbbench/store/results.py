@@ -18,6 +18,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,7 +28,7 @@ from fbbench.errors import FbbenchError
 from fbbench.store import bundle
 from fbbench.store.model import RecordedSettings, StoredRun
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 OPEN_TIMEOUT_SECONDS = 30.0  # how long a store busy with another fbbench process is waited for
 
 MIGRATIONS: dict[int, str] = {
@@ -158,7 +159,37 @@ MIGRATIONS: dict[int, str] = {
     alter table runs add column cell integer;            -- the cell's index in its sweep
     create index runs_sweep on runs(sweep_id);
     """,
+    # 4 → 5: the files a run creates in its work directory, recorded before it creates them: the
+    # only files a clean-up deletes (fbbench.runner.cleanup).
+    5: """
+    create table run_files (
+        run_id text not null references runs(run_id),
+        path text not null,                -- absolute, inside the work directory
+        kind text not null,                -- database / runtime / building (a population being built)
+        workdir text not null,             -- the id in the work directory's marker (fbbench.paths)
+        owner_pid integer, owner_host text, -- the process that removes it when the run ends
+        removed_at real,                   -- when a clean-up removed it, or found it gone
+        primary key (run_id, path)
+    );
+    create index run_files_open on run_files(workdir, removed_at);
+    """,
+    # 5 → 6: whether the database was still sound after the run (observe/validation.py): done or
+    # why not, the kind of validation, what Firebird found.
+    6: """
+    alter table runs add column validation_json text;
+    """,
 }
+
+
+@dataclass
+class RunFiles:
+    """Files a run creates in its work directory: path → kind (database, runtime, building); the
+    id of that work directory (fbbench.paths.WorkDir.ident); the pid of the fbbench process that
+    removes them when the run ends (on this machine)."""
+
+    workdir: str
+    owner: int
+    paths: dict[str, str]
 
 
 def _json(value: Any) -> str:
@@ -300,7 +331,9 @@ class ResultsStore:
 
     def begin_run(self, run_id: str, workload: str, settings: RecordedSettings, host: dict[str, Any],
                   series_id: str | None = None, repeat_index: int | None = None,
-                  sweep_id: str | None = None, cell: int | None = None) -> None:
+                  sweep_id: str | None = None, cell: int | None = None, *,
+                  files: RunFiles | None = None) -> None:
+        """The run's row, with the files it is about to create (recorded together, before any exists)."""
         with self.transaction():
             self.db.execute(
                 "insert into runs (run_id, started_at, status, host, pid, workload, settings_json, host_json, "
@@ -308,6 +341,42 @@ class ResultsStore:
                 (run_id, time.time(), socket.gethostname(), os.getpid(), workload, _json(settings), _json(host),
                  series_id, repeat_index, sweep_id, cell),
             )
+            if files is not None:
+                self._insert_files(run_id, files)
+
+    def record_files(self, run_id: str, files: RunFiles) -> None:
+        """Files the run is about to create in its work directory (before it creates them)."""
+        with self.transaction():
+            self._insert_files(run_id, files)
+
+    def _insert_files(self, run_id: str, files: RunFiles) -> None:
+        self.db.executemany(
+            "insert or replace into run_files (run_id, path, kind, workdir, owner_pid, owner_host) "
+            "values (?, ?, ?, ?, ?, ?)",
+            [(run_id, path, kind, files.workdir, files.owner, socket.gethostname())
+             for path, kind in files.paths.items()])
+
+    def files_removed(self, run_id: str, paths: Iterable[str]) -> None:
+        with self.transaction():
+            self.db.executemany("update run_files set removed_at = ? where run_id = ? and path = ?",
+                                [(time.time(), run_id, path) for path in paths])
+
+    def files_to_remove(self, workdir: str, run_id: str | None = None) -> dict[str, RunFiles]:
+        """run id → its files not yet removed, of the runs made in the work directory ``workdir``
+        (its marker's id) whose processes are gone — the fbbench process that would remove them,
+        and the one at work on the run (an engine child a moment after its parent); or the files
+        of the run ``run_id`` alone, however it is."""
+        rows = self.db.execute(
+            "select f.run_id, f.path, f.kind, f.owner_pid, f.owner_host, r.status, r.pid, r.host "
+            "from run_files f join runs r using (run_id) where f.workdir = ? and f.removed_at is null"
+            + (" and f.run_id = ?" if run_id else "") + " order by r.started_at, f.path",
+            (workdir, run_id) if run_id else (workdir,)).fetchall()
+        found: dict[str, RunFiles] = {}
+        for run, path, kind, owner, owner_host, status, pid, host in rows:
+            if run_id is None and (_pid_alive(owner, owner_host) or self.status_of((status, pid, host)) == "running"):
+                continue  # at work, and removed when it ends (or on another machine: cannot be told)
+            found.setdefault(run, RunFiles(workdir, owner, {})).paths[path] = kind
+        return found
 
     # ------------------------------------------------------------------ sweeps
 
@@ -364,7 +433,8 @@ class ResultsStore:
 
     def update_run(self, run_id: str, **fields: Any) -> None:
         columns = {"engine": "engine_json", "database": "database_json", "load": "load_json",
-                   "summary": "summary_json", "workload_files": "workload_files_json", "host": "host_json"}
+                   "summary": "summary_json", "workload_files": "workload_files_json", "host": "host_json",
+                   "validation": "validation_json"}
         assignments, values = [], []
         for key, value in fields.items():
             column = columns.get(key, key)
@@ -450,28 +520,23 @@ class ResultsStore:
             return "incomplete"
         return str(status)
 
-    def abandoned_runs(self) -> list[tuple[str, bool]]:
-        """(run_id, kept its database) of runs whose process died unfinished (kill -9, a crash)."""
+    def running_runs(self) -> list[dict[str, Any]]:
+        """The runs whose process is at work on this machine now: their run_id and settings."""
         rows = self.db.execute("select status, pid, host, run_id, settings_json from runs "
-                               "where status = 'running'").fetchall()
-        return [(row[3], bool(json.loads(row[4] or "{}").get("keep_database")))
-                for row in rows if self.status_of(row) == "incomplete"]
-
-    def ended_runs(self, run_ids: set[str]) -> list[tuple[str, bool]]:
-        """(run_id, kept its database) of those of ``run_ids`` this store knows to have ended."""
-        if not run_ids:
-            return []
-        marks = ", ".join("?" for _ in run_ids)
-        rows = self.db.execute(f"select status, pid, host, run_id, settings_json from runs where run_id in ({marks})",
-                               tuple(run_ids)).fetchall()
-        return [(row[3], bool(json.loads(row[4] or "{}").get("keep_database")))
-                for row in rows if row[0] != "running"]
+                               "where status = 'running' and host = ?", (socket.gethostname(),)).fetchall()
+        return [{"run_id": row[3], "settings": json.loads(row[4] or "{}")}
+                for row in rows if self.status_of(row) == "running"]
 
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
         rows = self.db.execute(
             "select run_id, started_at, ended_at, status, pid, host, workload, engine_label, engine_version, "
             "summary_json, settings_json, failure, series_id, repeat_index from runs "
             "order by started_at desc limit ?", (limit,)).fetchall()
+        per_minute: dict[str, dict[str, bool]] = {}
+        for run_id, name, flag in self.db.execute(
+                "select run_id, name, per_minute from metrics where run_id in "
+                "(select run_id from runs order by started_at desc limit ?)", (limit,)):
+            per_minute.setdefault(run_id, {})[name] = bool(flag)
         runs = []
         for (run_id, started, ended, status, pid, host, workload, label, version, summary, settings, failure,
              series_id, repeat_index) in rows:
@@ -480,7 +545,7 @@ class ResultsStore:
                 "status": self.status_of((status, pid, host)), "workload": workload, "engine_label": label,
                 "engine_version": version, "summary": json.loads(summary) if summary else {},
                 "settings": json.loads(settings), "failure": failure, "series_id": series_id,
-                "repeat_index": repeat_index,
+                "repeat_index": repeat_index, "metrics_per_minute": per_minute.get(run_id, {}),
             })
         return runs
 

@@ -11,7 +11,6 @@ never kept only in memory.
 from __future__ import annotations
 
 import secrets
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -20,11 +19,11 @@ from typing import Any
 
 from fbbench import paths
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner.run import RunOutcome, execute
+from fbbench.runner.limits import STARTUP_GUESS, duration_text, overhead_per_run
+from fbbench.runner.run import UNTOLD, Notices, RunOutcome, execute
+from fbbench.runner.settings import lay_flags
 from fbbench.store import ResultsStore
 from fbbench.sweep.spec import Cell, SweepSpec, read_sweep
-
-STARTUP_GUESS = 8.0  # seconds a run spends outside warm-up and measure when the store knows no better
 
 
 @dataclass
@@ -66,50 +65,37 @@ def run_seconds(spec: SweepSpec) -> float:
     return 0.0 if base.transactions is not None else base.warmup + base.duration
 
 
-def overhead_per_run(store: ResultsStore) -> float:
-    """What a run costs besides its warm-up and measured period, from this store's recent runs."""
-    extra = []
-    for run in store.list_runs(20):
-        if run["status"] != "completed" or not run["ended_at"]:
-            continue
-        settings = run["settings"]
-        load = (settings.get("warmup") or 0) + (run["summary"].get("measured_seconds") or 0)
-        extra.append(max(run["ended_at"] - run["started_at"] - load, 0.0))
-    return statistics.median(extra) if extra else STARTUP_GUESS
+def planned_seconds(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> tuple[float, float]:
+    """How long ``todo`` will take, populations not included; and one run of it."""
+    per_run = run_seconds(spec) + (overhead_per_run(store) if store else STARTUP_GUESS)
+    return len(todo) * per_run, per_run
 
 
 def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> list[str]:
     """What --dry-run prints: the cells, the populations they need, and the time it will take."""
-    per_run = run_seconds(spec) + (overhead_per_run(store) if store else STARTUP_GUESS)
+    estimate, per_run = planned_seconds(spec, todo, store)
     lines = [f"{len(spec.cells)} cell(s) × {spec.repeats} repeat(s) = {len(spec.cells) * spec.repeats} run(s), "
              f"{len(todo)} to do; mode {spec.mode}"]
     for cell in spec.cells:
         settings = spec.settings_for(cell)
         left = sum(1 for step in todo if step.cell.index == cell.index)
-        lines.append(f"  cell {cell.index:>2}: {cell.label}  [{left} run(s) left; engine {settings.engine}, "
-                     f"scale {settings.scale or 'default'}, page size {settings.page_size or 'default'}]")
+        scale = ", ".join(f"{name}={value}" for name, value in settings.scale.items()) or "default"
+        lines.append(f"  cell {cell.index:>2}: {cell.label}  [{left} run(s) left; engine {settings.engine}; "
+                     f"scale {scale}; page size {settings.page_size or 'default'}]")
     populations = {(s.engine, tuple(sorted(s.scale.items())), s.page_size)
                    for s in (spec.settings_for(cell) for cell in spec.cells)}
     grow = spec.grow_axis
     lines.append(f"populations needed: {len(populations)} (engine, scale, page size), each built once and then "
                  "copied" + (f"; {grow.key} grows one database step by step" if grow else ""))
-    estimate = len(todo) * per_run
     lines.append(f"estimated time: {duration_text(estimate)} ({duration_text(per_run)} per run, "
                  "populations not included)")
     return lines
 
 
-def duration_text(seconds: float) -> str:
-    seconds = round(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
-
-
 def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None = None,
                   on_step: Callable[[Step, int, int, float, float], None] | None = None,
                   on_run: Callable[[Step, RunOutcome], None] | None = None,
-                  on_leftovers: Callable[[list[str]], None] | None = None) -> SweepOutcome:
+                  notices: Notices = UNTOLD) -> SweepOutcome:
     """Run (or resume) a sweep; returns when every step is done, or at the first interruption."""
     base = spec.settings_for(spec.cells[0])
     results = Path(base.results or paths.default_results()).expanduser().resolve()
@@ -130,7 +116,7 @@ def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None =
     outcome = SweepOutcome(sweep_id, "completed", results)
     started = time.monotonic()
     try:
-        _run_steps(spec, todo, sweep_id, password, outcome, started, per_run, on_step, on_run, on_leftovers)
+        _run_steps(spec, todo, sweep_id, password, outcome, started, per_run, on_step, on_run, notices)
         if spec.mode == "one_at_a_time" and outcome.status == "completed":
             extra = _best_combination(spec, results, sweep_id)
             if extra is not None:
@@ -139,7 +125,7 @@ def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None =
                 extra_steps = [Step(extra, repeat) for repeat in range(1, spec.repeats + 1)
                                if (extra.index, repeat) not in done]
                 _run_steps(spec, extra_steps, sweep_id, password, outcome, started, per_run, on_step, on_run,
-                           on_leftovers)
+                           notices)
     except KeyboardInterrupt:
         outcome.status = "interrupted"
     except FbbenchError:
@@ -156,7 +142,7 @@ def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None =
 def _run_steps(spec: SweepSpec, todo: list[Step], sweep_id: str, password: str | None, outcome: SweepOutcome,
                started: float, per_run: float, on_step: Callable[[Step, int, int, float, float], None] | None,
                on_run: Callable[[Step, RunOutcome], None] | None,
-               on_leftovers: Callable[[list[str]], None] | None) -> None:
+               notices: Notices) -> None:
     """Run ``todo`` in order; stops (status interrupted) at the first interrupted run."""
     for position, step in enumerate(todo, start=1):
         elapsed = time.monotonic() - started
@@ -164,7 +150,7 @@ def _run_steps(spec: SweepSpec, todo: list[Step], sweep_id: str, password: str |
         if on_step is not None:
             on_step(step, position, len(todo), elapsed, eta)
         settings = replace(spec.settings_for(step.cell), origins={})
-        run = execute(settings, password, on_leftovers,
+        run = execute(settings, password, notices,
                       series=(f"{sweep_id}:{step.cell.index}", step.repeat), sweep=(sweep_id, step.cell.index))
         run = replace(run, repeat_index=step.repeat)
         outcome.runs.append(run)
@@ -202,7 +188,10 @@ def _best_combination(spec: SweepSpec, results: Path, sweep_id: str) -> Cell | N
 
 
 def resume_spec(results: Path, sweep: str) -> tuple[str, SweepSpec]:
-    """The spec a sweep began with, from the store (the file may have changed since)."""
+    """The spec a sweep began with, from the store (the file may have changed since), in the work
+    directory it began in (which ``sweep --workdir`` may have set)."""
     with ResultsStore(results, create=False) as store:
         stored = store.load_sweep(sweep)
-    return stored["sweep_id"], read_sweep(Path(stored["spec_path"]), stored["spec_text"])
+    spec = read_sweep(Path(stored["spec_path"]), stored["spec_text"])
+    lay_flags(spec.base, spec.origins, {"workdir": (stored["spec"].get("base") or {}).get("workdir")})
+    return stored["sweep_id"], spec

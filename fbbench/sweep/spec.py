@@ -40,12 +40,14 @@ from fbbench.runner.settings import (
     read_toml,
     setting_name,
     single_line,
+    spec_keys,
 )
 
 MODES = ("matrix", "one_at_a_time")
+DEFAULT_REPEATS = 3  # runs per cell when the spec does not say
 # Settings that are not conditions of an experiment: outputs, where things live, who connects.
 NOT_AXES = {"workload", "workdir", "results", "json", "report", "repeat", "tags", "user", "keep_database",
-            "fresh", "grow", "fail_on_checks", "fail_on_audits", "allow_many_connections"}
+            "fresh", "grow", "fail_on_checks", "fail_on_audits", "allow_many_connections", "yes", "validation"}
 SWEEP_KEYS = {"matrix", "repeats", "mode"}
 
 
@@ -103,7 +105,7 @@ class SweepSpec:
     base: dict[str, Any]
     origins: dict[str, str]
     axes: list[Axis]
-    repeats: int = 3
+    repeats: int = DEFAULT_REPEATS
     mode: str = "matrix"
     cells: list[Cell] = field(default_factory=list)
 
@@ -140,7 +142,7 @@ class SweepSpec:
 
 
 def _axis(key: str, raw: Any, text: str, path: Path) -> Axis:
-    line = line_of(text, f'"{key}"') or line_of(text, key)
+    line = line_of(text, f'"{key}"', table="matrix") or line_of(text, key, table="matrix")
     where = f"{path}:{line}" if line else str(path)
     grow = False
     if isinstance(raw, dict):
@@ -168,11 +170,12 @@ def _axis(key: str, raw: Any, text: str, path: Path) -> Axis:
         values = tuple(single_line(str(value).lower() if isinstance(value, bool) else str(value),
                                    f"{where}: axis '{key}'") for value in raw)
     elif setting is None or sub or setting in NOT_AXES:
-        candidates = sorted(set(_axis_names()) - NOT_AXES)
+        candidates = axis_keys()
         close = difflib.get_close_matches(key, candidates, n=1)
+        said = (f"'{key}' is set once for the whole sweep, at the top of the spec; " if setting in NOT_AXES
+                else f"did you mean '{close[0]}'? " if close else "")
         raise FbbenchError(f"{where}: '{key}' is not a sweep axis",
-                           hint=(f"did you mean '{close[0]}'? " if close else "") + "axes are run settings ("
-                           + ", ".join(candidates) + "), conf.KEY or scale.NAME")
+                           hint=said + "axes are run settings (" + ", ".join(candidates) + "), conf.KEY or scale.NAME")
     else:
         values = tuple(check_value(setting, value, f"{where}: axis '{key}'") for value in raw)
     if grow and setting != "scale":
@@ -184,10 +187,10 @@ def _axis(key: str, raw: Any, text: str, path: Path) -> Axis:
     return Axis(key, setting, sub or None, values, where, grow)
 
 
-def _axis_names() -> list[str]:
-    from dataclasses import fields
-
-    return [f.name for f in fields(RunSettings) if f.name != "origins"]
+def axis_keys() -> list[str]:
+    """The run settings a ``[matrix]`` can vary, by the keys a spec sets them with; conf and scale
+    take a key of their own (``conf.KEY``, ``scale.NAME``)."""
+    return [key for key in spec_keys() if setting_name(key) not in NOT_AXES | {"conf", "scale"}]
 
 
 def read_sweep(path: Path, text: str | None = None) -> SweepSpec:
@@ -208,7 +211,7 @@ def read_sweep(path: Path, text: str | None = None) -> SweepSpec:
         raise FbbenchError(f"{path}: which workload? add e.g. workload = \"tpcc\"")
     if "repeat" in base:
         raise FbbenchError(f"{origins['repeat']}: a sweep says how often each cell runs with 'repeats'")
-    repeats = data.get("repeats", 3)
+    repeats = data.get("repeats", DEFAULT_REPEATS)
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise FbbenchError(f"{where('repeats')}: repeats must be a whole number of at least 1, got {repeats!r}")
     mode = data.get("mode", "matrix")

@@ -4,6 +4,7 @@ on/off switches and words with their choices."""
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Sequence
 
 from fbbench.errors import FbbenchError
@@ -15,6 +16,7 @@ def parse_scale_value(name: str, value: object) -> int | float:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int | float):
+        _check_finite(name, value, value)
         return value
     if isinstance(value, str):
         word = value.strip().lower()
@@ -24,8 +26,15 @@ def parse_scale_value(name: str, value: object) -> int | float:
             number = float(word)
         except ValueError:
             raise FbbenchError(f"scale '{name}' must be a number or on/off, got '{value}'") from None
+        _check_finite(name, number, value)
         return int(number) if number.is_integer() and "." not in word and "e" not in word else number
     raise FbbenchError(f"scale '{name}' must be a number or on/off, got {value!r}")
+
+
+def _check_finite(name: str, number: float, given: object) -> None:
+    # float() reads "inf" and "nan", which no size can be (they reached the SQL as words).
+    if not math.isfinite(number):
+        raise FbbenchError(f"scale '{name}' must be a finite number, got '{given}'")
 
 
 def parse_scale_choice(name: str, value: object, choices: Sequence[str]) -> str:

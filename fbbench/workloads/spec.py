@@ -8,11 +8,12 @@ users write their own workloads and should never need to read fbbench's code to 
 from __future__ import annotations
 
 import difflib
+import json
+import math
 import re
 import tomllib
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluat
 from fbbench.workloads.figures import OUTCOMES, PER_SECONDS, SCORE, Figure
 from fbbench.workloads.generators import IDENTIFIER, Generator, parse_generator
 from fbbench.workloads.scale import BOOLEAN_WORDS, parse_scale_choice, parse_scale_value
-from fbbench.workloads.sqltext import substitute
+from fbbench.workloads.sqltext import PLACEHOLDER, substitute
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 ISOLATIONS = ("snapshot", "read_committed", "read_consistency", "serializable")
@@ -72,10 +73,37 @@ class LoadStep:
     params: tuple[Generator, ...] = ()
     for_each: tuple[tuple[int, int], ...] = ()  # inclusive ranges; the cartesian product is iterated
 
-    def iterations(self) -> list[tuple[int, ...]]:
-        if not self.for_each:
-            return [()]
-        return list(product(*(range(low, high + 1) for low, high in self.for_each)))
+    def iterations(self) -> Iterator[tuple[int, ...]]:
+        """The iterations one at a time: a scale's product can be far too large to list
+        (``warehouses=1e9`` made a list that took the engine process to 24 GB)."""
+        return _product(tuple(range(low, high + 1) for low, high in self.for_each))
+
+    @property
+    def count(self) -> int:
+        """How many iterations there are (1 without ``for_each``), without making them."""
+        return math.prod(max(high - low + 1, 0) for low, high in self.for_each)
+
+    def covers(self, item: tuple[int, ...]) -> bool:
+        """Whether ``item`` is one of this step's iterations."""
+        return len(item) == len(self.for_each) and all(low <= value <= high
+                                                       for value, (low, high) in zip(item, self.for_each, strict=True))
+
+    def shared_count(self, other: LoadStep) -> int:
+        """How many iterations this step and ``other`` have in common."""
+        if len(other.for_each) != len(self.for_each):
+            return 0
+        return math.prod(max(min(high, other_high) - max(low, other_low) + 1, 0)
+                         for (low, high), (other_low, other_high) in zip(self.for_each, other.for_each, strict=True))
+
+
+def _product(ranges: tuple[range, ...]) -> Iterator[tuple[int, ...]]:
+    """itertools.product's order, but lazy: product() first makes a tuple of each of its inputs."""
+    if not ranges:
+        yield ()
+        return
+    for value in ranges[0]:
+        for rest in _product(ranges[1:]):
+            yield (value, *rest)
 
 
 @dataclass(frozen=True)
@@ -139,6 +167,38 @@ class Workload:
 
     def extra_figures(self, fixed_work: bool) -> tuple[Figure, ...]:
         return tuple(figure for figure in self.figures if figure.applies(fixed_work))
+
+    def population_shape(self) -> str:
+        """What populating this workload does, except how often each load step runs: its scripts
+        and load steps with the scale substituted, without their ``for_each`` ranges. Two scales
+        with one shape build the same rows per iteration of each step, so the size and time of
+        one scale's build tell those of the other (:func:`fbbench.runner.limits.estimate_population`).
+
+        The parameters that set the ranges (``warehouses``) stay unsubstituted in the scripts: they
+        are what such an estimate scales by, and a script naming them (TPC-C's transaction
+        procedures pick remote warehouses) does not change what one iteration builds."""
+        ranges = self.range_parameters()
+        kept = {name: f"${{{name}}}" if name in ranges else value for name, value in self.scale.items()}
+
+        def script(path: Path) -> str:
+            name = str(path.relative_to(self.directory.resolve()))
+            return substitute(self.files[name], kept, name)
+
+        return json.dumps({
+            "scripts": [script(path) for path in self.scripts],
+            "load": [[step.name, step.sql, [str(g) for g in step.params], script(step.script) if step.script else None,
+                      len(step.for_each)] for step in self.load],
+        })
+
+    def range_parameters(self) -> set[str]:
+        """The scale parameters that the load steps' ``for_each`` ranges are written with."""
+        steps = tomllib.loads(self.files["workload.toml"]).get("load", [])
+        found: set[str] = set()
+        for step in steps if isinstance(steps, list) else []:
+            ranges = step.get("for_each", []) if isinstance(step, dict) else []
+            for text in [ranges] if isinstance(ranges, str) else ranges:
+                found |= set(PLACEHOLDER.findall(str(text)))
+        return found
 
 
 class _Locator:
@@ -289,12 +349,17 @@ def find_workload(name_or_path: str) -> Path:
     builtin = BUILTIN_DIR / name_or_path
     if "/" not in name_or_path and (builtin / "workload.toml").is_file():
         return builtin
-    candidates = BUILTIN_DIR.iterdir() if BUILTIN_DIR.is_dir() else ()
-    names = sorted(p.name for p in candidates if (p / "workload.toml").is_file())
     raise FbbenchError(
         f"unknown workload '{name_or_path}'",
-        hint=f"built-in workloads: {', '.join(names) or 'none'}; or give a directory containing workload.toml",
+        hint=f"built-in workloads: {', '.join(builtin_workloads()) or 'none'}; or give a directory containing "
+             "workload.toml",
     )
+
+
+def builtin_workloads() -> list[str]:
+    """The names of the workloads fbbench ships (fbbench/workloads/builtin), sorted."""
+    candidates = BUILTIN_DIR.iterdir() if BUILTIN_DIR.is_dir() else ()
+    return sorted(p.name for p in candidates if (p / "workload.toml").is_file())
 
 
 @dataclass(frozen=True)

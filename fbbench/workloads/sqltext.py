@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from fbbench.errors import FbbenchError
 
-_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _Q_CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
 
@@ -46,7 +46,7 @@ def substitute(text: str, params: Mapping[str, object], source: str,
             raise FbbenchError(f"{source}:{line}: unknown parameter ${{{name}}} (known: {known})")
         return str(params[name])
 
-    return _PLACEHOLDER.sub(replace, text)
+    return PLACEHOLDER.sub(replace, text)
 
 
 def _strip_comments(text: str) -> str:

@@ -80,8 +80,8 @@ Kill safety — no server outlives its owner:
 
 The SYSDBA password is random, made when the instance is, and lives only in memory: isql gets
 it on stdin to create the security database (which stores an SRP verifier, not the password),
-engine children get it in their environment (``ISC_PASSWORD``, like any server password), and
-no file, log, command line, results store or report ever holds it.
+engine children get it in their request (a pipe, like any server password: :mod:`fbbench.engines.child`),
+and no file, log, environment, command line, results store or report ever holds it.
 """
 
 

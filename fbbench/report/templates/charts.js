@@ -128,6 +128,12 @@ const fbb = (() => {
     return {text: fmt(value, digits), n: true, value: isNumber(value) ? value : null};
   }
 
+  // The same with its unit after the number ("391,299/min"); "–" alone where there is no number.
+  function withUnit(value, unit, digits) {
+    const cell = num(value, digits);
+    return isNumber(value) && unit ? {...cell, text: cell.text + unit} : cell;
+  }
+
   /* table(parent, columns, rows): columns are labels or {label, n (numeric), title}; a row is an
      array of cells or {cells, cls, title}; a cell is text, a number (formatted), a Node, or
      {text | node, n, cls, title, colspan, value}. Returns the <table>. */
@@ -178,6 +184,25 @@ const fbb = (() => {
     const node = el("details", {open: open || null}, parent);
     el("summary", {}, node, summary);
     return node;
+  }
+
+  /* The lint of a comparison or a sweep as the document groups it (analysis/lint.py grouped): one
+     row per rule and side, with where and how many; the runs a group was found in are folded
+     under its message, each with its own message when they differ. */
+  function lintGroups(parent, groups) {
+    return table(parent, ["severity", "rule", "about", "finding", "why it matters"], groups.map(g => {
+      const what = el("div");
+      el("div", {}, what, g.message + (g.excluded ? " (a run not used: this finding does not count)" : ""));
+      if (g.scope === "run" && g.count > 1) {
+        const fold = details(what, g.same_message ? `the ${g.count} runs` : `the ${g.count} runs, each with its figures`);
+        const list = el("ul", {class: "runs"}, fold);
+        g.findings.forEach(f => el("li", {}, list, g.same_message ? f.subject : `${f.subject}: ${f.message}`));
+      }
+      return {cls: g.excluded ? "dim" : "lint-" + g.severity,
+              cells: [el("span", {class: "sev-" + g.severity}, null, g.severity), `${g.rule} ${g.title}`,
+                      {text: g.about, cls: "what"}, what,
+                      {text: g.why, cls: "why"}]};
+    }), {id: "lint-table"});
   }
 
   // A titled chart container (its note says what is drawn and from where).
@@ -465,6 +490,8 @@ const fbb = (() => {
     return track(container, u, height);
   }
 
+  const RATIO_FLOOR = 1e-6;  // the ratio chart's log scale: 1e-6 to 1e6 at the most
+
   /* ratioChart(container, spec): ratios with their 95 % intervals, one row per category (a figure):
      per series a dot at the ratio and a whisker over its interval, and a dashed line at 1 (no
      change). Categories run down the chart, the ratio across it (on a log scale when the ratios
@@ -508,12 +535,23 @@ const fbb = (() => {
     // 1.0000000000000004) leaves uPlot no tick step above their precision, and its tick loop
     // grows an array until "Invalid array length".
     const pad = Math.max((high - low) * 0.08, 0.005);
-    const range = log ? [low / 1.25, high * 1.25] : [Math.max(0, low - pad), high + pad];
+    // A log scale from one power of ten to another, within a millionfold either way: uPlot steps
+    // its log ticks from the scale's minimum, and from one that is no power of ten (0.0987) or a
+    // tiny one (1e-22) the steps round to nothing and its tick loop grows an array until "Invalid
+    // array length" (or runs on). A whisker beyond the scale ends at its edge; the legend keeps
+    // the bound's value.
+    const decade = (v, round) => 10 ** round(Math.log10(v) + (round === Math.floor ? 1e-9 : -1e-9));
+    const range = log ? [Math.max(decade(low / 1.05, Math.floor), RATIO_FLOOR),
+                         Math.min(decade(high * 1.05, Math.ceil), 1 / RATIO_FLOOR)]
+                      : [Math.max(0, low - pad), high + pad];
     const height = spec.height || Math.max(150, n * (10 + 12 * k) + 70);
     const px = uPlot.pxRatio;
     const draw = u => {
       const {ctx, bbox} = u;
       ctx.save();
+      ctx.beginPath();
+      ctx.rect(bbox.left, bbox.top, bbox.width, bbox.height);
+      ctx.clip();  // a whisker beyond the scale ends at its edge
       const one = Math.round(u.valToPos(1, "y", true)) + 0.5;
       ctx.strokeStyle = "#5f6368";
       ctx.lineWidth = px;
@@ -592,5 +630,5 @@ const fbb = (() => {
   });
 
   return {COLOURS, TOTAL, SHADE, data, section, done, errors, charts, isNumber, fmt, fmtDelta, fmtMB, fmtTime,
-          perSecond, colourOf, el, note, num, table, heat, details, chartBox, lineChart, barChart, ratioChart};
+          perSecond, colourOf, el, note, num, withUnit, table, heat, details, lintGroups, chartBox, lineChart, barChart, ratioChart};
 })();

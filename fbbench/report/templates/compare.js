@@ -17,13 +17,14 @@ fbb.section("workload", node => {
 });
 
 fbb.section("sides", node => {
+  const headUnit = ((doc.figures || []).find(r => r.kind === "headline") || {}).unit || "";
   const rows = [];
   sides.forEach(s => s.runs.forEach((r, i) => rows.push({
     cls: r.used ? "" : "flag-row",
     cells: [i ? {text: "", cls: "dim"} : `${s.name}${s.label === base ? " (baseline)" : ""}`,
             i ? "" : s.description, r.run_id, r.repeat_index ?? "–",
             el("span", {class: r.used ? "pass" : "fail"}, null, r.used ? r.status : `${r.status}: not used`),
-            num(r.headline), r.failure || ""]})));
+            fbb.withUnit(r.headline, headUnit), r.failure || ""]})));
   table(node, ["side", "what", "run", "repeat", "status", {label: "headline", n: true}, "failure"], rows,
         {id: "sides-table"});
 });
@@ -64,22 +65,9 @@ fbb.section("equal", node => {
 
 // ------------------------------------------------------------------ lint and verdict
 fbb.section("lint", node => {
-  const findings = [...(doc.lint || [])].sort((a, b) =>
-    (a.excluded - b.excluded) || (LINT_ORDER.indexOf(a.severity) - LINT_ORDER.indexOf(b.severity)) ||
-    a.rule.localeCompare(b.rule));
-  if (!findings.length) return note(node, "The credibility lint found nothing.");
-  table(node, ["severity", "rule", "about", "finding", "why it matters"], findings.map(f => {
-    const what = el("div");
-    el("div", {}, what, f.message + (f.excluded ? " (a run not used: this finding does not count)" : ""));
-    if (f.evidence && Object.keys(f.evidence).length) {
-      el("pre", {class: "example"}, fbb.details(what, "evidence"), JSON.stringify(f.evidence, null, 1));
-    }
-    const about = f.scope === "comparison" ? "the comparison" : f.scope === "series" ? `series ${f.side}`
-      : `${f.side}: ${f.subject}`;
-    return {cls: f.excluded ? "dim" : "lint-" + f.severity,
-            cells: [el("span", {class: "sev-" + f.severity}, null, f.severity), `${f.rule} ${f.title}`, about, what,
-                    {text: f.why, cls: "why"}]};
-  }), {id: "lint-table"});
+  const groups = doc.lint_groups || [];
+  if (!groups.length) return note(node, "The credibility lint found nothing.");
+  fbb.lintGroups(node, groups);
 });
 
 fbb.section("verdicts", node => {
@@ -90,6 +78,24 @@ fbb.section("verdicts", node => {
     box.appendChild(document.createTextNode(v.text));
   });
   if (doc.forced) note(node, "Forced (--force): the lint found errors, the verdict is shown anyway.", "warn");
+});
+
+// The headline's ratio for each side, with its interval and how it was taken (the verdict's ground).
+fbb.section("headline-ratio", node => {
+  const h = (doc.figures || []).find(r => r.kind === "headline");
+  if (!h) return note(node, "The runs have no headline figure to divide.");
+  const value = label => `${nameOf[label]} ${fmt(h.values[label])}${isNumber(h.values[label]) ? h.unit || "" : ""}` +
+    (h.centres[label] && h.centres[label] !== "value" ? ` (${h.centres[label]})` : "");
+  others.forEach(s => {
+    const r = h.ratios[s.label];
+    const box = el("p", {class: "headline-ratio", id: "headline-ratio-" + s.label}, node);
+    el("b", {}, box, `${h.name} ${s.label}/${base} = ${r ? fmt(r.ratio, 3) : "–"}`);
+    const interval = !r ? "no ratio: a side lacks the figure"
+      : isNumber(r.low) && isNumber(r.high) ? `95 % CI ${fmt(r.low, 3)}–${fmt(r.high, 3)} over the ${r.basis} (${r.method})`
+      : `no interval: ${r.note || "none could be computed"}`;
+    box.appendChild(document.createTextNode(` — ${interval}; ${value(base)}, ${value(s.label)}` +
+      (h.better === "lower" ? " (lower is better)" : " (higher is better)")));
+  });
 });
 
 // ------------------------------------------------------------------ results
@@ -114,7 +120,7 @@ function figureTable(parent, rows, verdicts, id) {
   });
   return table(parent, columns, rows.map(row => {
     const cells = [row.name, KIND[row.kind] || "", row.better === "higher" ? "↑ higher" : "↓ lower",
-                   ...sides.map(s => num(row.values[s.label], row.kind === "latency" ? 2 : undefined))];
+                   ...sides.map(s => fbb.withUnit(row.values[s.label], row.unit, row.kind === "latency" ? 2 : undefined))];
     others.forEach(s => {
       cells.push(ratioCell(row.ratios[s.label]), ciCell(row.ratios[s.label]));
       if (verdicts) cells.push(verdictCell(row.verdicts[s.label]));

@@ -3,7 +3,7 @@
    Figures are shown as the document holds them; the only arithmetic here is unit conversion
    (counters per interval → per second, bytes → MB, pages × page size) and sums across units. */
 const run = fbb.data();
-const {el, fmt, num, note, table, isNumber} = fbb;
+const {el, fmt, num, withUnit, note, table, isNumber} = fbb;
 
 // ------------------------------------------------------------------ interval geometry
 // One row per (interval, unit) in run.intervals; their start and length are the same for every unit.
@@ -55,27 +55,50 @@ function figure(parent, value, unit, label, sub, cls = "figure") {
   return box;
 }
 
+// A figure's definition as its card shows it: a long sum (docflow adds up 16 units) by its first
+// and last terms, the whole expression on hover.
+function shortDefinition(definition) {
+  const terms = String(definition).split("+").map(term => term.trim()).filter(Boolean);
+  return terms.length > 3 ? `the sum of ${terms.length} terms, ${terms[0]} + … + ${terms[terms.length - 1]}`
+                          : String(definition).replace(/\s+/g, " ").trim();
+}
+
 fbb.section("headline", node => {
   const h = run.headline;
   if (h) {
     const better = h.better === "lower" ? "↓ lower is better" : "↑ higher is better";
-    const defined = h.definition ? `counts ${h.definition}${h.per ? " per " + h.per : ""}` : "";
-    figure(node, h.value, h.unit, `${h.name} (${better})`,
-           [h.description, defined].filter(Boolean).join("; "), "figure main").id = "headline-figure";
+    const window = (run.metric_windows || {})[h.name];
+    const defined = window && isNumber(window.seconds) ? `over a ${seconds(window.seconds)} s window`
+      : h.definition ? `counts ${shortDefinition(h.definition)}${h.per ? " per " + h.per : ""}` : "";
+    const card = figure(node, h.value, h.unit, `${h.name} (${better})`,
+                        [h.description, defined].filter(Boolean).join("; "), "figure main");
+    card.id = "headline-figure";
+    if (h.definition) card.title = `${h.name} = ${String(h.definition).replace(/\s+/g, " ").trim()}`;
   } else if (isNumber(run.score_per_minute)) {
     figure(node, run.score_per_minute, "/min", "score", "", "figure main");
   } else {
     figure(node, "–", "", "no headline figure",
            run.status === "completed" ? "" : `the run ${run.status} before it had one`, "figure main");
   }
+  // The score beside a headline of another definition (TPC-C's NOPM); a metric that is the
+  // headline is not shown twice.
+  if (h && !(h.definition === "ok" && h.per === "minute") && isNumber(run.score_per_minute)) {
+    figure(node, run.score_per_minute, "/min", "score", "successful units per minute");
+  }
   for (const [name, value] of Object.entries(run.metrics || {})) {
+    if (h && name === h.name) continue;
     const window = (run.metric_windows || {})[name];
-    figure(node, value, "", name, window && isNumber(window.seconds) ? `over a ${seconds(window.seconds)} s window` : "");
+    const unit = metricUnit(name);
+    const over = window && isNumber(window.seconds) ? ` over a ${seconds(window.seconds)} s window` : "";
+    figure(node, value, unit, name, (unit ? "per minute" : "its change") + over);
   }
   if (isNumber(run.tpm)) figure(node, run.tpm, "/min", "transactions (TPM)", "committed and rolled back units");
   figure(node, run.connections, "", "connections");
   figure(node, isNumber(run.measure_seconds) ? seconds(run.measure_seconds) : "–", "s", "measured");
 });
+
+// A metric's unit as the document gives it: "/min", or "" for a count (its change over the window).
+function metricUnit(name) { return (run.metric_units || {})[name] || ""; }
 
 fbb.section("metric-windows", node => {
   const windows = Object.entries(run.metric_windows || {});
@@ -83,7 +106,7 @@ fbb.section("metric-windows", node => {
   note(node, "The database-side metrics count the change of their SQL's value over their own window " +
              "(from the reading that opened the measured period to the one that closed it):");
   table(node, ["metric", {label: "value", n: true}, "window from", "to", {label: "seconds", n: true}],
-        windows.map(([name, w]) => [name, num((run.metrics || {})[name]), fbb.fmtTime(w.start_at),
+        windows.map(([name, w]) => [name, withUnit((run.metrics || {})[name], metricUnit(name)), fbb.fmtTime(w.start_at),
                                     fbb.fmtTime(w.end_at), num(w.seconds, 2)]));
 });
 
@@ -170,23 +193,37 @@ fbb.section("latency-time", node => {
 
 const PERCENTILES = [["p50", "#a8c7fa"], ["p90", "#669df6"], ["p95", "#1a73e8"], ["p99", "#0b3d91"]];
 fbb.section("latency-units", node => {
-  const rows = Object.entries(run.units || {});
+  // The units that ended in the measured period (a unit that never ended has no latency).
+  const measured = isNumber(run.measure_seconds) && run.measure_seconds > 0;
+  const rows = Object.entries(run.units || {})
+    .filter(([, u]) => measured && u.ok + u.rolled_back + u.conflicts + u.errors > 0);
+  // Names that would not fit under their bars side by side (docflow's 18 units) lie along the
+  // side instead, one row per unit: about 7 px a character against the page's width.
+  const longest = Math.max(0, ...rows.map(([name]) => name.length));
+  const horizontal = longest * 7 > 1000 / Math.max(1, rows.length);
   fbb.barChart(node, {
-    categories: rows.map(([name]) => name), categoryName: "unit",
+    categories: rows.map(([name]) => name), categoryName: "unit", horizontal,
     series: PERCENTILES.map(([p, colour]) => ({label: p, colour, values: rows.map(([, u]) => (u.latency_ms || {})[p])})),
     valueLabel: "latency, ms", unit: "ms", digits: 2, empty: "No unit ran in the measured period.",
   });
+  node.dataset.orientation = horizontal ? "horizontal" : "vertical";
 });
 
 fbb.section("units-table", node => {
   const rows = Object.entries(run.units || {});
   if (!rows.length) return note(node, "No units.");
-  const lat = (u, k) => num((u.latency_ms || {})[k], 2);
+  // A run stopped before its measured period counted nothing: "–", not zeros that read as measured;
+  // a unit that never ended has no latency, whatever its empty histogram says.
+  const measured = isNumber(run.measure_seconds) && run.measure_seconds > 0;
+  if (!measured) note(node, `Nothing was measured: the run ${run.status} before its measured period.`, "warn");
+  const count = u => u.ok + u.rolled_back + u.conflicts + u.errors;
+  const cnt = v => measured ? num(v) : num(null);
+  const lat = (u, k) => num(measured && count(u) ? (u.latency_ms || {})[k] : null, 2);
   table(node, ["unit", ...["count", "ok", "rolled back", "conflicts", "errors", "mean ms", "p50 ms", "p90 ms",
                            "p95 ms", "p99 ms", "max ms"].map(label => ({label, n: true}))],
-        rows.map(([name, u]) => [name, num(u.ok + u.rolled_back + u.conflicts + u.errors), num(u.ok),
-                                 num(u.rolled_back), num(u.conflicts), num(u.errors), lat(u, "mean"), lat(u, "p50"),
-                                 lat(u, "p90"), lat(u, "p95"), lat(u, "p99"), lat(u, "max")]));
+        rows.map(([name, u]) => [name, cnt(count(u)), cnt(u.ok), cnt(u.rolled_back), cnt(u.conflicts), cnt(u.errors),
+                                 lat(u, "mean"), lat(u, "p50"), lat(u, "p90"), lat(u, "p95"), lat(u, "p99"),
+                                 lat(u, "max")]));
   rows.forEach(([name, u]) => {
     Object.entries(u.errors_by_gdscode || {}).forEach(([code, e]) =>
       el("p", {class: "fail"}, node, `${name}: ${fmt(e.count)} error(s), gdscode ${code}: ${e.message}`));
@@ -203,6 +240,23 @@ fbb.section("checks", node => {
                 ...(run.audits || []).map(a => ["audit", a.name, verdict(a.passed), a.detail || ""])];
   if (!rows.length) return note(node, "No checks or audits ran" + (run.status === "completed" ? "." : ` (the run ${run.status}).`));
   table(node, ["kind", "name", "result", "detail"], rows);
+});
+
+// ------------------------------------------------------------------ database validation
+fbb.section("validation", node => {
+  const v = run.validation;
+  if (!v) return note(node, "No validation is recorded for this run: it ended before its load ran, or an fbbench " +
+                            "older than validation made it.");
+  if (!v.done) return note(node, `Not validated: ${v.reason}.`);
+  const counts = (isNumber(v.errors) ? `${num(v.errors)} error(s)` : "errors it did not count") +
+                 (v.warnings ? `, ${num(v.warnings)} warning(s)` : "");
+  const verdict = el("p", {}, node);
+  el("span", {class: v.sound ? "pass" : "fail"}, verdict, v.sound ? "sound" : "CORRUPT");
+  verdict.append(` — ${v.method} validation in ${seconds(v.seconds)} s found ${counts}.`);
+  if (v.refused) note(node, `The full validation was refused or ended without its findings (${v.refused}); the ` +
+                            "online one was done instead.", "warn");
+  if ((v.unchecked || []).length) note(node, `Not checked — other attachments held their locks: ${v.unchecked.join(", ")}.`, "warn");
+  if ((v.output || []).length) el("pre", {id: "validation-output"}, node, v.output.join("\n"));
 });
 
 // ------------------------------------------------------------------ how Firebird worked
@@ -458,8 +512,13 @@ fbb.section("log-findings", node => {
   const findings = [...(run.log_findings || [])].sort((a, b) =>
     (SEVERITY.indexOf(a.severity) + 1 || 9) - (SEVERITY.indexOf(b.severity) + 1 || 9) || String(a.kind).localeCompare(String(b.kind)));
   if (!findings.length) return note(node, "Nothing new in firebird.log during the run.");
-  table(node, ["severity", "kind", {label: "count", n: true}, "first", "last", "example"],
-        findings.map(f => [el("span", {class: "sev-" + f.severity}, null, f.severity), f.kind, num(f.count),
+  // What the log said, with the values its first entry had; the kind (values as <name>) on hover.
+  const said = f => {
+    const detail = f.detail || {};
+    return {text: (detail.text || f.kind) + (detail.values_vary ? " (and other values)" : ""), title: f.kind};
+  };
+  table(node, ["severity", "message", {label: "count", n: true}, "first", "last", "example"],
+        findings.map(f => [el("span", {class: "sev-" + f.severity}, null, f.severity), said(f), num(f.count),
                            // firebird.log's own local time stamps, as the log writes them
                            {text: String(f.first_at || "–").replace("T", " "), cls: "n"},
                            {text: String(f.last_at || "–").replace("T", " "), cls: "n"}, el("pre", {class: "example"}, null, f.example || "")]),
@@ -509,8 +568,7 @@ fbb.section("conditions", node => {
     ["size", `${fbb.fmtMB(d.size_bytes_before)} before, ${fbb.fmtMB(d.size_bytes)} after`],
     ["header before / after", `OIT ${fmt(hb.oldest_transaction)} / ${fmt(ha.oldest_transaction)}, ` +
                               `OAT ${fmt(hb.oldest_active)} / ${fmt(ha.oldest_active)}, Next ${fmt(hb.next_transaction)} / ${fmt(ha.next_transaction)}`],
-    ["population", p.source ? `${p.source}; ${fmt(p.total_rows)} rows, ${fmt(p.mb_per_second, 2)} MB/s, ` +
-                              `${fmt(p.rows_per_second, 0)} rows/s, ${fmt(p.load_connections)} load attachment(s)` : "–"],
+    ["population", p.text || "–"],
     ["workload", `${run.workload}, scale ${JSON.stringify(run.scale || {})}, seed ${run.seed}`],
     ["load", `${fmt(run.connections)} connection(s), warm-up ${fmt(run.warmup_seconds)} s, measured ${fmt(run.measure_seconds)} s` +
              (run.transactions_per_attachment ? `, ${fmt(run.transactions_per_attachment)} units per attachment` : "")],

@@ -20,11 +20,16 @@ fbb.section("header", () => {
 fbb.section("best", () => {
   const box = document.getElementById("best");
   const best = sweep.best;
-  if (!best) return note(box, "No cell completed a run with a headline figure.");
-  el("p", {}, box, `Best: cell ${best.cell} (${best.label}), median ${fmt(best.median)}${unit}.`);
-  if (best.versus_runner_up) {
-    el("p", {class: best.resolved ? "pass" : "warn"}, box,
-       (best.resolved ? "" : "Not distinguishable from the runner-up: ") + best.versus_runner_up);
+  if (!best) return note(box, "No cell completed a run with a headline figure.", "error-box");
+  const verdict = el("div", {class: best.resolved ? "verdict resolved" : "verdict", id: "best-verdict"}, box);
+  el("b", {}, verdict, `Best: cell ${best.cell} (${best.label}), ${head.name} ${best.n === 1 ? "of its one run" : "median"} ${fmt(best.median)}${unit}. `);
+  verdict.appendChild(document.createTextNode(!best.versus_runner_up ? "The only cell with a figure."
+    : (best.resolved ? "Against the runner-up: " : "Not distinguishable from the runner-up: ") + best.versus_runner_up));
+  if (best.runner_up) {
+    const r = best.ratio;
+    note(box, `Runner-up: cell ${best.runner_up.cell} (${best.runner_up.label}), median ${fmt(best.runner_up.median)}${unit}` +
+         (r && isNumber(r.low) ? `; ratio best/runner-up ${fmt(r.ratio, 3)}, 95 % CI ${fmt(r.low, 3)}–${fmt(r.high, 3)} over the ${r.basis}.`
+                               : "."));
   }
 });
 
@@ -100,12 +105,12 @@ fbb.section("cells", () => {
               {label: "p95 ms", n: true}, "runs (headline each)"],
         cells.map(cell => {
           const s = cell.summary || {};
-          return [String(cell.index), cell.label, num(s.n ?? 0), num(s.median ?? null),
-                  isNumber(s.low) ? `${fmt(s.low)}–${fmt(s.high)}` : "–",
+          return [String(cell.index), cell.label, num(s.n ?? 0), fbb.withUnit(s.median ?? null, unit),
+                  isNumber(s.low) ? `${fmt(s.low)}–${fmt(s.high)}${unit}` : "–",
                   isNumber(s.cv) ? `${fmt(s.cv * 100, 1)} %` : "–",
                   isNumber(s.min) ? `${fmt(s.min)}–${fmt(s.max)}` : "–",
                   num(cell.p95_ms_median, 2),
-                  cell.runs.map(r => `${r.run_id}: ${r.status === "completed" ? fmt(r.headline) : r.status}`).join("; ")];
+                  cell.runs.map(r => `${r.run_id}: ${r.status === "completed" ? fmt(r.headline) + unit : r.status}`).join("; ")];
         }), {id: "cells-table"});
 });
 
@@ -129,12 +134,30 @@ fbb.section("size", () => {
                          num(p.load_mb_per_second, 2), p.load_source || "–", num(p.headline), num(p.p95_ms, 2)]));
 });
 
+fbb.section("conditions", () => {
+  const box = document.getElementById("conditions");
+  const c = sweep.conditions || {};
+  const labels = cells.map(cell => `cell ${cell.index}`);
+  const cell = v => v === null || v === undefined ? {text: "not visible", cls: "dim"} : String(v);
+  const rows = [
+    ...(c.axis || []).map(r => ({cls: r.follows ? "axis-follows" : "axis-row",
+      cells: [r.key, ...labels.map(l => cell(r.values[l])), {text: r.follows ? `axis (follows ${r.follows})` : "axis", cls: "what"}]})),
+    ...(c.differences || []).map(r => ({cls: "differs-row",
+      cells: [r.key, ...labels.map(l => cell(r.values[l])), {text: r.follows ? `follows ${r.follows}` : "differs", cls: "what"}]})),
+  ];
+  if (!rows.length) note(box, "Fewer than two cells completed a run: nothing to set side by side.");
+  else table(box, ["condition", ...labels, ""], rows, {id: "conditions-table"});
+  const equal = Object.entries(c.equal || {});
+  document.getElementById("equal-summary").textContent = `${equal.length} equal conditions`;
+  table(document.getElementById("equal"), ["condition", "value"], equal.map(([k, v]) => [k, String(v)]),
+        {id: "equal-table"});
+});
+
 fbb.section("lint", () => {
   const box = document.getElementById("lint");
-  const findings = sweep.lint || [];
-  if (!findings.length) return note(box, "Nothing to report.");
-  table(box, ["rule", "severity", "what", "why"],
-        findings.map(f => ({cells: [f.rule, f.severity, f.message, f.why], cls: `severity-${f.severity}`})));
+  const groups = sweep.lint_groups || [];
+  if (!groups.length) return note(box, "Nothing to report.");
+  fbb.lintGroups(box, groups);
 });
 
 fbb.section("overhead", () => {

@@ -83,7 +83,9 @@ class LiveDisplay:
         current = figures.score_per_minute(last.get("units") or {}, last.get("seconds"))
         measure_seconds = snapshot.get("elapsed_seconds", 0) - self.settings["warmup"]
         average = None
-        if self.settings.get("transactions") is None and measure_seconds > 0:
+        # An average over less than one interval of the measured period is a few units over a few
+        # milliseconds (the warm-up's last interval closes just after the measured period began).
+        if self.settings.get("transactions") is None and measure_seconds >= self.settings["interval"] * 0.999:
             average = figures.score_per_minute(snapshot.get("measure_units") or {}, measure_seconds)
         return current, average
 

@@ -25,15 +25,19 @@ from fbbench.database import driver
 from fbbench.engines import current_runtime
 from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.observe import architecture, firebird_log, gstat
+from fbbench.observe import architecture, firebird_log, gstat, validation
 from fbbench.observe.firebird_log import LogWatch
+from fbbench.paths import file_error
+from fbbench.runner.cleanup import BUILDING
 from fbbench.runner.engine import facts, measure, population, workload_sql
 from fbbench.runner.engine.core_config import core_config
 from fbbench.runner.engine.live import LiveDisplay
 from fbbench.store import ResultsStore
 from fbbench.store.model import RecordedSettings, RunPlan
-from fbbench.store.results import StoreError
+from fbbench.store.results import RunFiles, StoreError
 from fbbench.workloads.spec import load_workload
+
+AUTO_VALIDATE_SECONDS = 60.0  # a load longer than this is validated unless --no-validate
 
 if TYPE_CHECKING:
     from fbbench.loadcore import LoadResult
@@ -80,14 +84,22 @@ def execute(plan: RunPlan) -> dict[str, Any]:
     monitor = settings.get("monitor", True)
     status, failure, hint = "completed", None, None
     # What the engine logs from here on is this run's (the runtime's own file when embedded).
-    log = LogWatch(db_plan.services_host, runtime.firebird_log if runtime.embedded else None)
+    log_file = runtime.firebird_log if runtime.embedded else None
+    log = LogWatch(db_plan.services_host, log_file)
+    loaded: float | None = None  # how long the load ran, once it has: then there is a database to validate
+    abandoned = False
+
+    def creating(path: Path) -> None:
+        # Removed by the parent when the run ends, or by the next run if the parent is killed.
+        store.record_files(run_id, RunFiles(plan["workdir_id"], plan["parent_pid"], {str(path): BUILDING}))
+
     try:
         workload = load_workload(plan["workload_dir"], settings["scale"])
         store.update_run(run_id, workload_files=workload.files)
 
         with phases.phase("database", "database: create, populate") as detail:
             with LiveDisplay.population(console) as progress:
-                load = population.prepare(db_plan, workload, progress)
+                load = population.prepare(db_plan, workload, progress, creating)
             detail.update(source=load["source"])
             store.update_run(run_id, load=load)
             _print_load(console, load)
@@ -116,8 +128,10 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             # Embedded Classic: one process per attachment. A server's Classic forks its own.
             processes = settings.get("architecture") == "classic" and runtime.embedded
             lab = _lab_clients(settings) if settings.get("lab") else None
+            load_started = time.monotonic()
             measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
                                    processes=processes, barrier=plan.get("barrier"), lab=lab)
+            loaded = time.monotonic() - load_started
             result = measured.result
             detail.update(status=result["status"], measured_seconds=result.get("measured_seconds"),
                           sampler_errors=measured.sampler_errors[:20])
@@ -139,6 +153,7 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             store.record_metric(run_id, name, metric["start"], metric["end"], metric["value"], metric["per_minute"],
                                 metric["description"], metric["window"])
         if result.get("abandoned"):
+            abandoned = True
             exit_at_once()  # a thread stuck inside the engine must not hold this process
         if result["status"] == "failed":
             status, failure = "failed", result.get("failure") or "the load core failed"
@@ -166,14 +181,30 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             status, failure = "interrupted", "interrupted by the user"
         else:
             status, failure, hint = "failed", error.message, error.hint
+    except OSError as error:  # a file of the run: the work directory full or read-only
+        refusal = file_error(error, f"write {error.filename}" if error.filename else "go on",
+                             elsewhere="give --workdir on another one")
+        status, failure, hint = "failed", refusal.message, refusal.hint
     except Exception as error:
         if not signals.interrupted():
             status, failure = "failed", f"{type(error).__name__}: {error}"
             raise
         status, failure = "interrupted", "interrupted by the user"
     finally:
+        run_log = log.added_or_reason()  # before a validation adds its own entries: the findings are the run's
+        corrupt: str | None = None  # the failure a validation that found the database corrupt gives the run
+        if loaded is not None and status != "interrupted":
+            try:
+                corrupt = _validate(phases, settings, loaded, abandoned, db_plan.services_host, database_path,
+                                    log_file)
+            except (KeyboardInterrupt, Interrupted):
+                status, failure = "interrupted", "interrupted by the user (while validating the database)"
+            except StoreError as error:
+                status, failure = "failed", f"{failure}; and {error.message}" if failure else error.message
+                hint = hint or error.hint
         try:
-            status, failure, hint = _finish(store, run_id, log, status, failure, hint)
+            status, failure, hint = _finish(store, run_id, run_log, log.added_or_reason(), status, failure, hint,
+                                            corrupt)
         except StoreError as error:
             status, failure = "failed", f"{failure}; and {error.message}" if failure else error.message
             hint = hint or error.hint
@@ -204,38 +235,75 @@ def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: 
     store.record_gstat(run_id, moment, snapshot.taken_at, snapshot.to_dict(), snapshot.raw, problem)
 
 
-def _finish(store: ResultsStore, run_id: str, log: LogWatch, status: str, failure: str | None,
-            hint: str | None) -> tuple[str, str | None, str | None]:
-    """firebird.log: what the run added, its findings; an engine crash fails the run. Then the end."""
-    try:
-        added = log.added()
-    except Exception as error:  # the log is evidence, not a reason to lose the run
-        added = f"(firebird.log could not be read: {error})"
+def _validate(phases: _Phases, settings: RecordedSettings, loaded: float, abandoned: bool, services_host: str,
+              database: str, log_file: Path | None) -> str | None:
+    """Is the database still sound after the stress? Firebird's validation (observe/validation.py)
+    when asked, or by default after a load longer than a minute. Records which was done, what it
+    found, or why there was none; returns the run's failure when the database is corrupt."""
+    asked = settings.get("validation")
+    corrupt = None
+    record: dict[str, Any] = {"requested": "auto" if asked is None else "on" if asked else "off", "done": False}
+    if asked is False:
+        record["reason"] = "not asked for (--no-validate)"
+    elif asked is None and loaded <= AUTO_VALIDATE_SECONDS:
+        record["reason"] = (f"the load ran {loaded:.0f} s: validation is automatic after loads longer than "
+                            f"{AUTO_VALIDATE_SECONDS:.0f} s (--validate asks for it)")
+    elif abandoned:
+        record["reason"] = "an attachment did not come back: the database is not the validation's alone"
+    else:
+        try:
+            with phases.phase("validate", "validate: is the database sound?") as detail:
+                try:
+                    found = validation.validate(services_host, database, LogWatch(services_host, log_file))
+                except FbbenchError as error:
+                    record["reason"] = f"the validation could not run: {error.message}"
+                except Exception as error:  # a fault of fbbench's: said in the record, the run's end still recorded
+                    record["reason"] = f"the validation failed: {type(error).__name__}: {error}"
+                else:
+                    record.update(found.to_dict(), done=True)
+                    corrupt = None if found.sound else found.failure()
+                detail.update(record)
+        except (KeyboardInterrupt, Interrupted):
+            record["reason"] = "interrupted by the user while it ran"
+            phases.store.update_run(phases.run_id, validation=record)
+            raise
+    phases.store.update_run(phases.run_id, validation=record)
+    return corrupt
+
+
+def _finish(store: ResultsStore, run_id: str, added: str, kept: str, status: str, failure: str | None,
+            hint: str | None, corrupt: str | None = None) -> tuple[str, str | None, str | None]:
+    """firebird.log: what the run ``added``, its findings (``kept``: with the validation's entries,
+    the text stored); an engine crash fails the run, and so does a database the validation found
+    corrupt. Then the end."""
     found = firebird_log.findings(added)
     store.record_findings(run_id, "firebird.log", [
         {"kind": f.kind, "severity": f.severity, "count": f.count, "example": f.example,
          "first_at": f.first.isoformat() if f.first else None, "last_at": f.last.isoformat() if f.last else None,
-         "detail": {"statement": f.statement, "attempts": f.attempts} if f.statement else {}}
+         "detail": {"text": f.text, "values_vary": f.values_vary}
+                   | ({"statement": f.statement, "attempts": f.attempts} if f.statement else {})}
         for f in found])
-    store.update_run(run_id, firebird_log=added[-200_000:])
+    store.update_run(run_id, firebird_log=kept[-200_000:])
     fatal = firebird_log.fatal(found)
     if fatal and status != "interrupted":
         tail = "\n".join(added.strip().splitlines()[-15:])
         status = "failed"
         failure = f"the engine reported a {fatal[0].kind.replace('_', ' ')} in firebird.log:\n{tail}"
         hint = hint or "the whole log of the run is in its report (fbbench results show RUN --report r.html)"
+    if corrupt and status != "interrupted":
+        failure = f"{failure}\n{corrupt}" if status == "failed" and failure else corrupt
+        status = "failed"
+        hint = hint or "Firebird's own report is in the run's firebird.log (fbbench results show RUN --report r.html)"
     store.finish_run(run_id, status, failure)
     return status, failure, hint
 
 
 def _print_load(console: Console, load: dict[str, Any]) -> None:
-    if load.get("mb_per_second") is None:
-        return
-    console.print(
-        f"  population ({load['source']}): {load['total_rows']:,} rows, {load['grown_bytes'] / 1e6:,.1f} MB in "
-        f"{load['load_seconds']:.1f} s — {load['mb_per_second']:.2f} MB/s, {load['rows_per_second']:,.0f} rows/s "
-        f"with {load['load_connections']} load attachment(s)"
-    )
+    from fbbench.analysis.run import population_text
+
+    text = population_text(load)
+    if text:
+        console.print(f"  {text}", highlight=False, soft_wrap=True)
 
 
 def _store_result(store: ResultsStore, run_id: str, result: LoadResult) -> None:

@@ -1,9 +1,9 @@
 """Phase 2 of a run, inside the engine child: the benchmark database, created and populated.
 
-Populated databases are kept in a cache keyed by workload (name, files, scale), page size and
-engine version; a run with the same key starts from a copy of it. A run's own database is
-always a fresh copy, so runs never see each other's leftovers. Servers get a database built in
-place (fbbench cannot copy files on another machine).
+Populated databases are kept in a cache (:mod:`fbbench.runner.population_cache`) keyed by
+workload (name, files, scale), page size and engine version; a run with the same key starts from
+a copy of it. A run's own database is always a fresh copy, so runs never see each other's
+leftovers. Servers get a database built in place (fbbench cannot copy files on another machine).
 
 Population runs the workload's ``[[load]]`` steps in order; the iterations of a ``for_each``
 step are spread over ``load_connections`` attachments. Load speed is measured as database growth
@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
-import queue
 import random
 import shutil
 import threading
@@ -28,15 +26,18 @@ from pathlib import Path
 from typing import Any
 
 from fbbench import signals
+from fbbench.analysis.run import COPIED_POPULATION
 from fbbench.database import driver, lifecycle, ownership, scripts
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner.cleanup import BUILDING_SUFFIX
+from fbbench.runner import limits, population_cache
+from fbbench.runner.population_cache import cache_key, cache_material
 from fbbench.workloads.generators import derived_seed, value
 from fbbench.workloads.spec import LoadStep, Workload
 
-POPULATION_FORMAT = 1  # bump when the way fbbench populates changes, to invalidate caches
-
 Progress = Callable[[str, int, int], None]  # step name, done, total
+# Told of a file about to be created in the work directory (the population being built), so that
+# it is recorded before it exists: the clean-up removes only recorded files.
+Creating = Callable[[Path], None]
 
 
 @dataclass(frozen=True)
@@ -52,15 +53,10 @@ class DatabasePlan:
     fresh: bool
     load_connections: int
     grow: str | None = None  # a scale name: extend a cached smaller population instead of building anew
-
-
-def cache_material(workload: Workload, plan: DatabasePlan) -> dict[str, Any]:
-    return {"format": POPULATION_FORMAT, "workload": workload.name, "files": workload.files,
-            "scale": workload.scale, "page_size": plan.page_size, "engine": plan.engine_major}
-
-
-def cache_key(workload: Workload, plan: DatabasePlan) -> str:
-    return hashlib.sha256(json.dumps(cache_material(workload, plan), sort_keys=True).encode()).hexdigest()[:16]
+    # A database built in place whose file is on this machine (a managed server's), watched as it grows.
+    local_file: str | None = None
+    # Seconds a build may be projected to take before it is stopped; None: as long as it takes (--yes).
+    time_limit: float | None = None
 
 
 @contextmanager
@@ -71,7 +67,7 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
-def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[str, Any]:
+def prepare(plan: DatabasePlan, workload: Workload, progress: Progress, creating: Creating) -> dict[str, Any]:
     """Create or copy the run's database; returns the load facts (source, speed)."""
     if plan.cache_dir is None:
         # A database already there (header via the services API, nothing attached) is replaced
@@ -80,28 +76,32 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
         if token is not None:
             lifecycle.drop(plan.location, token)
             ownership.unregister(plan.location)
-        load = build(plan.location, workload, plan, progress)
+        watch = _Watch(Path(plan.local_file) if plan.local_file else None, None, plan.time_limit)
+        load = build(plan.location, workload, plan, progress, watch)
         load["source"] = "built in place"
     else:
         cache = Path(plan.cache_dir)
-        key = cache_key(workload, plan)
-        cached, meta = cache / f"{workload.name}-{key}.fdb", cache / f"{workload.name}-{key}.json"
-        with _locked(cache / f"{key}.lock"):
+        key = cache_key(workload, plan.page_size, plan.engine_major)
+        files = population_cache.entry(cache, workload.name, key)
+        cached, meta = files.database, files.meta
+        with _locked(files.lock):
             if plan.fresh or not (cached.exists() and meta.exists()):
                 for stale in (cached, meta):
                     if stale.exists():
                         ownership.unregister(str(stale))
                         stale.unlink()
-                building = cache / f"{workload.name}-{key}{BUILDING_SUFFIX}"
+                building = files.building
                 if building.exists():  # left by a build that was killed
                     ownership.unregister(str(building))
                     building.unlink()
+                creating(building)
                 source = _grow_source(cache, workload, plan) if plan.grow and not plan.fresh else None
+                watch = _Watch(building, Path(plan.location), plan.time_limit)
                 try:
                     if source is not None:
-                        stats = grow(source, str(building), workload, plan, progress)
+                        stats = grow(source, str(building), workload, plan, progress, watch)
                     else:
-                        stats = build(str(building), workload, plan, progress)
+                        stats = build(str(building), workload, plan, progress, watch)
                 except BaseException:  # interrupted or failed: a half-built cache is never kept
                     ownership.unregister(str(building))
                     building.unlink(missing_ok=True)
@@ -110,12 +110,14 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress) -> dict[
                 building.rename(cached)
                 ownership.register(str(cached), _mark_token(str(cached)), {"purpose": "populated cache"})
                 meta.write_text(json.dumps({"built_at": time.time(), "key": key, "load": stats,
-                                            "material": cache_material(workload, plan)}, indent=2, default=str))
+                                            "material": cache_material(workload, plan.page_size, plan.engine_major)},
+                                           indent=2, default=str))
                 load = {**stats, "source": stats.get("source", "built (now cached)")}
             else:
-                load = {**json.loads(meta.read_text())["load"], "source": "copy of cached population"}
+                stored = json.loads(meta.read_text())
+                load = {**stored["load"], "source": COPIED_POPULATION, "cache_built_at": stored.get("built_at")}
             started = time.monotonic()
-            shutil.copyfile(cached, plan.location)
+            _copy(cached, Path(plan.location), "the run's copy of the cached population")
             load["copy_seconds"] = time.monotonic() - started
         load["cache_file"] = str(cached)
         _take_ownership(plan.location)
@@ -127,7 +129,7 @@ def _grow_source(cache: Path, workload: Workload, plan: DatabasePlan) -> tuple[P
     """The largest cached population of the same workload, page size and engine whose scale
     differs from the one wanted only by a smaller value of the growing parameter."""
     assert plan.grow is not None
-    wanted = cache_material(workload, plan)
+    wanted = cache_material(workload, plan.page_size, plan.engine_major)
     target = wanted["scale"].get(plan.grow)
     if target is None:
         raise FbbenchError(f"cannot grow by '{plan.grow}': workload {workload.name} has no such scale parameter",
@@ -155,7 +157,7 @@ def _grow_source(cache: Path, workload: Workload, plan: DatabasePlan) -> tuple[P
 
 
 def grow(source: tuple[Path, dict[str, Any]], dsn: str, workload: Workload, plan: DatabasePlan,
-         progress: Progress) -> dict[str, Any]:
+         progress: Progress, watch: _Watch) -> dict[str, Any]:
     """A copy of a smaller population, extended by the load iterations the larger scale adds.
 
     A load step's iterations are derived from its ``for_each`` ranges; those the smaller scale
@@ -168,22 +170,26 @@ def grow(source: tuple[Path, dict[str, Any]], dsn: str, workload: Workload, plan
     database, material = source
     smaller = load_workload(str(workload.directory), {k: str(v) for k, v in material["scale"].items()})
     started = time.monotonic()
-    shutil.copyfile(database, dsn)
+    _copy(database, Path(dsn), "the copy of the smaller population to grow")
     ownership.register(dsn, _mark_token(dsn), {"purpose": "population (growing)"})
     with driver.connect(dsn) as connection:
         size_before = _size(connection)
-    steps: list[tuple[LoadStep, list[tuple[int, ...]] | None]] = []
+    steps: list[tuple[LoadStep, _Work | None]] = []
     for step, before in zip(workload.load, smaller.load, strict=True):
         if step.script is not None:
             continue
-        done = set(before.iterations())
-        new = [item for item in step.iterations() if item not in done]
-        if new:
-            steps.append((step, new))
-    facts = _load(dsn, workload, plan, progress, steps, started, size_before, material.get("rows") or 0)
+        count = step.count - step.shared_count(before)
+        if count > 0:
+            steps.append((step, _Work(_not_in(step, before), count)))
+    facts = _load(dsn, workload, plan, progress, watch, steps, started, size_before, material.get("rows") or 0)
     grown_from = material["scale"].get(plan.grow)
     shown = f"{grown_from:g}" if isinstance(grown_from, int | float) else str(grown_from)
     return {**facts, "source": f"grown from {plan.grow}={shown} (now cached)", "grown_from": material["scale"]}
+
+
+def _not_in(step: LoadStep, before: LoadStep) -> Iterator[tuple[int, ...]]:
+    """The iterations of ``step`` that ``before`` (the same step at a smaller scale) did not run."""
+    return (item for item in step.iterations() if not before.covers(item))
 
 
 def _mark_token(location: str) -> str:
@@ -224,7 +230,7 @@ def _server_path(dsn: str) -> str:
     return parse_engine(dsn).path  # type: ignore[union-attr]
 
 
-def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress) -> dict[str, Any]:
+def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress, watch: _Watch) -> dict[str, Any]:
     """Create the database, run the workload's scripts and its load steps."""
     token = ownership.new_token()
     started = time.monotonic()
@@ -238,21 +244,35 @@ def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress) 
             scripts.run_file(connection, script, workload.scale)
             progress(f"script {script.name}", 1, 1)
         size_before = _size(connection)
-    return _load(dsn, workload, plan, progress, [(step, None) for step in workload.load], started, size_before)
+    return _load(dsn, workload, plan, progress, watch, [(step, None) for step in workload.load], started,
+                 size_before)
 
 
-def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress,
-          steps: list[tuple[LoadStep, list[tuple[int, ...]] | None]], started: float, size_before: int,
+@dataclass
+class _Work:
+    """Some of a step's iterations, drawn one at a time, and how many they are."""
+
+    items: Iterator[tuple[int, ...]]
+    count: int
+
+
+def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress, watch: _Watch,
+          steps: list[tuple[LoadStep, _Work | None]], started: float, size_before: int,
           rows_before: int = 0) -> dict[str, Any]:
     """Run load steps (each with all its iterations, or only those given) on the load attachments;
-    the load's facts: time, rows, growth of the database, MB/s and rows/s."""
+    the load's facts: time, rows, growth of the database (in all and by each step: what estimates
+    of other scales scale, :func:`fbbench.runner.limits.estimate_population`), MB/s and rows/s."""
     load_started = time.monotonic()
     done = []
-    with _Loaders(dsn, plan.load_connections) as loaders:
+    with _Loaders(dsn, plan.load_connections) as loaders, driver.connect(dsn) as observer:
+        size = size_before
         for step, only in steps:
             step_started = time.monotonic()
-            iterations = loaders.run(step, workload, progress, only=only)
-            done.append({"name": step.name, "seconds": time.monotonic() - step_started, "iterations": iterations})
+            iterations = loaders.run(step, workload, progress, watch, only=only)
+            grown_to = _size(observer, fresh=True)
+            done.append({"name": step.name, "seconds": time.monotonic() - step_started, "iterations": iterations,
+                         "bytes": grown_to - size})
+            size = grown_to
     load_seconds = time.monotonic() - load_started
     with driver.connect(dsn) as connection:
         size_after = _size(connection)
@@ -261,6 +281,8 @@ def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress,
     grown = max(size_after - size_before, 0)
     return {
         "seconds": time.monotonic() - started,
+        "base_bytes": size_before,  # after the scripts (or the copy grown from), before the load steps
+        "base_seconds": load_started - started,
         "load_seconds": load_seconds,
         "load_connections": plan.load_connections,
         "steps": done,
@@ -273,10 +295,29 @@ def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress,
     }
 
 
-def _size(connection: Any) -> int:
+def _size(connection: Any, fresh: bool = False) -> int:
+    """The database's size; ``fresh``: in a transaction of its own, ended after (MON$ tables are a
+    snapshot taken once per transaction)."""
     with connection.cursor() as cursor:
         cursor.execute("select mon$pages * mon$page_size from mon$database")
-        return int(cursor.fetchone()[0])
+        size = int(cursor.fetchone()[0])
+    if fresh:
+        connection.commit()
+    return size
+
+
+def _copy(source: Path, target: Path, what: str) -> None:
+    """Copy a database file, refused with the figures when the target's disk has no room for it."""
+    size = source.stat().st_size
+    short = limits.shortfall([(target.parent, size)])
+    if short is not None:
+        raise FbbenchError(f"no room for {what} ({limits.bytes_text(size)}): {short[0].text()}", hint=limits.ROOM_HINT)
+    try:
+        shutil.copyfile(source, target)
+    except OSError as error:
+        target.unlink(missing_ok=True)
+        raise FbbenchError(f"cannot write {what} to {target}: {error.strerror or error}",
+                           hint=limits.ROOM_HINT) from None
 
 
 def _row_counts(connection: Any) -> dict[str, int]:
@@ -292,8 +333,88 @@ def _row_counts(connection: Any) -> dict[str, int]:
     return counts
 
 
+class _Watch:
+    """Stops a build, as a failed run with one line, before it fills the disk or runs for days.
+
+    Before each load step, and all through a ``for_each`` step, the file system that holds the
+    database being built must keep what fbbench leaves free (:class:`limits.Room`), also at the
+    pace the file grows right now for another :data:`RUNWAY` seconds. Once a step has run a few
+    seconds, its end is projected from its pace so far (the file's growth and the time per
+    iteration, times the iterations left): more room than the file systems have (beyond
+    :data:`limits.ESTIMATE_MARGIN`; the run's copy of the finished build counted too), or a build
+    longer than ``time_limit``, stops it. This is what guards a first build of a scale, which no
+    measured build can estimate beforehand; the steps still to come only add to a projection that
+    already does not fit. The steps that run a script (indices) are not watched while they run.
+    ``file`` None (a server's database elsewhere): time only.
+    """
+
+    SETTLE = 5.0  # seconds of a step before its pace is projected
+    PROJECT_EVERY = 1.0  # seconds between two projections
+    RUNWAY = 2.0  # seconds of growth at the current pace that must still fit above the reserve
+
+    def __init__(self, file: Path | None, copy_to: Path | None, time_limit: float | None) -> None:
+        self.file, self.copy_to, self.time_limit = file, copy_to, time_limit
+        self.started = time.monotonic()
+        self.name = ""
+        self.step_started = self.projected = self.looked = 0.0
+        self.size_at_start = self.size_looked = 0
+
+    def step(self, name: str) -> None:
+        """A step begins; the build must still leave what fbbench leaves free."""
+        now = time.monotonic()
+        self.name, self.step_started, self.projected, self.looked = name, now, now, now
+        self.size_at_start = self.size_looked = self._file_size()
+        self._keep_reserve("", 0.0)
+
+    def check(self, done: int, total: int) -> None:
+        """Called while a step's iterations run (``done`` of ``total``); raises to stop the build."""
+        now = time.monotonic()
+        at = f" ({done:,} of {total:,} iterations in {limits.duration_text(now - self.step_started)})"
+        size = self._file_size()
+        pace = max(size - self.size_looked, 0) / max(now - self.looked, 1e-3)
+        self.looked, self.size_looked = now, size
+        self._keep_reserve(at, pace)
+        if now - self.step_started < self.SETTLE or now - self.projected < self.PROJECT_EVERY or done == 0:
+            return
+        self.projected = now
+        left = total - done
+        if self.file is not None:
+            more = max(size - self.size_at_start, 0) / done * left
+            needs = [(self.file.parent, more)]
+            if self.copy_to is not None:
+                needs.append((self.copy_to.parent, size + more))
+            short = limits.shortfall(needs, limits.ESTIMATE_MARGIN)
+            if short is not None:
+                what = "the rest of this step" + (" and the run's copy" if self.copy_to is not None else "")
+                raise FbbenchError(
+                    f"the population stopped at step '{self.name}'{at}: at its pace so far {what} need about "
+                    f"{limits.bytes_text(short[1])} more; {short[0].text()}", hint=limits.ROOM_HINT)
+        seconds = (now - self.started) + (now - self.step_started) / done * left
+        if self.time_limit is not None and seconds > self.time_limit:
+            raise FbbenchError(
+                f"the population stopped at step '{self.name}'{at}: at its pace so far the build would take about "
+                f"{limits.duration_text(seconds)}, more than {limits.duration_text(self.time_limit)}",
+                hint="a smaller --scale; or --yes to build it however long it takes")
+
+    def _keep_reserve(self, at: str, pace: float) -> None:
+        """Above the reserve now, and for another RUNWAY seconds at ``pace`` bytes a second."""
+        if self.file is None:
+            return
+        here = limits.room(self.file.parent)
+        if here.free - pace * self.RUNWAY < here.reserve:
+            growing = f" (the database grows by {limits.bytes_text(pace)}/s)" if pace > 0 else ""
+            raise FbbenchError(f"the population stopped at step '{self.name}'{at} before it filled the disk: "
+                               f"{here.text()}{growing}", hint=limits.ROOM_HINT)
+
+    def _file_size(self) -> int:
+        try:
+            return self.file.stat().st_size if self.file is not None else 0
+        except OSError:
+            return 0
+
+
 class _Loaders:
-    """``n`` attachments on threads; a step's iterations are shared out through a queue.
+    """``n`` attachments on threads, drawing a step's iterations one at a time from one iterator.
 
     firebird-driver calls release the GIL inside the client library, so long-running load
     procedures really run in parallel. Ctrl-C cancels the running statements
@@ -318,31 +439,30 @@ class _Loaders:
             self.connections.append(driver.connect(self.dsn))
         return self.connections[index]
 
-    def run(self, step: LoadStep, workload: Workload, progress: Progress,
-            only: list[tuple[int, ...]] | None = None) -> int:
+    def run(self, step: LoadStep, workload: Workload, progress: Progress, watch: _Watch,
+            only: _Work | None = None) -> int:
+        watch.step(step.name)
         if step.script is not None:
             progress(step.name, 0, 1)
             scripts.run_file(self._connection(0), step.script, workload.scale)
             progress(step.name, 1, 1)
             return 1
-        iterations = step.iterations() if only is None else only
-        work: queue.Queue[tuple[int, ...]] = queue.Queue()
-        for item in iterations:
-            work.put(item)
-        workers = min(self.count, len(iterations))
+        work = only or _Work(step.iterations(), step.count)
+        total = work.count
+        workers = min(self.count, total)
         for index in range(workers):
             self._connection(index)
         done, failures = [0], []
         lock = threading.Lock()
         stop = threading.Event()
-        progress(step.name, 0, len(iterations))
+        progress(step.name, 0, total)
 
         def worker(index: int) -> None:
             connection = self.connections[index]
             while not stop.is_set():
-                try:
-                    item = work.get_nowait()
-                except queue.Empty:
+                with lock:
+                    item = next(work.items, None)
+                if item is None:
                     return
                 rng = random.Random(derived_seed(workload.name, step.index, *item))
                 params = [*item, *(value(g, rng, index + 1, {}) for g in step.params)]
@@ -358,7 +478,7 @@ class _Loaders:
                     return
                 with lock:
                     done[0] += 1
-                    progress(step.name, done[0], len(iterations))
+                    progress(step.name, done[0], total)
 
         threads = [signals.Thread(target=worker, args=(i,), name=f"load-{i + 1}", daemon=True)
                    for i in range(workers)]
@@ -367,21 +487,28 @@ class _Loaders:
         try:
             for thread in threads:
                 while not thread.ended.wait(0.2):
-                    pass
+                    watch.check(done[0], total)
         except KeyboardInterrupt:
-            stop.set()
-            for connection in self.connections:
-                # fb_cancel_raise aborts the running statement; an idle attachment refuses, harmlessly.
-                with contextlib.suppress(Exception):
-                    connection._att.cancel_operation(3)
-            deadline = time.monotonic() + 5
-            for thread in threads:
-                thread.ended.wait(max(0.0, deadline - time.monotonic()))
+            self._halt(threads, stop)
             raise Interrupted("interrupted during population") from None
+        except FbbenchError:  # the watch stopped the build
+            self._halt(threads, stop)
+            raise
         if failures:
             error = failures[0]
             if isinstance(error, FbbenchError):
                 raise error
             raise FbbenchError(f"load step '{step.name}' failed: "
                                f"{driver.explain(error, self.dsn).message}") from None
-        return len(iterations)
+        return total
+
+    def _halt(self, threads: list[signals.Thread], stop: threading.Event) -> None:
+        """Stop a step's attachments within seconds: no next iteration, the running ones cancelled."""
+        stop.set()
+        for connection in self.connections:
+            # fb_cancel_raise aborts the running statement; an idle attachment refuses, harmlessly.
+            with contextlib.suppress(Exception):
+                connection._att.cancel_operation(3)
+        deadline = time.monotonic() + 5
+        for thread in threads:
+            thread.ended.wait(max(0.0, deadline - time.monotonic()))

@@ -86,6 +86,10 @@ def run_checks(dsn: str, workload: Workload) -> list[dict[str, Any]]:
                 results.append({"name": check.name, "passed": violations == 0, "value": violations,
                                 "detail": detail})
             except Exception as error:
+                explained = driver.explain(error, dsn)
+                if driver.cannot_write(explained):
+                    raise FbbenchError(f"the database cannot be written (check '{check.name}'): {explained.message}",
+                                       hint=explained.hint) from None
                 results.append({"name": check.name, "passed": False, "value": None,
-                                "detail": f"could not run: {driver.explain(error, dsn).message}"})
+                                "detail": f"could not run: {explained.message}"})
     return results
