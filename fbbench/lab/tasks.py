@@ -48,7 +48,8 @@ def _results() -> Path:
 
 
 def _workdir() -> Path:
-    return (SETUP.workdir or paths.default_workdir()).expanduser().resolve()
+    """This worker's work directory, fbbench's by its marker (made or refused as ``fbbench run`` would)."""
+    return paths.own_workdir(SETUP.workdir).path
 
 
 def _stop_requested(name: str | None) -> bool:
