@@ -2,15 +2,19 @@
 
 A bundle is one gzip'd JSON document (``gunzip -c FILE | python -m json.tool`` shows it)::
 
-    {"format": "fbbench-bundle", "version": 1, "fbbench": "0.1.0", "store_schema": 4,
+    {"format": "fbbench-bundle", "version": 1, "fbbench": "0.1.0", "store_schema": 6,
      "created_at": 1700000000.0, "runs": [run ids], "sweeps": [sweep ids],
      "tables": {"runs": {"columns": [...], "rows": [[...], ...]}, "intervals": {...}, ...},
      "sha256": "…"}
 
 ``tables`` holds every stored row of the runs, column by column as the store has them (the run
-row with its settings, conditions, summary and workload files; phases, intervals with their
-HDR histograms, unit totals, metrics, engine samples, gstat, log findings, checks), and the rows
-of the sweeps named. ``sha256`` is over the canonical JSON of every other key, so that a bundle
+row with its settings, conditions, summary, validation and workload files; phases, intervals with
+their HDR histograms, unit totals, metrics, engine samples, gstat, log findings, checks — every
+table of the store with a ``run_id`` column, read from its schema, so that a table a later
+migration adds travels without a change here: :meth:`~fbbench.store.results.ResultsStore.run_tables`),
+and the rows of the sweeps named. The one exception is :data:`LOCAL_TABLES`: the bookkeeping of
+the machine that ran the run, which means nothing anywhere else.
+``sha256`` is over the canonical JSON of every other key, so that a bundle
 changed anywhere is refused; gzip's own CRC finds a changed byte in the compressed stream, and
 the gzip header must be the one this module writes (no stored name, no time stamp). A store
 holds no passwords, so no bundle does.
@@ -39,9 +43,14 @@ SUFFIX = ".fbbundle"
 _LEVEL = 6
 _HEADER = gzip.compress(b"", compresslevel=_LEVEL, mtime=0)[:10]  # what this module writes, byte for byte
 
-# The store's tables that hold rows of a run (by run_id), the run's own row first.
-RUN_TABLES = ("runs", "phases", "intervals", "unit_totals", "metrics", "checks", "engine_samples", "gstat",
-              "findings")
+# Tables with a run_id column that no bundle carries, and why. run_files: the paths a run created
+# in its work directory, for that machine's clean-up (fbbench.runner.cleanup). They name files on
+# the machine that ran it; in another store they could only ever be wrong, and a clean-up there
+# must never delete a file because an imported run once had it (two stores can share a work
+# directory on one machine). A bundle that holds them anyway (another fbbench) has them left out.
+LOCAL_TABLES = {"run_files": "the files a run created in its machine's work directory (that machine's clean-up)"}
+# Tables that hold no run's rows: the sweeps (a bundle carries those it names).
+SWEEP_TABLES = ("sweeps",)
 
 
 class BundleError(FbbenchError):

@@ -668,8 +668,18 @@ class ResultsStore:
             f"select * from {table} where {column} in ({marks}) order by rowid", tuple(ids))] if ids else []
         return {"columns": columns, "rows": rows}
 
+    def run_tables(self) -> list[str]:
+        """The tables that hold rows of a run (those with a ``run_id`` column), the run's own row
+        first: what a bundle carries, read from the schema so that a table a later migration adds
+        travels too — less :data:`bundle.LOCAL_TABLES` (the machine's own bookkeeping)."""
+        names = [row[0] for row in self.db.execute(
+            "select name from sqlite_master where type = 'table' and name not like 'sqlite%' order by name")]
+        keyed = [name for name in names
+                 if any(column[1] == "run_id" for column in self.db.execute(f"pragma table_info({name})"))]
+        return ["runs", *(name for name in keyed if name != "runs" and name not in bundle.LOCAL_TABLES)]
+
     def _exported_run_rows(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        tables = {table: self._table_rows(table, "run_id", run_ids) for table in bundle.RUN_TABLES}
+        tables = {table: self._table_rows(table, "run_id", run_ids) for table in self.run_tables()}
         runs = tables["runs"]
         status, pid, host = (runs["columns"].index(name) for name in ("status", "pid", "host"))
         for row in runs["rows"]:
@@ -700,13 +710,16 @@ class ResultsStore:
         with other contents is never overwritten, and the store is left as it was. ``only_new``:
         runs already here are left as they are without comparing them (a lab's coordinator
         recorded a run as failed when its host died; the host's own record of it stays there)."""
-        tables: dict[str, dict[str, Any]] = document["tables"]
+        # The machine's own bookkeeping (a run's files on the machine that ran it) is never imported.
+        tables: dict[str, dict[str, Any]] = {table: rows for table, rows in document["tables"].items()
+                                             if table not in bundle.LOCAL_TABLES}
+        run_tables = self.run_tables()
         if int(document.get("store_schema") or 0) > SCHEMA_VERSION:
             raise bundle.BundleError(f"{name} holds runs of a newer results store (schema "
                                      f"{document['store_schema']}; this fbbench has {SCHEMA_VERSION})",
                                      hint="upgrade fbbench to import it")
         for table in tables:
-            if table not in (*bundle.RUN_TABLES, "sweeps"):
+            if table not in (*run_tables, *bundle.SWEEP_TABLES):
                 raise bundle.BundleError(f"{name} has a table this store does not know: {table}")
             columns = [c[1] for c in self.db.execute(f"pragma table_info({table})")]
             unknown = [c for c in tables[table]["columns"] if c not in columns]
@@ -715,12 +728,12 @@ class ResultsStore:
                                          f"{', '.join(unknown)} (a newer fbbench wrote it)",
                                          hint="upgrade fbbench to import it")
         run_ids = [str(r) for r in document.get("runs") or []]
-        theirs = {table: _rows_by(tables.get(table), "run_id") for table in bundle.RUN_TABLES}
+        theirs = {table: _rows_by(tables.get(table), "run_id") for table in run_tables}
         present = [run_id for run_id in run_ids
                    if self.db.execute("select 1 from runs where run_id = ?", (run_id,)).fetchone()]
         mine = {table: _rows_by(rows, "run_id") for table, rows in self._exported_run_rows(present).items()}
         for run_id in [] if only_new else present:
-            for table in bundle.RUN_TABLES:
+            for table in run_tables:
                 if _comparable(theirs[table].get(run_id, [])) != _comparable(mine[table].get(run_id, [])):
                     raise bundle.BundleError(
                         f"run {run_id} of {name} is already in {self.path} with other contents ({table} differ): "
@@ -736,7 +749,7 @@ class ResultsStore:
                                          "(its spec differs): nothing was imported")
         added = [run_id for run_id in run_ids if run_id not in present]
         with self.transaction():
-            for table in ("sweeps", *bundle.RUN_TABLES):
+            for table in (*bundle.SWEEP_TABLES, *run_tables):
                 source = tables.get(table)
                 if source is None:
                     continue
@@ -765,8 +778,11 @@ def _rows_by(table: dict[str, Any] | None, key: str) -> dict[str, list[dict[str,
 
 
 def _comparable(rows: list[dict[str, Any]]) -> list[str]:
-    """Rows as a sorted list of canonical texts: the same rows, whatever their order."""
-    return sorted(json.dumps(row, sort_keys=True, default=str) for row in rows)
+    """Rows as a sorted list of canonical texts: the same rows, whatever their order. A null is
+    the same as a column the other side has not got (a bundle of an older store: a column a later
+    migration added is null in the run it imported)."""
+    return sorted(json.dumps({k: v for k, v in row.items() if v is not None}, sort_keys=True, default=str)
+                  for row in rows)
 
 
 def _same_sweep(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
