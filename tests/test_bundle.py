@@ -158,18 +158,18 @@ def test_a_later_table_travels_and_run_files_never_reach_the_importing_clean_up(
     importing store's clean-up never sees them; a bundle of an older store (no validation_json
     column) imports, and again as the same run."""
     origin, series_id = series
-    later = "create table replay_statements (run_id text not null, idx integer not null, sql text)"
+    later = "create table later_per_run_notes (run_id text not null, idx integer not null, sql text)"
     source = tmp_path / "source.sqlite"
     source.write_bytes(origin.read_bytes())
     with closing(sqlite3.connect(source)) as db, db:
         db.execute(later)
-        db.execute("insert into replay_statements select run_id, 1, 'select 1' from runs")
+        db.execute("insert into later_per_run_notes select run_id, 1, 'select 1' from runs")
     with ResultsStore(source, create=False) as store:
         run_ids = store.series_runs(series_id)
         document = store.export_bundle(run_ids)
         workdirs = {row[0] for row in store.db.execute("select workdir from run_files")}
     assert document["store_schema"] == SCHEMA_VERSION
-    assert len(document["tables"]["replay_statements"]["rows"]) == len(run_ids)
+    assert len(document["tables"]["later_per_run_notes"]["rows"]) == len(run_ids)
     assert "run_files" not in document["tables"]
     assert "validation_json" in document["tables"]["runs"]["columns"]
 
@@ -187,7 +187,7 @@ def test_a_later_table_travels_and_run_files_never_reach_the_importing_clean_up(
         assert sorted(added) == sorted(run_ids)
         assert store.db.execute("select count(*) from run_files").fetchone()[0] == 0
         assert all(not store.files_to_remove(workdir) for workdir in workdirs)
-        assert store.db.execute("select count(*) from replay_statements").fetchone()[0] == len(run_ids)
+        assert store.db.execute("select count(*) from later_per_run_notes").fetchone()[0] == len(run_ids)
         assert store.import_bundle(document) == ([], run_ids)  # the same runs: nothing added
 
     # An older store's bundle: no validation_json column (a null here) is the same run again.

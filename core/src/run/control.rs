@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::state::{lock, Shared};
+use super::guard::lock;
+use super::state::Shared;
 use super::timekeeper::run_intervals;
 use super::watchdog::{abandon_note, wait_for_workers};
 use super::worker::worker_main;

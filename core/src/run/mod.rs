@@ -14,6 +14,7 @@
 //! exists, so a unit that ends just after a boundary never lands in the closing interval.
 
 mod control;
+mod guard;
 mod replay;
 mod state;
 mod timekeeper;

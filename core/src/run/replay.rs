@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
 
-use super::state::lock;
+use super::guard::lock;
 use super::worker::Worker;
 use crate::config::{Order, Replay, ReplayExecution};
 use crate::conn::{Attachment, Statement};

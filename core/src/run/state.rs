@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::guard::lock;
 use super::replay::{OrderGate, ReplayStats};
 use crate::config::{Config, Replay};
 use crate::ffi::{FbApi, Handle, StatusVector, FB_CANCEL_RAISE, STATUS_LEN};
@@ -108,11 +109,6 @@ pub struct Shared {
     pub(super) order: Mutex<OrderGate>,
     pub(super) order_cond: Condvar,
     replay_totals: Mutex<Option<ReplayStats>>,
-}
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panicking attachment thread must not take the whole run's bookkeeping with it.
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {

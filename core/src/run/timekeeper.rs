@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map};
 
-use super::state::{lock, IntervalSlot, RunState, Shared};
+use super::guard::lock;
+use super::state::{IntervalSlot, RunState, Shared};
 use crate::report::Collected;
 use crate::stats::{full_histogram, UnitStats};
 use crate::timeline::{boundary_closing, Phase};

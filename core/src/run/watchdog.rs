@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::state::{lock, Shared};
+use super::guard::lock;
+use super::state::Shared;
 
 /// How long a stopping attachment may finish its unit before its wait is cancelled.
 const CANCEL_GRACE: Duration = Duration::from_millis(300);
