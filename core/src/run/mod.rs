@@ -16,6 +16,7 @@
 mod control;
 mod guard;
 mod replay;
+mod replay_stats;
 mod state;
 mod timekeeper;
 mod watchdog;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::guard::lock;
-use super::replay::{OrderGate, ReplayStats};
+use super::replay_stats::{OrderGate, ReplayStats};
 use crate::config::{Config, Replay};
 use crate::ffi::{FbApi, Handle, StatusVector, FB_CANCEL_RAISE, STATUS_LEN};
 use crate::outcome::Outcome;
