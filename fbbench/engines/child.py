@@ -189,9 +189,11 @@ def _quiet_driver_finalizers(unraisable: Any) -> None:
     """``sys.unraisablehook``: firebird-driver objects freed after their connection was shut
     down raise in ``__del__`` ("connection shutdown": libfbclient answers a Ctrl-C that reaches
     it while it attaches by shutting every attachment of the process down), which Python prints
-    as "Exception ignored …" with a traceback. Nothing is lost — the run records the stop — so
-    those are not shown; anything else is, as Python would."""
-    if str(getattr(unraisable.exc_type, "__module__", "")).startswith("firebird.driver"):
+    as "Exception ignored …" with a traceback; and an object whose ``__init__`` a Ctrl-C cut short
+    fails in its own ``__del__`` (``Statement.__del__``: no attribute ``_out_meta``). Nothing is
+    lost — the run records the stop — so those are not shown; anything else is, as Python would."""
+    raised_by = (unraisable.exc_type, unraisable.object)
+    if any(str(getattr(thing, "__module__", "")).startswith("firebird.driver") for thing in raised_by):
         return
     sys.__unraisablehook__(unraisable)
 
