@@ -65,6 +65,19 @@ def handled_by(handler: Callable[[int, FrameType | None], Any]) -> Iterator[bool
 
 
 @contextlib.contextmanager
+def blocked_while_starting() -> Iterator[None]:
+    """For the duration (a child process being started), SIGINT and SIGTERM are blocked in this
+    thread; the child inherits the mask, so a stop signal sent while its interpreter starts waits
+    until the child unblocks them, its handlers in place. One that reaches this process meanwhile
+    is delivered when the block ends, or handled by another thread as Python always does."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
 def forwarding_to(process: subprocess.Popen[bytes]) -> Iterator[None]:
     """While ``process`` (an engine child in its own process group) runs, our stop signals are its.
 

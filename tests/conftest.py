@@ -15,6 +15,16 @@ import pytest
 from tests.fb3server import Fb3Server, fb3_server_unavailable
 
 REPO = Path(__file__).resolve().parent.parent
+SLOW = Path(__file__).with_name("slow.txt")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the test functions tests/slow.txt lists (written by tests/list_slow.py from a
+    whole-suite run) as slow, so that ``pytest -m "not slow"`` is the quick subset."""
+    listed = {line.strip() for line in SLOW.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    for item in items:
+        if item.nodeid.split("[")[0] in listed:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -471,11 +471,14 @@ end^
 set term ; ^
 """)
     work, store = tmp_path / "work", tmp_path / "r.sqlite"
-    first = run_cli("run", str(workload), *QUICK, "--results", str(tmp_path / "first.sqlite"), "--workdir", str(work))
+    # Fixed work: the database grows by the same few pages whatever the machine's speed (3 timed
+    # seconds of transfers once filled the 8 MB of room before the checks began).
+    fixed = ["--connections", "2", "--transactions", "200", "--interval", "1s", "--no-sweep"]
+    first = run_cli("run", str(workload), *fixed, "--results", str(tmp_path / "first.sqlite"), "--workdir", str(work))
     assert first.returncode == 0, first.stderr  # on the roomy disk: the check passes
     cached = max((work / "dbcache").glob("*.fdb"), key=lambda p: p.stat().st_size)
     with _tmpfs(work / "databases", cached.stat().st_size + 8 * 1024 * 1024):
-        result = run_cli("run", str(workload), *QUICK, "--results", str(store), "--workdir", str(work))
+        result = run_cli("run", str(workload), *fixed, "--results", str(store), "--workdir", str(work))
         assert _left_in(work) == []
     _one_failed_run(result, store, "the database cannot be written", "check 'room to grow'")
     with contextlib.closing(sqlite3.connect(store)) as db:

@@ -334,10 +334,28 @@ def _rows(rows: Sequence[cond.DiffRow]) -> list[dict[str, Any]]:
              "factor": r.factor} for r in rows]
 
 
-def records_of(subjects: Sequence[Subject]) -> tuple[dict[str, cond.Conditions], dict[str, list[cond.DiffRow]],
-                                                    dict[str, list[cond.Conditions]]]:
+def block_hosts(subjects: Sequence[Subject]) -> list[str] | None:
+    """The hosts that are blocks of this comparison: every side is a series whose used runs ran on
+    the same two or more hosts (a lab's sweep without a host axis). Each figure is then compared
+    within each host and the hosts' ratios combined; None otherwise."""
+    if len(subjects) < 2 or any(subject.kind != "series" for subject in subjects):
+        return None
+    sets = [frozenset(cond.host_name(run) for run in subject.used) for subject in subjects]
+    if len(set(sets)) != 1 or len(sets[0]) < 2 or None in sets[0]:
+        return None
+    return sorted(str(host) for host in sets[0])
+
+
+def _on_host(subject: Subject, host: str) -> Subject:
+    return Subject(subject.label, subject.kind, subject.ident, subject.argument,
+                   [run for run in subject.runs if cond.host_name(run) == host])
+
+
+def records_of(subjects: Sequence[Subject], blocks: bool = False) -> tuple[
+        dict[str, cond.Conditions], dict[str, list[cond.DiffRow]], dict[str, list[cond.Conditions]]]:
     """Each side's conditions (a series': what its used runs share), the rows in which a series'
-    runs differ, and the per-run records of each series."""
+    runs differ, and the per-run records of each series. ``blocks``: the hosts are blocks, so
+    their keys are left out (they differ within each side by design; the document lists them)."""
     records: dict[str, cond.Conditions] = {}
     within: dict[str, list[cond.DiffRow]] = {}
     per_run: dict[str, list[cond.Conditions]] = {}
@@ -346,7 +364,8 @@ def records_of(subjects: Sequence[Subject]) -> tuple[dict[str, cond.Conditions],
         if subject.kind == "run":
             records[subject.label] = cond.record(runs[0])
             continue
-        per_run[subject.label] = [cond.record(run) for run in runs]
+        per_run[subject.label] = [cond.without_host(cond.record(run)) if blocks else cond.record(run)
+                                  for run in runs]
         records[subject.label], within[subject.label] = cond.series_record(per_run[subject.label])
     return records, within, per_run
 
@@ -412,7 +431,8 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
         base, other, _info = pairing
         subjects = [base, other] if subjects[0].label == base.label else [other, base]
         others = [other]
-    records, within, per_run = records_of(subjects)
+    hosts = block_hosts(subjects)
+    records, within, per_run = records_of(subjects, blocks=hosts is not None)
     split = cond.split(records, axis)
     names = axis_labels(subjects, split.axis)
     findings = lint_all(subjects, records, per_run, axis)
@@ -421,8 +441,9 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
 
     all_runs = [run for s in subjects for run in (s.used or s.runs)]
     defs = figure_defs(all_runs)
-    figure_rows = [_figure_row(figure, base, others, names, withheld) for figure in defs]
-    engine_rows = [_figure_row(figure, base, others, names, withheld, verdicts=False) for figure in _engine_defs()]
+    figure_rows = [_figure_row(figure, base, others, names, withheld, hosts=hosts) for figure in defs]
+    engine_rows = [_figure_row(figure, base, others, names, withheld, verdicts=False, hosts=hosts)
+                   for figure in _engine_defs()]
     engine_rows = [row for row in engine_rows if any(v is not None for v in row["values"].values())]
 
     headline = next((row for row in figure_rows if row["kind"] == "headline"), figure_rows[0] if figure_rows else None)
@@ -445,6 +466,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
         },
         "figures": figure_rows,
         "pairing": pairing[2] if pairing is not None else None,
+        "blocks": _blocks_document(subjects, hosts) if hosts else None,
         "verdicts": verdicts,
         "engine": {"available": bool(engine_rows), "figures": engine_rows},
         "lint": findings,
@@ -456,8 +478,30 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
     })
 
 
+def _blocks_document(subjects: Sequence[Subject], hosts: Sequence[str]) -> dict[str, Any]:
+    """The hosts a blocked comparison ran on, each side's runs on each, and each host's record."""
+    runs = [run for subject in subjects for run in subject.used]
+    first = {host: next(run for run in runs if cond.host_name(run) == host) for host in hosts}
+    return {"hosts": list(hosts),
+            "runs": {s.label: {host: len(_on_host(s, host).used) for host in hosts} for s in subjects},
+            "conditions": {host: {key: value for key, value in cond.record(run).items()
+                                  if cond.factor_of(key) == "host"} for host, run in first.items()}}
+
+
+def _host_ratios(base: Subject, other: Subject, figure: FigureDef,
+                 hosts: Sequence[str]) -> tuple[stats.Ratio | None, dict[str, Any]]:
+    """The figure's ratio within each host, and their combination (:func:`stats.combine_hosts`)."""
+    per_host: dict[str, stats.Ratio] = {}
+    for host in hosts:
+        estimate = _ratio(_side(_on_host(base, host), figure)[0], _side(_on_host(other, host), figure)[0])
+        if estimate is None:
+            return None, {}
+        per_host[host] = estimate
+    return stats.combine_hosts(per_host), {host: ratio.to_dict() for host, ratio in per_host.items()}
+
+
 def _figure_row(figure: FigureDef, base: Subject, others: Sequence[Subject], names: Mapping[str, str],
-                withheld: bool, verdicts: bool = True) -> dict[str, Any]:
+                withheld: bool, verdicts: bool = True, hosts: Sequence[str] | None = None) -> dict[str, Any]:
     base_side, base_values = _side(base, figure)
     base_value, base_centre = _shown_value(base_values, min((len(o.used) for o in others), default=1))
     row: dict[str, Any] = {"name": figure.name, "kind": figure.kind, "unit": figure.unit, "better": figure.better,
@@ -465,13 +509,16 @@ def _figure_row(figure: FigureDef, base: Subject, others: Sequence[Subject], nam
                            "values": {base.label: base_value}, "centres": {base.label: base_centre},
                            "runs": {base.label: base_values},
                            "spread": {base.label: _series_spread(base_values)},
-                           "ratios": {}, "verdicts": {}}
+                           "ratios": {}, "verdicts": {}, "hosts": {} if hosts else None}
     for other in others:
         side, values = _side(other, figure)
         row["values"][other.label], row["centres"][other.label] = _shown_value(values, len(base.used))
         row["runs"][other.label] = values
         row["spread"][other.label] = _series_spread(values)
-        estimate = _ratio(base_side, side, paired=other.paired)
+        if hosts:
+            estimate, row["hosts"][other.label] = _host_ratios(base, other, figure, hosts)
+        else:
+            estimate = _ratio(base_side, side, paired=other.paired)
         if estimate is None:
             row["ratios"][other.label] = None
             row["verdicts"][other.label] = None

@@ -39,7 +39,16 @@ key                          from
                              only when fixed; ``load.timeshare`` for runs that shared the machine
                              in turns; ``load.trace`` for runs recorded by a trace session (--trace);
                              ``load.replay`` (order, speed) for a replay of a trace
-``host.*``                   name, cpu_model, cpus, memory, os, kernel, machine, disk
+                             ``load.clients``: a lab's hosts that drove the attachments (host (n), …)
+``host.*``                   name (the stable name: --host-name, a lab worker's), cpu_model, cpus
+                             (threads, cores, usable), cpu_max_mhz, governor, hypervisor,
+                             container, memory, os, kernel, machine
+``host.disk.*``              the storage under the database: device (and model), medium
+                             (rotational, solid-state, memory), filesystem, mount_options,
+                             scheduler (not visible for an external server's database)
+``host.temp_disk.*``         the same for the engine's temp directory (sort files)
+``network.round_trip``       a run over the network: loopback, or the class of the client-to-server
+                             round trip (a trivial query's median, measured before the run)
 ``fbbench.*``                version, python
 ===========================  ===============================================================
 
@@ -47,7 +56,8 @@ key                          from
 compared: the run id, start and end times, status, series and repeat numbers, the database's
 location and its sizes before and after (outcomes of scale, page size and ODS), whether the
 population was built or copied from the cache, tags, output paths, the work directory, the
-disk's free space, and the seed when it was drawn at random. A fixed seed is a condition: the
+disk's free space and mount point, the hostname behind a host's stable name, the round trip's
+exact figures, and the seed when it was drawn at random. A fixed seed is a condition: the
 store does not say whether a seed was given (``settings.seed_fixed`` is read when present), but
 the repeats of a series that all share one seed had it fixed (:func:`series_record`).
 
@@ -199,6 +209,45 @@ def _file_cache(values: Mapping[str, Any], defaults: set[str], visible: bool, bu
     return _on_off(os_cache_in_play(conf, set_keys, int(buffers) if buffers else None))
 
 
+def _storage(prefix: str, disk: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``prefix.*`` keys of a storage record (:func:`fbbench.engines.platform.storage_of`)."""
+    if not disk:
+        return {}
+    device = disk.get("device")
+    if device and disk.get("model"):
+        device = f"{device} ({disk['model']})"
+    return {f"{prefix}.device": device,
+            f"{prefix}.medium": disk.get("medium") or _ROTATION.get(disk.get("rotational")),
+            f"{prefix}.filesystem": disk.get("filesystem"),
+            f"{prefix}.mount_options": disk.get("mount_options"),
+            f"{prefix}.scheduler": disk.get("scheduler")}
+
+
+# The client-to-server round trip, as a class: the exact median moves between repeats, the class
+# does not (a loopback against a LAN is a comparison of networks).
+_ROUND_TRIP_CLASSES = ((0.5, "under 0.5 ms"), (2.0, "0.5–2 ms"), (10.0, "2–10 ms"))
+
+
+def round_trip_class(round_trip: Mapping[str, Any] | None) -> str | None:
+    if not round_trip:
+        return None
+    if round_trip.get("loopback"):
+        return "loopback"
+    median = float(round_trip.get("median_ms") or 0)
+    return next((name for bound, name in _ROUND_TRIP_CLASSES if median < bound), "10 ms or more")
+
+
+def _cpus(host: Mapping[str, Any]) -> str | None:
+    if not host.get("cpu_count"):
+        return None
+    text = f"{host['cpu_count']} threads" if host.get("cpu_cores") else f"{host['cpu_count']}"
+    if host.get("cpu_cores"):
+        text += f", {host['cpu_cores']} cores"
+    if host.get("cpu_affinity") not in (None, host["cpu_count"]):
+        text += f" ({host['cpu_affinity']} usable)"
+    return text
+
+
 def _made_for_the_run(run: StoredRun) -> Callable[[str, str], bool]:
     """Whether a firebird.conf key's value is one fbbench made for this run alone (see the module)."""
     runtime = next(((p.get("detail") or {}) for p in run.get("phases") or [] if p.get("name") == "runtime"), {})
@@ -289,21 +338,30 @@ def record(run: StoredRun) -> Conditions:
         "load.timeshare": _timeshare(settings.get("timeshare")),
         # A trace session costs the engine work: a traced run is compared with traced runs.
         "load.trace": "on" if settings.get("trace") else None,
+        # Load generators on a lab's hosts: which machines drove how many attachments.
+        "load.clients": ", ".join(f"{c['host']} ({c['attachments']})" for c in engine["load_clients"])
+        if engine.get("load_clients") else None,
     }
-    disk = host.get("workdir_disk") or {}
+    virtual = host.get("virtualization") or {}
     values |= {
-        "host.name": host.get("hostname"),
+        "host.name": host.get("name") or host.get("hostname"),
         "host.cpu_model": host.get("cpu_model"),
-        "host.cpus": (f"{host['cpu_count']}" + (f" ({host['cpu_affinity']} usable)"
-                                                if host.get("cpu_affinity") not in (None, host["cpu_count"]) else ""))
-        if host.get("cpu_count") else None,
+        "host.cpus": _cpus(host),
+        "host.cpu_max_mhz": host.get("cpu_max_mhz"),
+        "host.governor": host.get("cpu_governor"),
+        "host.hypervisor": virtual.get("hypervisor"),
+        "host.container": virtual.get("container"),
         "host.memory": _gib(host.get("memory_bytes")),
         "host.os": host.get("os"),
         "host.kernel": host.get("kernel"),
         "host.machine": host.get("machine"),
-        "host.disk": " ".join(str(p) for p in (disk.get("device"), disk.get("filesystem"),
-                                              _ROTATION.get(disk.get("rotational")))
-                              if p) or None,
+    }
+    # Runs before the storage facts recorded the work directory's disk, where the database was.
+    values |= _storage("host.disk", host.get("database_disk") or (host.get("workdir_disk")
+                                                                  if "database_disk" not in host else None))
+    values |= _storage("host.temp_disk", host.get("temp_disk"))
+    values |= {
+        "network.round_trip": round_trip_class(engine.get("round_trip")),
         "fbbench.version": host.get("fbbench"),
         "fbbench.python": host.get("python"),
     }
@@ -324,6 +382,18 @@ def replication_record(run: StoredRun, protocol: str) -> dict[str, str]:
         if key != "database" and key not in REPLICATION_OWNED:
             values[f"replication.{key}"] = value
     return values
+
+
+def host_name(run: StoredRun) -> str | None:
+    """The stable name of the host a run ran on (``host.name``)."""
+    host = run.get("host") or {}
+    return host.get("name") or host.get("hostname")
+
+
+def without_host(conditions: Conditions) -> Conditions:
+    """The record without the host's keys: for runs whose host is a block of the comparison (a
+    lab's sweep ran every cell on every host), the hosts differ by design, within each side."""
+    return replace(conditions, data={k: v for k, v in conditions.data.items() if factor_of(k) != "host"})
 
 
 def series_record(records: Sequence[Conditions]) -> tuple[Conditions, list[DiffRow]]:

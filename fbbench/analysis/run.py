@@ -252,6 +252,8 @@ def result_document(run: StoredRun) -> dict[str, Any]:
             "firebird_conf": conf,
             "firebird_conf_set": conf_set,
             "firebird_conf_source": engine.get("firebird_conf_source"),
+            "round_trip": engine.get("round_trip"),
+            "load_clients": engine.get("load_clients"),
         },
         "database": {
             "path": database.get("location"),

@@ -17,6 +17,9 @@ pairs A B A B … (≥ 6 pairs)   pairs       median of the per-pair ratios; exa
 pairs (2–5 pairs)             pairs       geometric mean of the per-pair ratios; t on logs
 one run a side                intervals   batch means of each run's measured intervals;
                                           Welch's t on log batch means
+sides run on several hosts    hosts       one of the above within each host (a block); the
+(a lab's blocks)                          geometric mean of the per-host ratios, its interval
+                                          from theirs on a log scale (hosts independent)
 ============================  ==========  ===================================================
 
 Why these (A/A simulations, log-normal noise of 10 %, and the same with 15 % of runs disturbed
@@ -347,6 +350,32 @@ def ratio_of_intervals(a: Sequence[float], b: Sequence[float], a_seconds: Sequen
     note = ("within these two runs only: the drift between runs is not in the interval" if math.isfinite(low)
             else "every batch of each run gave the same value: no spread to judge a difference by")
     return Ratio(point, low, high, n_a, n_b, "intervals", method, confidence, note)
+
+
+def combine_hosts(per_host: Mapping[str, Ratio], *, confidence: float = CONFIDENCE) -> Ratio:
+    """B / A over several hosts, each compared within itself (host is a block: runs of two machines
+    are never pooled as one series). The point is the geometric mean of the hosts' ratios, each
+    host weighing the same; the interval adds the hosts' log-scale variances, each read back from
+    its own interval as a normal one (assumes the hosts' noise is independent). A host without an
+    interval leaves the combination without one."""
+    ratios = list(per_host.values())
+    n_a, n_b = sum(r.n_a for r in ratios), sum(r.n_b for r in ratios)
+    bases = ", ".join(sorted({r.basis for r in ratios}))
+    method = f"geometric mean of {len(ratios)} hosts' ratios (each within its host: {bases})"
+    if not ratios or not all(math.isfinite(r.ratio) and r.ratio > 0 for r in ratios):
+        return _no_interval(math.nan, n_a, n_b, "hosts", method, "a host has no ratio")
+    logs = [math.log(r.ratio) for r in ratios]
+    point = math.exp(sum(logs) / len(logs))
+    lacking = [host for host, r in per_host.items() if not r.has_interval]
+    if lacking:
+        return _no_interval(point, n_a, n_b, "hosts", method,
+                            f"no interval on host(s) {', '.join(lacking)}: " + (ratios[0].note or "too few runs"))
+    z = float(scipy_stats().norm.ppf(0.5 + confidence / 2))
+    variance = sum(((math.log(r.high) - math.log(r.low)) / (2 * float(scipy_stats().norm.ppf(0.5 + r.confidence / 2))))
+                   ** 2 for r in ratios) / len(ratios) ** 2
+    half = z * math.sqrt(variance)
+    return Ratio(point, math.exp(math.log(point) - half), math.exp(math.log(point) + half), n_a, n_b, "hosts",
+                 method, confidence, "within each host; hosts weigh the same")
 
 
 def compare(a: Side, b: Side, *, paired: bool = False, confidence: float = CONFIDENCE,

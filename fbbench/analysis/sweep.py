@@ -44,6 +44,10 @@ def sweep_document(sweep: Mapping[str, Any], runs: Mapping[str, StoredRun]) -> d
     headline = next(((r.get("summary") or {}).get("headline") for r in runs.values()
                      if (r.get("summary") or {}).get("headline")), None) or {"name": "score", "unit": "/min",
                                                                               "better": "higher"}
+    lab = spec.get("lab") or {}
+    # A lab's sweep without a host axis ran every cell on every host: hosts are blocks, compared
+    # within and combined, never pooled (docs/compare-result.md, "Hosts as blocks").
+    hosts: list[str] = list(lab.get("hosts") or []) if lab.get("blocks") and len(lab.get("hosts") or []) > 1 else []
     cells = []
     for cell in spec.get("cells", []):
         index = cell["index"]
@@ -52,9 +56,14 @@ def sweep_document(sweep: Mapping[str, Any], runs: Mapping[str, StoredRun]) -> d
         values = [_headline(run) for run in completed]
         latencies = [v for v in (_p95_ms(run) for run in completed) if v is not None]
         label = ", ".join(f"{key}={value}" for key, value in cell["values"].items()) or "baseline"
+        per_host = {host: _summary([_headline(run) for run in completed  # type: ignore[misc]
+                                    if conditions.host_name(run) == host]) for host in hosts}
         cells.append({
             "index": index, "label": label, "values": cell["values"],
+            "hosts": per_host if hosts else None,
+            "host_level": _host_level(per_host) if hosts else None,
             "runs": [{"run_id": run["run_id"], "repeat_index": run.get("repeat_index"), "status": run["status"],
+                      "host": conditions.host_name(run),
                       "headline": _headline(run), "p95_ms": _p95_ms(run),
                       "database_bytes": ((run.get("database") or {}).get("after") or {}).get("size_bytes"),
                       "load": {k: (run.get("load") or {}).get(k) for k in ("source", "mb_per_second",
@@ -70,32 +79,56 @@ def sweep_document(sweep: Mapping[str, Any], runs: Mapping[str, StoredRun]) -> d
         "repeats": spec.get("repeats"), "axes": spec.get("axes", []), "base": spec.get("base", {}),
         "headline": {k: headline.get(k) for k in ("name", "unit", "better", "per", "description")},
         "cells": cells,
+        "blocks": {"hosts": hosts} if hosts else None,
     }
-    document["best"] = _best(cells, headline)
+    document["best"] = _best(cells, headline, hosts)
     if spec.get("mode") == "one_at_a_time":
         document["one_at_a_time"] = _one_at_a_time(cells, spec.get("baseline") or {}, headline)
-    document.update(_credibility(spec, sweep, runs))
+    document.update(_credibility(spec, sweep, runs, bool(hosts)))
     document["overhead"] = _overhead(sweep, runs)
     grow = next((axis for axis in spec.get("axes", []) if axis.get("grow")), None)
     document["size_series"] = _size_series(cells, grow["key"]) if grow else None
     return document
 
 
-def _best(cells: list[dict[str, Any]], headline: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The best cell by its median, and whether its series is distinguishable from the runner-up's."""
-    ranked = [cell for cell in cells if cell["summary"]]
+def _host_level(per_host: Mapping[str, dict[str, Any] | None]) -> float | None:
+    """A cell's level over its hosts: the geometric mean of each host's median, every host
+    weighing the same (None unless every host has one)."""
+    medians = [summary["median"] for summary in per_host.values() if summary]
+    if not medians or len(medians) != len(per_host) or min(medians) <= 0:
+        return None
+    return math.exp(sum(math.log(m) for m in medians) / len(medians))
+
+
+def _completed(cell: Mapping[str, Any], host: str | None = None) -> list[float]:
+    return [run["headline"] for run in cell["runs"] if run["status"] == "completed" and run["headline"]
+            and (host is None or run["host"] == host)]
+
+
+def _best(cells: list[dict[str, Any]], headline: Mapping[str, Any], hosts: list[str]) -> dict[str, Any] | None:
+    """The best cell by its median (hosts as blocks: by its level over the hosts), and whether it
+    is distinguishable from the runner-up (within each host, combined)."""
+    def level(cell: Mapping[str, Any]) -> float | None:
+        return cell["host_level"] if hosts else (cell["summary"] or {}).get("median")
+
+    ranked = [cell for cell in cells if level(cell) is not None]
     if not ranked:
         return None
     lower = headline.get("better") == "lower"
-    ranked.sort(key=lambda cell: cell["summary"]["median"], reverse=not lower)
+    ranked.sort(key=lambda cell: level(cell) or 0.0, reverse=not lower)
     best = ranked[0]
-    result: dict[str, Any] = {"cell": best["index"], "label": best["label"], "median": best["summary"]["median"],
-                              "n": best["summary"]["n"]}
+    result: dict[str, Any] = {"cell": best["index"], "label": best["label"], "median": level(best),
+                              "n": (best["summary"] or {}).get("n")}
     if len(ranked) > 1:
         runner = ranked[1]
-        a = [run["headline"] for run in runner["runs"] if run["status"] == "completed" and run["headline"]]
-        b = [run["headline"] for run in best["runs"] if run["status"] == "completed" and run["headline"]]
-        estimate = stats.ratio_of_series(a, b) if len(a) > 1 and len(b) > 1 else None
+        a, b = _completed(runner), _completed(best)
+        if hosts:
+            pairs = {host: (_completed(runner, host), _completed(best, host)) for host in hosts}
+            enough = all(len(x) > 1 and len(y) > 1 for x, y in pairs.values())
+            estimate = stats.combine_hosts({host: stats.ratio_of_series(x, y) for host, (x, y) in pairs.items()}) \
+                if enough else None
+        else:
+            estimate = stats.ratio_of_series(a, b) if len(a) > 1 and len(b) > 1 else None
         if estimate is None:
             result["versus_runner_up"] = (f"one run per cell: whether {best['label']} beats {runner['label']} "
                                           "cannot be told (give the sweep repeats)")
@@ -105,8 +138,7 @@ def _best(cells: list[dict[str, Any]], headline: Mapping[str, Any]) -> dict[str,
             result["versus_runner_up"] = verdict.text
             result["resolved"] = verdict.resolved
             result["ratio"] = estimate.to_dict()
-        result["runner_up"] = {"cell": runner["index"], "label": runner["label"],
-                               "median": runner["summary"]["median"]}
+        result["runner_up"] = {"cell": runner["index"], "label": runner["label"], "median": level(runner)}
     return result
 
 
@@ -149,7 +181,8 @@ def _one_at_a_time(cells: list[dict[str, Any]], baseline: Mapping[str, Any],
     return {"baseline_cell": base["index"], "steps": steps, "conclusion": conclusion}
 
 
-def _credibility(spec: Mapping[str, Any], sweep: Mapping[str, Any], runs: Mapping[str, Any]) -> dict[str, Any]:
+def _credibility(spec: Mapping[str, Any], sweep: Mapping[str, Any], runs: Mapping[str, Any],
+                 blocks: bool = False) -> dict[str, Any]:
     """The sweep's conditions (what every cell shares, where the cells differ) and its lint:
     conditions that differ between cells other than the sweep's own axes, runs of one cell that
     differ, and each run's own findings (unstable, too short, failed…), each with its scope
@@ -162,7 +195,8 @@ def _credibility(spec: Mapping[str, Any], sweep: Mapping[str, Any], runs: Mappin
     found: list[dict[str, Any]] = []
     records = {}
     for index, members in sorted(by_cell.items()):
-        record_list = [conditions.record(run) for run in members]
+        record_list = [conditions.without_host(conditions.record(run)) if blocks else conditions.record(run)
+                       for run in members]
         label = f"cell {index}"
         found += [{**f.to_dict(), "scope": "series", "side": label, "excluded": False}
                   for f in lint.lint_series(record_list, label)]

@@ -1,7 +1,8 @@
 """``fbbench compare`` and ``fbbench lint``: what the user named, resolved in the results store, then
 handed to :mod:`fbbench.analysis.comparison` (a comparison) or :mod:`fbbench.analysis.lint`.
 
-An argument is a run id (or a unique prefix of one), a series id (``s…``, or a unique prefix),
+An argument is a run id (or a unique prefix of one), a series id (``s…``, or a unique prefix; a
+sweep's cell is the series ``SWEEP:CELL``),
 ``last`` or ``last~N`` (the N-th run before the latest). Input that cannot make a comparison is
 refused here with one line saying why: an unknown id, a run on two sides, runs of different
 workloads (unless forced).
@@ -51,7 +52,7 @@ def resolve(store: ResultsStore, arguments: Sequence[str]) -> list[Subject]:
         text = text.strip()
         if not text:
             raise FbbenchError("an empty run id", hint="name runs by id, a unique prefix, last or last~N")
-        if text.startswith("s") and not text.startswith("last"):
+        if (text.startswith("s") or ":" in text) and not text.startswith("last"):  # a series, or a sweep's cell
             series = store.resolve_series_id(text)
             if series is None:
                 raise FbbenchError(f"no series '{text}' in {store.path}",

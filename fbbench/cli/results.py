@@ -1,4 +1,5 @@
-"""``fbbench results …``: the runs the results store recorded, listed or shown one at a time."""
+"""``fbbench results …``: the runs the results store recorded, listed or shown one at a time, and
+moved between stores as bundles (export, import)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,81 @@ def results_show(
         console.print(line, highlight=False, soft_wrap=True)
     if problems:
         raise FbbenchError("; ".join(problems))
+
+
+def runs_named(store: Any, items: list[str]) -> tuple[list[str], list[str]]:
+    """The run ids and sweep ids that ``items`` name: a run (id, prefix, last, last~N), a series
+    (s…) or a sweep (w…: its runs and the sweep itself)."""
+    run_ids: list[str] = []
+    sweep_ids: list[str] = []
+    for text in (item.strip() for item in items):
+        if not text:
+            raise FbbenchError("an empty id", hint="name runs, series (s…) or sweeps (w…) by id or unique prefix")
+        if text.startswith("w") and ":" not in text:
+            sweep_id = store.resolve_sweep_id(text)
+            sweep_ids.append(sweep_id)
+            run_ids += [run["run_id"] for run in store.load_sweep(sweep_id)["runs"]]
+        elif text.startswith("s") or ":" in text:  # a series, or a sweep's cell (SWEEP:CELL)
+            series = store.resolve_series_id(text)
+            if series is None:
+                raise FbbenchError(f"no series '{text}' in {store.path}",
+                                   hint="fbbench results list shows each run's series")
+            run_ids += store.series_runs(series)
+        else:
+            run_ids.append(store.resolve_run_id(text))
+    return list(dict.fromkeys(run_ids)), list(dict.fromkeys(sweep_ids))
+
+
+@results_app.command("export")
+def results_export(
+    items: Annotated[list[str], typer.Argument(help="Runs (id, unique prefix, last, last~N), series (s…) or sweeps "
+                                               "(w…).", show_default=False, metavar="RUN|SERIES|SWEEP")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The bundle file to write (one file: every stored "
+                                         "row of those runs, versioned and checksummed).", show_default=False)],
+    results: ResultsOption = None,
+) -> None:
+    """Write runs, series or sweeps to one bundle file that another results store imports.
+
+    Examples: `fbbench results export last -o run.fbbundle` · `fbbench results export S_ID W_ID -o lab.fbbundle`
+    """
+    from fbbench.store import ResultsStore, bundle
+
+    paths.writable_file(output, "--output")
+    store_path = results or paths.default_results()
+    with ResultsStore(store_path, create=False) as store:
+        run_ids, sweep_ids = runs_named(store, items)
+        document = store.export_bundle(run_ids, sweep_ids)
+    size = bundle.write(output, document)
+    sweeps = f" and {len(sweep_ids)} sweep(s)" if sweep_ids else ""
+    console.print(f"wrote {len(run_ids)} run(s){sweeps} to {output} ({size / 1024:,.1f} KiB)", highlight=False,
+                  soft_wrap=True)
+
+
+@results_app.command("import")
+def results_import(
+    files: Annotated[list[Path], typer.Argument(help="Bundle files (fbbench results export).", show_default=False,
+                                                metavar="FILE")],
+    results: ResultsOption = None,
+) -> None:
+    """Add the runs of bundle files to the results store. A run already there (same id, same rows)
+    is not added twice; one there with other rows is never overwritten (the bundle is refused).
+
+    Example: `fbbench results import ssd-box.fbbundle hdd-box.fbbundle`
+    """
+    from fbbench.store import ResultsStore, bundle
+
+    documents = [(path, bundle.read(path)) for path in files]  # every file checked before any import
+    store_path = results or paths.default_results()
+    paths.writable_file(store_path, "the results store (--results)")
+    with ResultsStore(store_path) as store:
+        for path, document in documents:
+            added, already = store.import_bundle(document, str(path))
+            said = f"{path}: {len(added)} run(s) added"
+            if already:
+                said += f", {len(already)} already in the store"
+            if document.get("sweeps"):
+                said += f" (sweep {', '.join(document['sweeps'])})"
+            console.print(said, highlight=False, soft_wrap=True)
 
 
 def headline_text(summary: dict[str, Any]) -> str:

@@ -124,6 +124,16 @@ def run(
     fail_on_audits: Annotated[bool, typer.Option("--fail-on-audits", help="Exit with code 3 when an audit is "
                                                  "outside its bounds.")] = False,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Free text recorded with the run.")] = None,
+    host_name: Annotated[str | None, typer.Option("--host-name", help="This machine's stable name in the run's "
+                                                  "conditions (default: its hostname).")] = None,
+    lab: Annotated[str | None, typer.Option("--lab", help="Drive the attachments from a lab's hosts (its scheduler, "
+                                            "e.g. tcp://127.0.0.1:8786) against a server DSN; with --clients.")] = None,
+    clients: Annotated[int | None, typer.Option("--clients", help="With --lab: how many of the lab's hosts split "
+                                                "the attachments.")] = None,
+    tls: Annotated[Path | None, typer.Option("--tls", help="With --lab: the lab's certificates (fbbench lab init "
+                                             "DIR).")] = None,
+    insecure: Annotated[bool, typer.Option("--insecure", help="With --lab: allow a lab beyond loopback without "
+                                           "TLS (recorded with the run).")] = False,
     workdir: WorkdirOption = None,
     results: ResultsOption = None,
     json: Annotated[Path | None, typer.Option("--json", help="Write the run result (JSON) here.")] = None,

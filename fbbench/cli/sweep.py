@@ -3,6 +3,7 @@ then the sweep's summary, JSON and HTML."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,6 +20,7 @@ from fbbench.cli.common import (
     _print_error,
     console,
 )
+from fbbench.cli.lab import InsecureOption, TlsOption
 from fbbench.errors import FbbenchError
 from fbbench.sweep.spec import DEFAULT_REPEATS, MODES
 
@@ -33,6 +35,7 @@ Examples:
 * `fbbench sweep architectures.toml --dry-run`
 * `fbbench sweep architectures.toml --report sweep.html`
 * `fbbench sweep --resume last`
+* `fbbench sweep hosts.toml --lab tcp://127.0.0.1:8786` (a lab: fbbench lab worker on each host)
 """
 
 
@@ -48,6 +51,11 @@ def sweep(
     report: Annotated[Path | None, typer.Option("--report", help="Write the sweep's HTML report here (default: "
                                                 "next to the results store).")] = None,
     password_file: PasswordFileOption = None,
+    lab: Annotated[str | None, typer.Option("--lab", help="Run the cells on a lab's hosts (its scheduler, e.g. "
+                                            "tcp://127.0.0.1:8786): a host axis pins cells to hosts; without one, "
+                                            "every cell runs on every host.")] = None,
+    tls: TlsOption = None,
+    insecure: InsecureOption = False,
     yes: Annotated[bool, typer.Option("--yes", help="Go ahead with a sweep planned to take more than 24 hours "
                                       "(and with each of its runs).")] = False,
 ) -> None:
@@ -68,6 +76,11 @@ def sweep(
     store_path = (results or paths.default_results()).expanduser().resolve()
     if resume is not None:
         sweep_id, parsed = sweep_run.resume_spec(store_path, resume)
+        with ResultsStore(store_path, create=False) as store:
+            began_on = (store.load_sweep(sweep_id)["spec"].get("lab") or {}).get("address")
+        if began_on and lab is None:
+            raise FbbenchError(f"sweep {sweep_id} ran on the lab at {began_on}: it resumes there",
+                               hint=f"fbbench sweep --resume {sweep_id} --lab {began_on}")
     else:
         assert spec is not None
         parsed = read_sweep(spec)
@@ -78,6 +91,11 @@ def sweep(
         parsed.base["yes"] = True
     base = parsed.settings_for(parsed.cells[0])
     store_path = Path(base.results or paths.default_results()).expanduser().resolve()
+    from fbbench.lab.sweep import host_axis
+
+    if lab is None and host_axis(parsed):
+        raise FbbenchError(f"{parsed.path}: a host axis places cells on a lab's hosts",
+                           hint="give --lab SCHEDULER_ADDRESS (fbbench lab scheduler, fbbench lab worker --name HOST)")
     credentials = _credentials(base.user, password_file)
     done: set[tuple[int, int]] = set()
     if resume is not None:
@@ -124,8 +142,11 @@ def sweep(
                       + (f" — {escape(outcome.failure)}" if outcome.failure and outcome.status != "completed" else ""),
                       highlight=False)
 
-    outcome = sweep_run.execute_sweep(parsed, credentials.password, resume=resume, on_step=on_step, on_run=on_run,
-                                      notices=_notices())
+    if lab is not None:
+        outcome = _on_lab(parsed, credentials.password, lab, tls, insecure, resume, on_run)
+    else:
+        outcome = sweep_run.execute_sweep(parsed, credentials.password, resume=resume, on_step=on_step,
+                                          on_run=on_run, notices=_notices())
     with ResultsStore(outcome.results, create=False) as store:
         stored = store.load_sweep(outcome.sweep_id)
         document = sweep_document(stored, store.load_runs(r["run_id"] for r in stored["runs"]))
@@ -134,15 +155,47 @@ def sweep(
     written, problems = write_outputs(document, json_file, target, write_report=sweep_page.write)
     for line in written:
         console.print(line, highlight=False, soft_wrap=True)
+    again = f"fbbench sweep --resume {outcome.sweep_id}" + (
+        f" --lab {lab}" + (f" --tls {tls}" if tls else "") if lab else "")
     if outcome.status == "interrupted":
         _print_error(f"the sweep was interrupted after {len(outcome.runs)} run(s)",
-                     f"finish it with: fbbench sweep --resume {outcome.sweep_id}")
+                     f"finish it with: {again}")
     failed = sum(1 for run in outcome.runs if run.status == "failed")
     if failed:  # the sweep went on; --resume runs again what did not complete
         _print_error(f"{failed} of {len(outcome.runs)} run(s) failed (each run's line above says why)",
-                     f"once the cause is fixed, run them again: fbbench sweep --resume {outcome.sweep_id}")
+                     f"once the cause is fixed, run them again: {again}")
     for problem in problems:
         _print_error(problem)
     code = outcome.exit_code or (1 if failed else 0) or (FbbenchError.exit_code if problems else 0)
     if code:
         raise typer.Exit(code)
+
+
+def _on_lab(parsed: Any, password: str | None, address: str, tls: Path | None, insecure: bool, resume: str | None,
+            on_run: Any) -> Any:
+    """The sweep on a lab: a progress line per host while it runs (the cell it runs, for how long),
+    the sweep's estimated time left, and each run's line as it arrives."""
+    from fbbench.lab import security
+    from fbbench.lab.client import connect
+    from fbbench.lab.sweep import Progress, check_spec, execute_lab_sweep
+    from fbbench.runner.limits import duration_text
+
+    check_spec(parsed)
+
+    def on_progress(progress: Progress) -> None:
+        now = time.monotonic()
+        hosts = " · ".join(
+            f"{escape(host)}: cell {state.step.cell.index} ({escape(state.step.cell.label)}) repeat "
+            f"{state.step.repeat}, {duration_text(now - state.since)}" if state.step else f"{escape(host)}: idle"
+            for host, state in progress.hosts.items())
+        console.print(f"[bold]lab:[/] {hosts} — {progress.done} of {progress.total} run(s) done, about "
+                      f"{duration_text(progress.eta)} left", highlight=False, soft_wrap=True)
+
+    def on_note(text: str) -> None:
+        console.print(f"lab: {escape(text)}", highlight=False, soft_wrap=True)
+
+    with connect(address, tls, insecure) as lab:
+        if lab.insecure:
+            console.print(security.INSECURE_WARNING, highlight=False, soft_wrap=True)
+        return execute_lab_sweep(parsed, password, lab, resume=resume, on_progress=on_progress,
+                                 on_run=on_run, on_note=on_note)

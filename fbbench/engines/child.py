@@ -41,10 +41,13 @@ from fbbench.engines.runtime import Runtime
 from fbbench.errors import FbbenchError, FirebirdError, Interrupted
 
 # Not "-m fbbench.engines.child": that would run a second copy of this module as __main__.
-# A Ctrl-C forwarded while the child is still starting ends it quietly with 130, not a traceback.
+# The child starts with the stop signals blocked (signals.blocked_while_starting), so one forwarded
+# while the interpreter imports its site packages waits (it killed it there: "Fatal Python error:
+# init_import_site"); unblocked here, it ends the child quietly with 130, not a traceback.
 _CHILD_ENTRY = (
-    "import sys\n"
+    "import signal, sys\n"
     "try:\n"
+    "    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))\n"
     "    from fbbench.engines.child import child_main\n"
     "    sys.exit(child_main(*sys.argv[1:]))\n"
     "except KeyboardInterrupt:\n"
@@ -68,8 +71,9 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any,
     result_read, result_write = os.pipe()
     try:
         command = [sys.executable, "-c", _CHILD_ENTRY, str(request_read), str(result_write)]
-        process = subprocess.Popen(command, env=runtime.env(), pass_fds=(request_read, result_write),
-                                   **platform.in_own_process_group())
+        with signals.blocked_while_starting():
+            process = subprocess.Popen(command, env=runtime.env(), pass_fds=(request_read, result_write),
+                                       **platform.in_own_process_group())
     except BaseException:
         for fd in (request_read, request_write, result_read, result_write):
             os.close(fd)
@@ -189,9 +193,11 @@ def _quiet_driver_finalizers(unraisable: Any) -> None:
     """``sys.unraisablehook``: firebird-driver objects freed after their connection was shut
     down raise in ``__del__`` ("connection shutdown": libfbclient answers a Ctrl-C that reaches
     it while it attaches by shutting every attachment of the process down), which Python prints
-    as "Exception ignored …" with a traceback. Nothing is lost — the run records the stop — so
-    those are not shown; anything else is, as Python would."""
-    if str(getattr(unraisable.exc_type, "__module__", "")).startswith("firebird.driver"):
+    as "Exception ignored …" with a traceback; and an object whose ``__init__`` a Ctrl-C cut short
+    fails in its own ``__del__`` (``Statement.__del__``: no attribute ``_out_meta``). Nothing is
+    lost — the run records the stop — so those are not shown; anything else is, as Python would."""
+    raised_by = (unraisable.exc_type, unraisable.object)
+    if any(str(getattr(thing, "__module__", "")).startswith("firebird.driver") for thing in raised_by):
         return
     sys.__unraisablehook__(unraisable)
 

@@ -262,3 +262,98 @@ def process_io(pid: int) -> dict[str, int]:
         if key in ("read_bytes", "write_bytes"):
             found[key] = int(value)
     return found
+
+
+# ------------------------------------------------------------------------------- the machine
+
+
+def cpu_governor() -> str | None:
+    """The CPU frequency governor (performance, powersave, schedutil …), None where the kernel
+    exposes none (most virtual machines)."""
+    governors = {_read(f"/sys/devices/system/cpu/cpu{n}/cpufreq/scaling_governor").strip()
+                 for n in range(os.cpu_count() or 1)} - {""}
+    return ", ".join(sorted(governors)) or None
+
+
+def virtualization() -> dict[str, str | None]:
+    """The hypervisor and the container this process runs in ("none" when bare), as
+    systemd-detect-virt tells them, else from the CPU's hypervisor flag and container marks."""
+    found: dict[str, str | None] = {"hypervisor": None, "container": None}
+    detect = shutil.which("systemd-detect-virt")
+    if detect is not None:
+        for kind, flag in (("hypervisor", "--vm"), ("container", "--container")):
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                answer = subprocess.run([detect, flag], capture_output=True, text=True, timeout=5).stdout.strip()
+                found[kind] = answer or None
+    if found["hypervisor"] is None:
+        flags = next((line for line in _read("/proc/cpuinfo").splitlines() if line.startswith("flags")), "")
+        found["hypervisor"] = "yes (unknown)" if " hypervisor" in flags else "none"
+    if found["container"] is None:
+        marks = {"/.dockerenv": "docker", "/run/.containerenv": "podman"}
+        found["container"] = next((name for path, name in marks.items() if os.path.exists(path)), "none")
+    return found
+
+
+def _mount_of(path: Path) -> dict[str, str] | None:
+    """The /proc/self/mountinfo entry whose mount point holds ``path`` (the longest one)."""
+    best: dict[str, str] | None = None
+    target = str(path)
+    for line in _read("/proc/self/mountinfo").splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 6 or len(tail) < 2:
+            continue
+        point = fields[4].replace("\\040", " ")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best["mount_point"])):
+            best = {"mount_point": point, "device_number": fields[2], "mount_options": fields[5],
+                    "filesystem": tail[0], "source": tail[1], "super_options": tail[2] if len(tail) > 2 else ""}
+    return best
+
+
+def _block_device(device_number: str) -> Path | None:
+    """The whole disk (/sys/block/NAME) of a block device ``major:minor``, a partition's parent."""
+    try:
+        device = Path(f"/sys/dev/block/{device_number}").resolve(strict=True)
+    except OSError:
+        return None
+    if (device / "partition").exists():
+        device = device.parent
+    return device if (device / "queue").is_dir() else None
+
+
+def storage_of(path: Path) -> dict[str, Any]:
+    """The storage under ``path`` as a DBA checks it before believing a disk comparison: the
+    mount's device and filesystem, its mount options (noatime, barrier / nobarrier …), the
+    block device's model, whether it spins, its I/O scheduler, and the free space."""
+    existing = path.expanduser().absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    facts: dict[str, Any] = {"path": str(path)}
+    with contextlib.suppress(OSError):
+        usage = shutil.disk_usage(existing)
+        facts.update(size_bytes=usage.total, free_bytes=usage.free)
+    mount = _mount_of(existing.resolve())
+    if mount is None:
+        return facts
+    options = dict.fromkeys([*mount["mount_options"].split(","), *mount["super_options"].split(",")])
+    facts.update(device=mount["source"], filesystem=mount["filesystem"], mount_point=mount["mount_point"],
+                 mount_options=",".join(option for option in options if option))
+    if mount["filesystem"] in ("tmpfs", "ramfs"):
+        facts.update(medium="memory", scheduler="none (no block device)")
+        return facts
+    block = _block_device(mount["device_number"])
+    if block is None:
+        return facts
+    rotational = _read(str(block / "queue/rotational")).strip()
+    scheduler = _read(str(block / "queue/scheduler")).strip()
+    chosen = next((word[1:-1] for word in scheduler.split() if word.startswith("[")), scheduler or None)
+    model = _read(str(block / "device/model")).strip()
+    if not model:
+        with contextlib.suppress(OSError):
+            model = Path(os.readlink(block / "device/driver")).name  # e.g. virtio_blk: no model to read
+    facts.update(block_device=block.name, model=model or None, scheduler=chosen,
+                 medium={"1": "rotational", "0": "solid-state"}.get(rotational))
+    if rotational:
+        facts["rotational"] = rotational == "1"
+    return facts

@@ -118,7 +118,8 @@ BoundaryCallback = Callable[[int, float, bool], None]
 
 def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = None,
              poll_seconds: float = 0.5, on_boundary: BoundaryCallback | None = None,
-             processes: bool = False, hold: Callable[[], float] | None = None) -> LoadResult:
+             processes: bool = False, hold: Callable[[], float] | None = None,
+             make_run: Callable[[str], Any] | None = None) -> LoadResult:
     """Run the load to its end and return what was measured.
 
     ``processes=True`` runs it as Classic does: one process per attachment, the database opened
@@ -147,13 +148,18 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
     at once, the ramp being part of the warm-up), ``hold()`` is called on this thread and returns
     the CLOCK_MONOTONIC time to start at — the run's zero. Time-shared runs meet there
     (:func:`fbbench.runner.barrier.arrive`) so that they measure the same seconds.
+
+    ``make_run(config_json)``: another object with the LoadRun interface to drive (a lab's load
+    generators on other hosts, :class:`fbbench.lab.clients.LabClientsRun`).
     """
     if hold is not None:
         config = {**config, "hold": True}
-    if processes:
+    if make_run is not None:
+        run: Any = make_run(json.dumps(dict(config)))
+    elif processes:
         from fbbench.loadcore.classic import ProcessRun
 
-        run: Any = ProcessRun(json.dumps(dict(config)))
+        run = ProcessRun(json.dumps(dict(config)))
     else:
         run = _core.LoadRun(json.dumps(dict(config)))
     # Ctrl-C and SIGTERM become the stop flag, not libfbclient's shutdown of every attachment.

@@ -81,9 +81,10 @@ STDERR_TAIL = 2000
 
 @dataclass
 class _Worker:
-    index: int
+    index: int  # its first attachment
     process: subprocess.Popen[bytes]
     stderr: IO[bytes]
+    count: int = 1  # its attachments: index … index + count - 1
     buffer: bytes = b""
     started: bool = False
     live: dict[str, Any] = field(default_factory=dict)
@@ -101,6 +102,14 @@ class _Worker:
     @property
     def ready(self) -> bool:
         return self.live.get("phase") == "ready"
+
+    @property
+    def attachments(self) -> list[int]:
+        return list(range(self.index, self.index + self.count))
+
+    @property
+    def who(self) -> str:
+        return _who(self.attachments)
 
     def send(self, line: str) -> None:
         stdin = self.process.stdin
@@ -145,6 +154,9 @@ class ProcessRun:
         self.connections = int(self.config["connections"])
         first = int(self.config.get("attachment_index") or 1)
         self.indices = list(range(first, first + self.connections))
+        # (first attachment, attachments) of each process: one each for Classic; a lab's load
+        # generators (fbbench.lab.clients) give each host its share.
+        self.groups: list[tuple[int, int]] = [(index, 1) for index in self.indices]
         lock_waits = [u.get("lock_timeout") for u in self.config["units"] if u.get("lock_timeout") is not None]
         self.bound = float(self.config.get("watchdog_seconds") or 10.0) + max(lock_waits, default=0)
         self._cond = threading.Condition()
@@ -172,25 +184,33 @@ class ProcessRun:
             raise RuntimeError("this run was already started")
         self._started = True
         rate = self.config.get("target_rate")
-        for index in self.indices:
-            config = {**self.config, "connections": 1, "attachment_index": index, "hold": True}
+        for index, count in self.groups:
+            config = {**self.config, "connections": count, "attachment_index": index, "hold": True}
             if rate is not None:
-                config["target_rate"] = rate / self.connections  # arrivals per attachment as in threads
+                config["target_rate"] = rate * count / self.connections  # arrivals per attachment as in threads
             stderr = tempfile.TemporaryFile(prefix=f"fbbench-attachment-{index}-")  # noqa: SIM115 (closed at the end)
             try:
-                process = subprocess.Popen([sys.executable, "-c", _WORKER_ENTRY], stdin=subprocess.PIPE,
-                                           stdout=subprocess.PIPE, stderr=stderr, env=os.environ.copy())
+                process = self._spawn(index, stderr)
             except OSError as error:
                 stderr.close()
                 with self._cond:
-                    self._failures.append(f"cannot start the process of attachment {index}: {error}")
+                    self._failures.append(f"cannot start the process of {_who(list(range(index, index + count)))}: "
+                                          f"{error}")
                 break
-            worker = _Worker(index, process, stderr)
-            worker.send(json.dumps({"config": config, "parent_pid": os.getpid(),
-                                    "sys_path": [p for p in sys.path if p]}))
+            worker = _Worker(index, process, stderr, count)
+            worker.send(json.dumps(self._first_message(index, config)))
             self._workers.append(worker)
         threading.Thread(target=self._read, name="fbbench-classic-pipes", daemon=True).start()
         threading.Thread(target=self._control, name="fbbench-classic-control", daemon=True).start()
+
+    def _spawn(self, index: int, stderr: IO[bytes]) -> subprocess.Popen[bytes]:
+        """The process that drives the attachments from ``index`` (this machine's, by default)."""
+        return subprocess.Popen([sys.executable, "-c", _WORKER_ENTRY], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=stderr, env=os.environ.copy())
+
+    def _first_message(self, index: int, config: dict[str, Any]) -> dict[str, Any]:
+        """The first line a worker reads: its run's config (docs/core-api.md) and who its parent is."""
+        return {"config": config, "parent_pid": os.getpid(), "sys_path": [p for p in sys.path if p]}
 
     def poll(self) -> str:
         with self._cond:
@@ -356,7 +376,7 @@ class ProcessRun:
                     # A run with an attachment short is not the run asked for: none starts.
                     self._fail_locked(None if gone.result is not None and gone.result.get("status") == "failed"
                                       else self._crash_message(gone, "before it was ready") if gone.result is None
-                                      else f"attachment {gone.index}: its process ended before the start")
+                                      else f"{gone.who}: its process ended before the start")
                     break
                 if self._workers and all(w.started if ramp else w.ready for w in self._workers):
                     break
@@ -364,7 +384,7 @@ class ProcessRun:
             if self.config.get("hold"):
                 while not self._halting and not self._failures and self._go_at is None:
                     self._cond.wait(0.1)
-            if not self._halting and not self._failures and len(self._workers) == self.connections:
+            if not self._halting and not self._failures and len(self._workers) == len(self.groups):
                 start = self._go_at if self._go_at is not None else time.monotonic() + START_AHEAD
                 self._zero_mono, self._zero_wall = start, time.time() + (start - time.monotonic())
                 for worker in self._workers:
@@ -427,7 +447,7 @@ class ProcessRun:
         with contextlib.suppress(subprocess.TimeoutExpired):
             worker.process.wait(0.5)  # its output closed: it is ending, if not gone already
         tail = worker.stderr_tail()
-        return (f"attachment {worker.index}: {worker.ended_how()} without a result {when}"
+        return (f"{worker.who}: {worker.ended_how()} without a result {when}"
                 + (f"; its stderr ends with:\n{tail}" if tail else ""))
 
     def _until_workers_return(self) -> None:
@@ -449,7 +469,7 @@ class ProcessRun:
             with contextlib.suppress(OSError):
                 worker.process.kill()
         if late:
-            self._late_note = (f"{_who([w.index for w in late])} did not return within "
+            self._late_note = (f"{_who([i for w in late for i in w.attachments])} did not return within "
                                f"{_seconds_text(self.bound + PROCESS_GRACE)} s {self._why_ended} (cancelled, then "
                                "its process was killed)")
         # Processes that handed in their result end on their own at once; a stuck exit is killed.
@@ -527,21 +547,21 @@ class ProcessRun:
 
     def _merge(self) -> dict[str, Any]:
         parts: list[str] = []
-        killed = [w.index for w in self._workers if w.killed]
+        killed = [i for w in self._workers if w.killed for i in w.attachments]
         for worker in self._workers:
             if worker.result is not None:
                 parts.append(json.dumps(worker.result))
                 continue
             recorded = sum(sum(c.get(o, 0) for o in OUTCOMES) for c in (worker.live.get("units") or {}).values())
             error = self._late_note if worker.killed else next(
-                (f for f in self._failures if f.startswith(f"attachment {worker.index}:")), "its process ended")
+                (f for f in self._failures if f.startswith(f"{worker.who}:")), "its process ended")
             parts.append(json.dumps({
                 "status": "failed", "failure": None,
-                "attachments": [{"index": worker.index, "home": self._home(worker.index), "units": recorded,
-                                 "error": error}],
-                "abandoned": [worker.index] if worker.killed else [],
+                "attachments": [{"index": i, "home": self._home(i), "units": recorded if i == worker.index else 0,
+                                 "error": error} for i in worker.attachments],
+                "abandoned": worker.attachments if worker.killed else [],
                 "intervals": [worker.intervals[i] for i in sorted(worker.intervals)]}))
-        never_started = [i for i in self.indices if i not in {w.index for w in self._workers}]
+        never_started = [i for i in self.indices if i not in {a for w in self._workers for a in w.attachments}]
         for index in never_started:
             parts.append(json.dumps({"attachments": [{"index": index, "home": self._home(index), "units": 0,
                                                       "error": "its process could not be started"}]}))

@@ -108,6 +108,16 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
                     f"the engine ran {seen}" if seen else "not verified" + (
                         f" ({evidence['error']})" if evidence.get("error") else ""))
         console.print(escape(f"architecture {architecture.get('requested') or seen} ({verified})"))
+    trip = engine.get("round_trip")
+    if trip:
+        console.print(escape(f"network: round trip to {trip.get('server') or '?'} median {trip['median_ms']:.3f} ms, "
+                             f"p99 {trip['p99_ms']:.3f} ms ({trip.get('queries')} trivial queries before the run"
+                             + (", loopback)" if trip.get("loopback") else ")")), highlight=False)
+    clients = engine.get("load_clients")
+    if clients:
+        console.print(escape("load from the lab's hosts: " + ", ".join(
+            f"{c['host']} (attachments {c['first_attachment']}–{c['first_attachment'] + c['attachments'] - 1})"
+            for c in clients) + "; the engine read here, once"), highlight=False)
     measured = document.get("measure_seconds")
     if measured:
         stored = document.get("headline") or {}

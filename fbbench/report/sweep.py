@@ -20,9 +20,13 @@ def print_sweep(document: Mapping[str, Any], console: Console) -> None:
     direction = "higher is better" if head.get("better", "higher") == "higher" else "lower is better"
     console.print(f"\n[bold]sweep {document['sweep_id']}[/] — {document['status']}; {len(document['cells'])} "
                   f"cell(s) × {document['repeats']} repeat(s); {escape(head.get('name') or 'score')} ({direction})")
+    hosts = (document.get("blocks") or {}).get("hosts") or []
+    if hosts:
+        console.print(f"hosts are blocks ({escape(', '.join(hosts))}): every cell ran on each; cells are compared "
+                      "within each host and the hosts' ratios combined, never pooled", highlight=False)
     table = Table(title_justify="left")
     for column in ("cell", "settings", "runs", f"{head.get('name') or 'score'} median", "95 % CI", "spread",
-                   "p95 ms"):
+                   *(f"{host} median" for host in hosts), "p95 ms"):
         table.add_column(column, justify="left" if column in ("cell", "settings") else "right")
     for cell in document["cells"]:
         summary = cell["summary"] or {}
@@ -30,13 +34,15 @@ def print_sweep(document: Mapping[str, Any], console: Console) -> None:
         spread = f"±{summary['spread'] * 50:.1f} %" if summary.get("spread") is not None else "–"
         runs = f"{summary.get('n', 0)}" + (f" (+{cell['not_completed']} not completed)" if cell["not_completed"]
                                            else "")
+        per_host = [f"{(cell['hosts'] or {}).get(host)['median']:,.0f}{unit}"  # type: ignore[index]
+                    if (cell["hosts"] or {}).get(host) else "–" for host in hosts]
         table.add_row(str(cell["index"]), escape(cell["label"]), runs,
-                      f"{summary['median']:,.0f}{unit}" if summary else "–", ci, spread,
+                      f"{summary['median']:,.0f}{unit}" if summary else "–", ci, spread, *per_host,
                       f"{cell['p95_ms_median']:,.2f}" if cell["p95_ms_median"] is not None else "–")
     console.print(table)
     best = document.get("best")
     if best:
-        figure = "one run" if best.get("n") == 1 else "median"
+        figure = "level over the hosts" if hosts else "one run" if best.get("n") == 1 else "median"
         console.print(f"best: cell {best['cell']} ({escape(best['label'])}), {figure}: {best['median']:,.0f}{unit}")
         if best.get("versus_runner_up"):
             sure = "[yellow]not distinguishable from the runner-up:[/] " if best.get("resolved") is False else ""

@@ -24,6 +24,7 @@ from fbbench import paths
 from fbbench.database import ownership
 from fbbench.engines import EmbeddedEngine, ManagedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
 from fbbench.engines import managed as managed_servers
+from fbbench.engines.firebird_conf import key_of
 from fbbench.engines.runtime import (
     Runtime,
     check_conf,
@@ -191,6 +192,15 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     if unsupported and local_major == "3.0":
         raise FbbenchError("isolation read_consistency needs Firebird 4.0 or later",
                            hint=f"workload {workload.name} cannot run on Firebird 3.0 as written")
+    if settings.lab is not None:
+        if not isinstance(engine, ServerEngine):
+            raise FbbenchError(f"--lab drives a server from the lab's hosts: {engine.label} runs on this machine only",
+                               hint="give the server's DSN, e.g. --engine db1/3050:/data/bench.fdb")
+        from fbbench.lab import security
+
+        address = security.address(settings.lab, Path(settings.lab_tls) if settings.lab_tls else None)
+        security.check_exposure(security.host_of(address), Path(settings.lab_tls) if settings.lab_tls else None,
+                                settings.lab_insecure, "a lab")
     local = isinstance(engine, EmbeddedEngine | ManagedEngine)
     if settings.architecture is None and local:
         settings.architecture = "super"  # Firebird's default ServerMode, made explicit in the record
@@ -395,18 +405,20 @@ def execute(settings: RunSettings, password: str | None = None,
             notices: Notices = UNTOLD,
             series: tuple[str, int] | None = None, sweep: tuple[str, int] | None = None, *,
             drawn_seed: int | None = None, on_engine: Callable[[Any], None] | None = None,
-            barrier: dict[str, str] | None = None) -> RunOutcome:
+            barrier: dict[str, str] | None = None, run_id: str | None = None) -> RunOutcome:
     """One run, start to end. ``drawn_seed``: the seed to use when the user gave none (runs of a
     pair share one, so that both do the same units; it stays a drawn seed, not a condition).
     ``on_engine(process)``: called with the engine child once it runs; ``barrier``: the run is
-    time-shared and meets its partner there (both: :mod:`fbbench.runner.paired`)."""
+    time-shared and meets its partner there (both: :mod:`fbbench.runner.paired`). ``run_id``: the
+    id to record the run under, given by a lab's coordinator, which knows it before the run starts
+    on its host (default: a new one)."""
     settings.seed_fixed = settings.seed is not None  # given by the user: a condition of the run
     if settings.seed is None:
         settings.seed = drawn_seed if drawn_seed is not None else secrets.randbits(63)
     checked = check(settings, password)
     workload, engine, conf, results = checked.workload, checked.engine, checked.conf, checked.results
     workdir = checked.workdir.path
-    run_id = new_run_id()
+    run_id = run_id or new_run_id()
     # Its database copy is the clean-up's unless kept, or on an external server (not in the work directory).
     made = cleanup.run_files(checked.workdir, run_id,
                              database=not settings.keep_database and not isinstance(engine, ServerEngine),
@@ -417,7 +429,7 @@ def execute(settings: RunSettings, password: str | None = None,
         if removed and notices.leftovers is not None:
             notices.leftovers(removed)
         started, clock = time.time(), time.monotonic()
-        store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir),
+        store.begin_run(run_id, workload.name, settings.recorded(), host_facts(workdir, host_name=settings.host_name),
                         *(series or (None, None)), *(sweep or (None, None)), files=made)
         store.update_run(run_id, engine_label=engine.label)
         try:
@@ -430,7 +442,7 @@ def execute(settings: RunSettings, password: str | None = None,
                 else:
                     runtime = prepare_runtime(engine, workdir, conf, name=run_id, user=settings.user,
                                               password=password)
-                store.update_run(run_id, host=host_facts(workdir, runtime.client_library))
+                store.update_run(run_id, host=_host(settings, engine, runtime, workdir, run_id))
                 pair = (settings.timeshare or {}).get("pair")
                 stack.enter_context(presence.holding(runtime.base, run_id, results, pair))
                 # Found once this run's own lock and row are there: of two runs starting at once,
@@ -495,6 +507,19 @@ def _replication_plan(runtime: Runtime, mode: str, conf: dict[str, str], files: 
     write_replication_conf(runtime, files.database, chosen, conf)
     return {"mode": mode, "settings": conf, "directory": str(files.replication),
             **{key: str(path) for key, path in chosen.items()}}
+
+
+def _host(settings: RunSettings, engine: Any, runtime: Any, workdir: Path, run_id: str) -> dict[str, Any]:
+    """The machine's facts, with the storage under the run's database and the engine's temp
+    directory (its first TempDirectories, else the runtime's FIREBIRD_TMP) when they are on this
+    machine: an external server's are not visible from here."""
+    if isinstance(engine, ServerEngine):
+        return host_facts(workdir, runtime.client_library, host_name=settings.host_name)
+    temp = key_of(runtime.conf, "TempDirectories")
+    first = runtime.conf[temp].split(";")[0].strip() if temp else ""
+    return host_facts(workdir, runtime.client_library, host_name=settings.host_name,
+                      database_dir=cleanup.run_paths(workdir, run_id).database.parent,
+                      temp_dir=Path(first) if first else runtime.tmp_dir)
 
 
 def _own_by_path(managed: managed_servers.ManagedRun, dsn: str, database: Path) -> None:

@@ -160,6 +160,14 @@ def _size(value: Any, what: str) -> int:
     return parse_size(value, what)
 
 
+def _host_name(value: Any, what: str) -> str:
+    """A host's stable name: what a lab worker is called and what the conditions show."""
+    text = _text(value, what).strip()
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}", text):
+        raise FbbenchError(f"{what} must be a name of letters, digits, '.', '_' or '-' (at most 63), got {text!r}")
+    return text
+
+
 def _names(value: Any, what: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise FbbenchError(f'{what} must be a list of strings such as ["nightly", "nvme"], got {_shown(value)}')
@@ -257,6 +265,15 @@ class RunSettings:
     fail_on_audits: bool = False
     user: str | None = None
     tags: list[str] = field(default_factory=list)
+    # The machine's stable name in the conditions (host.name): the hostname unless given. A lab
+    # worker's name (fbbench lab worker --name); a sweep's "host" axis.
+    host_name: str | None = None
+    # Load generators on a lab's hosts (fbbench.lab.clients): the lab's scheduler, how many of its
+    # hosts drive the attachments, and its TLS (an insecure lab is recorded as such).
+    lab: str | None = None
+    clients: int | None = None
+    lab_tls: str | None = None
+    lab_insecure: bool = False
     workdir: str | None = None
     results: str | None = None
     json: str | None = None
@@ -309,6 +326,16 @@ class RunSettings:
         if self.replication_conf and self.replication == "off":
             raise FbbenchError(f"{self.where('replication_conf')} has no effect without replication",
                                hint="add --replication async (or sync)")
+        if self.host_name is not None:
+            self.host_name = _host_name(self.host_name, self.where("host_name"))
+        at_least("clients", 1, self.clients)
+        if (self.lab is None) != (self.clients is None):
+            raise FbbenchError(f"{self.where('clients')} and {self.where('lab')} go together: the lab's hosts that "
+                               "drive the attachments, and how many",
+                               hint="e.g. --lab tcp://127.0.0.1:8786 --clients 2")
+        if self.clients is not None and self.clients > self.connections:
+            raise FbbenchError(f"{self.where('clients')} {self.clients} is more hosts than {self.connections} "
+                               "attachment(s)")
         if self.connections > MANY_CONNECTIONS and not self.allow_many_connections:
             raise FbbenchError(
                 f"{self.where('connections')} {self.connections:,} is more than {MANY_CONNECTIONS:,} attachments",
@@ -353,9 +380,9 @@ class RunSettings:
 # Spec keys that differ from the setting's name, and flags that differ from it (fbbench run's parameter
 # for a setting bears its flag's name: fbbench.cli.run._flags).
 _SPEC_ALIASES = {"set": "conf", "rate": "target_rate", "set_replication": "replication_conf",
-                 "validate": "validation"}
+                 "validate": "validation", "host": "host_name"}
 _FLAGS = {"conf": "set", "target_rate": "rate", "tags": "tag", "replication_conf": "set_replication",
-          "validation": "validate"}
+          "validation": "validate", "lab_tls": "tls", "lab_insecure": "insecure"}
 
 _KINDS: dict[str, Kind] = {
     "workload": _text, "engine": _text, "scale": _pairs, "connections": _whole, "warmup": _duration,
@@ -368,7 +395,8 @@ _KINDS: dict[str, Kind] = {
     "speed": _number, "order": _order,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "yes": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
-    "tags": _names, "workdir": _text, "results": _text, "json": _text, "report": _text,
+    "tags": _names, "host_name": _host_name, "lab": _text, "clients": _whole, "lab_tls": _text,
+    "lab_insecure": _flag, "workdir": _text, "results": _text, "json": _text, "report": _text,
 }
 assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins", "seed_fixed", "timeshare"}
 

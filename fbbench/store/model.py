@@ -60,6 +60,11 @@ class RecordedSettings(TypedDict, total=False):
     fail_on_audits: bool
     user: str | None
     tags: list[str]
+    host_name: str | None
+    lab: str | None
+    clients: int | None
+    lab_tls: str | None
+    lab_insecure: bool
     workdir: str | None
     results: str | None
 

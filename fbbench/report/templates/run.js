@@ -560,6 +560,16 @@ fbb.section("watching", node => {
 });
 
 // ------------------------------------------------------------------ conditions
+// The storage under a directory (engines/platform.py storage_of): device and model, medium, filesystem and
+// its mount options, I/O scheduler, free space.
+function disk(s) {
+  if (!s) return "not visible from this machine";
+  const medium = s.medium || (s.rotational === undefined ? null : s.rotational ? "rotational" : "solid-state");
+  return [`${s.device || "?"}${s.model ? ` (${s.model})` : ""}`, medium, s.filesystem,
+          s.mount_options ? `mounted ${s.mount_options}` : null, s.scheduler ? `scheduler ${s.scheduler}` : null,
+          s.free_bytes === undefined ? null : `${fbb.fmtMB(s.free_bytes)} free`].filter(Boolean).join("; ");
+}
+
 fbb.section("conditions", node => {
   const e = run.engine || {}, d = run.database || {}, h = run.host || {}, p = run.population || {};
   const set = e.firebird_conf_set && Object.keys(e.firebird_conf_set).length
@@ -588,10 +598,12 @@ fbb.section("conditions", node => {
     ["client", `fbbench core ${fmt(run.client_cpu_seconds, 2)} s in its own code (wall, an upper bound of its CPU), ` +
                `Python ${fmt(run.python_cpu_seconds, 2)} s CPU; attachment threads ${fmt(run.thread_cpu_seconds, 2)} s CPU; ` +
                `whole process ${fmt(run.process_cpu_seconds, 2)} s CPU`],
-    ["host", `${h.cpu_model || "?"} × ${h.cpu_count || "?"}, ${fmt((h.memory_bytes || 0) / 2 ** 30, 1)} GiB, ${h.os || "?"}, ` +
+    ["host", `${h.name || h.hostname || "?"}: ${h.cpu_model || "?"} × ${h.cpu_count || "?"}, ${fmt((h.memory_bytes || 0) / 2 ** 30, 1)} GiB, ${h.os || "?"}, ` +
              `kernel ${h.kernel || "?"}, ${h.client_bits || "?"}-bit client`],
-    ["disk", h.workdir_disk ? `${h.workdir_disk.device || "?"} (${h.workdir_disk.filesystem || "?"}` +
-                              `${h.workdir_disk.rotational === undefined ? "" : h.workdir_disk.rotational ? ", rotational" : ", SSD"})` : "–"],
+    ["disk (database)", disk(h.database_disk || h.workdir_disk)],
+    ["disk (temp)", disk(h.temp_disk)],
+    ["network", e.round_trip ? `round trip to ${e.round_trip.server || "?"}: median ${fmt(e.round_trip.median_ms, 3)} ms, ` +
+                               `p99 ${fmt(e.round_trip.p99_ms, 3)} ms` + (e.round_trip.loopback ? " (loopback)" : "") : "–"],
     ["fbbench", `${h.fbbench || "?"}, Python ${h.python || "?"}`],
     ["tags", (run.tags || []).join(", ") || "–"],
   ]);

@@ -3,6 +3,9 @@ architecture, effective firebird.conf, header counters; and the sweep before mea
 
 from __future__ import annotations
 
+import ipaddress
+import socket
+import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -76,3 +79,36 @@ def sweep(services_host: str, database: str) -> float:
     with driver.server(services_host) as server:
         server.database.sweep(database=database)
     return time.monotonic() - started
+
+
+ROUND_TRIPS = 200  # trivial queries timed before a run over the network
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return all(ipaddress.ip_address(info[4][0]).is_loopback
+                   for info in socket.getaddrinfo(host or "localhost", None))
+    except (OSError, ValueError):
+        return False
+
+
+def round_trip(dsn: str, server_host: str, queries: int = ROUND_TRIPS) -> dict[str, Any]:
+    """The client-to-server round trip before a run over the network: a trivial query's median
+    and p99 in milliseconds over ``queries`` executions on an attachment of its own (the first
+    10 not counted: the statement is prepared and the connection warms up)."""
+    seconds: list[float] = []
+    with driver.connect(dsn) as connection:
+        with connection.cursor() as cursor:
+            statement = cursor.prepare("select 1 from rdb$database")
+            for n in range(queries + 10):
+                started = time.perf_counter()
+                cursor.execute(statement)
+                cursor.fetchone()
+                if n >= 10:
+                    seconds.append(time.perf_counter() - started)
+        connection.commit()
+    ordered = sorted(seconds)
+    return {"server": server_host, "loopback": _loopback(server_host), "queries": len(seconds),
+            "median_ms": statistics.median(ordered) * 1000,
+            "p99_ms": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] * 1000,
+            "query": "select 1 from rdb$database", "measured_at": time.time()}

@@ -150,13 +150,16 @@ class _Readings:
 def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id: str, dsn: str, console: Console,
         settings: RecordedSettings, monitor: bool, tables: list[str], processes: bool = False,
         barrier: dict[str, str] | None = None, journal: JournalWatch | None = None,
-        engine_processes: Callable[[], Sequence[int]] | None = None) -> Measured:
+        engine_processes: Callable[[], Sequence[int]] | None = None,
+        lab: dict[str, Any] | None = None) -> Measured:
     """Warm-up and measure: the core's result, the metrics over the measured window, the samples stored.
 
     ``processes``: the core runs Classic's one process per attachment (embedded Classic).
     ``barrier``: the run is time-shared with another (fbbench compare --paired): connected, it
     waits at the start barrier and starts at the common zero (:mod:`fbbench.runner.barrier`).
-    ``journal``: a replicated run's journal, read at every boundary (and at the zero before any work)."""
+    ``journal``: a replicated run's journal, read at every boundary (and at the zero before any work).
+    ``lab``: the attachments are driven by a lab's hosts (:mod:`fbbench.lab.clients`); the sampler
+    and the metrics are read here, once."""
     from fbbench import _core, loadcore
     from fbbench.runner import barrier as start_barrier
 
@@ -226,9 +229,15 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     try:
         with LiveDisplay.measurement(console, workload, settings) as display:
             held = barrier is not None or thread is not None or journal is not None
+            make_run = None
+            if lab is not None:
+                from fbbench.lab.clients import LabClientsRun  # the lab sits above the runner: asked for here only
+
+                def make_run(config_json: str) -> Any:
+                    return LabClientsRun(config_json, lab)
             result = loadcore.run_load(config, on_progress=lambda live: on_progress(live, display),
                                      on_boundary=on_boundary, processes=processes,
-                                     hold=hold if held else None)
+                                     hold=hold if held else None, make_run=make_run)
         if barrier is not None and zero is not None:  # first: the coordinator waits for it
             _own_turns(result, start_barrier.Barrier.from_json(barrier), zero, settings)
     finally:

@@ -137,6 +137,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             if monitor:
                 _record_gstat(store, run_id, "before", db_plan.services_host, database_path)
             engine = facts.engine_facts(dsn, runtime)
+            if not runtime.embedded:  # over the network: the round trip is a condition of the run
+                engine["round_trip"] = facts.round_trip(dsn, db_plan.services_host.split("/")[0])
             before = facts.snapshot(dsn)
             store.update_run(run_id, engine=engine, engine_version=engine["server_version"],
                              architecture=engine.get("server_mode") or engine["architecture"],
@@ -160,10 +162,11 @@ def execute(plan: RunPlan) -> dict[str, Any]:
         with phases.phase("measure", "warm-up and measure") as detail:
             # Embedded Classic: one process per attachment. A server's Classic forks its own.
             processes = settings.get("architecture") == "classic" and runtime.embedded
+            lab = _lab_clients(settings) if settings.get("lab") else None
             load_started = time.monotonic()
             with _traced(settings.get("trace"), db_plan.services_host, database_path, runtime, console) as traced:
                 measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
-                                       processes=processes, barrier=plan.get("barrier"), journal=journal,
+                                       processes=processes, barrier=plan.get("barrier"), journal=journal, lab=lab,
                                        engine_processes=_engine_processes(runtime.embedded, plan.get("engine_pid")))
             loaded = time.monotonic() - load_started
             result = measured.result
@@ -175,6 +178,11 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                       "architecture_verified": measured.architecture}
             if processes:
                 engine["attachment_processes"] = result.get("worker_processes")
+            if lab is not None:
+                from fbbench.lab.clients import shares
+
+                engine["load_clients"] = [{"host": host, "first_attachment": first, "attachments": count}
+                                          for host, first, count in shares(settings["connections"], lab["hosts"])]
             store.update_run(run_id, engine=engine)
             mismatch = architecture.mismatch(settings.get("architecture"), measured.architecture)
             if mismatch and result["status"] == "completed":
@@ -296,6 +304,8 @@ def _replay_summary(workload: Any, replaying: Any, result: LoadResult) -> dict[s
             "lag_ms": measured["lag"]["latency_ms"], "lag_max_ms": measured["lag"]["max_ms"],
             "divergences": sum(by_kind.values()), "divergences_by_kind": by_kind, "stalls": measured["stalls"],
             "notes": dict(replaying.notes)}
+
+
 def _engine_processes(embedded: bool, server_pid: int | None) -> Callable[[], list[int]] | None:
     """The processes the engine runs in, asked at every reading (Classic's come and go): this one
     and its children when embedded, a managed server and its children; None for an external
@@ -313,6 +323,22 @@ def _engine_processes(embedded: bool, server_pid: int | None) -> Callable[[], li
             return [root]
 
     return processes
+
+
+def _lab_clients(settings: RecordedSettings) -> dict[str, Any]:
+    """The lab's hosts that drive this run's attachments: the first ``clients`` of its hosts, by name."""
+    from fbbench.lab.client import connect
+
+    tls = Path(str(settings["lab_tls"])) if settings.get("lab_tls") else None
+    wanted = int(settings.get("clients") or 1)
+    with connect(str(settings["lab"]), tls, bool(settings.get("lab_insecure"))) as lab:
+        joined = sorted(lab.workers())
+        address, insecure = lab.address, lab.insecure
+    if len(joined) < wanted:
+        raise FbbenchError(f"--clients {wanted}: the lab at {address} has {len(joined)} host(s) "
+                           f"({', '.join(joined) or 'none'})",
+                           hint="start more: fbbench lab worker ADDRESS --name NAME")
+    return {"address": address, "tls": str(tls) if tls else None, "insecure": insecure, "hosts": joined[:wanted]}
 
 
 def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: str, database: str) -> None:
