@@ -37,7 +37,8 @@ from fbbench.engines.firebird_conf import (
 )
 from fbbench.errors import FbbenchError
 from fbbench.store.model import StoredRun
-from fbbench.workloads.spec import Unit, Workload, stored_workload
+from fbbench.workloads.spec import Workload, stored_workload
+from fbbench.workloads.units import Unit
 
 ERROR, WARNING, NOTE = "error", "warning", "note"
 SEVERITIES = (ERROR, WARNING, NOTE)
