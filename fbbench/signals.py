@@ -108,6 +108,16 @@ def make_interruptible() -> None:
         signal.signal(sig, _raise)
 
 
+def raise_again() -> None:
+    """Deliver the last stop signal again: its KeyboardInterrupt was raised where Python cannot
+    let it propagate (a finalizer, a weakref callback — importlib's module locks have one), so
+    the main thread never saw it. Sent a moment later from a timer's thread: sent here, the
+    handler would run at once, still inside the callback."""
+    again = threading.Timer(0.05, os.kill, (os.getpid(), _received[-1] if _received else signal.SIGINT))
+    again.daemon = True
+    again.start()
+
+
 def interrupted() -> bool:
     """Whether a stop signal reached this process (errors after it are the user's stop)."""
     return bool(_received)

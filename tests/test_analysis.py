@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fbbench.analysis import audits, conditions, lint, stats, steady
+from fbbench.analysis import audits, conditions, lint, lint_rules, stats, steady
 from fbbench.analysis.run import result_document, steady_document
 from fbbench.analysis.steady import IntervalSeries
 from fbbench.engines import firebird_conf
@@ -484,7 +484,7 @@ def test_lint_run_rules_on_constructed_runs() -> None:
     # UseFileSystemCache read as Firebird reads a boolean: "on" is not one of its words (false), "Y" is.
     assert not firebird_conf.os_cache_in_play({"UseFileSystemCache": "on"}, ["UseFileSystemCache"], 2048)
     assert firebird_conf.os_cache_in_play({"UseFileSystemCache": "Y"}, ["UseFileSystemCache"], 2048)
-    assert lint.worst(found.values()) == "error"
+    assert lint_rules.worst(found.values()) == "error"
 
 
 def test_large_cache_per_attachment_is_one_rule_for_every_server_mode_spelling() -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from fbbench.analysis import conditions
-from fbbench.store import ResultsStore
+from fbbench.store import ResultsStore, exchange
 from fbbench.store import bundle as bundles
-from fbbench.store.results import SCHEMA_VERSION
+from fbbench.store.schema import SCHEMA_VERSION
 from tests.conftest import REPO, assert_clean_error, run_cli
 
 BANK = str(REPO / "tests" / "workloads" / "bank")
@@ -37,7 +37,7 @@ def series(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 def _rows(store: Path, tables: tuple[str, ...] = ()) -> dict[str, list[tuple[object, ...]]]:
     """Every row of the tables a bundle carries (or of ``tables``)."""
     with ResultsStore(store, create=False) as opened:
-        carried = tables or (*opened.run_tables(), *bundles.SWEEP_TABLES)
+        carried = tables or (*exchange.run_tables(opened), *bundles.SWEEP_TABLES)
     with closing(sqlite3.connect(store)) as db:
         return {table: sorted(db.execute(f"select * from {table}").fetchall(), key=repr) for table in carried}
 
@@ -48,7 +48,7 @@ def test_every_table_of_the_store_is_carried_or_left_behind_on_purpose(tmp_path:
     with ResultsStore(tmp_path / "fresh.sqlite") as store:
         tables = {row[0] for row in store.db.execute(
             "select name from sqlite_master where type = 'table' and name not like 'sqlite%'")}
-        carried = store.run_tables()
+        carried = exchange.run_tables(store)
     assert carried[0] == "runs"
     uncovered = tables - set(carried) - set(bundles.SWEEP_TABLES) - set(bundles.LOCAL_TABLES)
     assert not uncovered, f"tables no bundle carries and bundle.py does not leave out on purpose: {uncovered}"
@@ -166,7 +166,7 @@ def test_a_later_table_travels_and_run_files_never_reach_the_importing_clean_up(
         db.execute("insert into later_per_run_notes select run_id, 1, 'select 1' from runs")
     with ResultsStore(source, create=False) as store:
         run_ids = store.series_runs(series_id)
-        document = store.export_bundle(run_ids)
+        document = exchange.export_bundle(store, run_ids)
         workdirs = {row[0] for row in store.db.execute("select workdir from run_files")}
     assert document["store_schema"] == SCHEMA_VERSION
     assert len(document["tables"]["later_per_run_notes"]["rows"]) == len(run_ids)
@@ -179,16 +179,17 @@ def test_a_later_table_travels_and_run_files_never_reach_the_importing_clean_up(
     # Another fbbench's bundle that carries the runs' files anyway (checksum made anew).
     forged = {k: v for k, v in document.items() if k != "sha256"}
     with ResultsStore(source, create=False) as store:
-        forged["tables"] = {**forged["tables"], "run_files": store._table_rows("run_files", "run_id", run_ids)}
+        forged["tables"] = {**forged["tables"],
+                            "run_files": exchange._table_rows(store, "run_files", "run_id", run_ids)}
     forged = bundles.decode(bundles.encode(bundles.new_document(forged["tables"], forged["runs"], [],
                                                                 SCHEMA_VERSION)))
     with ResultsStore(target, create=False) as store:
-        added, _ = store.import_bundle(forged)
+        added, _ = exchange.import_bundle(store, forged)
         assert sorted(added) == sorted(run_ids)
         assert store.db.execute("select count(*) from run_files").fetchone()[0] == 0
         assert all(not store.files_to_remove(workdir) for workdir in workdirs)
         assert store.db.execute("select count(*) from later_per_run_notes").fetchone()[0] == len(run_ids)
-        assert store.import_bundle(document) == ([], run_ids)  # the same runs: nothing added
+        assert exchange.import_bundle(store, document) == ([], run_ids)  # the same runs: nothing added
 
     # An older store's bundle: no validation_json column (a null here) is the same run again.
     older = {table: dict(rows) for table, rows in document["tables"].items()}
@@ -199,4 +200,4 @@ def test_a_later_table_travels_and_run_files_never_reach_the_importing_clean_up(
     with closing(sqlite3.connect(target)) as db, db:
         db.execute("update runs set validation_json = null")
     with ResultsStore(target, create=False) as store:
-        assert store.import_bundle(bundles.new_document(older, document["runs"], [], 5)) == ([], run_ids)
+        assert exchange.import_bundle(store, bundles.new_document(older, document["runs"], [], 5)) == ([], run_ids)

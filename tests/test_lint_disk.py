@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fbbench.analysis import lint
+from fbbench.analysis import lint, lint_disk, lint_rules
 from fbbench.engines import platform as host_os
 from fbbench.runner.cleanup import databases_dir
 from fbbench.store import ResultsStore
@@ -151,8 +151,8 @@ def test_os_cache_that_moves_during_a_run(tmp_path: Path) -> None:
         evictor.join()
     cache = doc["os_cache"]
     assert len(turns) >= 3 and min(turns[:-1]) > 20, turns  # the evictions kept up with their 20 ms
-    assert cache["storage_share_min"] is not None and cache["storage_share_min"] <= lint.CACHED_SHARE, cache
-    assert cache["storage_share_max"] >= lint.STORAGE_SHARE, cache
+    assert cache["storage_share_min"] is not None and cache["storage_share_min"] <= lint_disk.CACHED_SHARE, cache
+    assert cache["storage_share_max"] >= lint_disk.STORAGE_SHARE, cache
     assert "FB027" in rules(doc), (cache, sorted(rules(doc)))
 
 
@@ -162,9 +162,9 @@ def test_os_cache_that_differed_between_runs(tmp_path: Path) -> None:
     scan = ("scan", "--engine", "5.0", "--scale", "rows=40000", "-c", "1", "--page-buffers", "256")
     cold = stored(tmp_path, run(tmp_path, *scan, "--drop-caches", name="cold"))
     warm = stored(tmp_path, run(tmp_path, *scan, name="warm"))
-    found = lint.lint_os_cache_series([cold, warm], "series")
+    found = lint_disk.lint_os_cache_series([cold, warm], "series")
     assert [f.rule for f in found] == ["FB028"], [f.text for f in found]
-    assert lint.lint_os_cache_series([warm, warm]) == []
+    assert lint_disk.lint_os_cache_series([warm, warm]) == []
 
 
 def test_paired_ratios_that_trend_and_that_do_not() -> None:
@@ -188,5 +188,5 @@ def test_silent_on_the_quickstart(tmp_path: Path) -> None:
 
 def test_every_rule_has_a_severity_and_a_why() -> None:
     for rule_id in DISK_RULES:
-        rule = lint.RULES[rule_id]
-        assert rule.severity in lint.SEVERITIES and len(rule.why) > 60 and rule.why.endswith(".")
+        rule = lint_rules.RULES[rule_id]
+        assert rule.severity in lint_rules.SEVERITIES and len(rule.why) > 60 and rule.why.endswith(".")

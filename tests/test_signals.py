@@ -121,3 +121,28 @@ def test_a_stop_forwarded_while_the_engine_child_starts_ends_it_quietly(
             run_in_engine(runtime, "time:sleep", 30, on_start=stop_soon)
         err = capfd.readouterr().err
         assert "Fatal Python error" not in err and "Traceback" not in err, err
+
+
+def test_a_stop_raised_inside_a_finalizer_reaches_the_main_thread() -> None:
+    """The engine child's stop handler raised KeyboardInterrupt inside importlib's module-lock
+    callback, where Python only prints it ("Exception ignored in: … cb", 1 in 200 stops of
+    benchmarks/paired_interrupt.py) and the main thread never sees the stop."""
+    script = (
+        "import sys, time\n"
+        "from fbbench import signals\n"
+        "from fbbench.engines.child import _quiet_driver_finalizers\n"
+        "signals.make_interruptible()\n"
+        "sys.unraisablehook = _quiet_driver_finalizers\n"
+        "class Freed:\n"
+        "    def __del__(self):\n"
+        "        raise KeyboardInterrupt\n"
+        "try:\n"
+        "    Freed()\n"
+        "    for _ in range(100):\n"
+        "        time.sleep(0.01)\n"
+        "    print('lost')\n"
+        "except KeyboardInterrupt:\n"
+        "    print('delivered')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "delivered" and done.stderr == "", (done.stdout, done.stderr)

@@ -113,7 +113,7 @@ def test_run_of_a_dead_process_is_incomplete(tmp_path: Path) -> None:
 
 
 def test_a_schema_1_store_is_migrated_with_its_runs(tmp_path: Path) -> None:
-    from fbbench.store.results import MIGRATIONS
+    from fbbench.store.schema import MIGRATIONS
 
     path = tmp_path / "old.sqlite"
     db = sqlite3.connect(path)
@@ -134,7 +134,7 @@ def test_a_schema_1_store_is_migrated_with_its_runs(tmp_path: Path) -> None:
 
 
 def test_a_schema_2_store_gains_the_audits_sampling_interval(tmp_path: Path) -> None:
-    from fbbench.store.results import MIGRATIONS
+    from fbbench.store.schema import MIGRATIONS
 
     path = tmp_path / "old.sqlite"
     db = sqlite3.connect(path)

@@ -18,7 +18,8 @@ from typing import Any
 
 from fbbench.database import driver, scripts
 from fbbench.workloads import generators
-from fbbench.workloads.spec import LoadStep, Unit, Workload, load_workload
+from fbbench.workloads.spec import LoadStep, Workload, load_workload
+from fbbench.workloads.units import Unit
 
 _CONFLICTS = {335544345, 335544336, 335544878, 335544451, 335544510}
 _TABLES = ("warehouse", "district", "customer", "history", "new_order", "orders", "order_line", "item", "stock")

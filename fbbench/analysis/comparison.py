@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fbbench.analysis import conditions as cond
-from fbbench.analysis import engine, figures, lint, stats, steady
+from fbbench.analysis import engine, figures, lint, lint_disk, lint_rules, stats, steady
 from fbbench.analysis.finite import finite
 from fbbench.store.model import MetricRow, StoredRun
 
@@ -403,7 +403,7 @@ def lint_all(subjects: Sequence[Subject], records: Mapping[str, cond.Conditions]
     used = [run for subject in subjects for run in (subject.used or subject.runs)]
     if len(records) > 1:
         found += [{**f.to_dict(), "scope": "comparison", "side": None, "excluded": False}
-                  for f in lint.lint_disk_comparison(used)]
+                  for f in lint_disk.lint_disk_comparison(used)]
     if len(subjects) == 2 and all(subject.paired for subject in subjects):
         found += [{**f.to_dict(), "scope": "comparison", "side": None, "excluded": False}
                   for f in lint.lint_pairs(list(zip(subjects[0].used, subjects[1].used, strict=False)))]
@@ -411,7 +411,7 @@ def lint_all(subjects: Sequence[Subject], records: Mapping[str, cond.Conditions]
         if subject.kind == "series":
             found += [{**f.to_dict(), "scope": "series", "side": subject.label, "excluded": False}
                       for f in [*lint.lint_series(per_run[subject.label], subject.ident),
-                                *lint.lint_os_cache_series(subject.used or subject.runs, subject.ident)]]
+                                *lint_disk.lint_os_cache_series(subject.used or subject.runs, subject.ident)]]
         for run in subject.runs:
             excluded = exclude_unused and run.get("status") != "completed"
             found += [{**f.to_dict(), "scope": "run", "side": subject.label, "excluded": excluded}
@@ -470,7 +470,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
         "verdicts": verdicts,
         "engine": {"available": bool(engine_rows), "figures": engine_rows},
         "lint": findings,
-        "lint_groups": lint.grouped(findings, {s.label: (s.kind, len(s.runs)) for s in subjects}),
+        "lint_groups": lint_rules.grouped(findings, {s.label: (s.kind, len(s.runs)) for s in subjects}),
         "valid": not errors,
         "forced": bool(force and errors),
         "invalid_because": [f"{f['rule']} {f['message']}" for f in errors],

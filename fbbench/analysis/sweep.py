@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from fbbench.analysis import conditions, figures, lint, stats
+from fbbench.analysis import conditions, figures, lint, lint_rules, stats
 from fbbench.analysis.finite import finite
 from fbbench.store.model import StoredRun
 
@@ -225,7 +225,7 @@ def _credibility(spec: Mapping[str, Any], sweep: Mapping[str, Any], runs: Mappin
                        "equal": {key: value for key, value in first.items()
                                  if key not in {row.key for row in rows}}},
         "lint": finite(found),
-        "lint_groups": finite(lint.grouped(found, cells)),
+        "lint_groups": finite(lint_rules.grouped(found, cells)),
     }
 
 

@@ -120,13 +120,13 @@ def results_export(
 
     Examples: `fbbench results export last -o run.fbbundle` · `fbbench results export S_ID W_ID -o lab.fbbundle`
     """
-    from fbbench.store import ResultsStore, bundle
+    from fbbench.store import ResultsStore, bundle, exchange
 
     paths.writable_file(output, "--output")
     store_path = results or paths.default_results()
     with ResultsStore(store_path, create=False) as store:
         run_ids, sweep_ids = runs_named(store, items)
-        document = store.export_bundle(run_ids, sweep_ids)
+        document = exchange.export_bundle(store, run_ids, sweep_ids)
     size = bundle.write(output, document)
     sweeps = f" and {len(sweep_ids)} sweep(s)" if sweep_ids else ""
     console.print(f"wrote {len(run_ids)} run(s){sweeps} to {output} ({size / 1024:,.1f} KiB)", highlight=False,
@@ -144,14 +144,14 @@ def results_import(
 
     Example: `fbbench results import ssd-box.fbbundle hdd-box.fbbundle`
     """
-    from fbbench.store import ResultsStore, bundle
+    from fbbench.store import ResultsStore, bundle, exchange
 
     documents = [(path, bundle.read(path)) for path in files]  # every file checked before any import
     store_path = results or paths.default_results()
     paths.writable_file(store_path, "the results store (--results)")
     with ResultsStore(store_path) as store:
         for path, document in documents:
-            added, already = store.import_bundle(document, str(path))
+            added, already = exchange.import_bundle(store, document, str(path))
             said = f"{path}: {len(added)} run(s) added"
             if already:
                 said += f", {len(already)} already in the store"

@@ -196,6 +196,11 @@ def _quiet_driver_finalizers(unraisable: Any) -> None:
     as "Exception ignored …" with a traceback; and an object whose ``__init__`` a Ctrl-C cut short
     fails in its own ``__del__`` (``Statement.__del__``: no attribute ``_out_meta``). Nothing is
     lost — the run records the stop — so those are not shown; anything else is, as Python would."""
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        # A stop that landed in a callback (seen: importlib's module-lock weakref callback, 1 in
+        # 200 stops) is neither printed nor lost: the main thread gets it again.
+        signals.raise_again()
+        return
     raised_by = (unraisable.exc_type, unraisable.object)
     if any(str(getattr(thing, "__module__", "")).startswith("firebird.driver") for thing in raised_by):
         return

@@ -34,7 +34,7 @@ from fbbench.lab import RESOURCE, tasks
 from fbbench.lab.client import Lab
 from fbbench.runner.limits import overhead_per_run
 from fbbench.runner.run import RunOutcome, new_run_id
-from fbbench.store import ResultsStore, bundle
+from fbbench.store import ResultsStore, bundle, exchange
 from fbbench.store.model import RecordedSettings
 from fbbench.sweep.run import SweepOutcome, new_sweep_id, run_seconds
 from fbbench.sweep.spec import Cell, SweepSpec
@@ -197,7 +197,8 @@ def _collect_finished(lab: Lab, sweep_id: str, results: Path, note: Callable[[st
             for answer in answers.values():
                 if answer["bundle"] is not None:
                     document = bundle.decode(answer["bundle"], f"the runs from host {answer['host']}")
-                    added, _ = store.import_bundle(document, f"the runs from host {answer['host']}", only_new=True)
+                    added, _ = exchange.import_bundle(store, document, f"the runs from host {answer['host']}",
+                                                      only_new=True)
                     if added:
                         note(f"host {answer['host']}: {len(added)} run(s) of the sweep that ended meanwhile imported")
                 if answer["running"]:
@@ -364,7 +365,7 @@ def _settle(future: Any, step: LabStep, run_id: str, spec: SweepSpec, sweep_id: 
     with ResultsStore(results) as store:
         if answer is not None and answer.get("bundle") is not None:
             document = bundle.decode(answer["bundle"], f"run {run_id} from host {step.host}")
-            store.import_bundle(document, f"run {run_id} from host {step.host}", only_new=True)
+            exchange.import_bundle(store, document, f"run {run_id} from host {step.host}", only_new=True)
             return RunOutcome(run_id, answer["status"], answer.get("failure"), results, answer.get("hint"),
                               repeat_index=step.repeat)
         if answer is not None:

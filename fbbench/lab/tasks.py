@@ -22,7 +22,7 @@ from typing import Any
 from fbbench import paths
 from fbbench.engines import platform
 from fbbench.lab.task import ANSWER
-from fbbench.store import ResultsStore, bundle
+from fbbench.store import ResultsStore, bundle, exchange
 
 _ENTRY = "from fbbench.lab.task import main; main()"
 LOG_TAIL = 2000
@@ -110,7 +110,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     data = None
     with ResultsStore(_results()) as store:
         if store.db.execute("select 1 from runs where run_id = ?", (run_id,)).fetchone():
-            data = bundle.encode(store.export_bundle([run_id]))
+            data = bundle.encode(exchange.export_bundle(store, [run_id]))
     return {"run_id": run_id, "host": SETUP.name, "status": answer["status"], "failure": answer.get("failure"),
             "hint": answer.get("hint"), "bundle": data, "seconds": time.monotonic() - started,
             "log_tail": "" if answer["status"] == "completed" else text[-LOG_TAIL:]}
@@ -127,7 +127,7 @@ def finished_runs(sweep_id: str) -> dict[str, Any]:
         for row in rows:
             (found["running"] if store.status_of(row) == "running" else found["ended"]).append(row[3])
         if found["ended"]:
-            found["bundle"] = bundle.encode(store.export_bundle(found["ended"]))
+            found["bundle"] = bundle.encode(exchange.export_bundle(store, found["ended"]))
     return found
 
 

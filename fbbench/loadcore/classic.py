@@ -59,10 +59,10 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import IO, Any
 
 from fbbench import _core
+from fbbench.loadcore.classic_process import WorkerProcess, who
 from fbbench.workloads.figures import OUTCOMES
 
 # Not "-m": the worker must not run a second copy of a package module as __main__.
@@ -76,73 +76,10 @@ _WORKER_ENTRY = (
 )
 START_AHEAD = 0.2  # seconds between sending go and the common zero: every worker reads it in time
 PROCESS_GRACE = 5.0  # beyond the core's own watchdog bound: a worker writes its result and exits
-STDERR_TAIL = 2000
-
-
-@dataclass
-class _Worker:
-    index: int  # its first attachment
-    process: subprocess.Popen[bytes]
-    stderr: IO[bytes]
-    count: int = 1  # its attachments: index … index + count - 1
-    buffer: bytes = b""
-    started: bool = False
-    live: dict[str, Any] = field(default_factory=dict)
-    intervals: dict[int, dict[str, Any]] = field(default_factory=dict)
-    result: dict[str, Any] | None = None
-    facts: dict[str, Any] = field(default_factory=dict)  # pid, peak RSS, CPU of the process
-    eof: bool = False  # its stdout closed: the process ended (or is about to)
-    killed: bool = False
-
-    @property
-    def counting(self) -> bool:
-        """Still taking part in the intervals (no result, not gone)."""
-        return self.result is None and not self.eof and not self.killed
-
-    @property
-    def ready(self) -> bool:
-        return self.live.get("phase") == "ready"
-
-    @property
-    def attachments(self) -> list[int]:
-        return list(range(self.index, self.index + self.count))
-
-    @property
-    def who(self) -> str:
-        return _who(self.attachments)
-
-    def send(self, line: str) -> None:
-        stdin = self.process.stdin
-        if stdin is None:
-            return
-        with contextlib.suppress(OSError, ValueError):  # the worker is gone: nothing to tell it
-            stdin.write(line.encode() + b"\n")
-            stdin.flush()
-
-    def stderr_tail(self) -> str:
-        try:
-            self.stderr.seek(0)
-            text = self.stderr.read().decode(errors="replace")
-        except (OSError, ValueError):
-            return ""
-        return text[-STDERR_TAIL:].strip()
-
-    def ended_how(self) -> str:
-        code = self.process.poll()
-        if code is None:
-            return "its process closed its output"
-        return f"its process was killed by signal {-code}" if code < 0 else f"its process ended with exit code {code}"
 
 
 def _seconds_text(seconds: float) -> str:
     return f"{seconds:.0f}" if float(seconds).is_integer() else f"{round(seconds, 3)}"
-
-
-def _who(indices: list[int]) -> str:
-    names = [str(i) for i in sorted(indices)]
-    if len(names) == 1:
-        return f"attachment {names[0]}"
-    return f"attachments {', '.join(names[:-1])} and {names[-1]}"
 
 
 class ProcessRun:
@@ -160,7 +97,7 @@ class ProcessRun:
         lock_waits = [u.get("lock_timeout") for u in self.config["units"] if u.get("lock_timeout") is not None]
         self.bound = float(self.config.get("watchdog_seconds") or 10.0) + max(lock_waits, default=0)
         self._cond = threading.Condition()
-        self._workers: list[_Worker] = []
+        self._workers: list[WorkerProcess] = []
         self._started = False
         self._stop_requested = False  # by the caller (the user), before counting ended
         self._halting = False  # stop sent to the workers
@@ -194,10 +131,10 @@ class ProcessRun:
             except OSError as error:
                 stderr.close()
                 with self._cond:
-                    self._failures.append(f"cannot start the process of {_who(list(range(index, index + count)))}: "
+                    self._failures.append(f"cannot start the process of {who(list(range(index, index + count)))}: "
                                           f"{error}")
                 break
-            worker = _Worker(index, process, stderr, count)
+            worker = WorkerProcess(index, process, stderr, count)
             worker.send(json.dumps(self._first_message(index, config)))
             self._workers.append(worker)
         threading.Thread(target=self._read, name="fbbench-classic-pipes", daemon=True).start()
@@ -322,7 +259,7 @@ class ProcessRun:
                     self._cond.notify_all()
         selector.close()
 
-    def _message(self, worker: _Worker, message: dict[str, Any]) -> None:
+    def _message(self, worker: WorkerProcess, message: dict[str, Any]) -> None:
         if "live" in message:
             worker.live = message["live"]
             if worker.live.get("failure") and worker.result is None and self._ended is None:
@@ -439,10 +376,10 @@ class ProcessRun:
             self._ended = time.monotonic()
 
     @staticmethod
-    def _crashed(worker: _Worker) -> bool:
+    def _crashed(worker: WorkerProcess) -> bool:
         return bool(worker.facts.get("crashed"))
 
-    def _crash_message(self, worker: _Worker, when: str) -> str:
+    def _crash_message(self, worker: WorkerProcess, when: str) -> str:
         worker.facts["crashed"] = True
         with contextlib.suppress(subprocess.TimeoutExpired):
             worker.process.wait(0.5)  # its output closed: it is ending, if not gone already
@@ -469,7 +406,7 @@ class ProcessRun:
             with contextlib.suppress(OSError):
                 worker.process.kill()
         if late:
-            self._late_note = (f"{_who([i for w in late for i in w.attachments])} did not return within "
+            self._late_note = (f"{who([i for w in late for i in w.attachments])} did not return within "
                                f"{_seconds_text(self.bound + PROCESS_GRACE)} s {self._why_ended} (cancelled, then "
                                "its process was killed)")
         # Processes that handed in their result end on their own at once; a stuck exit is killed.

@@ -70,9 +70,9 @@ def condition_rows(document: Mapping[str, Any], *, followers: bool = True) -> li
 
 
 def lint_lines(findings: Sequence[Mapping[str, Any]], sides: Sequence[Mapping[str, Any]] | None = None) -> list[str]:
-    """The findings on the console, one line per rule and side (:func:`fbbench.analysis.lint.grouped`),
+    """The findings on the console, one line per rule and side (:func:`fbbench.analysis.lint_rules.grouped`),
     its why beneath."""
-    from fbbench.analysis.lint import grouped
+    from fbbench.analysis.lint_rules import grouped
 
     lines = []
     for group in grouped(findings, {s["label"]: (s["kind"], len(s["runs"])) for s in sides or []}):

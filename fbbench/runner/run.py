@@ -99,7 +99,7 @@ def run_workload(settings: RunSettings) -> Any:
 def static_findings(settings: RunSettings) -> list[Any]:
     """The credibility lint's static rules on what the run is about to do (before anything runs):
     rand()/gen_uuid() reached under read consistency, a tiny page cache, Classic with a large one.
-    A list of :class:`fbbench.analysis.lint.Finding`; an unknown engine version counts as 4.0+."""
+    A list of :class:`fbbench.analysis.lint_rules.Finding`; an unknown engine version counts as 4.0+."""
     from fbbench.analysis.lint import lint_workload
 
     workload = run_workload(settings)

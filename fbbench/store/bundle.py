@@ -11,7 +11,7 @@ A bundle is one gzip'd JSON document (``gunzip -c FILE | python -m json.tool`` s
 row with its settings, conditions, summary, validation and workload files; phases, intervals with
 their HDR histograms, unit totals, metrics, engine samples, gstat, log findings, checks — every
 table of the store with a ``run_id`` column, read from its schema, so that a table a later
-migration adds travels without a change here: :meth:`~fbbench.store.results.ResultsStore.run_tables`),
+migration adds travels without a change here: :func:`~fbbench.store.exchange.run_tables`),
 and the rows of the sweeps named. The one exception is :data:`LOCAL_TABLES`: the bookkeeping of
 the machine that ran the run, which means nothing anywhere else.
 ``sha256`` is over the canonical JSON of every other key, so that a bundle
@@ -21,7 +21,7 @@ holds no passwords, so no bundle does.
 
 Reading refuses, with one line each: a file that is not a bundle, one cut short, one whose
 checksum does not match, and one of a newer format version than this fbbench reads.
-:meth:`fbbench.store.results.ResultsStore.import_bundle` adds a read bundle to a store.
+:func:`fbbench.store.exchange.import_bundle` adds a read bundle to a store.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ phase; intervals are inserted as they complete. A process killed mid-run therefo
 that still says ``running`` although its process is gone: readers show it as ``incomplete``,
 with the intervals it finished. Reports and comparisons read only this store.
 
-The schema carries a version (``PRAGMA user_version``); :data:`MIGRATIONS` brings an older store
-up to date when it is opened.
+The schema and its migrations are :mod:`fbbench.store.schema`; runs leaving and entering the store
+as bundles, :mod:`fbbench.store.exchange`.
 """
 
 from __future__ import annotations
@@ -25,186 +25,10 @@ from typing import Any, cast
 import psutil
 
 from fbbench.errors import FbbenchError
-from fbbench.store import bundle
+from fbbench.store import schema
 from fbbench.store.model import RecordedSettings, StoredRun
 
-SCHEMA_VERSION = 7
 OPEN_TIMEOUT_SECONDS = 30.0  # how long a store busy with another fbbench process is waited for
-
-MIGRATIONS: dict[int, str] = {
-    # 0 → 1: the first schema.
-    1: """
-    create table runs (
-        run_id text primary key,
-        started_at real not null,
-        ended_at real,
-        status text not null,              -- running / completed / interrupted / failed
-        failure text,
-        host text, pid integer,
-        workload text not null,
-        engine_label text,
-        engine_version text,               -- as the server reports it
-        architecture text,
-        settings_json text not null,       -- spec + flags + tags, as the run used them
-        engine_json text,                  -- version strings, mode, effective firebird.conf
-        database_json text,                -- path, page size, buffers, forced writes, sizes, headers
-        host_json text,                    -- CPU, memory, OS, kernel, disk, versions, bitness
-        load_json text,                    -- population: source (cache or built), speed
-        summary_json text,                 -- score, metrics, totals: what the run concluded
-        workload_files_json text,          -- the workload.toml and scripts the run used
-        firebird_log text                  -- what the engine logged during the run
-    );
-    create table phases (
-        run_id text not null references runs(run_id),
-        name text not null,
-        started_at real not null,
-        seconds real,
-        detail_json text,
-        primary key (run_id, name)
-    );
-    create table intervals (
-        run_id text not null references runs(run_id),
-        idx integer not null,
-        phase text not null,               -- warmup / measure
-        unit text not null,
-        start_offset real not null,
-        seconds real not null,
-        ok integer not null, rolled_back integer not null, conflicts integer not null, errors integer not null,
-        histogram text,                    -- HDR histogram (base64 V2), null until the run's end
-        primary key (run_id, idx, unit)
-    );
-    create table unit_totals (
-        run_id text not null references runs(run_id),
-        unit text not null,
-        ok integer not null, rolled_back integer not null, conflicts integer not null, errors integer not null,
-        histogram text,
-        latency_json text, errors_json text, conflicts_json text, tally_json text,
-        primary key (run_id, unit)
-    );
-    create table metrics (
-        run_id text not null references runs(run_id),
-        name text not null,
-        start_value real, end_value real, value real, per_minute integer not null, description text,
-        primary key (run_id, name)
-    );
-    create table checks (
-        run_id text not null references runs(run_id),
-        kind text not null,                -- check (consistency, DB side) / audit (client figures)
-        name text not null,
-        passed integer,                    -- 1 pass, 0 fail, null: could not be evaluated
-        value real,
-        detail text,
-        primary key (run_id, kind, name)
-    );
-    """,
-    # 1 → 2: what the engine did while it was measured (MON$ deltas per interval, gstat before and
-    # after, firebird.log findings), the measured window of each DB-side metric, and series of
-    # repeated runs.
-    2: """
-    create table engine_samples (
-        run_id text not null references runs(run_id),
-        idx integer not null,              -- the interval (as in intervals.idx) the values belong to
-        source text not null,              -- io, record, memory, header, database, table:NAME, metric, sample
-        name text not null,
-        value real,                        -- counters: change over the interval; levels: value at its end
-        primary key (run_id, idx, source, name)
-    );
-    create table gstat (
-        run_id text not null references runs(run_id),
-        moment text not null,              -- before / after
-        taken_at real,
-        parse_error text,                  -- why firebird-lib could not read it (the raw text is kept)
-        snapshot_json text,                -- header, tables, indices as parsed
-        raw text,
-        primary key (run_id, moment)
-    );
-    create table findings (
-        run_id text not null references runs(run_id),
-        source text not null,              -- firebird.log (more sources may follow)
-        kind text not null,
-        severity text not null,            -- fatal / warning / info
-        count integer not null,
-        first_at text, last_at text,
-        example text,
-        detail_json text,
-        primary key (run_id, source, kind)
-    );
-    alter table metrics add column window_start real;   -- time.time() of the readings the value is between
-    alter table metrics add column window_end real;
-    alter table runs add column series_id text;         -- repeats of the same conditions share it
-    alter table runs add column repeat_index integer;   -- 1-based position in its series
-    create index runs_series on runs(series_id);
-    """,
-    # 2 → 3: an audit's sampling interval (analysis.audits): its value lies in low–high with 95 %
-    # confidence over n trials or units; null where the audit's shape has none.
-    3: """
-    alter table checks add column low real;
-    alter table checks add column high real;
-    alter table checks add column n integer;
-    """,
-    # 3 → 4: sweeps — a matrix of run settings with repeats; each cell is a series of its runs.
-    4: """
-    create table sweeps (
-        sweep_id text primary key,
-        created_at real not null,
-        ended_at real,
-        status text not null,              -- running / completed / interrupted / failed
-        host text, pid integer,
-        spec_path text,
-        spec_text text,                    -- the spec file as it was, so that --resume runs the same sweep
-        spec_json text,                    -- the parsed spec: base settings, axes, cells in their order
-        result_json text                   -- what the sweep concluded (its overhead, the best cell)
-    );
-    alter table runs add column sweep_id text;
-    alter table runs add column cell integer;            -- the cell's index in its sweep
-    create index runs_sweep on runs(sweep_id);
-    """,
-    # 4 → 5: the files a run creates in its work directory, recorded before it creates them: the
-    # only files a clean-up deletes (fbbench.runner.cleanup).
-    5: """
-    create table run_files (
-        run_id text not null references runs(run_id),
-        path text not null,                -- absolute, inside the work directory
-        kind text not null,                -- database / runtime / building (a population being built)
-        workdir text not null,             -- the id in the work directory's marker (fbbench.paths)
-        owner_pid integer, owner_host text, -- the process that removes it when the run ends
-        removed_at real,                   -- when a clean-up removed it, or found it gone
-        primary key (run_id, path)
-    );
-    create index run_files_open on run_files(workdir, removed_at);
-    """,
-    # 5 → 6: whether the database was still sound after the run (observe/validation.py): done or
-    # why not, the kind of validation, what Firebird found.
-    6: """
-    alter table runs add column validation_json text;
-    """,
-    # 6 → 7: replays of a trace — each statement's latency against the traced one, and every
-    # divergence from the trace.
-    7: """
-    create table replay_statements (
-        run_id text not null references runs(run_id),
-        template integer not null,         -- the statement's SQL text, numbered in the trace's order
-        sql text not null,
-        executions integer not null,
-        errors integer not null,
-        histogram text,                    -- HDR histogram (base64 V2) of the replayed executions, in µs
-        latency_json text,                 -- the replay's p50, p90, p95, p99, max, mean (ms)
-        traced_json text,                  -- the trace's: count, p50, p95, p99, max, mean (ms)
-        primary key (run_id, template)
-    );
-    create table divergences (
-        run_id text not null references runs(run_id),
-        idx integer not null,              -- in the order the replay met them (the first 1,000)
-        kind text not null,                -- error, succeeded, rows, rows changed, commit failed, …
-        attachment integer,                -- the replay's attachment (1-based), or the traced one when
-                                           -- kind is "not replayable" (never executed)
-        transaction_id integer,            -- the transaction's number in the trace
-        template integer,
-        detail_json text,
-        primary key (run_id, idx)
-    );
-    """,
-}
 
 
 @dataclass
@@ -286,7 +110,7 @@ class ResultsStore:
             self.db = sqlite3.connect(self.path, timeout=OPEN_TIMEOUT_SECONDS, isolation_level=None)
             self._write_ahead_log()
             self.db.execute("pragma foreign_keys = on")
-            self._migrate()
+            schema.migrate(self.db, self.path)
         except sqlite3.DatabaseError as error:
             raise _store_error(self.path, error, "open") from None
 
@@ -311,24 +135,6 @@ class ResultsStore:
                 if "locked" not in str(error) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.02)
-
-    def _migrate(self) -> None:
-        version = self.db.execute("pragma user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise FbbenchError(f"the results store {self.path} was written by a newer fbbench (schema {version})",
-                               hint="upgrade fbbench, or use another --results file")
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            # One script per step, schema change and version bump committed together.
-            try:
-                self.db.executescript(f"begin immediate;\n{MIGRATIONS[target]}\npragma user_version = {target};\n"
-                                      "commit;")
-            except sqlite3.OperationalError:
-                with suppress(sqlite3.DatabaseError):
-                    self.db.execute("rollback")
-                # Another fbbench process (the other run of a pair, a `results list`) opened the new
-                # store at the same time and made this step while we waited for its lock.
-                if self.db.execute("pragma user_version").fetchone()[0] < target:
-                    raise
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -717,133 +523,3 @@ class ResultsStore:
                 "order by idx", (run_id,))
         ]
         return cast(StoredRun, run)
-
-    # ---------------------------------------------------------------- bundles: runs that travel
-
-    def _table_rows(self, table: str, column: str, ids: Sequence[str]) -> dict[str, Any]:
-        columns = [c[1] for c in self.db.execute(f"pragma table_info({table})")]
-        marks = ", ".join("?" for _ in ids)
-        rows = [list(row) for row in self.db.execute(
-            f"select * from {table} where {column} in ({marks}) order by rowid", tuple(ids))] if ids else []
-        return {"columns": columns, "rows": rows}
-
-    def run_tables(self) -> list[str]:
-        """The tables that hold rows of a run (those with a ``run_id`` column), the run's own row
-        first: what a bundle carries, read from the schema so that a table a later migration adds
-        travels too — less :data:`bundle.LOCAL_TABLES` (the machine's own bookkeeping)."""
-        names = [row[0] for row in self.db.execute(
-            "select name from sqlite_master where type = 'table' and name not like 'sqlite%' order by name")]
-        keyed = [name for name in names
-                 if any(column[1] == "run_id" for column in self.db.execute(f"pragma table_info({name})"))]
-        return ["runs", *(name for name in keyed if name != "runs" and name not in bundle.LOCAL_TABLES)]
-
-    def _exported_run_rows(self, run_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        tables = {table: self._table_rows(table, "run_id", run_ids) for table in self.run_tables()}
-        runs = tables["runs"]
-        status, pid, host = (runs["columns"].index(name) for name in ("status", "pid", "host"))
-        for row in runs["rows"]:
-            # A run whose process is gone travels as what it is here (incomplete), not as a
-            # 'running' that another machine could never tell from a live run.
-            row[status] = self.status_of((row[status], row[pid], row[host]))
-        return tables
-
-    def export_bundle(self, run_ids: Sequence[str], sweep_ids: Sequence[str] = ()) -> dict[str, Any]:
-        """A bundle document (:mod:`fbbench.store.bundle`) of these runs and sweeps, every row they
-        have here. A run still running is refused: its rows are not all written yet."""
-        run_ids = list(dict.fromkeys(run_ids))
-        for run_id in run_ids:
-            row = self.db.execute("select status, pid, host from runs where run_id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise FbbenchError(f"no run '{run_id}' in {self.path}")
-            if self.status_of(row) == "running":
-                raise FbbenchError(f"run {run_id} is still running (process {row[1]} on {row[2]}): "
-                                   "export it once it has ended")
-        tables = self._exported_run_rows(run_ids)
-        tables["sweeps"] = self._table_rows("sweeps", "sweep_id", list(sweep_ids))
-        return bundle.new_document(tables, run_ids, list(sweep_ids), SCHEMA_VERSION)
-
-    def import_bundle(self, document: dict[str, Any], name: str = "the bundle",
-                      only_new: bool = False) -> tuple[list[str], list[str]]:
-        """Add a bundle's runs and sweeps (a document :func:`bundle.decode` checked): (run ids added,
-        run ids that were already here, identical). All or nothing: a run or sweep that is here
-        with other contents is never overwritten, and the store is left as it was. ``only_new``:
-        runs already here are left as they are without comparing them (a lab's coordinator
-        recorded a run as failed when its host died; the host's own record of it stays there)."""
-        # The machine's own bookkeeping (a run's files on the machine that ran it) is never imported.
-        tables: dict[str, dict[str, Any]] = {table: rows for table, rows in document["tables"].items()
-                                             if table not in bundle.LOCAL_TABLES}
-        run_tables = self.run_tables()
-        if int(document.get("store_schema") or 0) > SCHEMA_VERSION:
-            raise bundle.BundleError(f"{name} holds runs of a newer results store (schema "
-                                     f"{document['store_schema']}; this fbbench has {SCHEMA_VERSION})",
-                                     hint="upgrade fbbench to import it")
-        for table in tables:
-            if table not in (*run_tables, *bundle.SWEEP_TABLES):
-                raise bundle.BundleError(f"{name} has a table this store does not know: {table}")
-            columns = [c[1] for c in self.db.execute(f"pragma table_info({table})")]
-            unknown = [c for c in tables[table]["columns"] if c not in columns]
-            if unknown:
-                raise bundle.BundleError(f"{name}: the store's table {table} has no column "
-                                         f"{', '.join(unknown)} (a newer fbbench wrote it)",
-                                         hint="upgrade fbbench to import it")
-        run_ids = [str(r) for r in document.get("runs") or []]
-        theirs = {table: _rows_by(tables.get(table), "run_id") for table in run_tables}
-        present = [run_id for run_id in run_ids
-                   if self.db.execute("select 1 from runs where run_id = ?", (run_id,)).fetchone()]
-        mine = {table: _rows_by(rows, "run_id") for table, rows in self._exported_run_rows(present).items()}
-        for run_id in [] if only_new else present:
-            for table in run_tables:
-                if _comparable(theirs[table].get(run_id, [])) != _comparable(mine[table].get(run_id, [])):
-                    raise bundle.BundleError(
-                        f"run {run_id} of {name} is already in {self.path} with other contents ({table} differ): "
-                        "nothing was imported", hint="a run is never overwritten; import into another --results")
-        sweeps = _rows_by(tables.get("sweeps"), "sweep_id")
-        new_sweeps = []
-        for sweep_id, rows in sweeps.items():
-            here = _as_dicts(self._table_rows("sweeps", "sweep_id", [sweep_id]))
-            if not here:
-                new_sweeps.append(sweep_id)
-            elif not _same_sweep(here[0], rows[0]):
-                raise bundle.BundleError(f"sweep {sweep_id} of {name} is already in {self.path} as another sweep "
-                                         "(its spec differs): nothing was imported")
-        added = [run_id for run_id in run_ids if run_id not in present]
-        with self.transaction():
-            for table in (*bundle.SWEEP_TABLES, *run_tables):
-                source = tables.get(table)
-                if source is None:
-                    continue
-                keep = set(new_sweeps) if table == "sweeps" else set(added)
-                key = "sweep_id" if table == "sweeps" else "run_id"
-                columns = source["columns"]
-                position = columns.index(key)
-                rows = [row for row in source["rows"] if row[position] in keep]
-                if rows:
-                    marks = ", ".join("?" for _ in columns)
-                    self.db.executemany(f"insert into {table} ({', '.join(columns)}) values ({marks})", rows)
-        return added, [run_id for run_id in run_ids if run_id in present]
-
-
-def _as_dicts(table: dict[str, Any] | None) -> list[dict[str, Any]]:
-    if not table:
-        return []
-    return [dict(zip(table["columns"], row, strict=True)) for row in table["rows"]]
-
-
-def _rows_by(table: dict[str, Any] | None, key: str) -> dict[str, list[dict[str, Any]]]:
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for row in _as_dicts(table):
-        grouped.setdefault(str(row[key]), []).append(row)
-    return grouped
-
-
-def _comparable(rows: list[dict[str, Any]]) -> list[str]:
-    """Rows as a sorted list of canonical texts: the same rows, whatever their order. A null is
-    the same as a column the other side has not got (a bundle of an older store: a column a later
-    migration added is null in the run it imported)."""
-    return sorted(json.dumps({k: v for k, v in row.items() if v is not None}, sort_keys=True, default=str)
-                  for row in rows)
-
-
-def _same_sweep(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
-    """A sweep here and in a bundle is the same sweep when its spec is: its status and end move on."""
-    return all(mine.get(k) == theirs.get(k) for k in ("created_at", "spec_text", "spec_path"))

@@ -12,7 +12,7 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,67 +20,13 @@ from typing import Any
 from fbbench.errors import FbbenchError
 from fbbench.workloads.expressions import ExpressionError, evaluate_int, evaluate_number, names_in
 from fbbench.workloads.figures import OUTCOMES, PER_SECONDS, SCORE, Figure
-from fbbench.workloads.generators import (
-    _GENERATORS,
-    IDENTIFIER,
-    Generator,
-    Parameter,
-    Reference,
-    not_whole,
-    parse_generator,
-    parse_parameter,
-)
+from fbbench.workloads.generators import IDENTIFIER, Generator
 from fbbench.workloads.scale import BOOLEAN_WORDS, parse_scale_choice, parse_scale_value
 from fbbench.workloads.sqltext import PLACEHOLDER, substitute
+from fbbench.workloads.toml_reader import Reader
+from fbbench.workloads.units import Unit, read_unit
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
-ISOLATIONS = ("snapshot", "read_committed", "read_consistency", "serializable")
-TRANSACTIONS = ("per_unit", "per_n_units", "none")
-CONNECTS = ("once", "per_unit")
-
-_KEYS: dict[str, set[str]] = {
-    "": {"name", "description", "scripts", "scale", "load", "units", "metrics", "checks", "audits", "constants",
-         "headline", "figures", "page_size", "size_scale", "disk"},
-    "load": {"name", "sql", "script", "params", "for_each"},
-    "units": {"name", "description", "weight", "isolation", "lock_timeout", "read_only", "sql", "params",
-              "statements", "rollback_on", "tally", "keying_time", "think_time", "let", "transaction",
-              "units_per_transaction", "connect", "count", "only"},
-    "statements": {"sql", "params", "repeat", "let"},
-    "metrics": {"name", "sql", "per_minute", "description", "every", "only"},
-    "checks": {"name", "sql", "description", "only"},
-    "audits": {"name", "value", "unit", "min", "max", "description", "only"},
-    "headline": {"name", "value", "per", "better", "unit", "description", "when", "only"},
-    "figures": {"name", "value", "per", "better", "unit", "description", "when", "only"},
-}
-
-
-@dataclass(frozen=True)
-class Statement:
-    sql: str
-    params: tuple[Parameter, ...] = ()
-    repeat: int = 1
-    # Values drawn before each execution, by name (docs/workload-format.md, "The same value again").
-    lets: tuple[tuple[str, Parameter], ...] = ()
-
-
-@dataclass(frozen=True)
-class Unit:
-    name: str
-    weight: float
-    statements: tuple[Statement, ...]
-    isolation: str = "read_committed"
-    lock_timeout: int | None = None
-    read_only: bool = False
-    rollback_on: tuple[str, ...] = ()
-    tally: tuple[str, ...] = ()
-    keying_time: float = 0.0
-    think_time: float = 0.0
-    description: str = ""
-    lets: tuple[tuple[str, Parameter], ...] = ()  # drawn once per execution, before the first statement
-    transaction: str = "per_unit"  # per_unit | per_n_units | none
-    units_per_transaction: int = 1  # per_n_units: the executions one transaction spans
-    connect: str = "once"  # once | per_unit: attach and detach in every execution
-    count: int | None = None  # fixed work: each attachment runs the unit this often, units in order
 
 
 @dataclass(frozen=True)
@@ -231,154 +177,7 @@ class Workload:
         return found
 
 
-class _Locator:
-    """Line numbers of keys in a TOML text, so semantic errors can point at a line."""
-
-    _ARRAY = re.compile(r"^\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]")
-    _TABLE = re.compile(r"^\[\s*([A-Za-z0-9_.-]+)\s*\]")
-    _KEY = re.compile(r"^([A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
-
-    def __init__(self, text: str) -> None:
-        self.text_lines = text.splitlines()
-        self.lines: dict[tuple[Any, ...], int] = {}
-        section: tuple[Any, ...] = ()
-        counters: dict[str, int] = {}
-        for number, raw in enumerate(text.splitlines(), start=1):
-            line = raw.strip()
-            if match := self._ARRAY.match(line):
-                name = match.group(1)
-                counters[name] = counters.get(name, -1) + 1
-                section = (name, counters[name])
-            elif match := self._TABLE.match(line):
-                section = (match.group(1),)
-            elif match := self._KEY.match(line):
-                self.lines.setdefault((*section, match.group(1).strip('"')), number)
-                continue
-            else:
-                continue
-            self.lines.setdefault(section, number)
-
-    def line(self, *path: Any) -> int | None:
-        while path:
-            if path in self.lines:
-                return self.lines[path]
-            path = path[:-1]
-        return None
-
-
-class _Reader:
-    """Walks the parsed TOML with the locator at hand, raising located errors."""
-
-    def __init__(self, source: Path, text: str) -> None:
-        self.source = source
-        self.locator = _Locator(text)
-
-    def where(self, path: Sequence[Any]) -> str:
-        line = self.locator.line(*path)
-        return f"{self.source}:{line}" if line else str(self.source)
-
-    def fail(self, path: Sequence[Any], message: str, hint: str | None = None) -> FbbenchError:
-        return FbbenchError(f"{self.where(path)}: {message}", hint)
-
-    def check_keys(self, table: Mapping[str, Any], kind: str, path: Sequence[Any]) -> None:
-        allowed = _KEYS[kind]
-        for key in table:
-            if key not in allowed:
-                close = difflib.get_close_matches(key, sorted(allowed), n=1)
-                label = f"[[{kind}]] #{path[-1] + 1}" if kind and isinstance(path[-1], int) else (
-                    f"[{kind}]" if kind else "the top level")
-                raise self.fail(
-                    [*path, key], f"unknown key '{key}' in {label}; expected one of: {', '.join(sorted(allowed))}",
-                    hint=f"did you mean '{close[0]}'?" if close else None,
-                )
-
-    def text(self, table: Mapping[str, Any], key: str, path: Sequence[Any]) -> str:
-        """A required, non-empty string."""
-        value = table.get(key)
-        if value is None:
-            raise self.fail(path, f"missing required key '{key}'")
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail([*path, key], f"'{key}' must be a non-empty string")
-        return value
-
-    def number(self, table: Mapping[str, Any], key: str, path: Sequence[Any], default: float | None,
-               whole: bool = False) -> float | int | None:
-        if key not in table:
-            return default
-        try:
-            return evaluate_int(table[key]) if whole else evaluate_number(table[key])
-        except ExpressionError as error:
-            raise self.fail([*path, key], f"'{key}': {error}") from None
-
-    def flag(self, table: Mapping[str, Any], key: str, path: Sequence[Any]) -> bool:
-        value = table.get(key, False)
-        if not isinstance(value, bool):
-            raise self.fail([*path, key], f"'{key}' must be true or false")
-        return value
-
-    def names(self, table: Mapping[str, Any], key: str, path: Sequence[Any]) -> tuple[str, ...]:
-        value = table.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise self.fail([*path, key], f"'{key}' must be a list of strings")
-        return tuple(value)
-
-    def array(self, data: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
-        value = data.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-            raise self.fail([key], f"'{key}' must be an array of tables ([[{key}]])")
-        return value
-
-    def where_text(self, path: Sequence[Any], text: str) -> str:
-        """file:line of the first line at or after ``path``'s that holds ``text`` (an inline
-        statement of a multi-line array), else ``path``'s own."""
-        start = self.locator.line(*path)
-        if start is not None:
-            for number, line in enumerate(self.locator.text_lines[start - 1:], start):
-                if text and text in line:
-                    return f"{self.source}:{number}"
-        return self.where(path)
-
-    def kept(self, table: Mapping[str, Any], path: Sequence[Any], scale: Mapping[str, Any],
-             choices: Mapping[str, tuple[str, ...]]) -> bool:
-        """``only = { mode = ["a", "b"] }``: whether the entry exists at this scale (every named
-        word-valued scale parameter has one of the words listed)."""
-        only = table.get("only")
-        if only is None:
-            return True
-        if not isinstance(only, dict) or not only:
-            raise self.fail([*path, "only"], "'only' must be a table such as only = { mode = [\"small\", \"large\"] }")
-        kept = True
-        for name, words in only.items():
-            listed = [words] if isinstance(words, str) else words
-            if name not in choices:
-                raise self.fail([*path, "only"], f"'only' names '{name}', which is not a scale parameter with words "
-                                                 f"(those are: {', '.join(sorted(choices)) or 'none'})")
-            if not isinstance(listed, list) or not listed or not all(isinstance(w, str) for w in listed):
-                raise self.fail([*path, "only"], f"'only': {name} must be a word or a list of words")
-            unknown = [w for w in listed if w not in choices[name]]
-            if unknown:
-                raise self.fail([*path, "only"], f"'only': {', '.join(unknown)} is not one of {name}'s words "
-                                                 f"({', '.join(choices[name])})")
-            kept = kept and scale[name] in listed
-        return kept
-
-    def generators(self, table: Mapping[str, Any], path: Sequence[Any],
-                   constants: Collection[str] = ()) -> tuple[Generator, ...]:
-        value = table.get("params", [])
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            expected = "'params' must be a list of generator strings such as \"uniform(1, 10)\""
-            raise self.fail([*path, "params"], expected)
-        try:
-            generators = tuple(parse_generator(item, constants) for item in value)
-        except ValueError as error:
-            raise self.fail([*path, "params"], str(error)) from None
-        for generator in generators:
-            if generator.kind == "sequence":
-                raise self.fail([*path, "params"], "sequence() counts a unit's executions; a [[load]] step has none")
-        return generators
-
-
-def _read_scale_choices(reader: _Reader, name: str, table: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+def _read_scale_choices(reader: Reader, name: str, table: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
     """``name = { default = "small", choices = ["small", "large"] }`` → (default, choices)."""
     path = ["scale", name]
     for key in table:
@@ -396,7 +195,7 @@ def _read_scale_choices(reader: _Reader, name: str, table: Mapping[str, Any]) ->
     return default, tuple(choices)
 
 
-def _substitute(value: Any, scale: Mapping[str, int | float | str], reader: _Reader, path: list[Any]) -> Any:
+def _substitute(value: Any, scale: Mapping[str, int | float | str], reader: Reader, path: list[Any]) -> Any:
     if isinstance(value, str):
         def unknown(name: str, _line: int) -> Exception:
             return reader.fail(path, f"unknown scale parameter ${{{name}}}; known: {', '.join(sorted(scale))}")
@@ -439,7 +238,7 @@ class _Source:
     directory: Path
     stored: Mapping[str, str] | None = None
 
-    def script(self, reader: _Reader, path: list[Any], name: str) -> Path:
+    def script(self, reader: Reader, path: list[Any], name: str) -> Path:
         """A script of the workload: a file inside its directory (never ../ or an absolute path)."""
         script = (self.directory / name).resolve()
         if not script.is_relative_to(self.directory.resolve()):
@@ -481,7 +280,7 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
         match = re.search(r"line (\d+)", str(error))
         where = f"{source}:{match.group(1)}" if match else str(source)
         raise FbbenchError(f"{where}: invalid TOML: {error}") from None
-    reader = _Reader(source, text)
+    reader = Reader(source, text)
     reader.check_keys(data, "", [])
 
     scale_table = data.get("scale", {})
@@ -522,7 +321,7 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
         scripts.append(files.script(reader, ["scripts"], script))
 
     constants = _read_constants(reader, resolved.get("constants", {}))
-    units = tuple(_read_unit(reader, table, index, set(constants))
+    units = tuple(read_unit(reader, table, index, set(constants))
                   for index, table in enumerate(reader.array(resolved, "units"))
                   if reader.kept(table, ["units", index], scale, choices))
     if not units:
@@ -597,151 +396,7 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
     )
 
 
-class _Names:
-    """The names a unit's ``let``s define, in order, and which of them hold values that are not
-    always whole numbers (text, a float, null), with why."""
-
-    def __init__(self, reader: _Reader, constants: set[str]) -> None:
-        self.reader, self.constants = reader, constants
-        self.defined: list[str] = []
-        self.not_whole: dict[str, str] = {}
-
-    def read(self, raw: Any, path: list[Any]) -> tuple[tuple[str, Parameter], ...]:
-        """``let = { name = "parameter", … }``: each defined in order, seen by the next."""
-        if raw is None:
-            return ()
-        if not isinstance(raw, dict):
-            raise self.reader.fail(path, "'let' must be a table of name = \"parameter\", e.g. "
-                                         "let = { id = \"uniform(1, 100)\" }")
-        lets = []
-        for name, text in raw.items():
-            if not IDENTIFIER.match(name) or name.startswith("__"):
-                raise self.reader.fail(path, f"let name '{name}' must be a plain identifier")
-            if name in self.defined:
-                raise self.reader.fail(path, f"let '{name}' is defined twice in this unit")
-            if name in self.constants or name in _GENERATORS:
-                what = "a run constant" if name in self.constants else "a generator"
-                raise self.reader.fail(path, f"let '{name}' has the name of {what}; choose another")
-            parameter = self.parameter(text, path, f"let {name}")
-            lets.append((name, parameter))
-            self.defined.append(name)
-            why = self.why_not_whole(parameter, {})
-            if why is not None:
-                self.not_whole[name] = why
-        return tuple(lets)
-
-    def parameter(self, text: Any, path: list[Any], what: str, position: int | None = None,
-                  earlier: dict[str, str | None] | None = None) -> Parameter:
-        if not isinstance(text, str):
-            raise self.reader.fail(path, f"{what} must be a string such as \"uniform(1, 10)\" or \"id + 99\"")
-        not_whole_names = self.not_whole | {name: why for name, why in (earlier or {}).items() if why is not None}
-        try:
-            return parse_parameter(text, self.constants, self.defined, not_whole_names, position)
-        except ValueError as error:
-            location = self.reader.where_text(path, text)
-            raise FbbenchError(f"{location}: {what}: {error}") from None
-
-    def why_not_whole(self, parameter: Parameter, earlier: dict[str, str | None]) -> str | None:
-        if isinstance(parameter, Generator):
-            return not_whole(parameter)
-        if isinstance(parameter, Reference):
-            return self.not_whole.get(parameter.name) or earlier.get(parameter.name)
-        return None
-
-    def params(self, raw: Any, path: list[Any]) -> tuple[Parameter, ...]:
-        if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
-            raise self.reader.fail(path, "'params' must be a list of strings such as \"uniform(1, 10)\" or \"id + 99\"")
-        found: list[Parameter] = []
-        earlier: dict[str, str | None] = {}
-        for position, text in enumerate(raw, start=1):
-            parameter = self.parameter(text, path, f"parameter {position}", position, earlier)
-            found.append(parameter)
-            earlier[f"${position}"] = self.why_not_whole(parameter, earlier)
-        return tuple(found)
-
-
-def _read_unit(reader: _Reader, table: dict[str, Any], index: int, constants: set[str]) -> Unit:
-    path: list[Any] = ["units", index]
-    reader.check_keys(table, "units", path)
-    name = reader.text(table, "name", path)
-    names = _Names(reader, constants)
-    lets = names.read(table.get("let"), [*path, "let"])
-    if "sql" in table and "statements" in table:
-        raise reader.fail(path, f"unit '{name}' has both 'sql' and 'statements'; use one")
-    if "sql" in table:
-        statements: tuple[Statement, ...] = (Statement(reader.text(table, "sql", path),
-                                                       names.params(table.get("params", []), [*path, "params"])),)
-    elif "statements" in table:
-        raw = table["statements"]
-        if not isinstance(raw, list) or not raw or not all(isinstance(item, dict) for item in raw):
-            raise reader.fail([*path, "statements"], "'statements' must be a list of { sql = ..., params = [...] }")
-        statements = ()
-        for item in raw:
-            reader.check_keys(item, "statements", [*path, "statements"])
-            repeat = reader.number(item, "repeat", [*path, "statements"], 1, whole=True)
-            if repeat is None or repeat < 1:
-                raise reader.fail([*path, "statements"], "'repeat' must be at least 1")
-            statement_lets = names.read(item.get("let"), [*path, "statements"])
-            params = names.params(item.get("params", []), [*path, "statements"])
-            statements += (Statement(reader.text(item, "sql", [*path, "statements"]), params, int(repeat),
-                                     statement_lets),)
-    else:
-        raise reader.fail(path, f"unit '{name}' needs 'sql' (with 'params') or 'statements'")
-    if "params" in table and "statements" in table:
-        raise reader.fail([*path, "params"], "'params' belongs inside each of 'statements'")
-    weight = reader.number(table, "weight", path, None)
-    try:
-        count = reader.number(table, "count", path, None, whole=True)
-    except FbbenchError:
-        shown = reader.number(table, "count", path, None)
-        raise reader.fail([*path, "count"], f"unit '{name}': its count is {shown:g} at this scale, not a whole "
-                                            "number of executions") from None
-    if count is not None and count < 1:
-        raise reader.fail([*path, "count"], f"unit '{name}': 'count' must be at least 1, got {count}")
-    if weight is None and count is not None:
-        weight = 1  # a counted unit runs in its phase: its weight is not used
-    if weight is None or weight <= 0:
-        raise reader.fail([*path, "weight"], f"unit '{name}' needs a positive 'weight'")
-    isolation = table.get("isolation", "read_committed")
-    if isolation not in ISOLATIONS:
-        raise reader.fail([*path, "isolation"], f"isolation '{isolation}' is not one of: {', '.join(ISOLATIONS)}")
-    lock_timeout = reader.number(table, "lock_timeout", path, None, whole=True)
-    if lock_timeout is not None and lock_timeout < 0:
-        raise reader.fail([*path, "lock_timeout"], "'lock_timeout' cannot be negative (0 = no wait)")
-    keying = reader.number(table, "keying_time", path, 0.0) or 0.0
-    think = reader.number(table, "think_time", path, 0.0) or 0.0
-    if keying < 0 or think < 0:
-        raise reader.fail(path, "keying_time and think_time cannot be negative")
-    transaction = table.get("transaction", "per_unit")
-    if transaction not in TRANSACTIONS:
-        raise reader.fail([*path, "transaction"], f"transaction '{transaction}' is not one of: "
-                                                  f"{', '.join(TRANSACTIONS)}")
-    per_transaction = reader.number(table, "units_per_transaction", path, None, whole=True)
-    if transaction == "per_n_units":
-        if per_transaction is None or per_transaction < 1:
-            raise reader.fail([*path, "transaction"], f"unit '{name}': transaction = \"per_n_units\" needs "
-                                                      "units_per_transaction = N (at least 1)")
-    elif per_transaction is not None:
-        raise reader.fail([*path, "units_per_transaction"], f"unit '{name}': units_per_transaction needs "
-                                                            "transaction = \"per_n_units\"")
-    connect = table.get("connect", "once")
-    if connect not in CONNECTS:
-        raise reader.fail([*path, "connect"], f"connect '{connect}' is not one of: {', '.join(CONNECTS)}")
-    if connect == "per_unit" and transaction == "per_n_units":
-        raise reader.fail([*path, "connect"], f"unit '{name}': a transaction cannot span units that each attach "
-                                              "anew (connect = \"per_unit\" with transaction = \"per_n_units\")")
-    return Unit(
-        name=name, weight=float(weight), statements=statements, isolation=isolation,
-        lock_timeout=None if lock_timeout is None else int(lock_timeout),
-        read_only=reader.flag(table, "read_only", path),
-        rollback_on=reader.names(table, "rollback_on", path), tally=reader.names(table, "tally", path),
-        keying_time=float(keying), think_time=float(think), description=table.get("description", ""),
-        lets=lets, transaction=transaction, units_per_transaction=int(per_transaction or 1), connect=connect,
-        count=None if count is None else int(count),
-    )
-
-
-def _read_constants(reader: _Reader, table: Any) -> dict[str, str]:
+def _read_constants(reader: Reader, table: Any) -> dict[str, str]:
     """``[constants]``: NAME = "SQL returning one value; the run's seed is bound to its ? if it has one"."""
     if not isinstance(table, dict):
         raise reader.fail(["constants"], "[constants] must be a table of NAME = \"SQL\"")
@@ -757,7 +412,7 @@ def _read_constants(reader: _Reader, table: Any) -> dict[str, str]:
     return constants
 
 
-def _read_figures(reader: _Reader, data: Mapping[str, Any], key: str, known: set[str],
+def _read_figures(reader: Reader, data: Mapping[str, Any], key: str, known: set[str],
                   scale: Mapping[str, Any], choices: Mapping[str, tuple[str, ...]]) -> tuple[Figure, ...]:
     """``[headline]`` (a table, or an array of tables with ``when``) and ``[[figures]]``."""
     raw = data.get(key)
@@ -791,7 +446,7 @@ def _read_figures(reader: _Reader, data: Mapping[str, Any], key: str, known: set
     return tuple(found)
 
 
-def _check_names(reader: _Reader, path: list[Any], expression: str, known: set[str], what: str) -> None:
+def _check_names(reader: Reader, path: list[Any], expression: str, known: set[str], what: str) -> None:
     """Every name in an audit or headline must be one the run will have (spelled as the core reports it)."""
     used = names_in(expression)
     if not used:  # a constant, or not an expression at all: evaluating it says which
@@ -818,7 +473,7 @@ def _known_names(units: Sequence[Unit], metrics: Sequence[Metric]) -> set[str]:
     return known
 
 
-def _read_load(reader: _Reader, table: dict[str, Any], index: int, files: _Source) -> LoadStep:
+def _read_load(reader: Reader, table: dict[str, Any], index: int, files: _Source) -> LoadStep:
     path: list[Any] = ["load", index]
     reader.check_keys(table, "load", path)
     if ("sql" in table) == ("script" in table):

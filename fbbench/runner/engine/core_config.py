@@ -15,7 +15,8 @@ from fbbench.workloads.generators import (
     generators_in,
     references_in,
 )
-from fbbench.workloads.spec import Unit, Workload
+from fbbench.workloads.spec import Workload
+from fbbench.workloads.units import Unit
 
 
 def unit_parameters(unit: Unit) -> list[Parameter]:

@@ -7,7 +7,8 @@ leftovers. Servers get a database built in place (fbbench cannot copy files on a
 
 Population runs the workload's ``[[load]]`` steps in order; the iterations of a ``for_each``
 step are spread over ``load_connections`` attachments. Load speed is measured as database growth
-(MB/s) and rows per second.
+(MB/s) and rows per second; a build is stopped before it fills the disk or runs for days
+(:mod:`fbbench.runner.engine.build_watch`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from fbbench.analysis.run import COPIED_POPULATION
 from fbbench.database import driver, lifecycle, ownership, scripts
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import limits, population_cache
+from fbbench.runner.engine.build_watch import Watch
 from fbbench.runner.population_cache import cache_key, cache_material
 from fbbench.workloads.generators import derived_seed, value
 from fbbench.workloads.spec import LoadStep, Workload
@@ -76,7 +78,7 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress, creating
         load = restored(plan, progress, creating)
     elif plan.cache_dir is None:
         _clear_place(plan.location)
-        watch = _Watch(Path(plan.local_file) if plan.local_file else None, None, plan.time_limit)
+        watch = Watch(Path(plan.local_file) if plan.local_file else None, None, plan.time_limit)
         load = build(plan.location, workload, plan, progress, watch)
         load["source"] = "built in place"
     else:
@@ -84,7 +86,7 @@ def prepare(plan: DatabasePlan, workload: Workload, progress: Progress, creating
 
         def make(building: str) -> dict[str, Any]:
             source = _grow_source(cache, workload, plan) if plan.grow and not plan.fresh else None
-            watch = _Watch(Path(building), Path(plan.location), plan.time_limit)
+            watch = Watch(Path(building), Path(plan.location), plan.time_limit)
             if source is not None:
                 return grow(source, building, workload, plan, progress, watch)
             return build(building, workload, plan, progress, watch)
@@ -214,7 +216,7 @@ def scale_for_size(plan: DatabasePlan, workload: Workload, target_bytes: int, pr
 
     def make(building: str) -> dict[str, Any]:
         source = _grow_source(cache, probe, plan) if plan.grow and not plan.fresh else None
-        watch = _Watch(Path(building), None, plan.time_limit)  # the probe is not copied
+        watch = Watch(Path(building), None, plan.time_limit)  # the probe is not copied
         if source is not None:
             return grow(source, building, probe, plan, progress, watch)
         return build(building, probe, plan, progress, watch)
@@ -258,7 +260,7 @@ def _grow_source(cache: Path, workload: Workload, plan: DatabasePlan) -> tuple[P
 
 
 def grow(source: tuple[Path, dict[str, Any]], dsn: str, workload: Workload, plan: DatabasePlan,
-         progress: Progress, watch: _Watch) -> dict[str, Any]:
+         progress: Progress, watch: Watch) -> dict[str, Any]:
     """A copy of a smaller population, extended by the load iterations the larger scale adds.
 
     A load step's iterations are derived from its ``for_each`` ranges; those the smaller scale
@@ -331,7 +333,7 @@ def _server_path(dsn: str) -> str:
     return parse_engine(dsn).path  # type: ignore[union-attr]
 
 
-def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress, watch: _Watch) -> dict[str, Any]:
+def build(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress, watch: Watch) -> dict[str, Any]:
     """Create the database, run the workload's scripts and its load steps."""
     token = ownership.new_token()
     started = time.monotonic()
@@ -357,7 +359,7 @@ class _Work:
     count: int
 
 
-def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress, watch: _Watch,
+def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress, watch: Watch,
           steps: list[tuple[LoadStep, _Work | None]], started: float, size_before: int,
           rows_before: int = 0) -> dict[str, Any]:
     """Run load steps (each with all its iterations, or only those given) on the load attachments;
@@ -434,86 +436,6 @@ def _row_counts(connection: Any) -> dict[str, int]:
     return counts
 
 
-class _Watch:
-    """Stops a build, as a failed run with one line, before it fills the disk or runs for days.
-
-    Before each load step, and all through a ``for_each`` step, the file system that holds the
-    database being built must keep what fbbench leaves free (:class:`limits.Room`), also at the
-    pace the file grows right now for another :data:`RUNWAY` seconds. Once a step has run a few
-    seconds, its end is projected from its pace so far (the file's growth and the time per
-    iteration, times the iterations left): more room than the file systems have (beyond
-    :data:`limits.ESTIMATE_MARGIN`; the run's copy of the finished build counted too), or a build
-    longer than ``time_limit``, stops it. This is what guards a first build of a scale, which no
-    measured build can estimate beforehand; the steps still to come only add to a projection that
-    already does not fit. The steps that run a script (indices) are not watched while they run.
-    ``file`` None (a server's database elsewhere): time only.
-    """
-
-    SETTLE = 5.0  # seconds of a step before its pace is projected
-    PROJECT_EVERY = 1.0  # seconds between two projections
-    RUNWAY = 2.0  # seconds of growth at the current pace that must still fit above the reserve
-
-    def __init__(self, file: Path | None, copy_to: Path | None, time_limit: float | None) -> None:
-        self.file, self.copy_to, self.time_limit = file, copy_to, time_limit
-        self.started = time.monotonic()
-        self.name = ""
-        self.step_started = self.projected = self.looked = 0.0
-        self.size_at_start = self.size_looked = 0
-
-    def step(self, name: str) -> None:
-        """A step begins; the build must still leave what fbbench leaves free."""
-        now = time.monotonic()
-        self.name, self.step_started, self.projected, self.looked = name, now, now, now
-        self.size_at_start = self.size_looked = self._file_size()
-        self._keep_reserve("", 0.0)
-
-    def check(self, done: int, total: int) -> None:
-        """Called while a step's iterations run (``done`` of ``total``); raises to stop the build."""
-        now = time.monotonic()
-        at = f" ({done:,} of {total:,} iterations in {limits.duration_text(now - self.step_started)})"
-        size = self._file_size()
-        pace = max(size - self.size_looked, 0) / max(now - self.looked, 1e-3)
-        self.looked, self.size_looked = now, size
-        self._keep_reserve(at, pace)
-        if now - self.step_started < self.SETTLE or now - self.projected < self.PROJECT_EVERY or done == 0:
-            return
-        self.projected = now
-        left = total - done
-        if self.file is not None:
-            more = max(size - self.size_at_start, 0) / done * left
-            needs = [(self.file.parent, more)]
-            if self.copy_to is not None:
-                needs.append((self.copy_to.parent, size + more))
-            short = limits.shortfall(needs, limits.ESTIMATE_MARGIN)
-            if short is not None:
-                what = "the rest of this step" + (" and the run's copy" if self.copy_to is not None else "")
-                raise FbbenchError(
-                    f"the population stopped at step '{self.name}'{at}: at its pace so far {what} need about "
-                    f"{limits.bytes_text(short[1])} more; {short[0].text()}", hint=limits.ROOM_HINT)
-        seconds = (now - self.started) + (now - self.step_started) / done * left
-        if self.time_limit is not None and seconds > self.time_limit:
-            raise FbbenchError(
-                f"the population stopped at step '{self.name}'{at}: at its pace so far the build would take about "
-                f"{limits.duration_text(seconds)}, more than {limits.duration_text(self.time_limit)}",
-                hint="a smaller --scale; or --yes to build it however long it takes")
-
-    def _keep_reserve(self, at: str, pace: float) -> None:
-        """Above the reserve now, and for another RUNWAY seconds at ``pace`` bytes a second."""
-        if self.file is None:
-            return
-        here = limits.room(self.file.parent)
-        if here.free - pace * self.RUNWAY < here.reserve:
-            growing = f" (the database grows by {limits.bytes_text(pace)}/s)" if pace > 0 else ""
-            raise FbbenchError(f"the population stopped at step '{self.name}'{at} before it filled the disk: "
-                               f"{here.text()}{growing}", hint=limits.ROOM_HINT)
-
-    def _file_size(self) -> int:
-        try:
-            return self.file.stat().st_size if self.file is not None else 0
-        except OSError:
-            return 0
-
-
 class _Loaders:
     """``n`` attachments on threads, drawing a step's iterations one at a time from one iterator.
 
@@ -540,7 +462,7 @@ class _Loaders:
             self.connections.append(driver.connect(self.dsn))
         return self.connections[index]
 
-    def run(self, step: LoadStep, workload: Workload, progress: Progress, watch: _Watch,
+    def run(self, step: LoadStep, workload: Workload, progress: Progress, watch: Watch,
             only: _Work | None = None) -> int:
         watch.step(step.name)
         if step.script is not None:
