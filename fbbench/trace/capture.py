@@ -3,10 +3,11 @@
 The session is started through the services API with fbbench's replay-grade config
 (:mod:`fbbench.trace.config`) and read on a thread of its own as the engine hands the output over
 (at least every second: a query for output otherwise waits for a full 64 KiB buffer), straight
-into the file: nothing is held back, so a capture that is killed leaves a file whose every
-complete event can be read. Stopping a session drops what its reader has not read yet, and a
-reader can lag a busy server by seconds: a stop first reads on until it reaches the moment of the
-stop (or the output goes quiet). The engine buffers a user session's output up to
+into the file, flushed whenever the server has nothing more for the moment: a capture that is
+killed leaves a file whose every complete event can be read, but for what the last burst left
+in the write buffer (8 KiB at most). Stopping a session drops what its reader has not read yet,
+and a reader can lag a busy server by seconds: a stop first reads on until it reaches the moment
+of the stop (or the output goes quiet). The engine buffers a user session's output up to
 ``MaxUserTraceLogSize`` and *suspends* the session when its reader falls behind (it says so in
 the output): that is detected and reported, since what follows it is missing.
 
@@ -139,8 +140,11 @@ class Capture:
         assert self._file is not None
         try:
             while (line := self._server.readline()) is not None:
-                if not isinstance(line, str):
-                    continue  # a timeout marker
+                if not isinstance(line, str):  # a timeout marker: nothing more for now
+                    with self._lock:
+                        if self._file is not None:
+                            self._file.flush()  # what came is in the file while the server is quiet
+                    continue
                 with self._lock:
                     self._file.write(line.encode("utf-8", "surrogateescape"))
                 for part in line.splitlines():
