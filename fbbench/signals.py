@@ -15,10 +15,12 @@ signal means depends on where it lands:
   (:func:`make_interruptible`, :func:`interrupted`), so an error that follows from the signal
   (a loader thread's "connection shutdown", say) is reported as an interruption, not a failure;
 - libfbclient installs handlers of its own on its first attach and answers Ctrl-C by shutting
-  down every attachment of the process; :func:`keep_ours_after_attach` puts ours back after
-  every firebird-driver attach (the native core does the same after its own attaches);
+  down every attachment of the process, on a thread of its own; :func:`keep_ours_after_attach`
+  puts ours back after every firebird-driver attach (the native core does the same after its
+  own attaches) and refuses that shutdown for a signal that comes before they are back;
 - a main thread that waits for threads of its own while Ctrl-C may come waits on
-  :class:`Thread`'s ``ended`` event, never on ``join()`` or ``is_alive()`` (see there).
+  :class:`Thread`'s ``ended`` event, never on ``join()`` or ``is_alive()`` (see there), and a
+  client-library call that may take long runs off the main thread (:func:`off_main`).
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+T = TypeVar("T")
 
 _received: list[int] = []
 
@@ -155,20 +158,77 @@ class Thread(threading.Thread):
             self.ended.set()
 
 
+def off_main(call: Callable[[], T], name: str) -> T:
+    """``call()`` on a thread of its own, waited for in a way a Ctrl-C interrupts.
+
+    A client-library call holds its thread inside C until it returns, and Python runs a signal
+    handler only between bytecodes of the main thread: an attach to a server that does not answer
+    would hold a Ctrl-C for as long as the connect timeout. Here the main thread waits on an
+    Event with a short timeout, so the Ctrl-C is a KeyboardInterrupt at once; the call is then
+    left running on its (daemon) thread, and the process must not wait for the client library
+    when it ends (:func:`fbbench.engines.child.exit_at_once`).
+    """
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # handed to the waiting thread
+            outcome["error"] = error
+
+    thread = Thread(target=run, name=name, daemon=True)
+    thread.start()
+    while not thread.ended.wait(0.1):
+        pass
+    if "error" in outcome:
+        raise outcome["error"]
+    value: T = outcome["value"]
+    return value
+
+
 _SIGACTION_BYTES = 512  # more than struct sigaction takes on any Linux ABI; kept as opaque bytes
 _hooked = False
+_FB_SHUTRSN_SIGNAL = -5  # fb_shutdown's reason when libfbclient's own handler saw a signal
+_FB_SHUT_CONFIRMATION = 1  # a callback of this kind may refuse a shutdown (non-zero)
+_refusal: Any = None  # the ctypes callback, kept alive as long as the library may call it
+
+
+def _refuse_signal_shutdown(api: Any) -> None:
+    """libfbclient's answer to a signal: a thread of its own shuts the client library down while
+    the process goes on — under the reader of a trace session, which loses what it had not read,
+    and beside the shutdown of the process's own end, with which it deadlocks inside libfbclient
+    (a trace record that never ended after Ctrl-C). A confirmation callback refuses it, as
+    Firebird's own tools do (gstat, nbackup, qli); a shutdown for any other reason goes ahead."""
+    global _refusal
+    from firebird.driver import fbapi
+
+    def confirm(reason: int, _mask: int, _arg: object) -> int:
+        return 1 if reason == _FB_SHUTRSN_SIGNAL else 0
+
+    _refusal = fbapi.FB_SHUTDOWN_CALLBACK(confirm)
+    status = fbapi.ISC_STATUS_ARRAY()
+    api.fb_shutdown_callback(status, _refusal, _FB_SHUT_CONFIRMATION, None)
 
 
 def keep_ours_after_attach() -> None:
-    """Put this process's SIGINT / SIGTERM handlers back after every firebird-driver attach.
+    """Put this process's SIGINT / SIGTERM handlers back after every firebird-driver attach, and
+    refuse the client library's shutdown on a signal.
 
     Restored at the C level (sigaction), so that an attach on a loader thread restores them too.
+    libfbclient installs its handler as the first attach begins: a signal that comes before
+    ours are back reaches its handler (which passes it on to ours), and the shutdown that handler
+    asks for is refused (:func:`_refuse_signal_shutdown`).
     """
     global _hooked
     if _hooked:
         return
-    from firebird.driver import Connection, Server
-    from firebird.driver.hooks import ConnectionHook, ServerHook, add_hook
+    from firebird.driver import Connection, Server, fbapi
+    from firebird.driver.hooks import APIHook, ConnectionHook, ServerHook, add_hook
+
+    if fbapi.has_api():
+        _refuse_signal_shutdown(fbapi.api)
+    else:
+        add_hook(APIHook.LOADED, fbapi.FirebirdAPI, _refuse_signal_shutdown)
 
     libc = ctypes.CDLL(None, use_errno=True)
     saved = {}

@@ -123,3 +123,40 @@ def backup(database: str, target: str, services_host: str = "") -> int:
         server.database.backup(database=database, backup=target)
         server.wait()
     return os.path.getsize(target)
+
+
+def make_database(dsn: str) -> None:
+    with driver.create_database(dsn):
+        pass
+
+
+def insert_load(dsn: str, seconds: float, connections: int = 4) -> int:
+    """Committed inserts of a 1,500-character value on ``connections`` attachments for ``seconds``
+    (a few MB of trace a second: a reader falls behind); the table is made on the first call. How
+    many were committed."""
+    import threading
+    import time
+
+    with driver.connect(dsn) as connection:
+        with connection.cursor() as cursor:
+            cursor.execute("select count(*) from rdb$relations where rdb$relation_name = 'LOADED'")
+            (exists,) = cursor.fetchone()
+        if not exists:
+            connection.execute_immediate("create table loaded (id integer, note varchar(2000))")
+        connection.commit()
+    done = [0] * connections
+
+    def work(index: int) -> None:
+        with driver.connect(dsn) as connection, connection.cursor() as cursor:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                cursor.execute("insert into loaded values (?, ?)", (index, f"{done[index]} " + "x" * 1500))
+                connection.commit()
+                done[index] += 1
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(done)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import linecache
+import os
 import random
 import signal
 import subprocess
@@ -45,6 +46,26 @@ def _interrupted(wait: Callable[[], object], function: str) -> None:
         pass
     finally:
         sys.settrace(None)
+
+
+def test_off_main_hands_over_the_outcome_and_a_ctrl_c_leaves_the_call_behind() -> None:
+    # fbbench trace record attaches off the main thread: an attach to a server that does not
+    # answer held the Ctrl-C in C (the recorder never ended); the wait must end at the signal.
+    assert signals.off_main(lambda: 42, "answer") == 42
+    with pytest.raises(ZeroDivisionError):
+        signals.off_main(lambda: 1 // 0, "failing")
+
+    def interrupt(_signum: int, _frame: types.FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    held = threading.Event()
+    started = []
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    began = time.monotonic()
+    with signals.handled_by(interrupt), pytest.raises(KeyboardInterrupt):
+        signals.off_main(lambda: started.append(1) or held.wait(30), "held")
+    assert time.monotonic() - began < 2 and started
+    held.set()
 
 
 def test_a_ctrl_c_while_waiting_for_a_thread_does_not_end_it() -> None:

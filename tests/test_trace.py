@@ -4,6 +4,12 @@ silently wrong; a trace cut by small limits is recognised as cut."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +19,7 @@ from fbbench.engines import parse_engine, prepare_runtime, run_in_engine
 from fbbench.trace.config import database_pattern, session_config
 from fbbench.trace.model import NotReplayable, Param, Tpb
 from fbbench.trace.parser import parse_file, parse_text
-from tests.conftest import ENGINES
+from tests.conftest import ENGINES, fb3_server_or_skip
 
 
 def _child(version: str, workdir: Path, target: str, *args: object) -> Any:
@@ -145,3 +151,102 @@ def test_a_text_without_events_is_refused(tmp_path: Path) -> None:
     with pytest.raises(FbbenchError, match="no such file"):
         parse_file(tmp_path / "missing.trace")
     assert parse_text("").events == {}
+
+
+def _ended(recorder: subprocess.Popen[str], within: float, after: str) -> tuple[str, float]:
+    """The recorder's output once it ended; a recorder (and its engine child) that did not end
+    ``within`` seconds is killed and the test fails."""
+    began = time.monotonic()
+    try:
+        out, err = recorder.communicate(timeout=within)
+    except subprocess.TimeoutExpired:
+        children = subprocess.run(["pgrep", "-P", str(recorder.pid)], capture_output=True, text=True).stdout.split()
+        for pid in [*children, str(recorder.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+        out, err = recorder.communicate()
+        pytest.fail(f"trace record did not end {within:g} s after {after}:\n{out}{err}")
+    assert "Traceback" not in out + err, out + err
+    return out, time.monotonic() - began
+
+
+def test_trace_record_stops_on_ctrl_c_at_any_moment(tmp_path: Path) -> None:
+    """fbbench trace record of the loopback Debian 3.0 server, stopped at chosen moments. Ctrl-C
+    right after a load (the reader behind): the session is read to the end and stopped, every
+    committed insert is in the file — the client library's own Ctrl-C handling used to cut the
+    reader's connection (the rest lost) and, 1 stop in ~15, deadlocked the engine child's exit
+    (the recorder never ended). A second Ctrl-C stops it at once; a Ctrl-C while the attach waits
+    for a server that does not answer ends it; a server killed while recording ends it."""
+    with fb3_server_or_skip(tmp_path) as fb3:
+        data = tmp_path / "data"
+        data.mkdir()
+        data.chmod(0o777)  # the server process writes the database file
+        password = tmp_path / "password"
+        password.write_text(fb3.password + "\n")
+        dsn = fb3.dsn(data / "traced.fdb")
+        runtime = prepare_runtime(parse_engine(dsn), tmp_path / "load", user=fb3.user, password=fb3.password)
+        run_in_engine(runtime, "tests.app_child:make_database", dsn)
+
+        def record(name: str) -> tuple[subprocess.Popen[str], Path]:
+            trace = tmp_path / f"{name}.trace"
+            recorder = subprocess.Popen([sys.executable, "-m", "fbbench", "trace", "record", "--engine", dsn, "-o",
+                                         str(trace), "--duration", "10m", "--user", fb3.user, "--password-file",
+                                         str(password), "--workdir", str(tmp_path / "work")],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        env={**os.environ, "COLUMNS": "200"})
+            return recorder, trace
+
+        def recording(recorder: subprocess.Popen[str], trace: Path) -> None:
+            """Until the session runs: the file's opening lines are written out once the reader
+            first finds nothing more to read."""
+            deadline = time.monotonic() + 60
+            while "max_arg_count" not in (trace.read_text(errors="replace") if trace.exists() else ""):
+                assert recorder.poll() is None, recorder.communicate()
+                assert time.monotonic() < deadline, "the session did not start within 60 s"
+                time.sleep(0.1)
+
+        # Right after a load that left the reader behind.
+        recorder, trace = record("after")
+        recording(recorder, trace)
+        committed = run_in_engine(runtime, "tests.app_child:insert_load", dsn, 2.0)
+        recorder.send_signal(signal.SIGINT)
+        out, _took = _ended(recorder, 30, "Ctrl-C")
+        assert recorder.returncode == 0 and "stopped: interrupted (Ctrl-C)" in out, out
+        assert "the session ended" not in out, out  # its connection was not cut under the reader
+        inserts = [e for e in parse_file(trace).executions if e.sql.startswith("insert into loaded ")]
+        assert len(inserts) == committed
+
+        # A second Ctrl-C while the first one's stop reads on.
+        recorder, trace = record("twice")
+        recording(recorder, trace)
+        run_in_engine(runtime, "tests.app_child:insert_load", dsn, 2.0)
+        recorder.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+        recorder.send_signal(signal.SIGINT)
+        out, took = _ended(recorder, 30, "a second Ctrl-C")
+        assert recorder.returncode == 0 and "stopped: interrupted (Ctrl-C)" in out, out
+        assert took < 5, (took, out)
+
+        # Ctrl-C while the attach waits for a server that does not answer (stopped: SIGSTOP).
+        frozen = fb3.processes()
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            recorder, trace = record("frozen")
+            time.sleep(4)
+            recorder.send_signal(signal.SIGINT)
+            out, took = _ended(recorder, 30, "Ctrl-C")
+        finally:
+            for pid in frozen:
+                os.kill(pid, signal.SIGCONT)
+        assert recorder.returncode in (0, 130), out
+        assert took < 5, (took, out)
+
+        # The server killed while recording.
+        recorder, trace = record("gone")
+        recording(recorder, trace)
+        fb3.kill()
+        out, took = _ended(recorder, 30, "the server was killed")
+        assert recorder.returncode == 0 and "stopped: the server went away" in out, out
+        assert took < 10, (took, out)
+        runtime.remove(tmp_path / "load")

@@ -30,8 +30,9 @@ def trace_record(
     """Record a trace of what applications do on a server: attachments, transactions (with their
     parameters), every statement with its parameter values, procedure and function calls, errors —
     with no time threshold and no length limit that would cut SQL text or arguments. The session
-    streams into the file until the duration is over, Ctrl-C, or the server goes away; reading a
-    trace attaches no database. Then: what it captured.
+    streams into the file until the duration is over, Ctrl-C (what the server logged until then
+    is read first; a second Ctrl-C stops at once), or the server goes away; reading a trace
+    attaches no database. Then: what it captured.
 
     Examples: `fbbench trace record --engine dbhost/3050:/data/app.fdb --duration 10m -o app.trace`
     · `fbbench workload from-trace app.trace -o myapp/` · `fbbench replay app.trace --database-from app.fbk`

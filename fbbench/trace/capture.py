@@ -3,14 +3,23 @@
 The session is started through the services API with fbbench's replay-grade config
 (:mod:`fbbench.trace.config`) and read on a thread of its own as the engine hands the output over
 (at least every second: a query for output otherwise waits for a full 64 KiB buffer), straight
-into the file: nothing is held back, so a capture that is killed leaves a file whose every
-complete event can be read. Stopping a session drops what its reader has not read yet, and a
-reader can lag a busy server by seconds: a stop first reads on until it reaches the moment of the
-stop (or the output goes quiet). The engine buffers a user session's output up to
+into the file, flushed whenever the server has nothing more for the moment: a capture that is
+killed leaves a file whose every complete event can be read, but for what the last burst left
+in the write buffer (8 KiB at most). Stopping a session drops what its reader has not read yet,
+and a reader can lag a busy server by seconds: a stop first reads on until it reaches the moment
+of the stop (or the output goes quiet). The engine buffers a user session's output up to
 ``MaxUserTraceLogSize`` and *suspends* the session when its reader falls behind (it says so in
 the output): that is detected and reported, since what follows it is missing.
 
 A trace session attaches no database: recording never changes the traced database.
+
+A Ctrl-C stops a recording as its end does (read on, stop the session, close the file); a
+second one stops it at once, leaving unread what the engine still held. The client library is
+never asked to act on the signal itself (:func:`fbbench.signals.keep_ours_after_attach`): its
+own answer cut the reader's connection, losing the unread output, and its shutdown thread
+deadlocked with the process's own shutdown at its end. A server that goes away ends the
+recording: a broken connection at once, one that stops answering after :data:`SILENT` seconds
+(a query for output comes back every second when it is there).
 
 The file begins and ends with fbbench's own lines (``# fbbench: key = JSON``, which
 :mod:`fbbench.trace.parser` reads): what was traced with which limits, when and why it stopped,
@@ -38,6 +47,8 @@ from fbbench.trace.parser import HEADER, SUSPENDED
 _ATTACHMENT = re.compile(r"^\t.* \(ATT_(\d+), ([^,]*), ")
 _PROCESS = re.compile(r"^\t([^\t].*):\d+$")
 _SESSION_ERROR = re.compile(r"^(Error creating trace session|error while parsing trace configuration|\tline \d+: )")
+SILENT = 30.0  # seconds without an answer to the reader's queries: the server is gone
+INTERRUPTED = "interrupted (Ctrl-C)"
 _COUNTED = {"ATTACH_DATABASE": "attached", "START_TRANSACTION": "started", "COMMIT_TRANSACTION": "committed",
             "ROLLBACK_TRANSACTION": "rolled_back", "COMMIT_RETAINING": "committed",
             "ROLLBACK_RETAINING": "rolled_back", "EXECUTE_STATEMENT_FINISH": "statements"}
@@ -114,11 +125,30 @@ class Capture:
         self._thread: signals.Thread | None = None
         self._server: Any = None
         self._lock = threading.Lock()
+        self._closed = False  # the file is closed: a start still under way must not begin reading
+        self.heard_at = time.monotonic()  # when a query for output last came back
+        self.left_behind = False  # a client-library call still runs on a thread the stop gave up on
+        self.attaching = False  # attach() is under way (on a thread a Ctrl-C may have left behind)
 
     def start(self) -> None:
+        self.open()
+        self.attach()
+
+    def open(self) -> None:
+        """The file, with fbbench's opening lines (nothing that talks to the server)."""
         self._file = open(self.output, "xb")  # noqa: SIM115 - written by the reader, closed by stop()
         self._directives({"recorded_by": f"fbbench {__version__}", "database": self.database or "(every database)",
                           "started_at": time.strftime("%Y-%m-%dT%H:%M:%S"), **self.facts, **LIMITS})
+
+    def attach(self) -> None:
+        """The session, and its reader (a thread) from then on."""
+        self.attaching = True
+        try:
+            self._attach()
+        finally:
+            self.attaching = False
+
+    def _attach(self) -> None:
         server = driver.server(self.services_host)
         # Raw bytes through: a value in another character set is written as it came.
         server.encoding, server.encoding_errors = "utf-8", "surrogateescape"
@@ -128,8 +158,12 @@ class Capture:
         self.session_id = server.trace.start(config=session_config(self.database),
                                              name=f"fbbench {self.output.name}"[:60])
         self._server = server
-        self._thread = signals.Thread(target=self._read, name="fbbench-trace", daemon=True)
-        self._thread.start()
+        with self._lock:
+            if self._closed:  # stopped while this attach was under way (off the main thread)
+                return
+            self.heard_at = time.monotonic()
+            self._thread = signals.Thread(target=self._read, name="fbbench-trace", daemon=True)
+            self._thread.start()
 
     def exclude(self, attachment: int, why: str) -> None:
         """An attachment of fbbench's own, not of the workload (a run's engine sampler)."""
@@ -139,9 +173,15 @@ class Capture:
         assert self._file is not None
         try:
             while (line := self._server.readline()) is not None:
-                if not isinstance(line, str):
-                    continue  # a timeout marker
+                self.heard_at = time.monotonic()
+                if not isinstance(line, str):  # a timeout marker: nothing more for now
+                    with self._lock:
+                        if self._file is not None:
+                            self._file.flush()  # what came is in the file while the server is quiet
+                    continue
                 with self._lock:
+                    if self._file is None:  # stopped at once: what comes now has no file
+                        return
                     self._file.write(line.encode("utf-8", "surrogateescape"))
                 for part in line.splitlines():
                     self.tally.line(part)
@@ -150,6 +190,10 @@ class Capture:
 
     def running(self) -> bool:
         return self._thread is not None and not self._thread.ended.is_set()
+
+    def silent(self) -> float:
+        """Seconds since the reader's last query came back (0 while no reader runs)."""
+        return time.monotonic() - self.heard_at if self.running() else 0.0
 
     def _drain(self, quiet: float = 2.0, longest: float = 600.0) -> float:
         """Stopping a session drops what the engine logged that its reader has not read yet, and a
@@ -168,27 +212,58 @@ class Capture:
             time.sleep(0.05)
         return time.monotonic() - started
 
-    def stop(self, reason: str) -> dict[str, Any]:
+    def stop(self, reason: str, *, waits: float = 15.0) -> dict[str, Any]:
         """Stop the session (from a second service connection: the first one is reading), once the
-        reader took what was still buffered; close the file; what was captured."""
+        reader took what was still buffered; close the file; what was captured.
+
+        Every wait here is one a Ctrl-C interrupts (the main thread never sits in a client-library
+        call that a server can hold): the session's stop, on a thread of its own, and the reader's
+        end are waited for ``waits`` seconds each at most and only while the server answers, and
+        what is still running then is left behind (:attr:`left_behind`)."""
         caught_up = self._drain()
         if self.session_id is not None and self.running():
-            with contextlib.suppress(Exception), driver.server(self.services_host) as other:
-                other.trace.stop(session_id=self.session_id)
-        if self._thread is not None:
-            self._thread.ended.wait(15)
+            stopper = signals.Thread(target=self._stop_session, name="fbbench-trace-stop", daemon=True)
+            stopper.start()
+            if not self._wait(stopper.ended, waits):
+                self.left_behind = True
+        if self._thread is not None and not self._wait(self._thread.ended, waits):
+            self.left_behind = True
+        return self._close(reason, caught_up)
+
+    def _wait(self, event: threading.Event, longest: float, patience: float = 5.0) -> bool:
+        """Wait for ``event`` ``longest`` seconds at most, and only while the server answers the
+        reader (for ``patience`` seconds without an answer it is taken for gone)."""
+        deadline = time.monotonic() + longest
+        while not event.wait(0.1):
+            if time.monotonic() >= deadline or self.silent() > patience:
+                return False
+        return True
+
+    def stop_at_once(self, reason: str) -> dict[str, Any]:
+        """Close the file with what it holds, without reading on or stopping the session (the
+        server ends it with the process's connection): a second Ctrl-C, or a server gone silent."""
+        if self.running():
+            self.left_behind = True
+        return self._close(reason, 0.0)
+
+    def _stop_session(self) -> None:
+        with contextlib.suppress(Exception), driver.server(self.services_host) as other:
+            other.trace.stop(session_id=self.session_id)
+
+    def _close(self, reason: str, caught_up: float) -> dict[str, Any]:
         if self.failure and reason == "stopped":
             reason = "the server went away"
         own = {**{a: "fbbench's own process" for a in self.tally.fbbench}, **self.own}
         with self._lock:
+            self._closed = True
             if self._file is not None:
                 self._directives({"own_attachments": sorted(own), "stopped": reason,
                                   "stopped_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
                                   "suspended": bool(self.tally.suspended)})
                 self._file.close()
                 self._file = None
-        with contextlib.suppress(Exception):
-            if self._server is not None and not self.running():
+        if self._server is not None and not self.running() and not self.left_behind:
+            with contextlib.suppress(Exception):
                 self._server.close()
         return {**self.tally.summary(set(own)), "stopped": reason, "file": str(self.output),
                 "bytes": self.output.stat().st_size, "reader_error": self.failure, "drain_seconds": caught_up,
@@ -203,15 +278,29 @@ class Capture:
 def record(services_host: str, database: str | None, output: str, seconds: float | None,
            facts: dict[str, Any], on_progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """``fbbench trace record``: a session for ``seconds`` (None: until Ctrl-C or the server
-    goes away); what it captured."""
+    goes away); what it captured.
+
+    The main thread only waits here (on events, in sleeps), so that a Ctrl-C is handled at once
+    whatever the moment: the attach runs off it (:func:`fbbench.signals.off_main`), and a stop's
+    waits are interruptible. A first Ctrl-C stops in order (the reader catches up first); a
+    second one during that stop stops at once.
+    """
+    from fbbench.engines.child import exit_at_once
+
     signals.make_interruptible()
+    signals.keep_ours_after_attach()
     capture = Capture(services_host, database, Path(output), facts)
-    capture.start()
+    capture.open()
     deadline = None if seconds is None else time.monotonic() + seconds
     reason = "the duration was over"
+    at_once = False
     try:
+        signals.off_main(capture.attach, "fbbench-trace-attach")
         while capture.running():
             if deadline is not None and time.monotonic() >= deadline:
+                break
+            if capture.silent() > SILENT:
+                reason, at_once = f"the server stopped answering (nothing for {SILENT:g} s)", True
                 break
             time.sleep(0.2)
             if on_progress is not None:
@@ -219,5 +308,15 @@ def record(services_host: str, database: str | None, output: str, seconds: float
         else:
             reason = "stopped"
     except KeyboardInterrupt:
-        reason = "interrupted (Ctrl-C)"
-    return capture.stop(reason)
+        reason = INTERRUPTED
+        if capture.running():
+            print("Ctrl-C: reading what the server logged until now, then stopping the session "
+                  "(Ctrl-C again to stop at once)", flush=True)
+    try:
+        summary = capture.stop_at_once(reason) if at_once else capture.stop(reason)
+    except KeyboardInterrupt:
+        summary = capture.stop_at_once(f"{reason}, then at once (a second Ctrl-C): what the server "
+                                       "had not handed over yet is not in the file")
+    if capture.left_behind or capture.attaching:
+        exit_at_once()  # a thread inside the client library must not hold the process's end
+    return summary

@@ -280,6 +280,8 @@ def _traced(output: str | None, services_host: str, database: str, runtime: Any,
         yield captured
     finally:
         summary = capture.stop("the run's load ended")
+        if capture.left_behind:
+            exit_at_once()  # the session's stop or its reader still waits for an engine that stopped answering
         captured.append(summary)
         console.print(f"  trace: {summary['statements']:,} statement execution(s), {summary['committed']:,} "
                       f"commit(s) of {summary['attachments']} attachment(s) in {output}"
