@@ -67,11 +67,11 @@ ENGINES = ["3.0", "4.0", "5.0"]
 
 
 @contextmanager
-def fb3_server_or_skip(workdir: Path) -> Iterator[Fb3Server]:
-    """A private loopback Firebird 3 server under ``workdir``; the test is skipped, saying how to
-    fix it, where none can run."""
+def fb3_server_or_skip(workdir: Path, config: dict[str, str] | None = None) -> Iterator[Fb3Server]:
+    """A private loopback Firebird 3 server under ``workdir`` (``config``: firebird.conf keys of
+    its own); the test is skipped, saying how to fix it, where none can run."""
     reason = fb3_server_unavailable()
     if reason:
         pytest.skip(reason)
-    with Fb3Server.start(workdir) as server:
+    with Fb3Server.start(workdir, config=config) as server:
         yield server
