@@ -419,8 +419,9 @@ def _readme(name: str, trace: Trace, trace_path: Path, digest: str, selection: S
         left.append(f"- {failed_without_error:,} statement(s) failed in the trace without an error event")
     for unit in units:
         for correlation in unit.correlations:
-            left.append(f"- `{unit.shape.name}`, {correlation}: drawn independently here — the workload format "
-                        "cannot refer to an earlier draw yet (correlated parameters, docs/workload-format.md)")
+            left.append(f"- `{unit.shape.name}`, {correlation}: drawn independently here — the format can say "
+                        "it with a `let` both parameters name, but this generator does not write one yet "
+                        "(docs/workload-format.md, \"The same value again\")")
     isolations = Counter(t.tpb.isolation for t in selection.complete)
     if isolations.get("read_consistency"):
         left.append(f"- {isolations['read_consistency']:,} transaction(s) were traced as READ_COMMITTED | "
