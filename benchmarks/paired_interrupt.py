@@ -61,8 +61,9 @@ def leftovers(marker: str) -> list[int]:
 CLEAN, STARTUP, EARLY, NOT_CLEAN = "clean", "python start-up", "ended before the signal", "NOT CLEAN"
 
 
-def one_try(directory: Path, delay: float, pairs: int, duration: str) -> tuple[str, str]:
-    """One compare --paired, SIGINT after ``delay`` seconds: (what happened, the details)."""
+def one_try(directory: Path, delay: float, pairs: int, duration: str) -> tuple[str, str, float | None]:
+    """One compare --paired, SIGINT after ``delay`` seconds: (what happened, the details, seconds
+    from the signal to the command's exit)."""
     spec = write_spec(directory, duration)
     store = directory / "results.sqlite"
     env = os.environ | {"FBBENCH_HOME": str(directory / "home")}
@@ -75,7 +76,7 @@ def one_try(directory: Path, delay: float, pairs: int, duration: str) -> tuple[s
     time.sleep(delay)
     if process.poll() is not None:
         process.communicate()
-        return EARLY, f"exit {process.returncode} before {delay:.2f}s"
+        return EARLY, f"exit {process.returncode} before {delay:.2f}s", None
     moment = ",".join(statuses(store)) or "no runs yet"
     process.send_signal(signal.SIGINT)
     sent = time.monotonic()
@@ -90,13 +91,13 @@ def one_try(directory: Path, delay: float, pairs: int, duration: str) -> tuple[s
             os.kill(pid, signal.SIGKILL)
         out, err = process.communicate()
         return NOT_CLEAN, (f"HANG at {delay:.2f}s ({moment}): no exit {STOP_SECONDS:g}s after SIGINT\n{stacks}"
-                           f"\n--- stdout tail\n{out[-1500:]}\n--- stderr tail\n{err[-1500:]}")
+                           f"\n--- stdout tail\n{out[-1500:]}\n--- stderr tail\n{err[-1500:]}"), None
     took = time.monotonic() - sent
     if moment == "no runs yet" and delay < 1.0 and "Traceback" in err \
             and str(REPO / "fbbench") not in err.split("Traceback", 1)[1]:
         # Interrupted inside the interpreter's own start-up, before a line of fbbench ran: its
         # traceback is Python's, and nothing had started.
-        return STARTUP, f"at {delay:.2f}s, exit {process.returncode}"
+        return STARTUP, f"at {delay:.2f}s, exit {process.returncode}", took
     problems = []
     # 130 is fbbench's answer to Ctrl-C; -SIGINT is a Ctrl-C that came while the interpreter was
     # already exiting (it restores the default action): the work had ended.
@@ -116,8 +117,8 @@ def one_try(directory: Path, delay: float, pairs: int, duration: str) -> tuple[s
     detail = f"at {delay:.2f}s ({moment}), stopped in {took:.1f}s, total {time.monotonic() - started:.1f}s"
     if problems:
         return NOT_CLEAN, (detail + ": " + "; ".join(problems) + f"\n--- stdout tail\n{out[-2500:]}"
-                           f"\n--- stderr tail\n{err[-1500:]}")
-    return CLEAN, detail
+                           f"\n--- stderr tail\n{err[-1500:]}"), took
+    return CLEAN, detail, took
 
 
 def main() -> int:
@@ -143,11 +144,14 @@ def main() -> int:
         stress = subprocess.Popen(["stress-ng", "--cpu", str(args.stress), "--quiet"], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
     counts = dict.fromkeys((CLEAN, STARTUP, EARLY, NOT_CLEAN), 0)
+    stop_seconds: list[float] = []
     try:
         for index in range(1, args.tries + 1):
             delay = rng.uniform(0, args.max_delay)
             with tempfile.TemporaryDirectory(prefix="fbbench-interrupt-") as tmp:
-                kind, detail = one_try(Path(tmp), delay, args.pairs, args.duration)
+                kind, detail, took = one_try(Path(tmp), delay, args.pairs, args.duration)
+                if took is not None:
+                    stop_seconds.append(took)
                 if kind == NOT_CLEAN and args.keep:
                     kept = Path(tempfile.mkdtemp(prefix=f"fbbench-interrupt-try{index}-"))
                     shutil.copytree(tmp, kept, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.fdb"))
@@ -167,6 +171,11 @@ def main() -> int:
           f"interpreter's traceback, nothing started; {counts[EARLY]} tries ended before their signal) — SIGINT "
           f"after 0–{args.max_delay:g} s, --pairs {args.pairs}, {args.duration} measured, "
           f"stress-ng --cpu {args.stress}")
+    if stop_seconds:
+        ordered = sorted(stop_seconds)
+        print(f"seconds from SIGINT to the command's exit: median {ordered[len(ordered) // 2]:.2f}, "
+              f"95th percentile {ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]:.2f}, "
+              f"max {ordered[-1]:.2f} (over {len(ordered)} stops; a hang counts after {STOP_SECONDS:g} s)")
     return 0 if counts[NOT_CLEAN] == 0 else 1
 
 
