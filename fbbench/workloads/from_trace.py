@@ -570,8 +570,8 @@ def _readme(name: str, trace: Trace, trace_path: Path, digest: str, selection: S
         p95 = gaps[min(len(gaps) - 1, int(0.95 * len(gaps)))]
         left.append(f"- think time: the median gap between an attachment's transactions was "
                     f"{median_gap * 1000:,.2f} ms (p95 {p95 * 1000:,.2f} ms, {len(gaps):,} gaps)"
-                    + (": each unit's think_time is the mean gap after its transactions, which fbbench waits "
-                       "drawn from a negative exponential with that mean" if median_gap >= NO_THINK_BELOW else
+                    + (": each unit's think_time is the mean gap after its transactions: fbbench waits a draw "
+                       "from a negative exponential with that mean" if median_gap >= NO_THINK_BELOW else
                        f", below {NO_THINK_BELOW * 1000:g} ms: the application did not think, so no think time is "
                        "written"))
         left.append("- keying time: a trace shows one gap between two transactions of an attachment, not whether the "
