@@ -195,6 +195,67 @@ def test_a_generated_workload_is_written_only_into_a_new_or_empty_directory(app:
                        "holds no Firebird trace event")
 
 
+FLOW = Path(__file__).parent / "workloads" / "flow"
+MISMATCHED = "select sum(touched), sum(iif(touched <> confirmed, 1, 0)) from acct"
+
+
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """tests/workloads/flow traced on embedded 5.0 (its unit "pair" gives one drawn id to both of
+    its updates, "loose" draws one per select), a backup of the database it ran on, and the
+    workload generated from the trace."""
+    directory = tmp_path_factory.mktemp("flow")
+    work, trace, report = directory / "work", directory / "flow.trace", directory / "traced.json"
+    traced = run_cli("run", str(FLOW), "--engine", "5.0", "-c", "2", "--transactions", "100", "--seed", "3",
+                     "--no-sweep", "--trace", str(trace), "--keep-database", "--json", str(report),
+                     "--workdir", str(work), "--results", str(directory / "results.sqlite"), timeout=600)
+    assert traced.returncode == 0, traced.stdout[-3000:] + traced.stderr
+    database = json.loads(report.read_text())["database"]["path"]
+    backup = directory / "flow.fbk"
+    _child("5.0", work, "tests.app_child:backup", database, str(backup))
+    ((touched, mismatched),) = _child("5.0", work, "tests.micro_child:query", database, MISMATCHED)
+    assert touched > 0 and mismatched == 0  # the traced run kept the two counters of a row equal
+    generated = directory / "generated"
+    made = run_cli("workload", "from-trace", str(trace), "-o", str(generated))
+    assert made.returncode == 0, made.stderr
+    return {"directory": directory, "work": work, "backup": backup, "touched": touched, "generated": generated}
+
+
+def test_a_value_two_statements_of_a_traced_transaction_were_given_is_drawn_once(flow: dict[str, Any]) -> None:
+    from fbbench.workloads.generators import Reference
+
+    pair = load_workload(str(flow["generated"])).unit("update_acct")
+    ((name, _drawn),) = pair.lets
+    assert [s.params for s in pair.statements] == [(Reference(name),), (Reference(name),)]
+    readme = (flow["generated"] / "README.md").read_text()
+    assert "at most 2 at once, and 2 at once for half of the time" in readme and "--connections 2" in readme
+    # Run on the traced database: each unit touches one row with both its updates, so every row's
+    # two counters stay equal (two draws apart would part them in nearly every unit).
+    report = flow["directory"] / "generated.json"
+    result = run_cli("run", str(flow["generated"]), "--database-from", str(flow["backup"]), "--engine", "5.0",
+                     "-c", "2", "--transactions", "200", "--seed", "5", "--no-sweep", "--keep-database",
+                     "--json", str(report), "--workdir", str(flow["work"]),
+                     "--results", str(flow["directory"] / "results.sqlite"), timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    document = json.loads(report.read_text())
+    ok = document["units"]["update_acct"]["ok"]
+    assert ok > 50 and document["units"]["update_acct"]["errors"] == 0
+    rows = _child("5.0", flow["work"], "tests.micro_child:query", document["database"]["path"], MISMATCHED)
+    assert rows == [[flow["touched"] + ok, 0]]
+
+
+def test_values_two_statements_were_given_apart_stay_apart(flow: dict[str, Any]) -> None:
+    from fbbench.workloads.generators import Generator
+
+    # Drawn apart from three ids, the two selects' values were equal in about a third of the units.
+    loose = load_workload(str(flow["generated"])).unit("select_acct")
+    assert loose.lets == ()
+    first, second = (s.params[0] for s in loose.statements)
+    assert isinstance(first, Generator) and isinstance(second, Generator)
+    assert sorted(set(first.args)) == sorted(set(second.args)) == [1, 2, 3]
+    assert "`select_acct`, statement 2" not in (flow["generated"] / "README.md").read_text()  # no flow reported
+
+
 @pytest.mark.server
 def test_trace_record_of_a_server_from_another_process(app: dict[str, Path], tmp_path: Path) -> None:
     """docflow restored from the backup on the loopback Debian 3.0 server (in place, the backup sent

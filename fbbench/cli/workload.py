@@ -23,8 +23,9 @@ def from_trace(
 ) -> None:
     """Turn a trace of an application into an ordinary workload directory: each transaction shape a
     unit weighted by its frequency, the SQL exactly as traced, parameters drawn from what the trace
-    saw, think time from the gaps between transactions; and a README saying what it covers (share
-    of transactions, statements and engine time) and what it leaves out, and why.
+    saw (a value two statements of a transaction were both given, drawn once for both), think time
+    from the gaps between transactions; and a README saying what it covers (share of transactions,
+    statements and engine time), the connections to run it with, and what it leaves out, and why.
 
     Example: `fbbench workload from-trace app.trace -o myapp/` then
     `fbbench run myapp/ --database-from app.fbk --engine 5.0`

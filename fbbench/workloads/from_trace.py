@@ -6,12 +6,17 @@ runs on the application's own database, restored from its backup (``--database-f
 
 - Each transaction shape (:mod:`fbbench.trace.shapes`) becomes a unit whose weight is its count
   in the trace; the SQL text is the application's, exactly.
-- Each parameter becomes a generator fitted to what the trace saw (:func:`fit`).
+- Each parameter becomes a generator fitted to what the trace saw (:func:`fit`); a value given to
+  an earlier statement of the transaction and again to a later one becomes one ``let`` both name
+  (:func:`_flows`). A value taken from what a statement returned cannot: the trace does not log
+  results, and the format cannot give one to a later statement.
 - A shape any of whose executions cannot be represented exactly — a blob (the trace never holds
   its content), a type the trace prints as unknown, a value or an argument list the trace cut,
   DDL, transaction control, SQL the format would substitute into — is left out whole, with its
   share of the trace, rather than run with stand-in values.
-- Think time comes from the gaps between an attachment's transactions.
+- Think time comes from the gaps between an attachment's transactions; keying time does not (a
+  trace cannot tell the time before a transaction from the time after the one before).
+- Connections are not part of a workload: the README suggests the traced median and peak.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 import statistics
 import time
@@ -30,13 +36,15 @@ from typing import Any
 
 from fbbench import __version__
 from fbbench.errors import FbbenchError
-from fbbench.trace.model import Trace, Transaction
+from fbbench.trace.model import Execution, Trace, Transaction
 from fbbench.trace.shapes import DDL, TRANSACTION_CONTROL, Selection, Shape, first_word, group, select
 from fbbench.workloads.generators import Generator
 
 LOW_CARDINALITY = 20  # at most this many distinct values: choice of exactly those, as often as seen
 SAMPLE = 100  # more distinct values (not integer keys): choice of this many, spread over what was seen
 NO_THINK_BELOW = 0.005  # s: a median gap between an attachment's transactions below this is no think time
+FLOW_SHARE = 0.99  # a later parameter equal to an earlier one in at least this share of its executions …
+FLOW_CHANCE = 0.001  # … where draws apart would be equal that often less likely than this: one let (_flows)
 _PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")  # what the workload format would substitute
 USER_EXCEPTION = 335544517  # isc_except: a user exception, "exception N" then its name
 _ISOLATION = {"snapshot": "snapshot", "serializable": "serializable", "read_committed": "read_committed",
@@ -134,7 +142,12 @@ class Unit:
     fitted: list[list[Fitted]]  # per statement, per parameter
     rollback_on: list[str]
     think: float
-    correlations: list[str]
+    lets: list[Let]
+    flows: list[str]  # values that flowed sometimes, drawn independently: what the trace showed
+    gap_before: float | None = None  # s: the mean gap before the shape's transactions (not written)
+
+    def let_of(self, statement: int, parameter: int) -> Let | None:
+        return next((let for let in self.lets if (statement, parameter) in let.uses), None)
 
 
 @dataclass
@@ -143,40 +156,119 @@ class Generated:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def _think_times(selection: Selection) -> tuple[dict[int, float], float | None]:
-    """Per transaction id, the gap to its attachment's next transaction; the median gap."""
+def _gaps(selection: Selection) -> tuple[dict[int, float], dict[int, float]]:
+    """Per transaction id, the gap to its attachment's next transaction, and from its previous one."""
     gaps: dict[int, float] = {}
+    before: dict[int, float] = {}
     for attachment in selection.attachments:
         done = sorted((t for t in attachment.transactions if t.started_at is not None and t.ended_at is not None),
                       key=lambda t: t.started_at or 0.0)
         for current, following in itertools.pairwise(done):
             assert current.ended_at is not None and following.started_at is not None
-            gaps[current.id] = max(0.0, following.started_at - current.ended_at)
-    return gaps, statistics.median(gaps.values()) if gaps else None
+            gaps[current.id] = before[following.id] = max(0.0, following.started_at - current.ended_at)
+    return gaps, before
 
 
-def _correlations(shape: Shape) -> list[str]:
-    """Parameters whose value, in most of the shape's transactions, is one an earlier statement of
-    the same transaction was given: a value that flowed from one statement into the next."""
-    found = []
-    for index in range(1, len(shape.sqls)):
-        for position, _param in enumerate(shape.slot(index)[0][0].params if shape.slot(index) else ()):
-            hits = trials = 0
-            values = set()
-            for transaction in shape.transactions:
-                earlier = {p.text for e in transaction.statements if e.sql in shape.sqls[:index]
-                           for p in e.params if p.text is not None}
-                mine = [e.params[position].text for e in transaction.statements
-                        if e.sql == shape.sqls[index] and len(e.params) > position]
-                for value in mine:
-                    trials += 1
-                    values.add(value)
-                    hits += value is not None and value in earlier
-            if trials and len(values) > 1 and hits >= 0.5 * trials:
-                found.append(f"statement {index + 1}, parameter {position + 1}: equal to a value an earlier "
-                             f"statement of the same transaction was given in {hits / trials:.0%} of "
-                             f"{trials:,} executions")
-    return found
+def _runs(transaction: Transaction) -> list[list[Execution]]:
+    """The transaction's executions, consecutive executions of one SQL text together."""
+    runs: list[list[Execution]] = []
+    for execution in transaction.statements:
+        if not runs or runs[-1][0].sql != execution.sql:
+            runs.append([])
+        runs[-1].append(execution)
+    return runs
+
+
+def _by_chance(trials: int, matches: int, chance: float) -> float:
+    """How likely ``matches`` or more equalities in ``trials`` are for two values drawn apart that
+    are equal with probability ``chance``: the binomial tail."""
+    if chance >= 1:
+        return 1.0
+    if chance <= 0:
+        return 0.0 if matches else 1.0
+    total = 0.0
+    for x in range(matches, trials + 1):
+        total += math.exp(math.lgamma(trials + 1) - math.lgamma(x + 1) - math.lgamma(trials - x + 1)
+                          + x * math.log(chance) + (trials - x) * math.log1p(-chance))
+    return min(1.0, total)
+
+
+@dataclass
+class Let:
+    """A value drawn once per execution of a unit and used by name by every parameter in ``uses``
+    (statement, parameter; the first is where the trace first saw it)."""
+
+    name: str
+    fitted: Fitted
+    uses: list[tuple[int, int]]
+    evidence: list[str]  # per later use: how often the trace saw the value flow
+
+
+def _flows(shape: Shape, fitted: list[list[Fitted]]) -> tuple[list[Let], list[str]]:
+    """Where a parameter of a later statement was given a parameter value of an earlier statement
+    of the same transaction. A flow becomes a let (:data:`FLOW_SHARE`, :data:`FLOW_CHANCE`) when:
+    the earlier statement ran once in each transaction (so "its value" is one value); the later
+    parameter was equal to it (the same kind and value, NULL to NULL) in at least 99 % of its
+    executions; and that many equalities would be less likely than 1 in 1,000 between values
+    drawn apart from what each parameter was given (the binomial tail at the chance two such
+    draws are equal) — so a constant, or a few values that often coincide, is no flow. Returns
+    the lets and, for the flows that are not, what the trace showed."""
+    runs_per_transaction = [_runs(t) for t in shape.transactions]
+    counts = [len(params) for params in fitted]
+    once = [all(len(runs[i]) == 1 for runs in runs_per_transaction if len(runs) > i) for i in range(len(counts))]
+    trials: Counter[tuple[int, int]] = Counter()
+    matches: dict[tuple[int, int], Counter[tuple[int, int]]] = defaultdict(Counter)
+    any_earlier: Counter[tuple[int, int]] = Counter()
+    seen: dict[tuple[int, int], Counter[Any]] = defaultdict(Counter)
+    for runs in runs_per_transaction:
+        given: dict[Any, set[tuple[int, int]]] = defaultdict(set)  # value → the earlier (statement, parameter)s
+        for i, run in enumerate(runs[:len(counts)]):
+            for execution in run:
+                for p in range(counts[i]):
+                    value = execution.params[p].replay_value()
+                    seen[i, p][value] += 1
+                    if i:
+                        trials[i, p] += 1
+                        sources = given.get(value, set())
+                        any_earlier[i, p] += bool(sources) and value[1] is not None
+                        for source in sources:
+                            matches[i, p][source] += 1
+            for execution in run:
+                for p in range(counts[i]):
+                    given[execution.params[p].replay_value()].add((i, p))
+    root: dict[tuple[int, int], tuple[int, int]] = {}
+    evidence: dict[tuple[int, int], list[str]] = defaultdict(list)
+    reported = []
+    for (i, p), n in sorted(trials.items()):
+        found = None
+        for (j, q), k in sorted(matches[i, p].items()):
+            if not once[j] or k < FLOW_SHARE * n:
+                continue
+            earlier, later = seen[j, q], seen[i, p]
+            chance = sum(count / earlier.total() * later[value] / later.total() for value, count in earlier.items())
+            if _by_chance(n, k, chance) < FLOW_CHANCE:
+                found = (j, q, k)
+                break
+        if found:
+            j, q, k = found
+            root[i, p] = root.get((j, q), (j, q))
+            evidence[root[i, p]].append(f"statement {i + 1}, parameter {p + 1} was given the value of statement "
+                                        f"{j + 1}, parameter {q + 1} in {k:,} of its {n:,} traced executions")
+        elif len(seen[i, p]) > 1 and any_earlier[i, p] >= 0.5 * n:
+            best = max(matches[i, p].items(), key=lambda item: (item[1], -item[0][0], -item[0][1]))
+            (j, q), k = best
+            why = (f"statement {j + 1} ran more than once in a transaction, so its value is not one value"
+                   if not once[j] and k >= FLOW_SHARE * n else
+                   f"below the {FLOW_SHARE:.0%} a let needs" if k < FLOW_SHARE * n else
+                   "no more often than values drawn apart would be")
+            reported.append(f"statement {i + 1}, parameter {p + 1}: equal to statement {j + 1}'s parameter {q + 1} in "
+                            f"{k:,} of {n:,} executions ({k / n:.0%}; {why}): drawn independently")
+    lets = []
+    for source in sorted(set(root.values())):
+        uses = [source, *sorted(target for target, r in root.items() if r == source)]
+        j, q = source
+        lets.append(Let(f"s{j + 1}_p{q + 1}", fitted[j][q], uses, evidence[source]))
+    return lets, reported
 
 
 def _rollback_exceptions(shape: Shape) -> list[str]:
@@ -202,7 +294,8 @@ def generate(trace: Trace, trace_path: Path, name: str) -> Generated:
     # The user exceptions the application answered with a rollback, wherever raised: by design for
     # every unit (a unit seen a few times in the trace may not have met its "nothing to do" yet).
     by_design = sorted({name for shape in shapes for name in _rollback_exceptions(shape)})
-    gaps, median_gap = _think_times(selection)
+    gaps, gaps_before = _gaps(selection)
+    median_gap = statistics.median(gaps.values()) if gaps else None
     thinks = median_gap is not None and median_gap >= NO_THINK_BELOW
     units: list[Unit] = []
     excluded: list[tuple[Shape, list[str]]] = []
@@ -222,13 +315,16 @@ def generate(trace: Trace, trace_path: Path, name: str) -> Generated:
                                len(selection.attachments)) for p in range(count)])
         shape_gaps = [gaps[t.id] for t in shape.transactions if t.id in gaps]
         think = round(statistics.mean(shape_gaps), 3) if thinks and shape_gaps else 0.0
-        units.append(Unit(shape, fitted, by_design, think, _correlations(shape)))
+        lets, flows = _flows(shape, fitted)
+        before = [gaps_before[t.id] for t in shape.transactions if t.id in gaps_before]
+        units.append(Unit(shape, fitted, by_design, think, lets, flows,
+                          statistics.mean(before) if before else None))
     if not units:
         reasons = sorted({problem for _shape, problems in excluded for problem in problems})
         raise FbbenchError(f"no transaction of {trace_path} can be a workload unit: {'; '.join(reasons)}")
     digest = hashlib.sha256(trace_path.read_bytes()).hexdigest()
     toml = _workload_toml(name, trace_path, units, selection)
-    readme = _readme(name, trace, trace_path, digest, selection, units, excluded, median_gap)
+    readme = _readme(name, trace, trace_path, digest, selection, units, excluded, sorted(gaps.values()))
     covered = sum(len(u.shape.transactions) for u in units)
     return Generated({"workload.toml": toml, "README.md": readme},
                      {"units": len(units), "transactions": len(selection.complete), "covered": covered,
@@ -274,13 +370,21 @@ def _workload_toml(name: str, trace_path: Path, units: list[Unit], selection: Se
             lines.append(f"rollback_on = [{', '.join(_toml_string(n) for n in unit.rollback_on)}]")
         if unit.think:
             lines.append(f"think_time = {unit.think:g}")
+        if unit.lets:  # a value that flowed from one statement into a later one: drawn once, used by name
+            lines.append("let = { " + ", ".join(f"{let.name} = {_toml_string(str(let.fitted.generator))}"
+                                                for let in unit.lets) + " }")
         lines.append("statements = [")
-        for sql, repeat, fitted in zip(shape.sqls, shape.repeats, unit.fitted, strict=True):
-            params = ", ".join(_toml_string(str(f.generator)) for f in fitted)
+        for index, (sql, repeat, fitted) in enumerate(zip(shape.sqls, shape.repeats, unit.fitted, strict=True)):
+            params = ", ".join(_toml_string(let.name if (let := unit.let_of(index, position)) else str(f.generator))
+                               for position, f in enumerate(fitted))
             item = f"  {{ sql = {_toml_sql(sql)}, params = [{params}]" + (f", repeat = {repeat}" if repeat > 1 else "")
             lines.append(item + " },")
         lines += ["]", ""]
     return "\n".join(lines)
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[:width - 3] + "…)"
 
 
 def _first_line(sql: str, width: int = 90) -> str:
@@ -298,39 +402,45 @@ def _span(transaction: Transaction) -> float | None:
     return (transaction.ended_at - transaction.started_at) * 1000
 
 
-def _concurrency(selection: Selection) -> tuple[int, int]:
-    """The most application attachments attached at once, and how many were, on average over the
-    time any was (rounded)."""
+def _concurrency(selection: Selection, trace: Trace) -> tuple[int, int]:
+    """The most application attachments attached at once, and the median of how many were over
+    the time any was (time-weighted: as many or fewer for at least half of that time). An
+    attachment the trace did not see attach was there from its start; one it did not see detach,
+    to its end."""
     moments: list[tuple[float, int]] = []
     for attachment in selection.attachments:
-        times = [t.started_at for t in attachment.transactions if t.started_at is not None] + \
-                [t.ended_at for t in attachment.transactions if t.ended_at is not None]
-        if not times:
-            continue
-        moments += [(attachment.attached_at if attachment.attached_at is not None else min(times), 1),
-                    (attachment.detached_at if attachment.detached_at is not None else max(times), -1)]
+        moments += [(attachment.attached_at if attachment.attached_at is not None else 0.0, 1),
+                    (attachment.detached_at if attachment.detached_at is not None else trace.seconds, -1)]
     level = peak = 0
-    weighted = busy = 0.0
+    spent: dict[int, float] = defaultdict(float)  # attachments at once → seconds
     previous: float | None = None
     for at, step in sorted(moments, key=lambda m: (m[0], -m[1])):
         if previous is not None and level > 0:
-            weighted += level * (at - previous)
-            busy += at - previous
+            spent[level] += at - previous
         level += step
         peak = max(peak, level)
         previous = at
-    return peak, round(weighted / busy) if busy > 0 else peak
+    busy = sum(spent.values())
+    if busy <= 0:
+        return peak, peak
+    elapsed = 0.0
+    for level in sorted(spent):
+        elapsed += spent[level]
+        if elapsed >= busy / 2:
+            return peak, level
+    return peak, peak
 
 
 def _readme(name: str, trace: Trace, trace_path: Path, digest: str, selection: Selection, units: list[Unit],
-            excluded: list[tuple[Shape, list[str]]], median_gap: float | None) -> str:
+            excluded: list[tuple[Shape, list[str]]], gaps: list[float]) -> str:
     executions = [e for t in selection.complete for e in t.statements]
     all_executions = [e for a in selection.attachments for t in a.transactions for e in t.statements]
     covered = {id(e) for u in units for t in u.shape.transactions for e in t.statements}
     engine_ms = sum(e.elapsed_ms or 0 for e in all_executions)
     covered_ms = sum(e.elapsed_ms or 0 for e in executions if id(e) in covered)
     covered_tx = sum(len(u.shape.transactions) for u in units)
-    peak, median_attached = _concurrency(selection)
+    peak, median_attached = _concurrency(selection, trace)
+    median_gap = statistics.median(gaps) if gaps else None
     recorded = trace.recorded
 
     def share(part: float, whole: float) -> str:
@@ -346,9 +456,12 @@ def _readme(name: str, trace: Trace, trace_path: Path, digest: str, selection: S
            "```bash",
            f"fbbench run {name} --database-from YOUR_BACKUP.fbk --engine 5.0 --connections {max(1, median_attached)}",
            "```", "",
-           f"The trace had {len(selection.attachments)} application attachment(s), at most {peak} at once ("
-           f"{median_attached} on average while any was): give `--connections` accordingly. Run it on 3.0, 4.0 "
-           "and 5.0 and compare with `fbbench compare`.", ""]
+           f"The trace had {len(selection.attachments)} application attachment(s): at most {peak} at once, and "
+           f"{median_attached} at once for half of the time any was attached (the median over that time). A "
+           "workload does not carry a number of connections — a run has the ones `--connections` gives it — so "
+           f"the command above gives the traced median" + (
+               f"; `--connections {peak}` runs at the traced peak" if peak > max(1, median_attached) else
+               ", which is also the peak") + ". Run it on 3.0, 4.0 and 5.0 and compare with `fbbench compare`.", ""]
     if recorded.get("recorded_by"):
         out += [f"The trace was recorded by {recorded['recorded_by']} with no time threshold and no length limit "
                 f"(SQL up to {recorded.get('max_sql_length'):,} characters, arguments up to "
@@ -367,8 +480,8 @@ def _readme(name: str, trace: Trace, trace_path: Path, digest: str, selection: S
             f"The trace spans {trace.seconds:,.1f} s from {trace.started}.", "",
             "## Units", "",
             "| unit | transactions | statements | traced as | written as | transaction time p50 / p95 | "
-            "rolled back | think time |",
-            "|---|---:|---|---|---|---:|---:|---:|"]
+            "rolled back | think time (mean gap after) | mean gap before (not written) |",
+            "|---|---:|---|---|---|---:|---:|---:|---:|"]
     total = len(selection.complete)
     for unit in units:
         shape = unit.shape
@@ -383,15 +496,23 @@ def _readme(name: str, trace: Trace, trace_path: Path, digest: str, selection: S
                                for sql, r in zip(shape.sqls, shape.repeats, strict=True))
         out.append(f"| `{shape.name}` | {len(shape.transactions):,} ({share(len(shape.transactions), total)}) | "
                    f"{statements} | {_cell(shape.tpb.text)} | {written} | {p50:,.1f} / {p95:,.1f} ms | {rolled:,} | "
-                   f"{unit.think:g} s |")
+                   f"{unit.think:g} s | " + ("–" if unit.gap_before is None else f"{unit.gap_before:.3f} s") + " |")
     out += ["", "### Parameters", ""]
     for unit in units:
         out.append(f"- `{unit.shape.name}`:" + ("" if any(unit.fitted) else " no parameters"))
+        for let in unit.lets:
+            uses = " and ".join(f"statement {i + 1}, parameter {p + 1}" for i, p in let.uses)
+            out.append(f"  - `let {let.name} = {_cell(_short(str(let.fitted.generator)))}` — fitted to the values "
+                       f"statement {let.uses[0][0] + 1}, parameter {let.uses[0][1] + 1} was given: {let.fitted.how}; "
+                       f"drawn once per execution of the unit and given to {uses}, because "
+                       + "; ".join(let.evidence))
         for index, fitted in enumerate(unit.fitted):
             for position, item in enumerate(fitted):
-                shown = str(item.generator)
-                shown = shown if len(shown) <= 60 else shown[:57] + "…)"
-                out.append(f"  - statement {index + 1}, parameter {position + 1}: `{_cell(shown)}` — {item.how}")
+                if shared := unit.let_of(index, position):
+                    out.append(f"  - statement {index + 1}, parameter {position + 1}: `{shared.name}` (the let above)")
+                    continue
+                out.append(f"  - statement {index + 1}, parameter {position + 1}: "
+                           f"`{_cell(_short(str(item.generator)))}` — {item.how}")
         if unit.rollback_on:
             out.append(f"  - rolls back by design on {', '.join(unit.rollback_on)} (the application rolled back "
                        "on these user exceptions wherever the trace saw them raised)")
@@ -418,10 +539,17 @@ def _readme(name: str, trace: Trace, trace_path: Path, digest: str, selection: S
     if failed_without_error:
         left.append(f"- {failed_without_error:,} statement(s) failed in the trace without an error event")
     for unit in units:
-        for correlation in unit.correlations:
-            left.append(f"- `{unit.shape.name}`, {correlation}: drawn independently here — the format can say "
-                        "it with a `let` both parameters name, but this generator does not write one yet "
-                        "(docs/workload-format.md, \"The same value again\")")
+        for flow in unit.flows:
+            left.append(f"- `{unit.shape.name}`, {flow} — a let takes a value given to an earlier statement once "
+                        f"in each transaction and equal in at least {FLOW_SHARE:.0%} of the executions, more often "
+                        "than values drawn apart would be")
+    if any(len(unit.shape.sqls) > 1 for unit in units):
+        left.append("- values a statement returned (an id an insert returned, a procedure's output): a trace does not "
+                    "log them, so a value the application took from one statement's result into a later statement "
+                    "cannot be seen as such, and the workload format has no way to give a statement's result to a "
+                    "later statement either. Such a parameter is fitted on its own values like any other (its rows "
+                    "exist in the restored database only if they did when the backup was made). Values given to an "
+                    "earlier statement and again to a later one are found: those are the lets above")
     isolations = Counter(t.tpb.isolation for t in selection.complete)
     if isolations.get("read_consistency"):
         left.append(f"- {isolations['read_consistency']:,} transaction(s) were traced as READ_COMMITTED | "
@@ -439,10 +567,18 @@ def _readme(name: str, trace: Trace, trace_path: Path, digest: str, selection: S
                     f"{statistics.median(inside) * 1000:,.1f} ms) is not represented: a unit runs its statements "
                     "back to back")
     if median_gap is not None:
+        p95 = gaps[min(len(gaps) - 1, int(0.95 * len(gaps)))]
         left.append(f"- think time: the median gap between an attachment's transactions was "
-                    f"{median_gap * 1000:,.2f} ms" + ("" if median_gap >= NO_THINK_BELOW else
-                                                      f", below {NO_THINK_BELOW * 1000:g} ms: the application did not "
-                                                      "think, so no think time is written"))
+                    f"{median_gap * 1000:,.2f} ms (p95 {p95 * 1000:,.2f} ms, {len(gaps):,} gaps)"
+                    + (": each unit's think_time is the mean gap after its transactions: fbbench waits a draw "
+                       "from a negative exponential with that mean" if median_gap >= NO_THINK_BELOW else
+                       f", below {NO_THINK_BELOW * 1000:g} ms: the application did not think, so no think time is "
+                       "written"))
+        left.append("- keying time: a trace shows one gap between two transactions of an attachment, not whether the "
+                    "application spent it before the next transaction (keying: a user filling in a form) or after "
+                    "the last (thinking), so no keying_time is written: the whole gap counts as think time of the unit "
+                    "before it (above). The Units table lists each unit's mean gap before it too: if you know your "
+                    "application spends that time before the unit, move it into the unit's keying_time")
     approximate = sum(1 for e in executions for p in e.params if p.approximate)
     if approximate:
         left.append(f"- {approximate:,} floating-point value(s) were printed by the trace to 7 (float) or 15 (double "
