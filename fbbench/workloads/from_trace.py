@@ -29,8 +29,7 @@ import re
 import statistics
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,23 +37,22 @@ from fbbench import __version__
 from fbbench.errors import FbbenchError
 from fbbench.trace.model import Execution, Trace, Transaction
 from fbbench.trace.shapes import DDL, TRANSACTION_CONTROL, Selection, Shape, first_word, group, select
+from fbbench.workloads import trace_readme
+from fbbench.workloads.from_trace_model import (
+    FLOW_CHANCE,
+    FLOW_SHARE,
+    ISOLATION,
+    LOW_CARDINALITY,
+    NO_THINK_BELOW,
+    PLACEHOLDER,
+    SAMPLE,
+    USER_EXCEPTION,
+    Fitted,
+    Generated,
+    Let,
+    Unit,
+)
 from fbbench.workloads.generators import Generator
-
-LOW_CARDINALITY = 20  # at most this many distinct values: choice of exactly those, as often as seen
-SAMPLE = 100  # more distinct values (not integer keys): choice of this many, spread over what was seen
-NO_THINK_BELOW = 0.005  # s: a median gap between an attachment's transactions below this is no think time
-FLOW_SHARE = 0.99  # a later parameter equal to an earlier one in at least this share of its executions …
-FLOW_CHANCE = 0.001  # … where draws apart would be equal that often less likely than this: one let (_flows)
-_PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")  # what the workload format would substitute
-USER_EXCEPTION = 335544517  # isc_except: a user exception, "exception N" then its name
-_ISOLATION = {"snapshot": "snapshot", "serializable": "serializable", "read_committed": "read_committed",
-              "read_committed_no_rec_version": "read_committed", "read_consistency": "read_committed"}
-
-
-@dataclass
-class Fitted:
-    generator: Generator
-    how: str
 
 
 def fit(observations: Sequence[tuple[int, tuple[str, Any]]], attachments: int = 0) -> Fitted:
@@ -124,36 +122,16 @@ def _problems(shape: Shape) -> list[str]:
             found.add(f"DDL ({word})")
         elif word in TRANSACTION_CONTROL:
             found.add(f"transaction control as SQL ({word})")
-        if _PLACEHOLDER.search(sql):
+        if PLACEHOLDER.search(sql):
             found.add("SQL text holding ${…}, which the workload format substitutes")
     for transaction in shape.transactions:
         for execution in transaction.statements:
             for problem in execution.problems():
                 found.add(re.sub(r"^parameter \d+", "a parameter", problem))
             for param in execution.params:
-                if param.text and _PLACEHOLDER.search(param.text):
+                if param.text and PLACEHOLDER.search(param.text):
                     found.add("a value holding ${…}, which the workload format substitutes")
     return sorted(found)
-
-
-@dataclass
-class Unit:
-    shape: Shape
-    fitted: list[list[Fitted]]  # per statement, per parameter
-    rollback_on: list[str]
-    think: float
-    lets: list[Let]
-    flows: list[str]  # values that flowed sometimes, drawn independently: what the trace showed
-    gap_before: float | None = None  # s: the mean gap before the shape's transactions (not written)
-
-    def let_of(self, statement: int, parameter: int) -> Let | None:
-        return next((let for let in self.lets if (statement, parameter) in let.uses), None)
-
-
-@dataclass
-class Generated:
-    files: dict[str, str]
-    summary: dict[str, Any] = field(default_factory=dict)
 
 
 def _gaps(selection: Selection) -> tuple[dict[int, float], dict[int, float]]:
@@ -191,17 +169,6 @@ def _by_chance(trials: int, matches: int, chance: float) -> float:
         total += math.exp(math.lgamma(trials + 1) - math.lgamma(x + 1) - math.lgamma(trials - x + 1)
                           + x * math.log(chance) + (trials - x) * math.log1p(-chance))
     return min(1.0, total)
-
-
-@dataclass
-class Let:
-    """A value drawn once per execution of a unit and used by name by every parameter in ``uses``
-    (statement, parameter; the first is where the trace first saw it)."""
-
-    name: str
-    fitted: Fitted
-    uses: list[tuple[int, int]]
-    evidence: list[str]  # per later use: how often the trace saw the value flow
 
 
 def _flows(shape: Shape, fitted: list[list[Fitted]]) -> tuple[list[Let], list[str]]:
@@ -324,7 +291,7 @@ def generate(trace: Trace, trace_path: Path, name: str) -> Generated:
         raise FbbenchError(f"no transaction of {trace_path} can be a workload unit: {'; '.join(reasons)}")
     digest = hashlib.sha256(trace_path.read_bytes()).hexdigest()
     toml = _workload_toml(name, trace_path, units, selection)
-    readme = _readme(name, trace, trace_path, digest, selection, units, excluded, sorted(gaps.values()))
+    readme = trace_readme.readme(name, trace, trace_path, digest, selection, units, excluded, sorted(gaps.values()))
     covered = sum(len(u.shape.transactions) for u in units)
     return Generated({"workload.toml": toml, "README.md": readme},
                      {"units": len(units), "transactions": len(selection.complete), "covered": covered,
@@ -361,7 +328,7 @@ def _workload_toml(name: str, trace_path: Path, units: list[Unit], selection: Se
                  f"traced as {shape.tpb.text}")
         lines += ["[[units]]", f"name = {_toml_string(shape.name)}", f"description = {_toml_string(about)}",
                   f"weight = {len(shape.transactions)}",
-                  f"isolation = {_toml_string(_ISOLATION[shape.tpb.isolation])}"]
+                  f"isolation = {_toml_string(ISOLATION[shape.tpb.isolation])}"]
         if shape.tpb.lock_timeout is not None:
             lines.append(f"lock_timeout = {shape.tpb.lock_timeout}")
         if shape.tpb.read_only:
@@ -381,232 +348,6 @@ def _workload_toml(name: str, trace_path: Path, units: list[Unit], selection: Se
             lines.append(item + " },")
         lines += ["]", ""]
     return "\n".join(lines)
-
-
-def _short(text: str, width: int = 60) -> str:
-    return text if len(text) <= width else text[:width - 3] + "…)"
-
-
-def _first_line(sql: str, width: int = 90) -> str:
-    line = " ".join(sql.split())
-    return line if len(line) <= width else line[:width - 1] + "…"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("`", "'")
-
-
-def _span(transaction: Transaction) -> float | None:
-    if transaction.started_at is None or transaction.ended_at is None:
-        return None
-    return (transaction.ended_at - transaction.started_at) * 1000
-
-
-def _concurrency(selection: Selection, trace: Trace) -> tuple[int, int]:
-    """The most application attachments attached at once, and the median of how many were over
-    the time any was (time-weighted: as many or fewer for at least half of that time). An
-    attachment the trace did not see attach was there from its start; one it did not see detach,
-    to its end."""
-    moments: list[tuple[float, int]] = []
-    for attachment in selection.attachments:
-        moments += [(attachment.attached_at if attachment.attached_at is not None else 0.0, 1),
-                    (attachment.detached_at if attachment.detached_at is not None else trace.seconds, -1)]
-    level = peak = 0
-    spent: dict[int, float] = defaultdict(float)  # attachments at once → seconds
-    previous: float | None = None
-    for at, step in sorted(moments, key=lambda m: (m[0], -m[1])):
-        if previous is not None and level > 0:
-            spent[level] += at - previous
-        level += step
-        peak = max(peak, level)
-        previous = at
-    busy = sum(spent.values())
-    if busy <= 0:
-        return peak, peak
-    elapsed = 0.0
-    for level in sorted(spent):
-        elapsed += spent[level]
-        if elapsed >= busy / 2:
-            return peak, level
-    return peak, peak
-
-
-def _readme(name: str, trace: Trace, trace_path: Path, digest: str, selection: Selection, units: list[Unit],
-            excluded: list[tuple[Shape, list[str]]], gaps: list[float]) -> str:
-    executions = [e for t in selection.complete for e in t.statements]
-    all_executions = [e for a in selection.attachments for t in a.transactions for e in t.statements]
-    covered = {id(e) for u in units for t in u.shape.transactions for e in t.statements}
-    engine_ms = sum(e.elapsed_ms or 0 for e in all_executions)
-    covered_ms = sum(e.elapsed_ms or 0 for e in executions if id(e) in covered)
-    covered_tx = sum(len(u.shape.transactions) for u in units)
-    peak, median_attached = _concurrency(selection, trace)
-    median_gap = statistics.median(gaps) if gaps else None
-    recorded = trace.recorded
-
-    def share(part: float, whole: float) -> str:
-        return f"{part / whole:.1%}" if whole else "–"
-
-    out = [f"# {name}: a workload generated from a trace", "",
-           f"Generated by fbbench {__version__} on {time.strftime('%Y-%m-%d %H:%M')} from `{trace_path.name}` "
-           f"(sha256 {digest[:16]}…). It is an ordinary workload directory (the format is fbbench's "
-           "`docs/workload-format.md`): edit it as you like.", "",
-           "## Running it", "",
-           "It has no scripts and no load steps: it runs on the database the trace was taken on, restored from "
-           "its backup into a database fbbench owns (your backup is only read):", "",
-           "```bash",
-           f"fbbench run {name} --database-from YOUR_BACKUP.fbk --engine 5.0 --connections {max(1, median_attached)}",
-           "```", "",
-           f"The trace had {len(selection.attachments)} application attachment(s): at most {peak} at once, and "
-           f"{median_attached} at once for half of the time any was attached (the median over that time). A "
-           "workload does not carry a number of connections — a run has the ones `--connections` gives it — so "
-           f"the command above gives the traced median" + (
-               f"; `--connections {peak}` runs at the traced peak" if peak > max(1, median_attached) else
-               ", which is also the peak") + ". Run it on 3.0, 4.0 and 5.0 and compare with `fbbench compare`.", ""]
-    if recorded.get("recorded_by"):
-        out += [f"The trace was recorded by {recorded['recorded_by']} with no time threshold and no length limit "
-                f"(SQL up to {recorded.get('max_sql_length'):,} characters, arguments up to "
-                f"{recorded.get('max_arg_length'):,}, {recorded.get('max_arg_count'):,} of them).", ""]
-    else:
-        out += ["The trace was not recorded by fbbench: its limits are unknown, so any value that ends in `...` "
-                "counts as possibly cut by the trace.", ""]
-    out += ["## What it covers", "",
-            "| | in the trace | in this workload | share |", "|---|---:|---:|---:|",
-            f"| transactions (complete, of the application) | {len(selection.complete):,} | {covered_tx:,} | "
-            f"{share(covered_tx, len(selection.complete))} |",
-            f"| statement executions (all of the application's) | {len(all_executions):,} | {len(covered):,} | "
-            f"{share(len(covered), len(all_executions))} |",
-            f"| engine time (the trace's own ms per statement) | {engine_ms:,} ms | {covered_ms:,} ms | "
-            f"{share(covered_ms, engine_ms)} |", "",
-            f"The trace spans {trace.seconds:,.1f} s from {trace.started}.", "",
-            "## Units", "",
-            "| unit | transactions | statements | traced as | written as | transaction time p50 / p95 | "
-            "rolled back | think time (mean gap after) | mean gap before (not written) |",
-            "|---|---:|---|---|---|---:|---:|---:|---:|"]
-    total = len(selection.complete)
-    for unit in units:
-        shape = unit.shape
-        spans = sorted(s for t in shape.transactions if (s := _span(t)) is not None)
-        p50 = spans[len(spans) // 2] if spans else 0.0
-        p95 = spans[min(len(spans) - 1, int(0.95 * len(spans)))] if spans else 0.0
-        rolled = sum(1 for t in shape.transactions if t.end.startswith("rollback"))
-        written = _ISOLATION[shape.tpb.isolation] + ("" if shape.tpb.lock_timeout is None else
-                                                     f", lock_timeout {shape.tpb.lock_timeout}") + \
-            (", read only" if shape.tpb.read_only else "")
-        statements = "; ".join(f"`{_cell(_first_line(sql, 50))}`" + (f" ×{r}" if r > 1 else "")
-                               for sql, r in zip(shape.sqls, shape.repeats, strict=True))
-        out.append(f"| `{shape.name}` | {len(shape.transactions):,} ({share(len(shape.transactions), total)}) | "
-                   f"{statements} | {_cell(shape.tpb.text)} | {written} | {p50:,.1f} / {p95:,.1f} ms | {rolled:,} | "
-                   f"{unit.think:g} s | " + ("–" if unit.gap_before is None else f"{unit.gap_before:.3f} s") + " |")
-    out += ["", "### Parameters", ""]
-    for unit in units:
-        out.append(f"- `{unit.shape.name}`:" + ("" if any(unit.fitted) else " no parameters"))
-        for let in unit.lets:
-            uses = " and ".join(f"statement {i + 1}, parameter {p + 1}" for i, p in let.uses)
-            out.append(f"  - `let {let.name} = {_cell(_short(str(let.fitted.generator)))}` — fitted to the values "
-                       f"statement {let.uses[0][0] + 1}, parameter {let.uses[0][1] + 1} was given: {let.fitted.how}; "
-                       f"drawn once per execution of the unit and given to {uses}, because "
-                       + "; ".join(let.evidence))
-        for index, fitted in enumerate(unit.fitted):
-            for position, item in enumerate(fitted):
-                if shared := unit.let_of(index, position):
-                    out.append(f"  - statement {index + 1}, parameter {position + 1}: `{shared.name}` (the let above)")
-                    continue
-                out.append(f"  - statement {index + 1}, parameter {position + 1}: "
-                           f"`{_cell(_short(str(item.generator)))}` — {item.how}")
-        if unit.rollback_on:
-            out.append(f"  - rolls back by design on {', '.join(unit.rollback_on)} (the application rolled back "
-                       "on these user exceptions wherever the trace saw them raised)")
-    out += ["", "## What it leaves out, and why", ""]
-    left = []
-    for shape, problems in excluded:
-        left.append(f"- `{shape.name}` ({len(shape.transactions):,} transactions, "
-                    f"{share(len(shape.transactions), total)}; `{_cell(_first_line(shape.sqls[0], 60))}`): "
-                    + "; ".join(problems))
-    for reason, count in sorted(selection.left_out.items()):
-        left.append(f"- {count:,} transaction(s): {reason}")
-    if selection.own_attachments:
-        left.append(f"- fbbench's own attachments ({', '.join(str(a) for a in selection.own_attachments)}): its "
-                    "monitoring, population and checks, not the application")
-    errors = Counter((e.error[0], " ".join(e.error[1].splitlines()[:2 if e.error[0] == USER_EXCEPTION else 1]))
-                     for e in all_executions if e.error)
-    for (code, message), count in errors.most_common():
-        how = ("a by-design rollback where the unit rolled back on it (rollback_on)" if code == USER_EXCEPTION
-               else "counted as a conflict when the workload meets it" if code in (335544345, 335544336, 335544878,
-                                                                                   335544451, 335544510)
-               else "the workload runs the statement; whether it fails depends on the data")
-        left.append(f"- {count:,} statement(s) failed in the trace with {code} ({_cell(message)}): {how}")
-    failed_without_error = sum(1 for e in all_executions if e.failed and not e.error)
-    if failed_without_error:
-        left.append(f"- {failed_without_error:,} statement(s) failed in the trace without an error event")
-    for unit in units:
-        for flow in unit.flows:
-            left.append(f"- `{unit.shape.name}`, {flow} — a let takes a value given to an earlier statement once "
-                        f"in each transaction and equal in at least {FLOW_SHARE:.0%} of the executions, more often "
-                        "than values drawn apart would be")
-    if any(len(unit.shape.sqls) > 1 for unit in units):
-        left.append("- values a statement returned (an id an insert returned, a procedure's output): a trace does not "
-                    "log them, so a value the application took from one statement's result into a later statement "
-                    "cannot be seen as such, and the workload format has no way to give a statement's result to a "
-                    "later statement either. Such a parameter is fitted on its own values like any other (its rows "
-                    "exist in the restored database only if they did when the backup was made). Values given to an "
-                    "earlier statement and again to a later one are found: those are the lets above")
-    isolations = Counter(t.tpb.isolation for t in selection.complete)
-    if isolations.get("read_consistency"):
-        left.append(f"- {isolations['read_consistency']:,} transaction(s) were traced as READ_COMMITTED | "
-                    "READ_CONSISTENCY: Firebird 4+ prints that for every read-committed transaction under "
-                    "ReadConsistency = 1 (its default), whatever the application asked; they are written as "
-                    "read_committed, and the engine you run on decides")
-    if isolations.get("read_committed_no_rec_version"):
-        left.append(f"- {isolations['read_committed_no_rec_version']:,} transaction(s) ran READ_COMMITTED | "
-                    "NO_REC_VERSION, which the workload format does not have: written as read_committed "
-                    "(record version)")
-    inside = [e.began_at - f.finished_at for t in selection.complete
-              for f, e in zip(t.statements, t.statements[1:], strict=False)]
-    if inside and statistics.median(inside) >= 0.001:
-        left.append(f"- time the application spent between the statements of a transaction (median "
-                    f"{statistics.median(inside) * 1000:,.1f} ms) is not represented: a unit runs its statements "
-                    "back to back")
-    if median_gap is not None:
-        p95 = gaps[min(len(gaps) - 1, int(0.95 * len(gaps)))]
-        left.append(f"- think time: the median gap between an attachment's transactions was "
-                    f"{median_gap * 1000:,.2f} ms (p95 {p95 * 1000:,.2f} ms, {len(gaps):,} gaps)"
-                    + (": each unit's think_time is the mean gap after its transactions: fbbench waits a draw "
-                       "from a negative exponential with that mean" if median_gap >= NO_THINK_BELOW else
-                       f", below {NO_THINK_BELOW * 1000:g} ms: the application did not think, so no think time is "
-                       "written"))
-        left.append("- keying time: a trace shows one gap between two transactions of an attachment, not whether the "
-                    "application spent it before the next transaction (keying: a user filling in a form) or after "
-                    "the last (thinking), so no keying_time is written: the whole gap counts as think time of the unit "
-                    "before it (above). The Units table lists each unit's mean gap before it too: if you know your "
-                    "application spends that time before the unit, move it into the unit's keying_time")
-    approximate = sum(1 for e in executions for p in e.params if p.approximate)
-    if approximate:
-        left.append(f"- {approximate:,} floating-point value(s) were printed by the trace to 7 (float) or 15 (double "
-                    "precision) significant digits: the values drawn are those digits")
-    if trace.suspended:
-        left.append(f"- the engine suspended the trace session ({trace.suspended[0]}): what the application did "
-                    "after that is missing")
-    if trace.unreadable:
-        left.append(f"- {len(trace.unreadable):,} event(s) could not be read, e.g. {_cell(trace.unreadable[0])}")
-    out += left or ["Nothing."]
-    out += ["", "## Top statements", "", "By executions:", "", _top(all_executions, key="count"), "",
-            "By engine time (the trace's own ms per statement):", "", _top(all_executions, key="time"), ""]
-    return "\n".join(out)
-
-
-def _top(executions: Iterable[Any], key: str, limit: int = 10) -> str:
-    per_sql: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for execution in executions:
-        per_sql[execution.sql][0] += 1
-        per_sql[execution.sql][1] += execution.elapsed_ms or 0
-    total_count = sum(v[0] for v in per_sql.values())
-    total_ms = sum(v[1] for v in per_sql.values())
-    index = 0 if key == "count" else 1
-    rows = ["| statement | executions | share | engine ms | share | mean ms |", "|---|---:|---:|---:|---:|---:|"]
-    for sql, (count, ms) in sorted(per_sql.items(), key=lambda item: -item[1][index])[:limit]:
-        rows.append(f"| `{_cell(_first_line(sql, 70))}` | {count:,} | {count / total_count:.1%} | {ms:,} | "
-                    f"{(ms / total_ms if total_ms else 0):.1%} | {ms / count:,.2f} |")
-    return "\n".join(rows)
 
 
 def write(directory: Path, generated: Generated) -> list[Path]:
@@ -660,7 +401,7 @@ def replay_workload(trace_path: str | Path) -> tuple[Any, Any, dict[str, Any]]:
              "description = " + _toml_string(f"a replay of the trace {path.name} (sha256 {facts['sha256'][:16]}…)"), ""]
     for shape in plan.shapes:
         lines += ["[[units]]", f"name = {_toml_string(shape.name)}", f"weight = {len(shape.transactions)}",
-                  f"isolation = {_toml_string(_ISOLATION[shape.tpb.isolation])}"]
+                  f"isolation = {_toml_string(ISOLATION[shape.tpb.isolation])}"]
         if shape.tpb.lock_timeout is not None:
             lines.append(f"lock_timeout = {shape.tpb.lock_timeout}")
         if shape.tpb.read_only:
