@@ -30,6 +30,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
@@ -37,6 +38,25 @@ from typing import Any, TypeVar
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 T = TypeVar("T")
+
+
+def child_command(target: str, *args: str, unblock: bool = False) -> list[str]:
+    """The command that starts a fbbench child process (``python -c``) at ``target``
+    ("package.module:function", called with ``args`` as strings; its return value is the exit
+    code). A Ctrl-C before the target has taken over ends the child with 130, not a traceback.
+    ``unblock``: the parent started it with the stop signals blocked
+    (:func:`blocked_while_starting`), so that none kills it while its interpreter imports its
+    site packages ("Fatal Python error: init_import_site"); the child unblocks them first thing.
+    Not ``-m module``: that would run a second copy of a package module as ``__main__``."""
+    module, function = target.split(":")
+    entry = ("import signal, sys\n"
+             "try:\n"
+             + ("    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))\n" if unblock else "")
+             + f"    from {module} import {function}\n"
+             f"    sys.exit({function}(*sys.argv[1:]))\n"
+             "except KeyboardInterrupt:\n"
+             "    sys.exit(130)\n")
+    return [sys.executable, "-c", entry, *args]
 
 _received: list[int] = []
 

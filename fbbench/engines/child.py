@@ -40,20 +40,6 @@ from fbbench.engines import platform
 from fbbench.engines.runtime import Runtime
 from fbbench.errors import FbbenchError, FirebirdError, Interrupted
 
-# Not "-m fbbench.engines.child": that would run a second copy of this module as __main__.
-# The child starts with the stop signals blocked (signals.blocked_while_starting), so one forwarded
-# while the interpreter imports its site packages waits (it killed it there: "Fatal Python error:
-# init_import_site"); unblocked here, it ends the child quietly with 130, not a traceback.
-_CHILD_ENTRY = (
-    "import signal, sys\n"
-    "try:\n"
-    "    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))\n"
-    "    from fbbench.engines.child import child_main\n"
-    "    sys.exit(child_main(*sys.argv[1:]))\n"
-    "except KeyboardInterrupt:\n"
-    "    sys.exit(130)\n"
-)
-
 
 def run_in_engine(runtime: Runtime, target: str, *args: Any,
                   on_start: Callable[[subprocess.Popen[bytes]], None] | None = None, **kwargs: Any) -> Any:
@@ -70,7 +56,8 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any,
     request_read, request_write = os.pipe()
     result_read, result_write = os.pipe()
     try:
-        command = [sys.executable, "-c", _CHILD_ENTRY, str(request_read), str(result_write)]
+        command = signals.child_command("fbbench.engines.child:child_main", str(request_read), str(result_write),
+                                        unblock=True)
         with signals.blocked_while_starting():
             process = subprocess.Popen(command, env=runtime.env(), pass_fds=(request_read, result_write),
                                        **platform.in_own_process_group())

@@ -147,7 +147,7 @@ def drive_load(request: dict[str, Any]) -> dict[str, Any]:
     from distributed import Queue, get_client
 
     from fbbench.engines import prepare_runtime
-    from fbbench.loadcore.classic import _WORKER_ENTRY
+    from fbbench.loadcore.classic import WORKER_COMMAND
 
     client = get_client()
     lines, commands = Queue(request["lines"], client=client), Queue(request["commands"], client=client)
@@ -158,7 +158,7 @@ def drive_load(request: dict[str, Any]) -> dict[str, Any]:
     config["client_library"] = str(runtime.client_library)
     try:
         with (workdir / "lab-logs" / f"{request['lines']}.stderr").open("w+b") as stderr:
-            process = subprocess.Popen(platform.dying_with_owner([sys.executable, "-c", _WORKER_ENTRY]),
+            process = subprocess.Popen(platform.dying_with_owner(WORKER_COMMAND),
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                        env=runtime.env())
             assert process.stdin is not None and process.stdout is not None

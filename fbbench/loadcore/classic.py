@@ -61,19 +61,11 @@ import threading
 import time
 from typing import IO, Any
 
-from fbbench import _core
+from fbbench import _core, signals
 from fbbench.loadcore.classic_process import WorkerProcess, who
 from fbbench.workloads.figures import OUTCOMES
 
-# Not "-m": the worker must not run a second copy of a package module as __main__.
-_WORKER_ENTRY = (
-    "import sys\n"
-    "try:\n"
-    "    from fbbench.loadcore.classic_worker import worker_main\n"
-    "    sys.exit(worker_main())\n"
-    "except KeyboardInterrupt:\n"
-    "    sys.exit(130)\n"
-)
+WORKER_COMMAND = signals.child_command("fbbench.loadcore.classic_worker:worker_main")
 START_AHEAD = 0.2  # seconds between sending go and the common zero: every worker reads it in time
 PROCESS_GRACE = 5.0  # beyond the core's own watchdog bound: a worker writes its result and exits
 
@@ -142,7 +134,7 @@ class ProcessRun:
 
     def _spawn(self, index: int, stderr: IO[bytes]) -> subprocess.Popen[bytes]:
         """The process that drives the attachments from ``index`` (this machine's, by default)."""
-        return subprocess.Popen([sys.executable, "-c", _WORKER_ENTRY], stdin=subprocess.PIPE,
+        return subprocess.Popen(WORKER_COMMAND, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=stderr, env=os.environ.copy())
 
     def _first_message(self, index: int, config: dict[str, Any]) -> dict[str, Any]:
