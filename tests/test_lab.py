@@ -1,11 +1,8 @@
 """A lab of hosts on Dask distributed, for real: a ``dask scheduler`` process on 127.0.0.1 and
 ``fbbench lab worker`` processes named a and b, each with its own FBBENCH_HOME (its own engines'
 work directory and results store). Sweeps are tiny (the bank test workload, half-second
-intervals). No traffic leaves loopback.
-
-The hardening issue's item 3 (paths fbbench generates per run kept out of the conditions) is not
-in this branch yet: two hosts' runs still differ in ``conf.SecurityDatabase`` (a path under each
-host's work directory). The comparison test tolerates exactly that difference and no other.
+intervals). No traffic leaves loopback. Two hosts' runs differ in no condition but the host's
+own: the paths fbbench makes per run under each host's work directory are not conditions.
 """
 
 from __future__ import annotations
@@ -28,8 +25,6 @@ from tests.conftest import REPO, assert_clean_error, fb3_server_or_skip, run_cli
 
 BANK = REPO / "tests" / "workloads" / "bank"
 DASK = Path(sys.executable).with_name("dask")
-# Paths under each host's own work directory, until the hardening issue's item 3 lands.
-WORKDIR_PATHS = {"conf.SecurityDatabase"}
 
 
 def _free_port() -> int:
@@ -155,7 +150,7 @@ def test_a_sweep_with_a_host_axis_runs_each_cell_on_its_host(lab: Lab, tmp_path:
     document = json.loads((tmp_path / "cmp.json").read_text())
     axis = {row["key"]: row["values"] for row in document["conditions"]["axis"]}
     assert axis["host.name"] == {"A": "a", "B": "b"}
-    assert {row["key"] for row in document["conditions"]["differences"]} <= WORKDIR_PATHS
+    assert document["conditions"]["differences"] == []
     assert document["conditions"]["equal"]["host.cpu_model"]  # the hardware side by side: the same here
 
 
@@ -186,7 +181,7 @@ def test_without_a_host_axis_every_cell_runs_on_every_host(lab: Lab, tmp_path: P
     assert combined["ratio"] == pytest.approx((per_host["a"]["ratio"] * per_host["b"]["ratio"]) ** 0.5)
     # The hosts differ within each side by design: no series-uniformity error names a host key.
     series_rules = [f for f in document["lint"] if f["rule"] == "FB011"]
-    assert all(f["evidence"]["key"] in WORKDIR_PATHS for f in series_rules), series_rules
+    assert series_rules == []
 
 
 def test_a_worker_killed_mid_run_fails_that_run_there_and_resume_runs_it_there(lab: Lab, tmp_path: Path) -> None:
