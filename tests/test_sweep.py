@@ -1,6 +1,7 @@
 """``fbbench sweep`` on real engines, through the real CLI: a 2 × 2 matrix with repeats interleaved,
 killed in the middle and resumed, its report rendered in headless Chromium; --dry-run; a size
-series that grows one database; one factor at a time; bad spec files.
+series that grows one database; one factor at a time; the JSON against docs/sweep-result.md;
+bad spec files.
 
 Runs are tiny (the bank test workload, half-second intervals) so the whole file stays short.
 """
@@ -20,8 +21,10 @@ from typing import Any
 
 import pytest
 
+from fbbench.analysis.sweep import sweep_document
 from tests.chromium import first_screen, legend, render_ok
 from tests.conftest import REPO, assert_clean_error, run_cli
+from tests.documented import actual_paths, documented_paths, undocumented_and_missing
 
 BANK = REPO / "tests" / "workloads" / "bank"
 TIMING = 'warmup = "0.5s"\nduration = "1s"\ninterval = "0.5s"\nsweep = false\n'
@@ -145,6 +148,9 @@ def test_a_size_series_grows_one_database(tmp_path: Path) -> None:
     assert series[1]["load_source"] == "grown from warehouses=1 (now cached)"
     assert series[2]["load_source"] == "grown from warehouses=2 (now cached)"
     assert all(point["load_mb_per_second"] and point["headline"] for point in series)
+    undocumented, missing = _against_its_documentation(document)
+    assert not undocumented, f"keys not in docs/sweep-result.md: {undocumented}"
+    assert not [path for path in missing if path.startswith("size_series")], missing
     with closing(sqlite3.connect(tmp_path / "r.sqlite")) as db:
         checks = db.execute("select count(*), sum(passed) from checks where kind = 'check'").fetchone()
     assert checks == (36, 36)  # the 12 TPC-C checks pass at every size
@@ -161,12 +167,57 @@ def _one_at_a_time(tmp_path: Path, repeats: int) -> tuple[subprocess.CompletedPr
     return result, json.loads(out.read_text())
 
 
-def test_one_factor_at_a_time_compares_with_the_baseline(tmp_path: Path) -> None:
-    result, document = _one_at_a_time(tmp_path, repeats=2)
+@pytest.fixture(scope="module")
+def advisor_sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """One factor at a time with 2 repeats: run once, read by the tests below."""
+    return _one_at_a_time(tmp_path_factory.mktemp("advisor"), repeats=2)
+
+
+def test_one_factor_at_a_time_compares_with_the_baseline(
+        advisor_sweep: tuple[subprocess.CompletedProcess[str], dict[str, Any]]) -> None:
+    result, document = advisor_sweep
     advisor = document["one_at_a_time"]
     assert advisor["baseline_cell"] in (1, 2)
     assert len(advisor["steps"]) == 1 and advisor["steps"][0]["kind"] == "one factor"
     assert advisor["conclusion"] and "one factor at a time, against the baseline" in result.stdout
+
+
+def _against_its_documentation(document: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(keys docs/sweep-result.md does not list, keys it lists that the document lacks)."""
+    documented = documented_paths(REPO / "docs" / "sweep-result.md")
+    assert len(documented) > 60
+    return undocumented_and_missing(actual_paths(document, documented), documented)
+
+
+def test_sweep_json_matches_its_documentation(
+        advisor_sweep: tuple[subprocess.CompletedProcess[str], dict[str, Any]]) -> None:
+    """Every key of docs/sweep-result.md is there and no other (a key inside a null one, such as
+    size_series or blocks, counts as there): one factor at a time with repeats shows the best cell
+    with its ratio and the advisor's steps with theirs."""
+    document = advisor_sweep[1]
+    assert document["schema_version"] == 1
+    assert document["best"]["ratio"] and document["one_at_a_time"]["steps"][0]["ratio"], document["best"]
+    undocumented, missing = _against_its_documentation(document)
+    assert not undocumented, f"keys not in docs/sweep-result.md: {undocumented}"
+    assert not missing, f"documented keys the sweep does not have: {missing}"
+
+
+def test_a_ratio_without_an_interval_is_null_in_the_document() -> None:
+    """Every run of each cell gave the same value (a target rate's figure): the best cell's ratio has
+    no interval, whose ends were NaN in the JSON file (which JSON has no spelling for)."""
+    headline = {"name": "score", "unit": "/min", "better": "higher", "per": "minute"}
+    values = [(1, 100.0), (1, 100.0), (2, 200.0), (2, 200.0)]
+    runs = {f"r{i}": {"run_id": f"r{i}", "status": "completed", "started_at": 0.0, "ended_at": 10.0,
+                      "summary": {"headline": {**headline, "result": value}}} for i, (_, value) in enumerate(values)}
+    sweep = {"sweep_id": "w1", "status": "completed", "created_at": 0.0, "ended_at": 1.0, "result": None,
+             "spec": {"mode": "matrix", "repeats": 2, "axes": [{"key": "connections", "values": [1, 2], "grow": False}],
+                      "base": {}, "cells": [{"index": 1, "values": {"connections": 1}},
+                                            {"index": 2, "values": {"connections": 2}}]},
+             "runs": [{"run_id": f"r{i}", "cell": cell, "repeat_index": 1, "status": "completed"}
+                      for i, (cell, _) in enumerate(values)]}
+    best = sweep_document(sweep, runs)["best"]  # type: ignore[arg-type]
+    assert best["ratio"]["ratio"] == 2.0 and best["ratio"]["low"] is None and best["ratio"]["high"] is None, best
+    json.dumps(best, allow_nan=False)
 
 
 def test_one_run_per_cell_claims_no_spread_and_no_verdict(tmp_path: Path) -> None:

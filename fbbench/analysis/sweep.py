@@ -88,7 +88,7 @@ def sweep_document(sweep: Mapping[str, Any], runs: Mapping[str, StoredRun]) -> d
     document["overhead"] = _overhead(sweep, runs)
     grow = next((axis for axis in spec.get("axes", []) if axis.get("grow")), None)
     document["size_series"] = _size_series(cells, grow["key"]) if grow else None
-    return document
+    return finite(document)  # a ratio without an interval has NaN ends: JSON has no NaN
 
 
 def _host_level(per_host: Mapping[str, dict[str, Any] | None]) -> float | None:
