@@ -18,6 +18,7 @@ import pytest
 from fbbench.analysis import conditions
 from fbbench.errors import FbbenchError
 from fbbench.store import ResultsStore
+from tests import chromium
 from tests.conftest import REPO, assert_clean_error, run_cli
 
 TINY = ("--scale", "connects=5", "--connections", "1", "--no-sweep")
@@ -147,3 +148,51 @@ def test_drop_caches_drops_the_page_cache_before_the_measured_period(tmp_path: P
     dropped = before["detail"]["drop_caches"]
     assert dropped["page_cache_after"] < dropped["page_cache_before"], dropped
     assert conditions.record(stored)["load.drop_caches"] == "on"
+
+
+def test_iud_on_3_0_against_5_0_with_forced_writes_and_no_file_cache_gets_a_verdict(tmp_path: Path) -> None:
+    """The issue's "Done when": iud on 3.0 and on 5.0, forced writes on and the file cache off,
+    compared with --axis engine: a verdict (not withheld), no error outside the axis, and the
+    storage and cache conditions of both sides in the JSON and on the rendered page."""
+    store = tmp_path / "results.sqlite"
+    series = {}
+    for engine in ("3.0", "5.0"):
+        cli = run_cli("run", "iud", "--engine", engine, "--forced-writes", "on", "--file-cache", "off", "--scale",
+                      "rows=2000", "--scale", "batch=500", "-c", "1", "--repeat", "2", "--no-sweep", "--workdir",
+                      str(tmp_path / "work"), "--results", str(store))
+        assert cli.returncode == 0, cli.stdout[-3000:] + cli.stderr[-3000:]
+        with ResultsStore(store, create=False) as opened:
+            series[engine] = str(opened.load_run("last")["series_id"])
+    document, page = tmp_path / "cmp.json", tmp_path / "page.html"
+    compared = run_cli("compare", series["3.0"], series["5.0"], "--axis", "engine", "--results", str(store),
+                       "--report", str(page), "--json", str(document))
+    assert compared.returncode == 0, compared.stdout[-3000:] + compared.stderr[-3000:]
+    doc = json.loads(document.read_text())
+    assert doc["valid"] and not [f for f in doc["lint"] if f["severity"] == "error"], doc["invalid_because"]
+    assert doc["conditions"]["differences"] == []  # nothing differs outside the axis
+    assert "engine.version" in {row["key"] for row in doc["conditions"]["axis"]}
+    verdict = doc["verdicts"]["B"]
+    assert verdict["figure"] == "rows/s" and not verdict["withheld"], verdict
+    assert verdict["text"].startswith(("no difference resolved", "B (5.0")), verdict  # a verdict, whichever it is
+    assert verdict["resolved"] == (verdict["word"] is not None)
+    ratio = next(row for row in doc["figures"] if row["kind"] == "headline")["ratios"]["B"]
+    assert ratio["basis"] == "repeats" and 0 < ratio["low"] <= ratio["ratio"] <= ratio["high"], ratio
+    assert "verdict B (5.0" in " ".join(compared.stdout.split())
+    # The storage and the cache conditions: the same on both sides, so among the equal ones.
+    equal = doc["conditions"]["equal"]
+    assert equal["database.forced_writes"] == "on" and equal["database.file_cache"] == "off", equal
+    storage = [f"host.disk.{name}" for name in ("device", "medium", "filesystem", "mount_options", "scheduler")]
+    assert all(equal.get(key) for key in storage), {key: equal.get(key) for key in storage}
+    with ResultsStore(store, create=False) as opened:
+        disk = opened.load_run("last")["host"]["database_disk"]
+    assert equal["host.disk.filesystem"] == disk["filesystem"] and equal["host.disk.mount_options"] == disk[
+        "mount_options"]
+    # The page, as a reader's browser draws it: the equal conditions' table holds them, with their values.
+    body = chromium.render_ok(page, tmp_path / "chromium").body
+    rows = {}
+    for row in body.by_id("equal-table").all("tr"):
+        cells = [cell.text.strip() for cell in row.all("td")]
+        if len(cells) == 2:
+            rows[cells[0]] = cells[1]
+    for key in ("database.forced_writes", "database.file_cache", *storage):
+        assert rows.get(key) == equal[key], (key, rows.get(key))

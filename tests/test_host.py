@@ -4,6 +4,7 @@ the round trip of a run over the network — on real mounts and real runs."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -106,3 +107,39 @@ def test_a_run_over_the_network_records_its_round_trip(tmp_path: Path) -> None:
     assert 0 < trip["median_ms"] <= trip["p99_ms"] < 1000
     assert conditions.record(run)["network.round_trip"] == "loopback"
     assert "network: round trip to 127.0.0.1 median" in cli.stdout
+
+
+def test_compare_flags_storage_that_differs_outside_the_axis(tmpfs: Path, tmp_path: Path) -> None:
+    """Two runs on different storage (a tmpfs and the disk under the test's directory) that also
+    differ in the axis: the storage is an error of the comparison, and the verdict is withheld."""
+    store, document, page = tmp_path / "r.sqlite", tmp_path / "cmp.json", tmp_path / "cmp.html"
+    ids = []
+    for connections, workdir in (("1", tmpfs / "work"), ("2", tmp_path / "work")):
+        cli = run_cli("run", BANK, *TINY, "-c", connections, "--workdir", str(workdir), "--results", str(store))
+        assert cli.returncode == 0, cli.stdout + cli.stderr
+        with ResultsStore(store, create=False) as opened:
+            ids.append(str(opened.load_run("last")["run_id"]))
+    compared = run_cli("compare", *ids, "--axis", "connections", "--results", str(store), "--json", str(document),
+                       "--report", str(page))
+    assert document.is_file(), compared.stdout[-3000:] + compared.stderr[-3000:]
+    doc = json.loads(document.read_text())
+    assert [row["key"] for row in doc["conditions"]["axis"]] == ["load.connections"]
+    outside = {row["key"]: row["values"] for row in doc["conditions"]["differences"]}
+    assert outside["host.disk.filesystem"]["A"] == "tmpfs" != outside["host.disk.filesystem"]["B"], outside
+    assert outside["host.disk.medium"]["A"] == "memory", outside
+    # Each storage key that differs is an error of its own (FB006: the host differs), naming the key.
+    # The storage is the only error: the runs are alike in every other condition.
+    errors = [f for f in doc["lint"] if f["severity"] == "error"]
+    assert {(f["rule"], f["scope"]) for f in errors} == {("FB006", "comparison")}, errors
+    named = {f["evidence"]["key"] for f in errors}
+    assert {"host.disk.filesystem", "host.disk.medium", "host.disk.mount_options"} <= named, errors
+    assert named <= {key for key in outside if key.startswith(("host.disk.", "host.temp_disk."))}, named
+    message = next(f["message"] for f in errors if f["evidence"]["key"] == "host.disk.filesystem")
+    assert "host.disk.filesystem differs outside the axis" in message and "tmpfs" in message
+    assert not doc["valid"] and any(line.startswith("FB006 host.disk.") for line in doc["invalid_because"])
+    verdict = doc["verdicts"]["B"]
+    assert verdict["withheld"] and verdict["word"] is None, verdict
+    assert verdict["text"].startswith("verdict withheld: the comparison is invalid (FB006"), verdict
+    assert all(not (v or {}).get("word") for row in doc["figures"] for v in row["verdicts"].values())
+    assert compared.returncode == 0, compared.stderr[-2000:]  # an invalid comparison is still a comparison
+    assert "verdict withheld" in " ".join(compared.stdout.split())

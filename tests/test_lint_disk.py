@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -190,3 +192,76 @@ def test_every_rule_has_a_severity_and_a_why() -> None:
     for rule_id in DISK_RULES:
         rule = lint_rules.RULES[rule_id]
         assert rule.severity in lint_rules.SEVERITIES and len(rule.why) > 60 and rule.why.endswith(".")
+
+
+ROW = b"x" * 99 + b"\n"  # one record of the external table: char(99) and the newline as char(1)
+
+
+def _paired_spec(directory: Path, side: str, external: Path) -> Path:
+    path = directory / f"{side}.toml"
+    path.write_text(f'workload = "{directory / "external_scan"}"\nengine = "5.0"\nconnections = 1\nwarmup = "0.5s"\n'
+                    f'duration = "1.5s"\ninterval = "0.5s"\n[scale]\nfile = "{side}"\n'
+                    f'[set]\nExternalFileAccess = "Restrict {external}"\n')
+    return path
+
+
+def test_paired_ratios_that_trend_on_a_real_paired_series(tmp_path: Path) -> None:
+    """A real compare --paired whose B gets slower from pair to pair while A does not: each side
+    counts the rows of an external table, A's file fixed at 20,000 rows and B's starting equal
+    and grown 1.7-fold by the test as each pair ends (the pairs run one after another, and the
+    next pair's engines start after its line is printed, so pair k reads 1.7^(k-1) times A's
+    rows). B's work per unit grows 1.7-fold per pair (its rate falls at least as much), far beyond
+    the pairs' own noise (about ±15 % between pairs of identical sides here): FB045, with the
+    slope's interval below 0. (Its negative, ratios without a trend, is the
+    constructed-numbers test above: a real control series would cross its 95 % line now and
+    then by chance.)"""
+    external, workload = tmp_path / "external", tmp_path / "external_scan"
+    external.mkdir()
+    workload.mkdir()
+    (workload / "workload.toml").write_text(
+        'name = "external_scan"\nscripts = ["schema.sql"]\n[scale]\nfile = { default = "a", choices = ["a", "b"] }\n'
+        '[[units]]\nname = "count"\nweight = 1\nread_only = true\nsql = "select count(*) from ext"\n')
+    (workload / "schema.sql").write_text(
+        f"create table ext external file '{external}/${{file}}.dat' (v char(99), nl char(1));\n")
+    start, growth, pairs = 20_000, 1.7, 6
+    for side in ("a", "b"):
+        (external / f"{side}.dat").write_bytes(ROW * start)
+    a, b = _paired_spec(tmp_path, "a", external), _paired_spec(tmp_path, "b", external)
+    document = tmp_path / "paired.json"
+    command = [sys.executable, "-m", "fbbench", "compare", "--paired", str(a), str(b), "--pairs", str(pairs),
+               "--axis", "scale.file", "--workdir", str(tmp_path / "work"), "--results",
+               str(tmp_path / "results.sqlite"), "--json", str(document)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "COLUMNS": "200"})
+    timer = threading.Timer(240, process.kill)
+    timer.start()
+    lines, rows = [], [start]
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("pair ") and f" of {pairs} " in line and not line.startswith(f"pair {pairs} "):
+                rows.append(round(rows[-1] * growth))  # before the next pair's engines have started
+                with (external / "b.dat").open("ab") as grown:
+                    grown.write(ROW * (rows[-1] - rows[-2]))
+        stderr = process.stderr.read() if process.stderr else ""
+        process.wait()
+    finally:
+        timer.cancel()
+        process.kill()
+    output = "".join(lines)
+    assert process.returncode == 0, output[-3000:] + stderr[-3000:]
+    assert len(rows) == pairs, output  # B's file grew after every pair but the last
+    doc = json.loads(document.read_text())
+    assert doc["pairing"]["complete"] == pairs
+    headline = next(row for row in doc["figures"] if row["kind"] == "headline")
+    runs_a, runs_b = headline["runs"]["A"], headline["runs"]["B"]
+    assert runs_b[-1] < runs_b[0] / 3 and runs_a[0] / 2 < runs_a[-1] < runs_a[0] * 2, (runs_a, runs_b)
+    found = [f for f in doc["lint"] if f["rule"] == "FB045"]
+    assert len(found) == 1 and found[0]["scope"] == "comparison" and found[0]["severity"] == "warning", found
+    evidence = found[0]["evidence"]
+    assert evidence["low"] <= evidence["slope"] <= evidence["high"] < 0, evidence  # the interval excludes 0
+    ratios = evidence["ratios"]
+    assert ratios == pytest.approx([b / a for a, b in zip(runs_a, runs_b, strict=True)]) and ratios[-1] < ratios[0]
+    assert "the per-pair ratios trend by -" in found[0]["message"]
+    assert "FB045 warning" in " ".join(output.split())
