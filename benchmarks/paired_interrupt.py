@@ -167,8 +167,9 @@ def main() -> int:
             stress.wait()
     stopped = args.tries - counts[EARLY]
     print(f"paired Ctrl-C stress: {counts[CLEAN] + counts[STARTUP]} of {stopped} stops clean, {counts[NOT_CLEAN]} not "
-          f"({counts[STARTUP]} of the clean ones came inside Python's own start-up, before fbbench ran: the "
-          f"interpreter's traceback, nothing started; {counts[EARLY]} tries ended before their signal) — SIGINT "
+          f"({counts[STARTUP]} of the clean ones came inside Python's own start-up, before fbbench ran: "
+          f"killed by the signal or the interpreter's traceback, nothing started; {counts[EARLY]} tries ended "
+          f"before their signal) — SIGINT "
           f"after 0–{args.max_delay:g} s, --pairs {args.pairs}, {args.duration} measured, "
           f"stress-ng --cpu {args.stress}")
     if stop_seconds:
