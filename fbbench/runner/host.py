@@ -19,20 +19,6 @@ from fbbench import __version__
 from fbbench.engines import platform as host_os
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-def _os_name() -> str:
-    for line in _read("/etc/os-release").splitlines():
-        if line.startswith("PRETTY_NAME="):
-            return line.split("=", 1)[1].strip().strip('"')
-    return platform.system()
-
-
 def _elf_bits(library: Path) -> int | None:
     try:
         with library.open("rb") as handle:
@@ -62,7 +48,7 @@ def host_facts(workdir: Path, client_library: Path | None = None, *, host_name: 
         "cpu_governor": host_os.cpu_governor(),
         "virtualization": host_os.virtualization(),
         "memory_bytes": psutil.virtual_memory().total,
-        "os": _os_name(),
+        "os": host_os.os_name() or platform.system(),
         "kernel": platform.release(),
         "machine": platform.machine(),
         "python": sys.version.split()[0],
