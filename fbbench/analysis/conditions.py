@@ -164,10 +164,22 @@ def protocol_of(run: StoredRun) -> str:
 
 
 def effective_scale(run: StoredRun) -> dict[str, str]:
-    """The scale a stored run ran at: its workload's defaults with the run's overrides."""
+    """The scale a stored run ran at: its workload's defaults with the run's overrides, as the
+    workload format reads them; a stored workload this fbbench no longer reads, from its
+    ``[scale]`` table as written."""
     from fbbench.workloads.scale import parse_scale_value
+    from fbbench.workloads.spec import stored_workload
 
-    text = (run.get("workload_files") or {}).get("workload.toml") or ""
+    files = run.get("workload_files") or {}
+    overrides = (run.get("settings") or {}).get("scale") or {}
+    if files.get("workload.toml"):
+        try:
+            read = stored_workload(files, overrides).scale
+        except FbbenchError:
+            pass
+        else:
+            return {name: value if isinstance(value, str) else f"{value:g}" for name, value in read.items()}
+    text = files.get("workload.toml") or ""
     try:
         defaults = tomllib.loads(text).get("scale", {}) if text else {}
     except tomllib.TOMLDecodeError:
