@@ -46,6 +46,7 @@ class Question:
     axis: str
     a: dict[str, Any]
     b: dict[str, Any]
+    force: bool = False  # a difference outside the axis on purpose: the verdict shown despite the lint's error
 
 
 BASE: dict[str, Any] = {"workload": "orders", "connections": 1, "page_size": 16384}
@@ -53,8 +54,11 @@ QUESTIONS = (
     Question("3-4", "versions", "3.0 → 4.0 at 16K pages", "engine", {"engine": "3.0"}, {"engine": "4.0"}),
     Question("3-5", "versions", "3.0 → 5.0 at 16K pages", "engine", {"engine": "3.0"}, {"engine": "5.0"}),
     Question("4-5", "versions", "4.0 → 5.0 at 16K pages", "engine", {"engine": "4.0"}, {"engine": "5.0"}),
-    Question("3-4-32k", "versions", "3.0 → 4.0 at 32K pages", "engine",
-             {"engine": "3.0", "page_size": 32768}, {"engine": "4.0", "page_size": 32768}),
+    # Firebird 3.0 creates no page larger than 16K: the paper's "at 32K pages" can only have put 3.0
+    # at 16K against 4.0 at 32K. Measured as the paper did it (forced past the lint's FB003), to
+    # show how much of its figure is the page size (the next question).
+    Question("3-4-mixed", "versions", "3.0 at 16K → 4.0 at 32K pages (the paper's mix)", "engine",
+             {"engine": "3.0"}, {"engine": "4.0", "page_size": 32768}, force=True),
     Question("4-page", "page size", "4.0: 16K → 32K pages", "page_size", {"engine": "4.0"},
              {"engine": "4.0", "page_size": 32768}),
     Question("4-async", "replication", "4.0: replication off → async", "replication", {"engine": "4.0"},
@@ -113,12 +117,13 @@ def said(answer: Answer) -> str:
     ratio = answer.ratio
     if ratio.get("ratio") is None:
         return "no ratio (a side has no completed run)"
-    if not answer.document.get("valid", True):
+    if not answer.document.get("valid", True) and not answer.question.force:
         return f"withheld, the comparison is invalid: {answer.document.get('invalid_because')}"
     if not ratio.get("resolved"):
         return f"not resolved: elapsed {percent(ratio['ratio'])}, 95 % interval {interval(ratio)}"
     word = "longer" if ratio["ratio"] > 1 else "shorter"
-    return (f"B took {abs(ratio['ratio'] - 1) * 100:.1f} % {word} (95 % interval {interval(ratio)})")
+    forced = " — forced: the page size differs too, the lint's error FB003" if answer.question.force else ""
+    return (f"B took {abs(ratio['ratio'] - 1) * 100:.1f} % {word} (95 % interval {interval(ratio)}){forced}")
 
 
 def main() -> None:
@@ -150,9 +155,13 @@ def main() -> None:
                 names[side] = path
             out = home / f"compare-{question.key}.json"
             compare = ["compare", "--paired", str(names["A"]), str(names["B"]), "--pairs", str(args.pairs),
-                       "--axis", question.axis, "--json", str(out)]
+                       "--axis", question.axis, "--json", str(out)] + (["--force"] if question.force else [])
             print(f"{time.strftime('%H:%M:%S')} {question.title}: {args.pairs} pairs", file=sys.stderr, flush=True)
-            fbbench(home, *compare)
+            done = fbbench(home, *compare, check=False)
+            if done.returncode != 0:
+                print(f"  failed ({done.returncode}): {(done.stderr or done.stdout).strip()[-600:]}", file=sys.stderr,
+                      flush=True)
+                continue
             document = json.loads(out.read_text())
             answer = Answer(question, "fbbench " + " ".join(shlex.quote(a if not a.startswith(str(home)) else
                                                                         Path(a).name) for a in compare), document)
@@ -304,7 +313,8 @@ def render(args: argparse.Namespace, answers: list[Answer], specs: dict[str, str
     lines += _answers(by_key, disk)
     lines += ["", "## The paper's claims, here", "",
               "- " + _claim(by_key.get("3-4"), 1.015, 1.019, "4.0 slower than 3.0 by 1.5–1.9 % at 16K pages"),
-              "- " + _claim(by_key.get("3-4-32k"), 1.14, 1.17, "4.0 slower than 3.0 by 14–17 % at 32K pages"),
+              "- " + _claim(by_key.get("3-4-mixed"), 1.14, 1.17, "4.0 slower than 3.0 by 14–17 % \"at 32K pages\" "
+                            "(3.0 cannot create 32K pages: 3.0 at 16K against 4.0 at 32K)"),
               "- " + _replication_claim(by_key),
               "- " + _forced_writes_claim(by_key.get("5-fw")),
               "", "## What the paper's design could not have shown", ""]
@@ -314,13 +324,17 @@ def render(args: argparse.Namespace, answers: list[Answer], specs: dict[str, str
 
 def _answers(by_key: dict[str, Answer], disk: dict[str, Any]) -> list[str]:
     lines = []
-    versions = [by_key[k] for k in ("3-4", "3-5", "4-5", "3-4-32k") if k in by_key]
+    versions = [by_key[k] for k in ("3-4", "3-5", "4-5") if k in by_key]
     if versions:
         lines.append("**3.0 against 4.0 against 5.0, the same page size.** " +
                      "; ".join(f"{a.question.title}: {said(a)}" for a in versions) + ".")
         lines.append("")
     if "4-page" in by_key:
         lines.append(f"**The page size, on 4.0 alone.** {by_key['4-page'].question.title}: {said(by_key['4-page'])}.")
+        if "3-4-mixed" in by_key:
+            lines.append(f"The paper's mix, {by_key['3-4-mixed'].question.title}: {said(by_key['3-4-mixed'])}. "
+                         "Firebird 3.0 cannot create a 32K page, so a \"3.0 against 4.0 at 32K\" figure puts two "
+                         "differences in one ratio: the versions' and the page size's.")
         lines.append("")
     replication = [by_key[k] for k in ("4-async", "5-async", "4-sync", "5-sync") if k in by_key]
     if replication:
