@@ -139,6 +139,7 @@ class ProfilerThread:
         self._plan = _Plan()
         self._wake = threading.Condition()
         self._closing = False
+        self._reading = False
         self._ready = threading.Event()
         self._connection: Connection | None = None
         self._thread = threading.Thread(target=self._run, name="fbbench-profiler", daemon=True)
@@ -168,15 +169,20 @@ class ProfilerThread:
             self._plan.finish_at = finish_at
             self._wake.notify_all()
 
-    def close(self, timeout: float = 30.0) -> dict[str, Any]:
-        """After the load ended: read the profile, detach; the profile's record (see :meth:`_record`)."""
+    def close(self, timeout: float = 30.0, stuck: float = 5.0) -> dict[str, Any]:
+        """After the load ended: read the profile, detach; the profile's record (see :meth:`_record`).
+        Waits ``timeout`` seconds for a read under way, ``stuck`` for a command to the engine (a
+        stopped run must end within seconds)."""
         with self._wake:
             self._closing = True
             self._wake.notify_all()
-        self._thread.join(timeout)
+        self._thread.join(stuck)
+        if self._thread.is_alive() and self._reading:
+            self._thread.join(max(0.0, timeout - stuck))
         if self._thread.is_alive():
-            return self._record(f"the profiler did not finish within {timeout:.0f} s of the run's end (a command "
-                                "to the engine never returned); no profile was read", {})
+            doing = "reading the profile" if self._reading else "a command to the engine had not returned"
+            return self._record(f"the profiler gave up {timeout if self._reading else stuck:.0f} s after the run's "
+                                f"load ended ({doing}); no profile was read", {})
         return self.profile or self._record(self.failure or "no profile was read", {})
 
     @property
@@ -209,6 +215,7 @@ class ProfilerThread:
             elif any(s.profile_id is not None for s in self.sessions):
                 self._finish_sessions()
             self._wait(lambda: False)  # the read waits for the load's end: never inside the measured period
+            self._reading = True
             self.profile = self._read()
         except Exception as error:
             self.failure = self.failure or f"the profiler failed: {_error(error)}"
@@ -410,7 +417,8 @@ def _statement_key(kind: str | None, package: str | None, routine: str | None,
 
 def read_profile(connection: Connection, profile_ids: Sequence[int], top: int = TOP) -> dict[str, Any]:
     """The profile of ``profile_ids`` (their flushed data), summed over the sessions: every PSQL
-    line, statement and record source, each kind by its time, the first ``top`` of each kept."""
+    line, statement and record source, each kind by its time (a record source by its own time:
+    its opens and fetches less those of the sources it reads from), the first ``top`` of each kept."""
     from firebird.driver import Isolation, TraAccessMode, tpb
 
     transaction = connection.transaction_manager(tpb(Isolation.READ_COMMITTED_RECORD_VERSION,
@@ -456,8 +464,15 @@ def read_profile(connection: Connection, profile_ids: Sequence[int], top: int = 
                 transaction.rollback()
         with contextlib.suppress(Exception):
             transaction.close()
-    for row in sources.values():
+    children: dict[tuple[Any, ...], int] = {}
+    for key, row in sources.items():
         row["total_ns"] = row["open_ns"] + row["fetch_ns"]
+        if row["parent_record_source_id"] is not None:
+            parent = (*key[:4], row["cursor_id"], row["parent_record_source_id"])
+            children[parent] = children.get(parent, 0) + row["total_ns"]
+    for key, row in sources.items():
+        # A record source's time includes the sources it reads from: its own is what is left.
+        row["own_ns"] = max(0, row["total_ns"] - children.get((*key[:4], row["cursor_id"], row["record_source_id"]), 0))
     statements: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     def statement_of(row: dict[str, Any]) -> dict[str, Any]:
@@ -476,9 +491,9 @@ def read_profile(connection: Connection, profile_ids: Sequence[int], top: int = 
             item["cursors"] += 1
     for item in statements.values():
         item["total_ns"] = item["psql_ns"] if item["lines"] else item["cursor_ns"]
-    ranked = {kind: sorted(rows, key=lambda r: -r["total_ns"])
-              for kind, rows in (("psql", lines.values()), ("statement", statements.values()),
-                                 ("record_source", sources.values()))}
+    ranked = {"psql": sorted(lines.values(), key=lambda r: -r["total_ns"]),
+              "statement": sorted(statements.values(), key=lambda r: -r["total_ns"]),
+              "record_source": sorted(sources.values(), key=lambda r: -r["own_ns"])}
     return {
         "totals": {"psql_ns": sum(r["total_ns"] for r in lines.values()),
                    "cursor_ns": sum(r["total_ns"] for r in sources.values() if r["parent_record_source_id"] is None),
