@@ -238,8 +238,16 @@ class ProfilerThread:
                 self._wake.wait(None if when is None else max(0.0, when - time.monotonic()))
 
     def _attach(self) -> None:
+        from fbbench.database.ownership import read_mark
+
         connection = driver.connect(self.dsn)
         try:
+            # The plugin writes its tables into the profiled database: only ever into one fbbench
+            # made (the run's own copy; the runner refused any other before it attached).
+            if read_mark(connection) is None:
+                raise RuntimeError("the database has no fbbench mark: the profiler writes its tables only into a "
+                                   "database fbbench made")
+            connection.commit()
             with connection.cursor() as cursor:
                 cursor.execute("select current_connection from rdb$database")
                 self.attachment_id = int(cursor.fetchone()[0])

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from fbbench import signals
 from fbbench.analysis import figures
@@ -330,12 +331,12 @@ def _profiled(settings: RecordedSettings, dsn: str, run_id: str, runtime: Any, c
         if thread.left_behind:
             exit_at_once()  # a command to the engine never returned: the client library's shutdown would wait
         record = profiled.record
+        reason = escape(str(record["reason"] or ""))
         if record["status"] == "failed":
-            console.print(f"  [bold yellow]profile: none — {record['reason']}[/]", highlight=False, soft_wrap=True)
+            console.print(f"  [bold yellow]profile: none — {reason}[/]", highlight=False, soft_wrap=True)
         else:
-            console.print(f"  profile: {record['finished']} session(s) read"
-                          + (f" — [yellow]{record['reason']}[/]" if record["reason"] else ""),
-                          highlight=False, soft_wrap=True)
+            said = f" — [yellow]{reason}[/]" if reason else ""
+            console.print(f"  profile: {record['finished']} session(s) read{said}", highlight=False, soft_wrap=True)
 
 
 def _check_profiler_server(services_host: str, runtime: Any) -> None:
