@@ -335,7 +335,9 @@ class ProfilerThread:
     def _read(self) -> dict[str, Any]:
         finished = [s.profile_id for s in self.sessions if s.finished is not None and s.profile_id is not None]
         if not finished:
-            return self._record(self.failure or "no session was finished", {})
+            errors = [s.error for s in self.sessions if s.error]
+            return self._record(self.failure or (f"none of the {len(self.sessions)} session(s) could be finished"
+                                                 + (f" — {errors[0]}" if errors else "")), {})
         assert self._connection is not None
         try:
             found = read_profile(self._connection, finished)

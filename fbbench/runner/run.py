@@ -193,7 +193,7 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
         raise FbbenchError("isolation read_consistency needs Firebird 4.0 or later",
                            hint=f"workload {workload.name} cannot run on Firebird 3.0 as written")
     if settings.profile:
-        _check_profile(settings, engine, local_major)
+        _check_profile(settings, workload, engine, local_major)
     if settings.lab is not None:
         if not isinstance(engine, ServerEngine):
             raise FbbenchError(f"--lab drives a server from the lab's hosts: {engine.label} runs on this machine only",
@@ -233,7 +233,7 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     return Checked(workload, engine, conf, paths.own_workdir(settings.workdir), results, replication_conf, backup)
 
 
-def _check_profile(settings: RunSettings, engine: Any, local_major: str | None) -> None:
+def _check_profile(settings: RunSettings, workload: Any, engine: Any, local_major: str | None) -> None:
     """--profile: Firebird 5.0 or later (an engine on this machine is known now; a server's version
     is asked in the engine child before anything touches a database), and a timed run — the
     engine drops a session's data when its attachment detaches, and fixed work detaches each
@@ -246,9 +246,11 @@ def _check_profile(settings: RunSettings, engine: Any, local_major: str | None) 
                            f"{PLUGIN} plugin came with Firebird 5.0): {engine.label} has no profiler",
                            hint="profile on Firebird 5.0: --engine 5.0")
     if settings.transactions is not None:
-        raise FbbenchError(f"{settings.where('profile')} profiles a timed run's measured period: with fixed work "
-                           f"({settings.where('transactions')}) each attachment detaches when its work is done, and "
-                           "the engine drops its profile with it", hint="give --duration instead")
+        fixed = (f"workload {workload.name} fixes its own work (its units' counts)" if workload.counted is not None
+                 else f"{settings.where('transactions')} asks for fixed work")
+        raise FbbenchError(f"{settings.where('profile')} profiles a timed run's measured period, and {fixed}: each "
+                           "attachment detaches when its work is done, and the engine drops its profile with it",
+                           hint="give --duration instead" if workload.counted is None else None)
 
 
 def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, workdir: Path,
