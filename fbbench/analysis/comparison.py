@@ -27,6 +27,7 @@ from typing import Any
 from fbbench.analysis import conditions as cond
 from fbbench.analysis import engine, figures, lint, lint_disk, lint_rules, stats, steady
 from fbbench.analysis.finite import finite
+from fbbench.analysis.profile import compare_profiles
 from fbbench.store.model import MetricRow, StoredRun
 
 SCHEMA_VERSION = 1  # of the comparison document: docs/compare-result.md
@@ -469,6 +470,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
         "blocks": _blocks_document(subjects, hosts) if hosts else None,
         "verdicts": verdicts,
         "engine": {"available": bool(engine_rows), "figures": engine_rows},
+        "profile": compare_profiles({s.label: s.used for s in subjects}, base.label),
         "lint": findings,
         "lint_groups": lint_rules.grouped(findings, {s.label: (s.kind, len(s.runs)) for s in subjects}),
         "valid": not errors,

@@ -38,6 +38,7 @@ key                          from
                              target_rate, connect_rate, sweep, monitor, drop_caches; ``load.seed``
                              only when fixed; ``load.timeshare`` for runs that shared the machine
                              in turns; ``load.trace`` for runs recorded by a trace session (--trace);
+                             ``load.profile`` for runs under Firebird's profiler (--profile);
                              ``load.replay`` (order, speed) for a replay of a trace
                              ``load.clients``: a lab's hosts that drove the attachments (host (n), …)
 ``host.*``                   name (the stable name: --host-name, a lab worker's), cpu_model, cpus
@@ -350,6 +351,9 @@ def record(run: StoredRun) -> Conditions:
         "load.timeshare": _timeshare(settings.get("timeshare")),
         # A trace session costs the engine work: a traced run is compared with traced runs.
         "load.trace": "on" if settings.get("trace") else None,
+        # The engine's profiler (--profile, 5.0+) costs the engine work: a profiled run is compared with
+        # profiled runs (benchmarks/profiler_overhead.py measures how much).
+        "load.profile": "on" if settings.get("profile") else None,
         # Load generators on a lab's hosts: which machines drove how many attachments.
         "load.clients": ", ".join(f"{c['host']} ({c['attachments']})" for c in engine["load_clients"])
         if engine.get("load_clients") else None,

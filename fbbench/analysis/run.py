@@ -13,6 +13,7 @@ from typing import Any
 
 from fbbench.analysis import figures
 from fbbench.analysis.finite import finite
+from fbbench.analysis.profile import profile_document
 from fbbench.engines.firebird_conf import parse_conf_text
 from fbbench.errors import FbbenchError
 from fbbench.store.model import MetricRow, StoredFigure, StoredRun
@@ -306,6 +307,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         "sampler_errors": summary.get("sampler_errors", 0),
         "trace": summary.get("trace"),
         "replay": replay_document(run),
+        "profile": profile_document(run),
         "phases": [{"name": p["name"], "seconds": p["seconds"]} for p in run.get("phases", [])],
         "host": run.get("host") or {},
         "settings": settings,

@@ -107,6 +107,9 @@ def run(
     trace: Annotated[Path | None, typer.Option(
         "--trace", help="Record a Firebird trace of the load (warm-up and measured period) into this new file, "
         "for fbbench workload from-trace and fbbench replay.")] = None,
+    profile: Annotated[bool, typer.Option(
+        "--profile", help="Firebird 5.0+: run the engine's profiler (RDB$PROFILER) on every load attachment over the "
+        "measured period; the summary and the report list the PSQL lines and statements that took the time.")] = False,
     load_connections: Annotated[int | None, typer.Option("--load-connections", help="Attachments for "
                                                          "population (default: CPU count).")] = None,
     rate: Annotated[float | None, typer.Option("--rate", help="Target units/s in total (open loop; latency "

@@ -19,10 +19,11 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from fbbench.database.driver import OWN_PROCESS
 from fbbench.engines.firebird_conf import ARCHITECTURE_NAMES
 
 ATTACHMENTS_SQL = ("select a.mon$attachment_id, a.mon$server_pid, coalesce(a.mon$system_flag, 0), "
-                   "current_connection from mon$attachments a")
+                   "current_connection, a.mon$remote_process from mon$attachments a")
 POOL_SQL = ("select m.mon$memory_used from mon$database d "
             "join mon$memory_usage m on m.mon$stat_id = d.mon$stat_id")
 
@@ -30,13 +31,21 @@ POOL_SQL = ("select m.mon$memory_used from mon$database d "
 def read(cursor: Any, exclude: Iterable[int] = ()) -> dict[str, Any]:
     """One reading through ``cursor`` (in a transaction whose MON$ snapshot is the moment's).
 
-    The load's attachments are the user attachments other than the observer's own and
-    ``exclude`` (another observer of this process, such as the sampler)."""
+    The load's attachments are the user attachments other than the observer's own, ``exclude``
+    (another observer of this process, such as the sampler) and fbbench's own (process name
+    ``fbbench``: the profiler's, under ``--profile``)."""
     cursor.execute(ATTACHMENTS_SQL)
     rows = cursor.fetchall()
     cursor.execute(POOL_SQL)
     pool = int(cursor.fetchone()[0] or 0)
-    return judge([(int(a), int(p or 0), int(s), int(me)) for a, p, s, me in rows], pool, set(exclude))
+    own = {int(a) for a, _p, _s, me, process in rows if int(a) != int(me) and process_name(process) == OWN_PROCESS}
+    return judge([(int(a), int(p or 0), int(s), int(me)) for a, p, s, me, _process in rows], pool,
+                 set(exclude) | own)
+
+
+def process_name(process: str | None) -> str:
+    """MON$REMOTE_PROCESS without its directory: the name an attachment gave itself."""
+    return (process or "").strip().replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def judge(rows: list[tuple[int, int, int, int]], pool: int, exclude: set[int]) -> dict[str, Any]:

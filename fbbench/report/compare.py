@@ -146,6 +146,8 @@ def print_comparison(document: Mapping[str, Any], console: Console) -> None:
     engine = document.get("engine") or {}
     if engine.get("available"):
         print_figures(document, console, engine=True)
+    for line in profile_lines(document, names):
+        console.print(line, highlight=False, soft_wrap=True)
 
     console.print()
     for label, verdict in document["verdicts"].items():
@@ -160,6 +162,37 @@ def print_comparison(document: Mapping[str, Any], console: Console) -> None:
         console.print("  [dim]runs taken one after the other carry the machine's drift between them: compare "
                       "--paired SPEC_A SPEC_B runs A and B at the same time in turns and resolves a few per cent in "
                       "minutes (README, Comparing)[/]", highlight=False, soft_wrap=True)
+
+
+def _rate(value: Any) -> str:
+    return "–" if value is None else f"{value:,.2f} ms/s" if abs(value) < 100 else f"{value:,.0f} ms/s"
+
+
+def profile_lines(document: Mapping[str, Any], names: Mapping[str, str], shown: int = 5) -> list[str]:
+    """Where the time went, side by side (--profile runs): the top changes per PSQL line and per
+    statement in the engine's time per second of profile."""
+    profile = document.get("profile")
+    if not profile:
+        return []
+    base = document["baseline"]
+    if not profile.get("available"):
+        return [f"where the time went (profiler): not comparable — {escape(profile['note'])}"]
+    out = [f"where the time went (profiler): the top changes in engine time per second of profile "
+           f"(baseline {escape(names[base])})"]
+    for title, rows in (("PSQL lines", profile["psql_lines"]), ("statements", profile["statements"])):
+        if not rows:
+            continue
+        out.append(f"  {title}:")
+        for row in rows[:shown]:
+            what = row["statement"] + (f" line {row['line']}:{row['column']}" if "line" in row else "")
+            values = row["values"]
+            parts = [f"{label} {_rate((values.get(label) or {}).get('ms_per_second'))}" for label in values]
+            changes = [f"{'+' if c >= 0 else '−'}{_rate(abs(c))} in {label}"
+                       for label, c in row["change_ms_per_second"].items() if c is not None]
+            avg = [f"avg ×{r:.2f} in {label}" for label, r in (row.get("avg_ratio") or {}).items() if r is not None]
+            out.append(f"    {escape(what)}: {', '.join(parts)}" + (f" ({'; '.join(changes + avg)})" if changes
+                                                                         or avg else " (beyond a run's top lines)"))
+    return out
 
 
 def _paired_would_help(document: Mapping[str, Any]) -> bool:

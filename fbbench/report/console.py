@@ -196,10 +196,58 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
                       f"{trace['committed']:,} commit(s) of {trace['attachments']} attachment(s)"
                       + ("; [bold red]the engine suspended the session: the trace is incomplete[/]"
                          if trace.get("suspended") else ""), highlight=False, soft_wrap=True)
+    for line in profile_lines(document.get("profile")):
+        console.print(line, highlight=False, soft_wrap=True)
     if document.get("client_cpu_seconds") is not None and measured:
         console.print(_client_share(document))
     for line in credibility_lines(document):
         console.print(line, highlight=False, soft_wrap=True)
+
+
+def _duration(ms: float | None) -> str:
+    if ms is None:
+        return "–"
+    return f"{ms / 1000:,.2f} s" if ms >= 1000 else f"{ms:,.1f} ms" if ms >= 1 else f"{ms * 1000:,.0f} µs"
+
+
+def profile_lines(profile: Mapping[str, Any] | None, lines: int = 5, others: int = 3) -> list[str]:
+    """Where the time went (--profile): what was profiled, the top PSQL lines by time, the top
+    statements and record sources."""
+    if not profile:
+        return []
+    head = f"where the time went (profiler): {escape(profile['text'])}"
+    if profile.get("status") == "failed":
+        return [f"[bold yellow]{head}[/]"]
+    if profile.get("status") == "partial":
+        head = f"[yellow]{head}[/]"
+    out = [head]
+    if not (profile.get("psql_lines") or profile.get("statements") or profile.get("record_sources")):
+        return [*out, "  nothing was profiled: no PSQL ran and no cursor was opened in the profiled attachments"]
+    if profile.get("psql_lines"):
+        out.append(f"  PSQL lines by time ({_duration(profile.get('psql_ms'))} in {profile['counts']['psql_lines']:,} "
+                   "line(s) in all):")
+    for row in profile.get("psql_lines", [])[:lines]:
+        share = f" ({row['share']:.0%})" if row.get("share") is not None else ""
+        out.append(f"    {escape(row['statement'])} line {row['line']}:{row['column']} — {row['count']:,} × avg "
+                   f"{_duration((row.get('avg_us') or 0) / 1000)} = {_duration(row.get('total_ms'))}{share}")
+    statements = profile.get("statements", [])[:others]
+    if statements:
+        out.append("  statements: " + ", ".join(f"{escape(r['statement'])} {_duration(r.get('total_ms'))}"
+                                                for r in statements))
+    sources = profile.get("record_sources", [])[:others]
+    if sources:
+        out.append("  record sources: " + "; ".join(
+            f"{escape(r['statement'])} cursor {r['cursor_id']} {escape(access_step(r.get('access_path')))} "
+            f"{_duration(r.get('own_ms'))} of its own ({r.get('opens') or 0:,} open(s), {r.get('fetches') or 0:,} "
+            "fetch(es))"
+            for r in sources))
+    return out
+
+
+def access_step(path: str | None) -> str:
+    """A record source's own step of its access path (its first line: the rest is what it reads from)."""
+    lines = [line.strip() for line in str(path or "").splitlines() if line.strip()]
+    return lines[0] if lines else "?"
 
 
 def validation_line(validation: Mapping[str, Any]) -> str:

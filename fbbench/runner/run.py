@@ -192,6 +192,8 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     if unsupported and local_major == "3.0":
         raise FbbenchError("isolation read_consistency needs Firebird 4.0 or later",
                            hint=f"workload {workload.name} cannot run on Firebird 3.0 as written")
+    if settings.profile:
+        _check_profile(settings, workload, engine, local_major)
     if settings.lab is not None:
         if not isinstance(engine, ServerEngine):
             raise FbbenchError(f"--lab drives a server from the lab's hosts: {engine.label} runs on this machine only",
@@ -229,6 +231,26 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
     # Before the work directory is made: a refused run leaves nothing behind.
     check_room_and_time(settings, workload, engine, workdir, backup)
     return Checked(workload, engine, conf, paths.own_workdir(settings.workdir), results, replication_conf, backup)
+
+
+def _check_profile(settings: RunSettings, workload: Any, engine: Any, local_major: str | None) -> None:
+    """--profile: Firebird 5.0 or later (an engine on this machine is known now; a server's version
+    is asked in the engine child before anything touches a database), and a timed run — the
+    engine drops a session's data when its attachment detaches, and fixed work detaches each
+    attachment as soon as its own work is done (fbbench.observe.profiler)."""
+    from fbbench.observe.profiler import PLUGIN, SINCE, version_major_minor
+
+    found = version_major_minor(local_major) if local_major is not None else None
+    if found is not None and found < SINCE:
+        raise FbbenchError(f"{settings.where('profile')} needs Firebird 5.0 or later (the RDB$PROFILER package and its "
+                           f"{PLUGIN} plugin came with Firebird 5.0): {engine.label} has no profiler",
+                           hint="profile on Firebird 5.0: --engine 5.0")
+    if settings.transactions is not None:
+        fixed = (f"workload {workload.name} fixes its own work (its units' counts)" if workload.counted is not None
+                 else f"{settings.where('transactions')} asks for fixed work")
+        raise FbbenchError(f"{settings.where('profile')} profiles a timed run's measured period, and {fixed}: each "
+                           "attachment detaches when its work is done, and the engine drops its profile with it",
+                           hint="give --duration instead" if workload.counted is None else None)
 
 
 def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, workdir: Path,

@@ -250,6 +250,10 @@ class RunSettings:
     # A file to record a Firebird trace of the load into (warm-up and measured period), with the
     # replay-grade config of fbbench.trace.config: what fbbench workload from-trace and replay read.
     trace: str | None = None
+    # Firebird 5.0+: the engine's profiler (RDB$PROFILER, the Default_Profiler plugin) on every
+    # load attachment over the measured period (fbbench.observe.profiler): where the time went,
+    # PSQL line by line and statement by statement.
+    profile: bool = False
     # A trace to replay (fbbench replay) instead of the workload's drawn units: one attachment per
     # traced attachment, at the traced times divided by ``speed``, in ``order`` (timed | strict).
     replay: str | None = None
@@ -391,7 +395,8 @@ _KINDS: dict[str, Kind] = {
     "page_size": _whole, "page_buffers": _whole, "forced_writes": _on_off, "replication": _replication,
     "replication_conf": _pairs, "file_cache": _on_off, "drop_caches": _flag, "target_size": _size,
     "sweep": _flag, "monitor": _flag,
-    "validation": _flag, "fresh": _flag, "grow": _text, "database_from": _text, "trace": _text, "replay": _text,
+    "validation": _flag, "fresh": _flag, "grow": _text, "database_from": _text, "trace": _text, "profile": _flag,
+    "replay": _text,
     "speed": _number, "order": _order,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "yes": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,

@@ -46,6 +46,7 @@ class RecordedSettings(TypedDict, total=False):
     grow: str | None
     database_from: str | None
     trace: str | None
+    profile: bool
     replay: str | None
     speed: float
     order: str
@@ -109,6 +110,7 @@ class Summary(TypedDict, total=False):
     timeshare: dict[str, Any] | None  # time-shared fixed work: wall_seconds, own_seconds, turns
     trace: dict[str, Any] | None  # --trace: what the capture holds (fbbench.trace.capture)
     replay: dict[str, Any] | None  # fbbench replay: its trace's facts, order, speed, lag, divergences
+    profile: dict[str, Any] | None  # --profile: what was profiled, how much of the measured period, why not
 
 
 class DatabaseRecord(TypedDict, total=False):
@@ -217,6 +219,16 @@ class DivergenceRow(TypedDict):
 DIVERGENCE_FIELDS = ("kind", "attachment", "transaction", "template")
 
 
+# A profile row's fields (fbbench.observe.profiler.read_profile) → the profile_lines column that
+# holds each; a row's other fields are kept in its detail_json.
+PROFILE_COLUMNS = {
+    "kind": "kind", "rank": "rank", "statement_type": "statement_type", "package": "package_name",
+    "routine": "routine_name", "sql": "sql_text", "line": "line_num", "column": "column_num", "cursor_id": "cursor_id",
+    "record_source_id": "record_source_id", "access_path": "access_path", "count": "counter", "total_ns": "total_ns",
+    "min_ns": "min_ns", "max_ns": "max_ns",
+}
+
+
 class StoredRun(TypedDict):
     """Everything stored about one run (:meth:`ResultsStore.load_run`)."""
 
@@ -253,6 +265,9 @@ class StoredRun(TypedDict):
     checks: list[CheckRow]
     replay_statements: list[ReplayStatementRow]
     divergences: list[DivergenceRow]
+    # --profile: the PSQL lines, statements and record sources by time (kind, rank, their figures);
+    # what was profiled is the summary's ``profile``
+    profile_lines: list[dict[str, Any]]
 
 
 class RunPlan(TypedDict):

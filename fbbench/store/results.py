@@ -359,6 +359,21 @@ class ResultsStore:
                                 (run_id, index, item["kind"], item.get("attachment"), item.get("transaction"),
                                  item.get("template"), _json(detail)))
 
+    def record_profile(self, run_id: str, lines: Sequence[Mapping[str, Any]]) -> None:
+        """--profile: the profile's rows (fbbench.observe.profiler.read_profile: ``kind``, ``rank``
+        and each kind's figures); what is not a column goes to detail_json."""
+        from fbbench.store.model import PROFILE_COLUMNS
+
+        with self.transaction():
+            for line in lines:
+                columns = {column: line.get(key) for key, column in PROFILE_COLUMNS.items()}
+                detail = {k: v for k, v in line.items() if k not in PROFILE_COLUMNS}
+                self.db.execute(
+                    "insert or replace into profile_lines (run_id, kind, rank, statement_type, package_name, "
+                    "routine_name, sql_text, line_num, column_num, cursor_id, record_source_id, access_path, counter, "
+                    "total_ns, min_ns, max_ns, detail_json) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, *columns.values(), _json(detail)))
+
     def finish_run(self, run_id: str, status: str, failure: str | None = None) -> None:
         with self.transaction():
             self.db.execute("update runs set status = ?, failure = coalesce(?, failure), ended_at = ? "
@@ -521,5 +536,14 @@ class ResultsStore:
             for k, a, tr, t, d in self.db.execute(
                 "select kind, attachment, transaction_id, template, detail_json from divergences where run_id = ? "
                 "order by idx", (run_id,))
+        ]
+        from fbbench.store.model import PROFILE_COLUMNS
+
+        names = list(PROFILE_COLUMNS)
+        run["profile_lines"] = [
+            {**dict(zip(names, row[:-1], strict=True)), **json.loads(row[-1] or "{}")}
+            for row in self.db.execute(
+                f"select {', '.join(PROFILE_COLUMNS.values())}, detail_json from profile_lines where run_id = ? "
+                "order by kind, rank", (run_id,))
         ]
         return cast(StoredRun, run)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fbbench.errors import FbbenchError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 MIGRATIONS: dict[int, str] = {
     # 0 → 1: the first schema.
@@ -185,6 +185,31 @@ MIGRATIONS: dict[int, str] = {
         template integer,
         detail_json text,
         primary key (run_id, idx)
+    );
+    """,
+    # 7 → 8: Firebird 5's profiler over the measured period (fbbench run --profile): the PSQL
+    # lines, statements and record sources that took the time, summed over the load's attachments.
+    8: """
+    create table profile_lines (
+        run_id text not null references runs(run_id),
+        kind text not null,                -- psql (a PSQL line), statement, record_source
+        rank integer not null,             -- 1 = the most time of its kind
+        statement_type text,               -- PROCEDURE, FUNCTION, TRIGGER or BLOCK (a DSQL statement)
+        package_name text,
+        routine_name text,
+        sql_text text,                     -- a statement without a routine: its SQL text (first 2,000 characters)
+        line_num integer,                  -- psql: the line and column in the routine's source
+        column_num integer,
+        cursor_id integer,                 -- record_source: the cursor and the record source in it
+        record_source_id integer,
+        access_path text,
+        counter integer,                   -- psql: the line's executions (the other kinds' counts are details)
+        total_ns integer,                  -- nanoseconds: a line's; a record source's opens and fetches; a
+                                           -- statement's PSQL lines, or without any its cursors' top record sources
+        min_ns integer,                    -- psql: the fastest and slowest execution of the line
+        max_ns integer,
+        detail_json text,                  -- the rest: opens, fetches and their times; a statement's parts …
+        primary key (run_id, kind, rank)
     );
     """,
 }

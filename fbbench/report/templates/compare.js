@@ -190,4 +190,34 @@ fbb.section("engine", node => {
   if (!e.available) return note(node, "No engine samples (runs under --no-monitor, or none measured).");
   figureTable(node, e.figures, false, "engine-table");
 });
+
+// ------------------------------------------------------------------ profile
+fbb.section("profile", node => {
+  const p = doc.profile;
+  if (!p) return note(node, "No run here was profiled (fbbench run --profile, Firebird 5.0 or later).");
+  note(node, p.note);
+  if (!p.available) return note(node, "Not comparable: the baseline and at least one other side need a profile.", "warn");
+  const labels = Object.keys(p.sides).filter(label => p.sides[label]);
+  const rate = v => isNumber(v) ? fmt(v, Math.abs(v) < 100 ? 2 : 0) + " ms/s" : "–";
+  const change = v => isNumber(v) ? (v >= 0 ? "+" : "−") + rate(Math.abs(v)) : "–";
+  [["PSQL lines", p.psql_lines, true, "profile-psql-changes"], ["Statements", p.statements, false, "profile-statement-changes"]]
+    .forEach(([title, rows, lines, id]) => {
+      el("h3", {}, node, `${title}: the top changes`);
+      if (!rows.length) return note(node, "Nothing to compare.");
+      const others = labels.filter(label => label !== base);
+      const columns = [title === "PSQL lines" ? "line" : "statement",
+                       ...labels.map(label => ({label: nameOf[label] || label, n: true})),
+                       ...others.map(label => ({label: `change in ${label}`, n: true}))];
+      if (lines) columns.push(...others.map(label => ({label: `average × in ${label}`, n: true})));
+      const t = table(node, columns, rows.map(r => {
+        const what = {text: r.statement + (lines ? ` line ${r.line}:${r.column}` : ""), title: r.sql || ""};
+        const cells = [what, ...labels.map(label => ({text: rate((r.values[label] || {}).ms_per_second), n: true})),
+                       ...others.map(label => ({text: change(r.change_ms_per_second[label]), n: true,
+                                                value: r.change_ms_per_second[label]}))];
+        if (lines) cells.push(...others.map(label => ({text: isNumber((r.avg_ratio || {})[label]) ? fmt(r.avg_ratio[label], 3) : "–", n: true})));
+        return cells;
+      }), {id});
+      fbb.heat(t, others.map((_, i) => 1 + labels.length + i));
+    });
+});
 fbb.done();

@@ -559,6 +559,52 @@ fbb.section("watching", node => {
   if (run.sampler_errors) note(node, `Engine sampling failed ${fmt(run.sampler_errors)} time(s); see the run's measure phase in the store.`, "warn");
 });
 
+// ------------------------------------------------------------------ the profile
+// The profile as the document holds it (analysis/profile.py): times in ms, a line's average in µs.
+const ms = v => isNumber(v) ? (v >= 1000 ? fmt(v / 1000, 2) + " s" : fmt(v, v >= 1 ? 1 : 3) + " ms") : "–";
+const us = v => isNumber(v) ? (v >= 1000 ? fmt(v / 1000, 2) + " ms" : fmt(v, 1) + " µs") : "–";
+const shortSql = v => String(v || "").split("\n").map(x => x.trim()).filter(Boolean)[0] || "";
+fbb.section("profile", node => {
+  const p = run.profile;
+  if (!p) return note(node, "Not profiled (fbbench run --profile, Firebird 5.0 or later).");
+  note(node, p.text, p.status === "complete" ? "note" : "warn");
+  if (p.status === "failed") return;
+  const timing = [];
+  if (isNumber(p.start_delay_seconds)) timing.push(`the sessions started ${seconds(p.start_delay_seconds)} s into the measured period`);
+  if (isNumber(p.end_margin_seconds)) timing.push(`were finished ${seconds(p.end_margin_seconds)} s before its end (while the load's attachments were attached: one that detaches takes its session's data with it)`);
+  if (timing.length) note(node, timing.join(" and ") + ".");
+  (p.lost || []).slice(0, 10).forEach(l => note(node, `attachment ${l.attachment_id}: ${l.why}`, "warn"));
+  el("h3", {}, node, `PSQL lines by time (${ms(p.psql_ms)} in ${fmt((p.counts || {}).psql_lines)} line(s) in all)`);
+  if (!(p.psql_lines || []).length) note(node, "No PSQL line ran in the profiled attachments.");
+  else {
+    const t = table(el("div", {class: "wide"}, node), ["routine", {label: "line", n: true}, {label: "column", n: true},
+      {label: "executions", n: true}, {label: "total", n: true}, {label: "share", n: true}, {label: "average", n: true},
+      {label: "min", n: true}, {label: "max", n: true}],
+      p.psql_lines.map(r => [{text: r.statement, title: r.sql || ""}, num(r.line), num(r.column), num(r.count),
+                             {text: ms(r.total_ms), n: true, value: r.total_ms}, {text: isNumber(r.share) ? fmt(100 * r.share, 1) + " %" : "–", n: true},
+                             {text: us(r.avg_us), n: true}, {text: us(r.min_us), n: true}, {text: us(r.max_us), n: true}]),
+      {id: "profile-psql"});
+    fbb.heat(t, [4]);
+  }
+  el("h3", {}, node, "Statements by time");
+  note(node, "A routine's time is its PSQL lines'; a statement without PSQL (a query) is timed by its cursors' top record " +
+             "sources. Without per-request detail the profiler times no statement as a whole.");
+  table(el("div", {class: "wide"}, node), ["statement", {label: "time", n: true}, {label: "PSQL lines", n: true},
+    {label: "in its PSQL lines", n: true}, {label: "cursors", n: true}, {label: "in its cursors", n: true}],
+    (p.statements || []).map(r => [{text: r.statement, title: r.sql || ""}, {text: ms(r.total_ms), n: true}, num(r.lines),
+                                   {text: ms(r.psql_ms), n: true}, num(r.cursors), {text: ms(r.cursor_ms), n: true}]),
+    {id: "profile-statements"});
+  el("h3", {}, node, "Record sources by their own time");
+  note(node, "A record source's own time: its opens and fetches less those of the record sources it reads from.");
+  const rs = table(el("div", {class: "wide"}, node), ["statement", {label: "cursor", n: true}, "access path",
+    {label: "opens", n: true}, {label: "fetches", n: true}, {label: "own", n: true}, {label: "with what it reads", n: true}],
+    (p.record_sources || []).map(r => [{text: r.statement, title: r.sql || ""}, num(r.cursor_id),
+                                       {text: shortSql(r.access_path), title: r.access_path || ""}, num(r.opens), num(r.fetches),
+                                       {text: ms(r.own_ms), n: true, value: r.own_ms}, {text: ms(r.total_ms), n: true}]),
+    {id: "profile-record-sources"});
+  fbb.heat(rs, [5]);
+});
+
 // ------------------------------------------------------------------ conditions
 // The storage under a directory (engines/platform.py storage_of): device and model, medium, filesystem and
 // its mount options, I/O scheduler, free space.

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from fbbench.observe.profiler import ProfilerThread, finish_margin
 from fbbench.observe.sampler import Sampler, SamplerThread
 from fbbench.runner.engine import facts
 from fbbench.runner.engine.live import LiveDisplay
@@ -151,7 +152,7 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
         settings: RecordedSettings, monitor: bool, tables: list[str], processes: bool = False,
         barrier: dict[str, str] | None = None, journal: JournalWatch | None = None,
         engine_processes: Callable[[], Sequence[int]] | None = None,
-        lab: dict[str, Any] | None = None) -> Measured:
+        lab: dict[str, Any] | None = None, profiler: ProfilerThread | None = None) -> Measured:
     """Warm-up and measure: the core's result, the metrics over the measured window, the samples stored.
 
     ``processes``: the core runs Classic's one process per attachment (embedded Classic).
@@ -159,7 +160,10 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     waits at the start barrier and starts at the common zero (:mod:`fbbench.runner.barrier`).
     ``journal``: a replicated run's journal, read at every boundary (and at the zero before any work).
     ``lab``: the attachments are driven by a lab's hosts (:mod:`fbbench.lab.clients`); the sampler
-    and the metrics are read here, once."""
+    and the metrics are read here, once.
+    ``profiler``: ``--profile`` (:mod:`fbbench.observe.profiler`): its sessions start with the
+    measured period — before the zero of a load held connected without a warm-up, else at the
+    boundary that opens it — and are finished :func:`finish_margin` before its planned end."""
     from fbbench import _core, loadcore
     from fbbench.runner import barrier as start_barrier
 
@@ -178,6 +182,10 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
 
     baseline_before_zero = False  # the held load's baseline was read: the zero itself needs none
     zero: float | None = None  # the run's zero (CLOCK_MONOTONIC), once the held load starts
+    ramp = float(config.get("connect_rate") or 0.0) > 0
+    # Without a warm-up the measured period starts at the zero: the held load's attachments get
+    # their sessions before it (under a ramp-up they are not all there yet: at the zero's boundary).
+    profile_at_hold = profiler is not None and measure_start == 1 and not ramp
 
     def hold() -> float:
         """The load holds connected at its start: the baseline is read before any of its work (a
@@ -188,14 +196,20 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
             journal.zero()
         if thread is not None:
             baseline_before_zero = thread.zero(wait=BASELINE_WAIT_SECONDS)
+        if profiler is not None and profile_at_hold:
+            profiler.start(wait=PROFILER_START_WAIT_SECONDS)
         zero = start_barrier.arrive(start_barrier.Barrier.from_json(barrier)) if barrier is not None \
             else time.monotonic()
+        if profiler is not None:
+            _plan_profile(profiler, timeline, zero, measure_start, int(config["connections"]))
         return zero
 
     def on_boundary(boundary: int, at: float, last: bool) -> None:
         """Straight from the core at each boundary: the sampler reads right then."""
         if journal is not None:
             journal.boundary(boundary, last)
+        if profiler is not None and boundary == measure_start and not profile_at_hold and not last:
+            profiler.start()
         if not last:
             architecture.boundary(boundary)
         if thread is None or boundary == 0:
@@ -228,7 +242,7 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     process_before, python_before = _process_cpu(), time.thread_time()
     try:
         with LiveDisplay.measurement(console, workload, settings) as display:
-            held = barrier is not None or thread is not None or journal is not None
+            held = barrier is not None or thread is not None or journal is not None or profiler is not None
             make_run = None
             if lab is not None:
                 from fbbench.lab.clients import LabClientsRun  # the lab sits above the runner: asked for here only
@@ -256,6 +270,18 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
             journaled = journal.figures(measure_start, result.get("measured_seconds") or 0.0)
     return Measured(result, metrics, readings.sample_seconds, list(thread.errors) if thread else [],
                     architecture.result(timeout=15), journaled)
+
+
+PROFILER_START_WAIT_SECONDS = 60.0  # for the sessions of a load held at its start
+
+
+def _plan_profile(profiler: ProfilerThread, timeline: Any, zero: float, measure_start: int, connections: int) -> None:
+    """The profiler's part of the timeline: where the measured period starts and is planned to
+    end, and the moment its sessions are finished (before that end, while the load is attached)."""
+    start = zero + (timeline.boundary_offset(measure_start) or 0.0)
+    end = None if timeline.end is None else zero + timeline.end
+    finish = None if end is None else end - finish_margin(connections, end - start)
+    profiler.plan(start, end, finish)
 
 
 def _own_turns(result: LoadResult, shared: Any, zero: float, settings: RecordedSettings) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from fbbench import signals
 from fbbench.analysis import figures
@@ -94,6 +95,7 @@ def execute(plan: RunPlan) -> dict[str, Any]:
     replicated: dict[str, Any] | None = None  # what publish() did, then the journal's figures
     journal = replication.JournalWatch.of(replicating) if replicating else None
     loaded: float | None = None  # how long the load ran, once it has: then there is a database to validate
+    profile_meta: dict[str, Any] | None = None  # --profile: what was profiled (its lines are in their table)
     abandoned = False
 
     def creating(path: Path) -> None:
@@ -101,6 +103,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
         store.record_files(run_id, RunFiles(plan["workdir_id"], plan["parent_pid"], {str(path): BUILDING}))
 
     try:
+        if settings.get("profile") and not runtime.embedded:
+            _check_profiler_server(db_plan.services_host, runtime)  # before anything touches a database
         replaying = None
         if settings.get("replay"):
             from fbbench.workloads.from_trace import replay_workload
@@ -164,11 +168,17 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             processes = settings.get("architecture") == "classic" and runtime.embedded
             lab = _lab_clients(settings) if settings.get("lab") else None
             load_started = time.monotonic()
-            with _traced(settings.get("trace"), db_plan.services_host, database_path, runtime, console) as traced:
+            with _traced(settings.get("trace"), db_plan.services_host, database_path, runtime, console) as traced, \
+                    _profiled(settings, dsn, run_id, runtime, console) as profiled:
                 measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
                                        processes=processes, barrier=plan.get("barrier"), journal=journal, lab=lab,
-                                       engine_processes=_engine_processes(runtime.embedded, plan.get("engine_pid")))
+                                       engine_processes=_engine_processes(runtime.embedded, plan.get("engine_pid")),
+                                       profiler=profiled.thread)
             loaded = time.monotonic() - load_started
+            if profiled.record is not None:
+                store.record_profile(run_id, profiled.record["lines"])
+                profile_meta = {k: v for k, v in profiled.record.items() if k != "lines"}
+                detail["profile"] = profile_meta
             result = measured.result
             if traced:
                 detail["trace"] = traced[0]
@@ -219,6 +229,7 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             replicated = {**replicated, **(measured.journal or {})}
         store.update_run(run_id, summary={**_summary(measured, settings, workload, replicated),
                                           "trace": traced[0] if traced else None,
+                                          "profile": profile_meta,
                                           "replay": _replay_summary(workload, replaying, result)})
     except (KeyboardInterrupt, Interrupted):
         status, failure = "interrupted", "interrupted by the user"
@@ -287,6 +298,55 @@ def _traced(output: str | None, services_host: str, database: str, runtime: Any,
                       f"commit(s) of {summary['attachments']} attachment(s) in {output}"
                       + (" — [bold red]the engine suspended the session: the trace is incomplete[/]"
                          if summary["suspended"] else ""))
+
+
+class _Profiled:
+    """--profile: the profiler's thread while the load runs, then what it recorded."""
+
+    def __init__(self) -> None:
+        self.thread: Any = None
+        self.record: dict[str, Any] | None = None
+
+
+@contextmanager
+def _profiled(settings: RecordedSettings, dsn: str, run_id: str, runtime: Any, console: Console) -> Iterator[_Profiled]:
+    """--profile: the profiler attached (and its tables made) before the load, its sessions
+    driven by the measure phase, and the profile read once the load has ended
+    (:mod:`fbbench.observe.profiler`). Nothing here fails the run: a profile that could not be
+    made or read says why."""
+    profiled = _Profiled()
+    if not settings.get("profile"):
+        yield profiled
+        return
+    from fbbench.observe.profiler import ProfilerThread
+
+    thread = ProfilerThread(dsn, f"fbbench {run_id}", int(settings["connections"]),
+                            local=runtime.embedded or runtime.managed)
+    if thread.wait_ready(60):
+        profiled.thread = thread
+    try:
+        yield profiled
+    finally:
+        profiled.record = thread.close(timeout=30)
+        if thread.left_behind:
+            exit_at_once()  # a command to the engine never returned: the client library's shutdown would wait
+        record = profiled.record
+        reason = escape(str(record["reason"] or ""))
+        if record["status"] == "failed":
+            console.print(f"  [bold yellow]profile: none — {reason}[/]", highlight=False, soft_wrap=True)
+        else:
+            said = f" — [yellow]{reason}[/]" if reason else ""
+            console.print(f"  profile: {record['finished']} session(s) read{said}", highlight=False, soft_wrap=True)
+
+
+def _check_profiler_server(services_host: str, runtime: Any) -> None:
+    """--profile on a server: refused unless it runs Firebird 5.0 or later (its version through
+    the services API; a local engine's version was checked before the run started)."""
+    from fbbench.observe.profiler import server_refusal
+
+    refusal = server_refusal(services_host, runtime.engine.label)
+    if refusal:
+        raise FbbenchError(refusal, hint="profile on Firebird 5.0: --engine 5.0, or a 5.0 server's DSN")
 
 
 def _replay_summary(workload: Any, replaying: Any, result: LoadResult) -> dict[str, Any] | None:
