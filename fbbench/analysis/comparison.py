@@ -27,6 +27,7 @@ from typing import Any
 from fbbench.analysis import conditions as cond
 from fbbench.analysis import engine, figures, lint, lint_disk, lint_rules, stats, steady
 from fbbench.analysis.finite import finite
+from fbbench.analysis.host_conditions import host_name
 from fbbench.analysis.profile import compare_profiles
 from fbbench.store.model import MetricRow, StoredRun
 
@@ -341,7 +342,7 @@ def block_hosts(subjects: Sequence[Subject]) -> list[str] | None:
     within each host and the hosts' ratios combined; None otherwise."""
     if len(subjects) < 2 or any(subject.kind != "series" for subject in subjects):
         return None
-    sets = [frozenset(cond.host_name(run) for run in subject.used) for subject in subjects]
+    sets = [frozenset(host_name(run) for run in subject.used) for subject in subjects]
     if len(set(sets)) != 1 or len(sets[0]) < 2 or None in sets[0]:
         return None
     return sorted(str(host) for host in sets[0])
@@ -349,7 +350,7 @@ def block_hosts(subjects: Sequence[Subject]) -> list[str] | None:
 
 def _on_host(subject: Subject, host: str) -> Subject:
     return Subject(subject.label, subject.kind, subject.ident, subject.argument,
-                   [run for run in subject.runs if cond.host_name(run) == host])
+                   [run for run in subject.runs if host_name(run) == host])
 
 
 def records_of(subjects: Sequence[Subject], blocks: bool = False) -> tuple[
@@ -483,7 +484,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
 def _blocks_document(subjects: Sequence[Subject], hosts: Sequence[str]) -> dict[str, Any]:
     """The hosts a blocked comparison ran on, each side's runs on each, and each host's record."""
     runs = [run for subject in subjects for run in subject.used]
-    first = {host: next(run for run in runs if cond.host_name(run) == host) for host in hosts}
+    first = {host: next(run for run in runs if host_name(run) == host) for host in hosts}
     return {"hosts": list(hosts),
             "runs": {s.label: {host: len(_on_host(s, host).used) for host in hosts} for s in subjects},
             "conditions": {host: {key: value for key, value in cond.record(run).items()

@@ -80,6 +80,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
+from fbbench.analysis.host_conditions import host_values, round_trip_class
 from fbbench.engines.catalog import looks_like_dsn
 from fbbench.engines.firebird_conf import ARCHITECTURES, REPLICATION_OWNED, os_cache_in_play, parse_conf_text
 from fbbench.engines.installation import RESERVED_KEYS
@@ -148,10 +149,6 @@ def _backup(load: Mapping[str, Any]) -> str | None:
     return f"backup sha256 {restored['sha256'][:16]}" if isinstance(restored, dict) and restored.get("sha256") else None
 
 
-def _gib(value: Any) -> str | None:
-    return None if not value else f"{int(value) / 2**30:.1f} GiB"
-
-
 def protocol_of(run: StoredRun) -> str:
     """embedded, TCP or XNET: how the run's client reached its engine (a server DSN in settings.engine)."""
     engine = run.get("engine") or {}
@@ -206,7 +203,6 @@ def workload_hash(files: Mapping[str, str]) -> str:
     return digest.hexdigest()[:16]
 
 
-_ROTATION: dict[Any, str] = {True: "rotational", False: "solid-state"}
 # The firebird.conf keys that decide whether the OS file cache is in play: database.file_cache.
 FILE_CACHE_KEYS = ("conf.UseFileSystemCache", "conf.FileSystemCacheThreshold")
 
@@ -220,45 +216,6 @@ def _file_cache(values: Mapping[str, Any], defaults: set[str], visible: bool, bu
     conf = {key[len("conf."):]: str(values[key]) for key in FILE_CACHE_KEYS if key in values}
     set_keys = [name for name in conf if f"conf.{name}" not in defaults]
     return _on_off(os_cache_in_play(conf, set_keys, int(buffers) if buffers else None))
-
-
-def _storage(prefix: str, disk: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``prefix.*`` keys of a storage record (:func:`fbbench.engines.platform.storage_of`)."""
-    if not disk:
-        return {}
-    device = disk.get("device")
-    if device and disk.get("model"):
-        device = f"{device} ({disk['model']})"
-    return {f"{prefix}.device": device,
-            f"{prefix}.medium": disk.get("medium") or _ROTATION.get(disk.get("rotational")),
-            f"{prefix}.filesystem": disk.get("filesystem"),
-            f"{prefix}.mount_options": disk.get("mount_options"),
-            f"{prefix}.scheduler": disk.get("scheduler")}
-
-
-# The client-to-server round trip, as a class: the exact median moves between repeats, the class
-# does not (a loopback against a LAN is a comparison of networks).
-_ROUND_TRIP_CLASSES = ((0.5, "under 0.5 ms"), (2.0, "0.5–2 ms"), (10.0, "2–10 ms"))
-
-
-def round_trip_class(round_trip: Mapping[str, Any] | None) -> str | None:
-    if not round_trip:
-        return None
-    if round_trip.get("loopback"):
-        return "loopback"
-    median = float(round_trip.get("median_ms") or 0)
-    return next((name for bound, name in _ROUND_TRIP_CLASSES if median < bound), "10 ms or more")
-
-
-def _cpus(host: Mapping[str, Any]) -> str | None:
-    if not host.get("cpu_count"):
-        return None
-    text = f"{host['cpu_count']} threads" if host.get("cpu_cores") else f"{host['cpu_count']}"
-    if host.get("cpu_cores"):
-        text += f", {host['cpu_cores']} cores"
-    if host.get("cpu_affinity") not in (None, host["cpu_count"]):
-        text += f" ({host['cpu_affinity']} usable)"
-    return text
 
 
 def _made_for_the_run(run: StoredRun) -> Callable[[str, str], bool]:
@@ -358,24 +315,7 @@ def record(run: StoredRun) -> Conditions:
         "load.clients": ", ".join(f"{c['host']} ({c['attachments']})" for c in engine["load_clients"])
         if engine.get("load_clients") else None,
     }
-    virtual = host.get("virtualization") or {}
-    values |= {
-        "host.name": host.get("name") or host.get("hostname"),
-        "host.cpu_model": host.get("cpu_model"),
-        "host.cpus": _cpus(host),
-        "host.cpu_max_mhz": host.get("cpu_max_mhz"),
-        "host.governor": host.get("cpu_governor"),
-        "host.hypervisor": virtual.get("hypervisor"),
-        "host.container": virtual.get("container"),
-        "host.memory": _gib(host.get("memory_bytes")),
-        "host.os": host.get("os"),
-        "host.kernel": host.get("kernel"),
-        "host.machine": host.get("machine"),
-    }
-    # Runs before the storage facts recorded the work directory's disk, where the database was.
-    values |= _storage("host.disk", host.get("database_disk") or (host.get("workdir_disk")
-                                                                  if "database_disk" not in host else None))
-    values |= _storage("host.temp_disk", host.get("temp_disk"))
+    values |= host_values(host)
     values |= {
         "network.round_trip": round_trip_class(engine.get("round_trip")),
         "fbbench.version": host.get("fbbench"),
@@ -398,12 +338,6 @@ def replication_record(run: StoredRun, protocol: str) -> dict[str, str]:
         if key != "database" and key not in REPLICATION_OWNED:
             values[f"replication.{key}"] = value
     return values
-
-
-def host_name(run: StoredRun) -> str | None:
-    """The stable name of the host a run ran on (``host.name``)."""
-    host = run.get("host") or {}
-    return host.get("name") or host.get("hostname")
 
 
 def without_host(conditions: Conditions) -> Conditions:

@@ -13,6 +13,7 @@ from typing import Any
 
 from fbbench.analysis import conditions, figures, lint, lint_rules, stats
 from fbbench.analysis.finite import finite
+from fbbench.analysis.host_conditions import host_name
 from fbbench.store.model import StoredRun
 
 SCHEMA_VERSION = 1
@@ -57,13 +58,13 @@ def sweep_document(sweep: Mapping[str, Any], runs: Mapping[str, StoredRun]) -> d
         latencies = [v for v in (_p95_ms(run) for run in completed) if v is not None]
         label = ", ".join(f"{key}={value}" for key, value in cell["values"].items()) or "baseline"
         per_host = {host: _summary([_headline(run) for run in completed  # type: ignore[misc]
-                                    if conditions.host_name(run) == host]) for host in hosts}
+                                    if host_name(run) == host]) for host in hosts}
         cells.append({
             "index": index, "label": label, "values": cell["values"],
             "hosts": per_host if hosts else None,
             "host_level": _host_level(per_host) if hosts else None,
             "runs": [{"run_id": run["run_id"], "repeat_index": run.get("repeat_index"), "status": run["status"],
-                      "host": conditions.host_name(run),
+                      "host": host_name(run),
                       "headline": _headline(run), "p95_ms": _p95_ms(run),
                       "database_bytes": ((run.get("database") or {}).get("after") or {}).get("size_bytes"),
                       "load": {k: (run.get("load") or {}).get(k) for k in ("source", "mb_per_second",
