@@ -234,13 +234,19 @@ def _claim(answer: Answer | None, low: float, high: float, what: str) -> str:
     ratio = answer.ratio
     if ratio.get("low") is None:
         return f"{what}: no interval here ({said(answer)})"
-    inside = ratio["low"] <= high and ratio["high"] >= low
+    overlaps = ratio["low"] <= high and ratio["high"] >= low
+    # The paper's range inside the interval, or the median inside the paper's range: the same
+    # answer. An interval that only grazes the range at one end is not.
+    agrees = (ratio["low"] <= low and high <= ratio["high"]) or low <= ratio["ratio"] <= high
     if not ratio.get("resolved"):
-        consistent = ("the paper's figure lies inside it, and so does no difference" if inside
+        consistent = ("the paper's figure lies inside it, and so does no difference" if overlaps
                       else "the paper's figure lies outside it")
         return f"{what}: **not resolved** here ({interval(ratio)}); {consistent}"
-    if inside:
+    if agrees:
         return f"{what}: **reproduces** — {said(answer)}"
+    if overlaps:
+        return (f"{what}: **not clearly** — {said(answer)}: the interval reaches the paper's {percent(low)} to "
+                f"{percent(high)} only at its edge, the median is far from it")
     return f"{what}: **does not reproduce** — {said(answer)}, outside the paper's {percent(low)} to {percent(high)}"
 
 
