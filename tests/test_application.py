@@ -143,6 +143,39 @@ def test_a_replay_at_double_speed_takes_half_the_time_and_compares_across_engine
     assert any(row["key"] == "load.replay" for row in comparison["conditions"]["differences"])
 
 
+def test_replay_repeat_makes_a_series_per_engine_that_compare_gives_an_interval(app: dict[str, Path],
+                                                                               tmp_path: Path) -> None:
+    """One replay per engine gives compare a single run a side, "no interval"; --repeat N replays
+    N times, each on a fresh copy of the restored backup, as one series."""
+    from fbbench.store import ResultsStore
+
+    results = tmp_path / "results.sqlite"
+    series = {}
+    for version in ("3.0", "5.0"):
+        report = tmp_path / f"{version}.json"
+        result = run_cli("replay", str(app["trace"]), "--database-from", str(app["backup"]), "--engine", version,
+                         "--speed", "4", "--repeat", "2", "--interval", "1s", "--json", str(report),
+                         "--workdir", str(app["work"]), "--results", str(results), timeout=900)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+        documents = [json.loads((tmp_path / f"{version}-{index}.json").read_text()) for index in (1, 2)]
+        for document in documents:
+            replay = document["replay"]
+            assert replay["transactions"]["replayed"] == replay["transactions"]["planned"]
+        with ResultsStore(results, create=False) as store:
+            (found,) = {store.load_run(d["run_id"])["series_id"] for d in documents}
+            assert found is not None and len(store.series_runs(found)) == 2
+        assert f"series {found}: 2 of 2 repeat(s) completed" in " ".join(result.stdout.split())
+        series[version] = found
+    compared = tmp_path / "compare.json"
+    result = run_cli("compare", series["3.0"], series["5.0"], "--axis", "engine", "--json", str(compared),
+                     "--results", str(results))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+    comparison = json.loads(compared.read_text())
+    assert [(side["kind"], len(side["runs"])) for side in comparison["sides"]] == [("series", 2), ("series", 2)]
+    headline = next(f for f in comparison["figures"] if f["kind"] == "headline")
+    assert headline["ratios"]["B"]["low"] is not None and headline["ratios"]["B"]["high"] is not None
+
+
 def test_a_workload_from_the_trace_runs_everywhere_with_the_traced_mix(app: dict[str, Path], tmp_path: Path) -> None:
     generated = tmp_path / "myapp"
     made = run_cli("workload", "from-trace", str(app["trace"]), "-o", str(generated))

@@ -33,6 +33,8 @@ def replay(
     order: Annotated[str | None, typer.Option(
         "--order", help="timed (default): each attachment at its traced times, no order across attachments; "
         "strict: every action after those traced before it (a stall is given up and reported).")] = None,
+    repeat: Annotated[int | None, typer.Option("--repeat", help="Replay it N times, each on a fresh copy of the "
+                                               "restored database: one series (for fbbench compare).")] = None,
     interval: Annotated[str | None, typer.Option("--interval", help="Reporting interval, e.g. 10s.")] = None,
     set_conf: Annotated[list[str] | None, typer.Option("--set", help="firebird.conf Key=Value for this run "
                                                        "(embedded engines).")] = None,
@@ -63,14 +65,15 @@ def replay(
 
     Examples: `fbbench replay app.trace --database-from app.fbk --engine 4.0` ·
     `fbbench replay app.trace --database-from app.fbk --engine 5.0 --speed 2` ·
-    `fbbench compare last~1 last --axis engine`
+    `fbbench compare last~1 last --axis engine` ·
+    `fbbench replay app.trace --database-from app.fbk --engine 3.0 --repeat 3` (then compare the series)
     """
-    from fbbench.cli.run import _conclude_run
+    from fbbench.cli.run import _conclude_run, _print_series
     from fbbench.runner.run import execute_series, static_findings
     from fbbench.runner.settings import from_sources
 
     flags = {"workload": str(trace), "replay": str(trace), "database_from": str(database_from), "engine": engine,
-             "speed": speed, "order": order, "interval": interval, "architecture": architecture,
+             "speed": speed, "order": order, "repeat": repeat, "interval": interval, "architecture": architecture,
              "page_size": page_size, "page_buffers": page_buffers, "forced_writes": _on_off(forced_writes),
              "sweep": False if no_sweep else None, "monitor": False if no_monitor else None,
              "keep_database": keep_database or None, "tags": tag, "workdir": str(workdir) if workdir else None,
@@ -81,8 +84,10 @@ def replay(
     settings.user = credentials.user
     _print_static_lint(static_findings(settings))
     codes: list[int] = []
-    execute_series(settings, credentials.password, notices=_notices(),
-                   on_run=lambda outcome: codes.append(_conclude_run(outcome, settings)))
+    series_id, outcomes = execute_series(settings, credentials.password, notices=_notices(),
+                                         on_run=lambda outcome: codes.append(_conclude_run(outcome, settings)))
+    if series_id is not None:
+        _print_series(series_id, outcomes)
     code = next((c for c in codes if c == INTERRUPTED), max(codes, default=0))
     if code:
         raise typer.Exit(code)
