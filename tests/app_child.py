@@ -203,3 +203,19 @@ def stop_trace_sessions(services_host: str) -> list[int]:
         for session in sessions:
             server.trace.stop(session_id=session)
     return sessions
+
+
+def make_acct_backup(database: str, backup: str, rows: int = 3) -> None:
+    """A database of tests/workloads/flow's table ``acct`` (ids 1..rows, counters at 0), backed up
+    with gbak through the services API: what tests/data/trace/strict-lock-order.trace ran on."""
+    with driver.create_database(database) as connection:
+        connection.execute_immediate("create table acct (id integer not null primary key, "
+                                     "touched integer default 0 not null, confirmed integer default 0 not null)")
+        connection.commit()
+        with connection.cursor() as cursor:
+            for number in range(1, rows + 1):
+                cursor.execute("insert into acct (id) values (?)", (number,))
+        connection.commit()
+    with driver.server("") as server:
+        server.database.backup(database=database, backup=backup)
+        server.wait()
