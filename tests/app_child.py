@@ -160,3 +160,62 @@ def insert_load(dsn: str, seconds: float, connections: int = 4) -> int:
     for thread in threads:
         thread.join()
     return sum(done)
+
+
+def application_load(dsn: str, transactions: int, connections: int = 2) -> int:
+    """``transactions`` committed single-insert transactions per attachment, on ``connections``
+    attachments that are not fbbench's own (no fbbench process name: an application, as a trace
+    counts it) into the table ``loaded`` (made by :func:`insert_load`'s first call or here). How
+    many were committed."""
+    import threading
+
+    with driver.connect(dsn) as connection:
+        with connection.cursor() as cursor:
+            cursor.execute("select count(*) from rdb$relations where rdb$relation_name = 'LOADED'")
+            (exists,) = cursor.fetchone()
+        if not exists:
+            connection.execute_immediate("create table loaded (id integer, note varchar(2000))")
+        connection.commit()
+    firebird = driver._driver()
+    user, password = driver.credentials()
+    done = [0] * connections
+
+    def work(index: int) -> None:
+        with firebird.connect(dsn, user=user, password=password, charset="UTF8") as connection, \
+                connection.cursor() as cursor:
+            for number in range(transactions):
+                cursor.execute("insert into loaded values (?, ?)", (index, f"application {number}"))
+                connection.commit()
+                done[index] += 1
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(done)
+
+
+def stop_trace_sessions(services_host: str) -> list[int]:
+    """Stop every trace session of the server (as fbtracemgr -stop would, from elsewhere); their ids."""
+    with driver.server(services_host) as server:
+        sessions = list(server.trace.sessions)
+        for session in sessions:
+            server.trace.stop(session_id=session)
+    return sessions
+
+
+def make_acct_backup(database: str, backup: str, rows: int = 3) -> None:
+    """A database of tests/workloads/flow's table ``acct`` (ids 1..rows, counters at 0), backed up
+    with gbak through the services API: what tests/data/trace/strict-lock-order.trace ran on."""
+    with driver.create_database(database) as connection:
+        connection.execute_immediate("create table acct (id integer not null primary key, "
+                                     "touched integer default 0 not null, confirmed integer default 0 not null)")
+        connection.commit()
+        with connection.cursor() as cursor:
+            for number in range(1, rows + 1):
+                cursor.execute("insert into acct (id) values (?)", (number,))
+        connection.commit()
+    with driver.server("") as server:
+        server.database.backup(database=database, backup=backup)
+        server.wait()

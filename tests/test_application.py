@@ -117,6 +117,55 @@ def test_a_strict_replay_replays_every_transaction_and_diverges_in_few(app: dict
     assert executions and all(row["traced_ms"]["count"] == row["executions"] for row in executions.values())
 
 
+
+STALLING = Path(__file__).parent / "data" / "trace" / "strict-lock-order.trace"
+
+
+def test_a_strict_order_that_cannot_be_followed_is_given_up_and_reported(tmp_path: Path) -> None:
+    """A trace whose strict order the engine cannot follow (tests/data/trace/strict-lock-order.trace,
+    written by hand, see tests/data/README.md): attachment 1 updates row 1; attachment 2 updates
+    row 1 too and commits; then attachment 1 commits. Replayed in that order, attachment 2's
+    update waits for the row lock attachment 1 holds until its commit, which the order puts after
+    attachment 2's commit: a deadlock of the replay, not of the engine. The gate waits its stall
+    bound (10 s) for the action that cannot come, lets attachment 1 run out of order and says so —
+    in the document (a stall, an "order given up" divergence naming both actions) and on the
+    console — and both transactions are replayed: the run completes instead of hanging."""
+    import psutil
+
+    backup = tmp_path / "acct.fbk"
+    _child("5.0", tmp_path / "build", "tests.app_child:make_acct_backup", str(tmp_path / "acct.fdb"), str(backup))
+    report = tmp_path / "replay.json"
+    began = time.monotonic()
+    replay = subprocess.Popen([sys.executable, "-m", "fbbench", "replay", str(STALLING), "--database-from", str(backup),
+                               "--engine", "5.0", "--order", "strict", "--no-sweep", "--no-monitor", "--json",
+                               str(report), "--workdir", str(tmp_path / "work"),
+                               "--results", str(tmp_path / "results.sqlite")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "COLUMNS": "200"})
+    try:
+        out, err = replay.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        for process in [*psutil.Process(replay.pid).children(recursive=True), psutil.Process(replay.pid)]:
+            process.kill()
+        out, err = replay.communicate()
+        pytest.fail(f"the strict replay did not end within 60 s:\n{out[-3000:]}{err}")
+    took = time.monotonic() - began
+    assert replay.returncode == 0 and "Traceback" not in out + err, out[-3000:] + err
+    document = json.loads(report.read_text())
+    measured = document["replay"]
+    assert document["status"] == "completed" and measured["order"] == "strict"
+    assert measured["transactions"] == {"planned": 2, "replayed": 2}
+    assert measured["statements"] == {"planned": 2, "executed": 2}
+    assert measured["stalls"] == 1 and measured["divergences_by_kind"] == {"order given up": 1}
+    (item,) = measured["divergence_list"]
+    # Action 6 (attachment 1's commit) waited for action 5 (attachment 2's commit) the 10 s bound.
+    assert item["kind"] == "order given up" and item["attachment"] == 1
+    assert item["detail"] == {"action": 6, "for_action": 5, "of_attachment": 2, "waited_seconds": 10.0}
+    assert 10 <= document["measure_seconds"] < 20 and took < 50, (document["measure_seconds"], took)
+    assert "strict order given up 1 time(s)" in out, out
+    assert "order given up: attachment 1: its action 6 waited 10 s for action 5 (attachment 2's), which did not " \
+           "come, and ran out of the traced order" in out, out
+
 def test_a_replay_at_double_speed_takes_half_the_time_and_compares_across_engines(app: dict[str, Path],
                                                                                    tmp_path: Path) -> None:
     slow = _replay(app, tmp_path, "--engine", "4.0")

@@ -170,6 +170,16 @@ def _ended(recorder: subprocess.Popen[str], within: float, after: str) -> tuple[
     return out, time.monotonic() - began
 
 
+def _recording(recorder: subprocess.Popen[str], trace: Path) -> None:
+    """Until the session runs: the file's opening lines are written out once the reader first
+    finds nothing more to read."""
+    deadline = time.monotonic() + 60
+    while "max_arg_count" not in (trace.read_text(errors="replace") if trace.exists() else ""):
+        assert recorder.poll() is None, recorder.communicate()
+        assert time.monotonic() < deadline, "the session did not start within 60 s"
+        time.sleep(0.1)
+
+
 def test_trace_record_stops_on_ctrl_c_at_any_moment(tmp_path: Path) -> None:
     """fbbench trace record of the loopback Debian 3.0 server, stopped at chosen moments. Ctrl-C
     right after a load (the reader behind): the session is read to the end and stopped, every
@@ -196,18 +206,9 @@ def test_trace_record_stops_on_ctrl_c_at_any_moment(tmp_path: Path) -> None:
                                         env={**os.environ, "COLUMNS": "200"})
             return recorder, trace
 
-        def recording(recorder: subprocess.Popen[str], trace: Path) -> None:
-            """Until the session runs: the file's opening lines are written out once the reader
-            first finds nothing more to read."""
-            deadline = time.monotonic() + 60
-            while "max_arg_count" not in (trace.read_text(errors="replace") if trace.exists() else ""):
-                assert recorder.poll() is None, recorder.communicate()
-                assert time.monotonic() < deadline, "the session did not start within 60 s"
-                time.sleep(0.1)
-
         # Right after a load that left the reader behind.
         recorder, trace = record("after")
-        recording(recorder, trace)
+        _recording(recorder, trace)
         committed = run_in_engine(runtime, "tests.app_child:insert_load", dsn, 2.0)
         recorder.send_signal(signal.SIGINT)
         out, _took = _ended(recorder, 30, "Ctrl-C")
@@ -218,7 +219,7 @@ def test_trace_record_stops_on_ctrl_c_at_any_moment(tmp_path: Path) -> None:
 
         # A second Ctrl-C while the first one's stop reads on.
         recorder, trace = record("twice")
-        recording(recorder, trace)
+        _recording(recorder, trace)
         run_in_engine(runtime, "tests.app_child:insert_load", dsn, 2.0)
         recorder.send_signal(signal.SIGINT)
         time.sleep(0.2)
@@ -244,9 +245,134 @@ def test_trace_record_stops_on_ctrl_c_at_any_moment(tmp_path: Path) -> None:
 
         # The server killed while recording.
         recorder, trace = record("gone")
-        recording(recorder, trace)
+        _recording(recorder, trace)
         fb3.kill()
         out, took = _ended(recorder, 30, "the server was killed")
         assert recorder.returncode == 0 and "stopped: the server went away" in out, out
         assert took < 10, (took, out)
         runtime.remove(tmp_path / "load")
+
+
+def _applications_commits(trace: Path) -> int:
+    """Committed transactions of attachments that are not fbbench's own that inserted into
+    ``loaded``, as far as the file holds them (it may still be written)."""
+    from fbbench.errors import FbbenchError
+
+    try:
+        parsed = parse_file(trace)
+    except FbbenchError:  # no event written out yet
+        return 0
+    return sum(1 for transaction in parsed.transactions
+               if transaction.end == "commit" and parsed.attachments[transaction.attachment].process != "fbbench"
+               and any(e.sql.startswith("insert into loaded ") for e in transaction.statements))
+
+
+@pytest.mark.parametrize("gone", ["stopped", "killed", "session stopped elsewhere"])
+def test_trace_record_ends_when_the_server_goes_away_and_tells_what_it_captured(gone: str, tmp_path: Path) -> None:
+    """fbbench trace record -d 5m of the loopback Debian 3.0 server, which is shut down (SIGTERM:
+    it ends the session's output or breaks its connection, either) or killed (SIGKILL: the
+    connection breaks) while the recording runs: the command ends within seconds, exit 0 (what
+    was captured is a trace like any other), no traceback; its summary says the server went away
+    and what the trace holds (the application's attachments, transactions, statements), and the
+    file keeps all of it, ending with fbbench's closing lines. A session stopped from elsewhere
+    while the server runs on ends its output alike: said as such (a shutdown that ended the
+    output was once reported as "stopped: stopped", 1 run in 6)."""
+    with fb3_server_or_skip(tmp_path) as fb3:
+        data = tmp_path / "data"
+        data.mkdir()
+        data.chmod(0o777)  # the server process writes the database file
+        dsn = fb3.dsn(data / "traced.fdb")
+        runtime = prepare_runtime(parse_engine(dsn), tmp_path / "load", user=fb3.user, password=fb3.password)
+        run_in_engine(runtime, "tests.app_child:make_database", dsn)
+        trace = tmp_path / "gone.trace"
+        recorder = subprocess.Popen([sys.executable, "-m", "fbbench", "trace", "record", "--engine", dsn, "-d", "5m",
+                                     "-o", str(trace), "--user", fb3.user, "--workdir", str(tmp_path / "work")],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env={**os.environ, "COLUMNS": "200", "ISC_PASSWORD": fb3.password})
+        _recording(recorder, trace)
+        committed = run_in_engine(runtime, "tests.app_child:application_load", dsn, 50, 2)
+        assert committed == 100
+        # The reader caught up with the application: what the engine held is in the file (a
+        # server that goes away takes what its reader had not read with it).
+        deadline = time.monotonic() + 30
+        while _applications_commits(trace) < committed:
+            assert time.monotonic() < deadline, "the reader did not catch up within 30 s"
+            time.sleep(0.2)
+        if gone == "session stopped elsewhere":
+            assert run_in_engine(runtime, "tests.app_child:stop_trace_sessions", fb3.services_host) == [1]
+            why = "the session was stopped from elsewhere (the server still answers)"
+        else:
+            fb3.stop() if gone == "stopped" else fb3.kill()
+            why = "the server went away"
+        out, took = _ended(recorder, 30, f"the server was {gone}")
+        assert took < 10, (took, out)
+        assert recorder.returncode == 0, out
+        lines = out.splitlines()
+        (stopped,) = [line for line in lines if "stopped: " in line]
+        assert stopped.startswith(f"trace {trace}: ") and stopped.endswith(f"; stopped: {why}"), out
+        assert "  2 attachment(s), 100 transaction(s) started (100 committed, 0 rolled back), " \
+               "100 statement execution(s)" in lines, out
+        runtime.remove(tmp_path / "load")
+        parsed = parse_file(trace)
+        assert parsed.recorded["stopped"] == why and parsed.recorded["suspended"] is False
+        assert _applications_commits(trace) == committed
+
+
+def test_trace_record_reports_a_session_the_engine_suspended(tmp_path: Path) -> None:
+    """The engine suspends a user trace session whose unread output passes MaxUserTraceLogSize
+    (1 MB here) and says so in the output; what the application did meanwhile is missing. The
+    recording's reader is paused (SIGSTOP of its engine child's process group) while a load
+    writes a few MB of trace a second, then resumed and stopped with Ctrl-C: the summary reports
+    the suspension, the file carries the engine's line and fbbench's closing lines say it."""
+    with fb3_server_or_skip(tmp_path, {"MaxUserTraceLogSize": "1"}) as fb3:
+        data = tmp_path / "data"
+        data.mkdir()
+        data.chmod(0o777)  # the server process writes the database file
+        password = tmp_path / "password"
+        password.write_text(fb3.password + "\n")
+        dsn = fb3.dsn(data / "traced.fdb")
+        runtime = prepare_runtime(parse_engine(dsn), tmp_path / "load", user=fb3.user, password=fb3.password)
+        run_in_engine(runtime, "tests.app_child:make_database", dsn)
+        trace = tmp_path / "suspended.trace"
+        recorder = subprocess.Popen([sys.executable, "-m", "fbbench", "trace", "record", "--engine", dsn, "-d", "5m",
+                                     "-o", str(trace), "--user", fb3.user, "--password-file", str(password),
+                                     "--workdir", str(tmp_path / "work")],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env={**os.environ, "COLUMNS": "200"})
+        _recording(recorder, trace)
+        (reader,) = subprocess.run(["pgrep", "-P", str(recorder.pid)], capture_output=True, text=True).stdout.split()
+        os.killpg(int(reader), signal.SIGSTOP)  # the engine child runs in a process group of its own
+        try:
+            committed = run_in_engine(runtime, "tests.app_child:insert_load", dsn, 2.0)
+        finally:
+            os.killpg(int(reader), signal.SIGCONT)
+        runtime.remove(tmp_path / "load")
+        time.sleep(1)
+        recorder.send_signal(signal.SIGINT)
+        out, _took = _ended(recorder, 30, "Ctrl-C")
+        assert recorder.returncode == 0 and "stopped: interrupted (Ctrl-C)" in out, out
+        assert "the engine suspended the session (--- Session " in out and "is suspended as its log is full ---)" \
+            in out and "missing from the trace" in out, out
+        parsed = parse_file(trace)
+        assert parsed.recorded["suspended"] is True
+        assert len(parsed.suspended) >= 1 and parsed.suspended[0].endswith("is suspended as its log is full ---")
+        # The application's inserts while the session was suspended are not in the trace.
+        inserts = [e for e in parsed.executions if e.sql.startswith("insert into loaded ")]
+        assert 0 < len(inserts) < committed, (len(inserts), committed)
+
+
+def test_trace_record_of_a_server_it_cannot_reach_leaves_no_file(tmp_path: Path) -> None:
+    """Nothing recorded, nothing left: a trace file holding only fbbench's opening lines would make
+    the retry with the same -o refuse to overwrite it."""
+    import socket
+
+    from tests.conftest import assert_clean_error, run_cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]  # free once closed: nothing listens there
+    trace = tmp_path / "none.trace"
+    assert_clean_error(run_cli("trace", "record", "--engine", f"127.0.0.1/{port}:/data/app.fdb", "-d", "5s",
+                               "-o", str(trace), "--workdir", str(tmp_path / "work"), env={"ISC_PASSWORD": "x"}),
+                       "cannot reach the server")
+    assert not trace.exists()

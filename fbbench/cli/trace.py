@@ -32,7 +32,10 @@ def trace_record(
     with no time threshold and no length limit that would cut SQL text or arguments. The session
     streams into the file until the duration is over, Ctrl-C (what the server logged until then
     is read first; a second Ctrl-C stops at once), or the server goes away; reading a trace
-    attaches no database. Then: what it captured.
+    attaches no database. Then: what it captured, and what stopped it. The exit code is 0
+    whatever stopped it (what was captured until then is a trace like any other; the summary says
+    why it stopped, and whether the engine suspended the session); 2 if it could not record (the
+    server cannot be reached — no file is left then — or it refused the session).
 
     Examples: `fbbench trace record --engine dbhost/3050:/data/app.fdb --duration 10m -o app.trace`
     · `fbbench workload from-trace app.trace -o myapp/` · `fbbench replay app.trace --database-from app.fbk`

@@ -435,11 +435,26 @@ def replay_lines(replay: dict[str, Any] | None, statements: int = 10) -> list[st
         lines.append(f"  [bold yellow]{replay['divergences']:,} divergence(s) from the trace[/]: {kinds} — a replay "
                      "that diverges measures something else than what was traced")
         for item in replay.get("divergence_list", [])[:5]:
-            detail = escape(", ".join(f"{k} {v}" for k, v in item["detail"].items()))
-            lines.append(f"    {item['kind']}: attachment {item['attachment']}, traced transaction "
-                         f"{item['transaction']}, statement {item['template']}: {detail}")
+            lines.append(f"    {escape(divergence_text(item))}")
     else:
         lines.append("  no divergence from the trace")
     for note, count in sorted((replay.get("notes") or {}).items()):
         lines.append(f"  {count:,} {escape(note)}")
     return lines
+
+
+def divergence_text(item: dict[str, Any]) -> str:
+    """One divergence of a replay: where (what the core knows of it) and what."""
+    where = [f"attachment {item['attachment']}"]
+    if item.get("transaction") is not None:
+        where.append(f"traced transaction {item['transaction']}")
+    if item.get("template") is not None:
+        where.append(f"statement {item['template']}")
+    detail = item["detail"]
+    if item["kind"] == "order given up" and {"action", "for_action", "waited_seconds"} <= set(detail):
+        owner = f" (attachment {detail['of_attachment']}'s)" if detail.get("of_attachment") else ""
+        text = (f"its action {detail['action']} waited {detail['waited_seconds']:g} s for action "
+                f"{detail['for_action']}{owner}, which did not come, and ran out of the traced order")
+    else:
+        text = ", ".join(f"{k} {v}" for k, v in detail.items())
+    return f"{item['kind']}: {', '.join(where)}: {text}"

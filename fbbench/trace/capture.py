@@ -18,8 +18,9 @@ second one stops it at once, leaving unread what the engine still held. The clie
 never asked to act on the signal itself (:func:`fbbench.signals.keep_ours_after_attach`): its
 own answer cut the reader's connection, losing the unread output, and its shutdown thread
 deadlocked with the process's own shutdown at its end. A server that goes away ends the
-recording: a broken connection at once, one that stops answering after :data:`SILENT` seconds
-(a query for output comes back every second when it is there).
+recording: a broken connection at once, one that shuts down (it ends its sessions' output) once
+it no longer takes connections (:meth:`Capture.ended_why`), one that stops answering after
+:data:`SILENT` seconds (a query for output comes back every second when it is there).
 
 The file begins and ends with fbbench's own lines (``# fbbench: key = JSON``, which
 :mod:`fbbench.trace.parser` reads): what was traced with which limits, when and why it stopped,
@@ -48,6 +49,7 @@ _ATTACHMENT = re.compile(r"^\t.* \(ATT_(\d+), ([^,]*), ")
 _PROCESS = re.compile(r"^\t([^\t].*):\d+$")
 _SESSION_ERROR = re.compile(r"^(Error creating trace session|error while parsing trace configuration|\tline \d+: )")
 SILENT = 30.0  # seconds without an answer to the reader's queries: the server is gone
+PROBE = 2.0  # seconds of asking whether a server whose session's output ended still answers
 INTERRUPTED = "interrupted (Ctrl-C)"
 _COUNTED = {"ATTACH_DATABASE": "attached", "START_TRANSACTION": "started", "COMMIT_TRANSACTION": "committed",
             "ROLLBACK_TRANSACTION": "rolled_back", "COMMIT_RETAINING": "committed",
@@ -132,13 +134,28 @@ class Capture:
 
     def start(self) -> None:
         self.open()
-        self.attach()
+        try:
+            self.attach()
+        except Exception:
+            self.discard()
+            raise
 
     def open(self) -> None:
         """The file, with fbbench's opening lines (nothing that talks to the server)."""
         self._file = open(self.output, "xb")  # noqa: SIM115 - written by the reader, closed by stop()
         self._directives({"recorded_by": f"fbbench {__version__}", "database": self.database or "(every database)",
                           "started_at": time.strftime("%Y-%m-%dT%H:%M:%S"), **self.facts, **LIMITS})
+
+    def discard(self) -> None:
+        """The session could not be started: the file, which holds only fbbench's opening lines,
+        is removed (a retry with the same name would otherwise be refused: fbbench never
+        overwrites a file)."""
+        with self._lock:
+            self._closed = True
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+                self.output.unlink(missing_ok=True)
 
     def attach(self) -> None:
         """The session, and its reader (a thread) from then on."""
@@ -246,13 +263,44 @@ class Capture:
             self.left_behind = True
         return self._close(reason, 0.0)
 
+    def ended_why(self) -> str:
+        """Why the reader ended on its own. A broken connection: the server went away. Output that
+        simply ended: a server shutting down ends its sessions' output a moment before it stops
+        taking connections, and a session stopped from elsewhere (fbtracemgr, another tool) ends
+        alike while the server runs on: which one, new service connections tell (asked for
+        ``PROBE`` seconds; one that gets no answer counts as gone)."""
+        if self.failure is not None:
+            return "the server went away"
+        if self.tally.session_errors:
+            return "the server refused the session"
+        answers = [True]
+
+        def probe() -> None:
+            deadline = time.monotonic() + PROBE
+            while time.monotonic() < deadline:
+                try:
+                    with driver.server(self.services_host):
+                        pass
+                except Exception:
+                    answers[0] = False
+                    return
+                time.sleep(0.25)
+
+        prober = signals.Thread(target=probe, name="fbbench-trace-probe", daemon=True)
+        prober.start()
+        self.left_behind = True  # until the probe ended (a Ctrl-C may come while it runs)
+        if not self._wait(prober.ended, PROBE + 5):
+            return "the server went away (it stopped answering)"
+        self.left_behind = False
+        if answers[0]:
+            return "the session was stopped from elsewhere (the server still answers)"
+        return "the server went away"
+
     def _stop_session(self) -> None:
         with contextlib.suppress(Exception), driver.server(self.services_host) as other:
             other.trace.stop(session_id=self.session_id)
 
     def _close(self, reason: str, caught_up: float) -> dict[str, Any]:
-        if self.failure and reason == "stopped":
-            reason = "the server went away"
         own = {**{a: "fbbench's own process" for a in self.tally.fbbench}, **self.own}
         with self._lock:
             self._closed = True
@@ -295,7 +343,11 @@ def record(services_host: str, database: str | None, output: str, seconds: float
     reason = "the duration was over"
     at_once = False
     try:
-        signals.off_main(capture.attach, "fbbench-trace-attach")
+        try:
+            signals.off_main(capture.attach, "fbbench-trace-attach")
+        except Exception:  # the server cannot be reached, the login failed: nothing was recorded
+            capture.discard()
+            raise
         while capture.running():
             if deadline is not None and time.monotonic() >= deadline:
                 break
@@ -306,7 +358,7 @@ def record(services_host: str, database: str | None, output: str, seconds: float
             if on_progress is not None:
                 on_progress(capture.tally.summary(set()))
         else:
-            reason = "stopped"
+            reason = capture.ended_why()
     except KeyboardInterrupt:
         reason = INTERRUPTED
         if capture.running():
