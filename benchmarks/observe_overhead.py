@@ -20,45 +20,19 @@ Target (issue "Engine observation"): ≥ 0.99 × at the default interval (10 s).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from fbbench_run import tpcc_on_off_pairs  # noqa: E402
+
 from fbbench.analysis import stats  # noqa: E402
-from fbbench.analysis.run import result_document  # noqa: E402
-from fbbench.store import ResultsStore  # noqa: E402
-
-
-def run_pairs(home: Path, connections: int, args: argparse.Namespace) -> list[dict[str, dict[str, Any]]]:
-    """``--pairs`` time-shared pairs, monitored (A) and unmonitored (B): each pair's run documents."""
-    specs = []
-    for name, monitor in (("monitored", True), ("unmonitored", False)):
-        path = home / f"{name}-{connections}.toml"
-        path.write_text(f'workload = "tpcc"\nengine = "{args.engine}"\nconnections = {connections}\n'
-                        f'warmup = "{args.warmup}"\nduration = "{args.duration}"\ninterval = "{args.interval}"\n'
-                        f"sweep = false\nmonitor = {json.dumps(monitor)}\n")
-        specs.append(str(path))
-    compared = home / f"pairs-{connections}.json"
-    done = subprocess.run([sys.executable, "-m", "fbbench", "compare", "--paired", *specs, "--pairs", str(args.pairs),
-                           "--axis", "load.monitor", "--json", str(compared)], cwd=HERE.parent, text=True,
-                          env={**os.environ, "FBBENCH_HOME": str(home), "COLUMNS": "120"}, capture_output=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"compare --paired failed ({done.returncode}):\n{done.stdout[-3000:]}\n"
-                           f"{done.stderr[-2000:]}")
-    print(done.stdout, flush=True)
-    sides = {side["label"]: side["runs"] for side in json.loads(compared.read_text())["sides"]}
-    with ResultsStore(home / "results.sqlite", create=False) as store:
-        return [{"monitored": result_document(store.load_run(a["run_id"])),
-                 "unmonitored": result_document(store.load_run(b["run_id"]))}
-                for a, b in zip(sides["A"], sides["B"], strict=True)]
 
 
 def main() -> None:
@@ -81,7 +55,8 @@ def main() -> None:
                        env={**os.environ, "FBBENCH_HOME": str(home)}, stdout=subprocess.DEVNULL)
         for connections in args.connections:
             ratios, readings, worst, fetches = [], [], [], []
-            for pair, documents in enumerate(run_pairs(home, connections, args)):
+            for pair, documents in enumerate(tpcc_on_off_pairs(home, connections, args, "monitor",
+                                                                  ("monitored", "unmonitored"))):
                 on, off = documents["monitored"], documents["unmonitored"]
                 ratios.append(on["score_per_minute"] / off["score_per_minute"])
                 sampling = on.get("sampling") or {}

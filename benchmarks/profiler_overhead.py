@@ -19,7 +19,6 @@ source, the load average before, and how much of the measured period the profile
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -31,34 +30,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from fbbench_run import tpcc_on_off_pairs  # noqa: E402
+
 from fbbench.analysis import stats  # noqa: E402
-from fbbench.analysis.run import result_document  # noqa: E402
 from fbbench.observe.profiler import clock_source  # noqa: E402
-from fbbench.store import ResultsStore  # noqa: E402
-
-
-def run_pairs(home: Path, connections: int, args: argparse.Namespace) -> list[dict[str, dict[str, Any]]]:
-    """``--pairs`` time-shared pairs, profiled (A) and not (B): each pair's run documents."""
-    specs = []
-    for name, profile in (("profiled", True), ("unprofiled", False)):
-        path = home / f"{name}-{connections}.toml"
-        path.write_text(f'workload = "tpcc"\nengine = "{args.engine}"\nconnections = {connections}\n'
-                        f'warmup = "{args.warmup}"\nduration = "{args.duration}"\ninterval = "{args.interval}"\n'
-                        f"sweep = false\nprofile = {json.dumps(profile)}\n")
-        specs.append(str(path))
-    compared = home / f"pairs-{connections}.json"
-    done = subprocess.run([sys.executable, "-m", "fbbench", "compare", "--paired", *specs, "--pairs", str(args.pairs),
-                           "--axis", "load.profile", "--json", str(compared)], cwd=HERE.parent, text=True,
-                          env={**os.environ, "FBBENCH_HOME": str(home), "COLUMNS": "120"}, capture_output=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"compare --paired failed ({done.returncode}):\n{done.stdout[-3000:]}\n"
-                           f"{done.stderr[-2000:]}")
-    print(done.stdout, flush=True)
-    sides = {side["label"]: side["runs"] for side in json.loads(compared.read_text())["sides"]}
-    with ResultsStore(home / "results.sqlite", create=False) as store:
-        return [{"profiled": result_document(store.load_run(a["run_id"])),
-                 "unprofiled": result_document(store.load_run(b["run_id"]))}
-                for a, b in zip(sides["A"], sides["B"], strict=True)]
 
 
 def main() -> None:
@@ -82,7 +57,8 @@ def main() -> None:
         for connections in args.connections:
             ratios, covered, statuses = [], [], []
             last: dict[str, Any] = {}
-            for pair, documents in enumerate(run_pairs(home, connections, args)):
+            for pair, documents in enumerate(tpcc_on_off_pairs(home, connections, args, "profile",
+                                                                  ("profiled", "unprofiled"))):
                 on, off = documents["profiled"], documents["unprofiled"]
                 ratios.append(on["score_per_minute"] / off["score_per_minute"])
                 profile = on.get("profile") or {}
