@@ -1051,6 +1051,70 @@ mod tests {
         );
     }
 
+    /// FNV-1a over the bytes given: a short fingerprint of many drawn values.
+    fn fnv(hash: &mut u64, bytes: &[u8]) {
+        for &b in bytes {
+            *hash = (*hash ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// The values a fixed seed draws are pinned (docs/workload-format.md, "Determinism": the same
+    /// seed draws the same values): making a generator cheaper must not change one of them.
+    #[test]
+    fn a_fixed_seed_draws_the_pinned_values() {
+        let shapes: [&[u8]; 6] = [
+            b"###########-###########-###########-###########-###########-###########-###########-###########-###########-###########",
+            b"###########-###########-###########-###########-###########",
+            b"##-@@x",
+            b"@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@",
+            b"#@#@##@@###@@@-####################@@@@@@@@@@@@@@@@@@@x#",
+            b"",
+        ];
+        let templates: Vec<Gen> = shapes
+            .iter()
+            .map(|s| Gen::Template(Template::new(s)))
+            .collect();
+        let mut rng = Rng::new(12345, 1, Stream::Work);
+        let mut out = [0u8; 128];
+        let mut hash = 0xcbf2_9ce4_8422_2325u64;
+        let mut first = Vec::new();
+        for round in 0..300 {
+            for template in &templates {
+                let n = template.text(&mut rng, &mut out);
+                fnv(&mut hash, &out[..n]);
+                if round == 0 {
+                    first.push(String::from_utf8(out[..n].to_vec()).unwrap());
+                }
+            }
+            for gen in [
+                Gen::Special(1, 10_000),
+                Gen::Uniform(1, 10_000),
+                Gen::Text(7),
+            ] {
+                if let Gen::Text(_) = gen {
+                    let n = gen.text(&mut rng, &mut out);
+                    fnv(&mut hash, &out[..n]);
+                } else {
+                    fnv(&mut hash, &gen.int(&mut rng, 1, &mut []).to_le_bytes());
+                }
+            }
+        }
+        assert_eq!(
+            first[0],
+            "07904325436-99240778444-58597759349-18377608606-97627327827-54336266347-\
+             05149485827-54461024167-91124575793-51275789499"
+        );
+        assert_eq!(first[2], "90-kix");
+        assert_eq!(
+            first[4],
+            "9h3t36ql325mxu-31651240386357258217dchacwvpkzddkjfmsdrx1"
+        );
+        assert_eq!(
+            hash, 0xf112_51cf_9269_b7a8,
+            "the values drawn for seed 12345 changed"
+        );
+    }
+
     #[test]
     fn special_puts_three_in_four_values_in_the_middle_percent() {
         let mut rng = Rng::new(5, 1, Stream::Work);
