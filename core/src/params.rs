@@ -722,15 +722,32 @@ pub fn parse_source(
             if depth != 1 {
                 return Err(format!("expr: leaves {depth} values instead of one"));
             }
-            Ok(match tokens.as_slice() {
-                [Tok::Slot(n), Tok::Const(c), Tok::Add]
-                | [Tok::Const(c), Tok::Slot(n), Tok::Add] => Source::SlotPlus(*n, *c),
-                [Tok::Slot(n), Tok::Const(c), Tok::Sub] => Source::SlotPlus(*n, c.wrapping_neg()),
-                _ => Source::Expr(tokens),
-            })
+            Ok(slot_plus(&tokens).unwrap_or(Source::Expr(tokens)))
         }
         _ => Ok(Source::Gen(numbered(parse_generator(value)?, counters))),
     }
+}
+
+/// A slot plus or minus constants (`id + 99`, `$1 + 100 - 1`, `5 + $1`): one addition of their
+/// sum, without the expression machine. Wrapping addition and subtraction are associative, so
+/// the value is the one the tokens would compute, whatever it is.
+fn slot_plus(tokens: &[Tok]) -> Option<Source> {
+    let (n, mut offset, rest) = match tokens {
+        [Tok::Slot(n), rest @ ..] => (*n, 0i64, rest),
+        [Tok::Const(c), Tok::Slot(n), Tok::Add, rest @ ..] => (*n, *c, rest),
+        _ => return None,
+    };
+    if rest.is_empty() && offset == 0 {
+        return None; // a slot on its own: left as it is
+    }
+    for step in rest.chunks(2) {
+        offset = match step {
+            [Tok::Const(c), Tok::Add] => offset.wrapping_add(*c),
+            [Tok::Const(c), Tok::Sub] => offset.wrapping_sub(*c),
+            _ => return None,
+        };
+    }
+    Some(Source::SlotPlus(n, offset))
 }
 
 fn kind_and_args(value: &Value) -> Result<(&str, &[Value]), String> {
@@ -959,6 +976,63 @@ mod tests {
         )
         .unwrap();
         assert_eq!(minus.int(&mut rng, 2, &mut draws), -12);
+        // sysbench's `$1 + ${range_size} - 1`, and `5 + $1 - 2 + 3`: folded into one constant.
+        let folded =
+            |tokens: Value| source(json!({"kind": "expr", "args": tokens}), &binds).unwrap();
+        assert_eq!(
+            folded(json!([{"slot": 0}, 100, "+", 1, "-"])),
+            Source::SlotPlus(0, 99)
+        );
+        assert_eq!(
+            folded(json!([5, {"slot": 0}, "+", 2, "-", 3, "+"])),
+            Source::SlotPlus(0, 6)
+        );
+        // The folded sum is the value the machine computes, wrapping included.
+        let extremes = [
+            vec![
+                Tok::Slot(0),
+                Tok::Const(1),
+                Tok::Add,
+                Tok::Const(3),
+                Tok::Sub,
+            ],
+            vec![
+                Tok::Slot(0),
+                Tok::Const(i64::MAX),
+                Tok::Sub,
+                Tok::Const(7),
+                Tok::Add,
+            ],
+            vec![
+                Tok::Const(i64::MIN),
+                Tok::Slot(0),
+                Tok::Add,
+                Tok::Const(i64::MAX),
+                Tok::Add,
+                Tok::Const(1),
+                Tok::Sub,
+            ],
+        ];
+        for tokens in &extremes {
+            let fast = slot_plus(tokens).expect("folds");
+            for value in [i64::MIN, -7, 0, 9, i64::MAX] {
+                draws.ints[0] = value;
+                let machine = evaluate(tokens, &mut rng, 2, &mut draws);
+                assert_eq!(fast.int(&mut rng, 2, &mut draws), machine);
+            }
+        }
+        // Anything else stays with the machine.
+        assert!(slot_plus(&[Tok::Slot(0)]).is_none());
+        assert!(slot_plus(&[Tok::Slot(0), Tok::Const(2), Tok::Mul]).is_none());
+        let twice = [
+            Tok::Slot(0),
+            Tok::Const(2),
+            Tok::Add,
+            Tok::Slot(0),
+            Tok::Add,
+        ];
+        assert!(slot_plus(&twice).is_none());
+        draws.ints[0] = -7;
         // A long expression runs on the full stack.
         let long = json!([1, 2, 3, 4, 5, 6, 7, 8, "+", "+", "+", "+", "+", "+", "+"]);
         assert_eq!(eval(long, &mut draws, &mut rng), 36);
