@@ -479,21 +479,38 @@ impl<'a> Attachment<'a> {
                         return Err(());
                     }
                     let output = s.outputs.as_mut_ptr();
-                    loop {
-                        let rc = (api.dsql_fetch)(st, &mut s.handle, SQLDA_VERSION1, output);
-                        if rc == FETCH_END {
-                            break;
+                    let fetch = api.dsql_fetch;
+                    let rc = if s.tally.is_empty() {
+                        // Per row nothing but the call and its count (range selects: hundreds
+                        // of rows per unit); the loop ends at the first non-zero status.
+                        let handle: *mut Handle = &mut s.handle;
+                        let mut calls = 0u64;
+                        let rc = loop {
+                            let rc = fetch(st, handle, SQLDA_VERSION1, output);
+                            calls += 1;
+                            if rc != 0 {
+                                break rc;
+                            }
+                        };
+                        rows = calls - 1;
+                        rc
+                    } else {
+                        loop {
+                            let rc = fetch(st, &mut s.handle, SQLDA_VERSION1, output);
+                            if rc != 0 {
+                                break rc;
+                            }
+                            rows += 1;
+                            s.add_tally(tally);
                         }
-                        if rc != 0 {
-                            (api.dsql_free_statement)(
-                                self.scratch.as_mut_ptr(),
-                                &mut s.handle,
-                                DSQL_CLOSE,
-                            );
-                            return Err(());
-                        }
-                        rows += 1;
-                        s.add_tally(tally);
+                    };
+                    if rc != FETCH_END {
+                        (api.dsql_free_statement)(
+                            self.scratch.as_mut_ptr(),
+                            &mut s.handle,
+                            DSQL_CLOSE,
+                        );
+                        return Err(());
                     }
                     if (api.dsql_free_statement)(st, &mut s.handle, DSQL_CLOSE) != 0 {
                         return Err(());

@@ -281,30 +281,94 @@ fn parse_choice(args: &[Value]) -> Result<Gen, String> {
 /// letters. Filling it copies the literals, then takes the digits from a pool of 18 per uniform
 /// draw of 0..10^18 (written two at a time) and the letters 13 per draw of 0..26^13 — each digit
 /// and letter exactly uniform; a sysbench c value (110 digits) takes 7 draws, not 110.
+///
+/// A pool is drawn when the first of its digits (letters) is needed, so the digit and letter
+/// draws of a value interleave in an order fixed by the shape: it is worked out here, once, and
+/// a template of at most `SMALL_DRAWS` draws of each kind makes them all first, into one stream
+/// per kind, then copies each run from its stream — the same draws in the same order, so the
+/// same values, without the per-run bookkeeping of the pools (`fill_pooled`, kept for larger
+/// templates).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Template {
     pub shape: Vec<u8>,
     /// (start, length, digits: true / letters: false)
     runs: Vec<(usize, usize, bool)>,
+    /// Where each run's bytes start in the stream of its kind (digit or letter ordinal).
+    from: Vec<usize>,
+    /// The draws one value makes, in order (true: 18 digits, false: 13 letters); empty when
+    /// the template takes more than `SMALL_DRAWS` of a kind (then `fill_pooled`).
+    draws: Vec<bool>,
 }
 
-const PAIRS: &[u8; 200] =
-    b"00010203040506070809101112131415161718192021222324252627282930313233343536373839\
-40414243444546474849505152535455565758596061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
+/// Pairs of decimal digits, "00" to "99" (128 entries: an index below 128 needs no check).
+const PAIRS: [[u8; 2]; 128] = {
+    let mut pairs = [[b'?'; 2]; 128];
+    let mut i = 0;
+    while i < 100 {
+        pairs[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
+    }
+    pairs
+};
 const DIGITS_PER_DRAW: usize = 18;
 const LETTERS_PER_DRAW: usize = 13;
+/// Draws of each kind a value may take for the stream fill: 144 digits, 104 letters.
+const SMALL_DRAWS: usize = 8;
+/// 2^57 / 10^8 rounded up: `v * NINE_DIGITS_SCALE` holds v / 10^8 above bit 57 and the rest as
+/// a binary fraction exact enough for the next eight digits, two per multiplication by 100, for
+/// every v < 10^9 (checked for all of them once; the tests check a sample and the edges).
+const NINE_DIGITS_SCALE: u64 = 1_441_151_881;
+const FRACTION: u64 = (1 << 57) - 1;
 
 /// Nine decimal digits of `value` (< 10^9), most significant first.
 #[inline(always)]
-fn nine_digits(out: &mut [u8; 9], mut value: u32) {
-    for k in [7, 5, 3, 1] {
-        let pair = (value % 100) as usize * 2;
-        out[k] = PAIRS[pair];
-        out[k + 1] = PAIRS[pair + 1];
-        value /= 100;
+fn nine_digits(out: &mut [u8; 9], value: u32) {
+    let mut y = value as u64 * NINE_DIGITS_SCALE;
+    out[0] = b'0' + (y >> 57) as u8;
+    for k in [1, 3, 5, 7] {
+        y = (y & FRACTION) * 100;
+        let pair = PAIRS[(y >> 57) as usize];
+        out[k] = pair[0];
+        out[k + 1] = pair[1];
     }
-    out[0] = b'0' + value as u8;
+}
+
+/// Copies a run of a template into its place: one of 8 to 16 bytes (sysbench's are 11) as two
+/// overlapping 8-byte moves, any other as a slice copy.
+#[inline(always)]
+fn copy_run(to: &mut [u8], from: &[u8]) {
+    let n = to.len();
+    if (8..=16).contains(&n) && from.len() == n {
+        to[..8].copy_from_slice(&from[..8]);
+        to[n - 8..].copy_from_slice(&from[n - 8..]);
+    } else {
+        to.copy_from_slice(from);
+    }
+}
+
+/// The 18 digits of one draw of 0..10^18, most significant first.
+#[inline(always)]
+fn draw_digits(rng: &mut Rng, out: &mut [u8; DIGITS_PER_DRAW]) {
+    let value = rng.below(1_000_000_000_000_000_000);
+    let (high, low) = out.split_at_mut(9);
+    nine_digits(
+        high.try_into().expect("9 bytes"),
+        (value / 1_000_000_000) as u32,
+    );
+    nine_digits(
+        low.try_into().expect("9 bytes"),
+        (value % 1_000_000_000) as u32,
+    );
+}
+
+/// The 13 letters of one draw of 0..26^13, least significant first.
+#[inline(always)]
+fn draw_letters(rng: &mut Rng, out: &mut [u8; LETTERS_PER_DRAW]) {
+    let mut value = rng.below(2_481_152_873_203_736_576); // 26^13
+    for letter in out.iter_mut() {
+        *letter = b'a' + (value % 26) as u8;
+        value /= 26;
+    }
 }
 
 impl Template {
@@ -319,15 +383,66 @@ impl Template {
             }
             i += len;
         }
+        // A draw of a kind is made when its stream reaches a multiple of the draw's size.
+        let (mut from, mut draws) = (Vec::with_capacity(runs.len()), Vec::new());
+        let mut streams = [0usize; 2]; // letters, digits so far
+        for &(_, len, is_digits) in &runs {
+            let per = if is_digits {
+                DIGITS_PER_DRAW
+            } else {
+                LETTERS_PER_DRAW
+            };
+            let at = streams[is_digits as usize];
+            from.push(at);
+            for _ in at.div_ceil(per)..(at + len).div_ceil(per) {
+                draws.push(is_digits);
+            }
+            streams[is_digits as usize] = at + len;
+        }
+        let digit_draws = draws.iter().filter(|&&d| d).count();
+        if digit_draws > SMALL_DRAWS || draws.len() - digit_draws > SMALL_DRAWS {
+            draws.clear();
+        }
         Template {
             shape: shape.to_vec(),
             runs,
+            from,
+            draws,
         }
     }
 
     /// Writes one value into `out` (at least as long as the template); returns its length.
     #[inline]
     pub fn fill(&self, rng: &mut Rng, out: &mut [u8]) -> usize {
+        if self.draws.is_empty() && !self.runs.is_empty() {
+            return self.fill_pooled(rng, out);
+        }
+        let mut digits = [0u8; SMALL_DRAWS * DIGITS_PER_DRAW];
+        let mut letters = [0u8; SMALL_DRAWS * LETTERS_PER_DRAW];
+        let (mut d, mut l) = (digits.as_mut_slice(), letters.as_mut_slice());
+        for &is_digits in &self.draws {
+            if is_digits {
+                let (block, rest) = std::mem::take(&mut d).split_at_mut(DIGITS_PER_DRAW);
+                draw_digits(rng, block.try_into().expect("18 bytes"));
+                d = rest;
+            } else {
+                let (block, rest) = std::mem::take(&mut l).split_at_mut(LETTERS_PER_DRAW);
+                draw_letters(rng, block.try_into().expect("13 bytes"));
+                l = rest;
+            }
+        }
+        let len = self.shape.len();
+        out[..len].copy_from_slice(&self.shape);
+        for (&(start, run, is_digits), &from) in self.runs.iter().zip(&self.from) {
+            let stream = if is_digits { &digits[..] } else { &letters[..] };
+            copy_run(&mut out[start..start + run], &stream[from..from + run]);
+        }
+        len
+    }
+
+    /// `fill` for a template of more draws than the stream buffers hold: each pool drawn when
+    /// its first byte is needed.
+    fn fill_pooled(&self, rng: &mut Rng, out: &mut [u8]) -> usize {
         let len = self.shape.len();
         out[..len].copy_from_slice(&self.shape);
         let mut digits = [0u8; DIGITS_PER_DRAW];
@@ -338,26 +453,13 @@ impl Template {
             while at < end {
                 let (pool, left, size) = if is_digits {
                     if digits_left == 0 {
-                        let value = rng.below(1_000_000_000_000_000_000);
-                        let (high, low) = digits.split_at_mut(9);
-                        nine_digits(
-                            high.try_into().expect("9 bytes"),
-                            (value / 1_000_000_000) as u32,
-                        );
-                        nine_digits(
-                            low.try_into().expect("9 bytes"),
-                            (value % 1_000_000_000) as u32,
-                        );
+                        draw_digits(rng, &mut digits);
                         digits_left = DIGITS_PER_DRAW;
                     }
                     (&digits[..], &mut digits_left, DIGITS_PER_DRAW)
                 } else {
                     if letters_left == 0 {
-                        let mut value = rng.below(2_481_152_873_203_736_576); // 26^13
-                        for letter in letters.iter_mut() {
-                            *letter = b'a' + (value % 26) as u8;
-                            value /= 26;
-                        }
+                        draw_letters(rng, &mut letters);
                         letters_left = LETTERS_PER_DRAW;
                     }
                     (&letters[..], &mut letters_left, LETTERS_PER_DRAW)
@@ -722,15 +824,32 @@ pub fn parse_source(
             if depth != 1 {
                 return Err(format!("expr: leaves {depth} values instead of one"));
             }
-            Ok(match tokens.as_slice() {
-                [Tok::Slot(n), Tok::Const(c), Tok::Add]
-                | [Tok::Const(c), Tok::Slot(n), Tok::Add] => Source::SlotPlus(*n, *c),
-                [Tok::Slot(n), Tok::Const(c), Tok::Sub] => Source::SlotPlus(*n, c.wrapping_neg()),
-                _ => Source::Expr(tokens),
-            })
+            Ok(slot_plus(&tokens).unwrap_or(Source::Expr(tokens)))
         }
         _ => Ok(Source::Gen(numbered(parse_generator(value)?, counters))),
     }
+}
+
+/// A slot plus or minus constants (`id + 99`, `$1 + 100 - 1`, `5 + $1`): one addition of their
+/// sum, without the expression machine. Wrapping addition and subtraction are associative, so
+/// the value is the one the tokens would compute, whatever it is.
+fn slot_plus(tokens: &[Tok]) -> Option<Source> {
+    let (n, mut offset, rest) = match tokens {
+        [Tok::Slot(n), rest @ ..] => (*n, 0i64, rest),
+        [Tok::Const(c), Tok::Slot(n), Tok::Add, rest @ ..] => (*n, *c, rest),
+        _ => return None,
+    };
+    if rest.is_empty() && offset == 0 {
+        return None; // a slot on its own: left as it is
+    }
+    for step in rest.chunks(2) {
+        offset = match step {
+            [Tok::Const(c), Tok::Add] => offset.wrapping_add(*c),
+            [Tok::Const(c), Tok::Sub] => offset.wrapping_sub(*c),
+            _ => return None,
+        };
+    }
+    Some(Source::SlotPlus(n, offset))
 }
 
 fn kind_and_args(value: &Value) -> Result<(&str, &[Value]), String> {
@@ -959,6 +1078,63 @@ mod tests {
         )
         .unwrap();
         assert_eq!(minus.int(&mut rng, 2, &mut draws), -12);
+        // sysbench's `$1 + ${range_size} - 1`, and `5 + $1 - 2 + 3`: folded into one constant.
+        let folded =
+            |tokens: Value| source(json!({"kind": "expr", "args": tokens}), &binds).unwrap();
+        assert_eq!(
+            folded(json!([{"slot": 0}, 100, "+", 1, "-"])),
+            Source::SlotPlus(0, 99)
+        );
+        assert_eq!(
+            folded(json!([5, {"slot": 0}, "+", 2, "-", 3, "+"])),
+            Source::SlotPlus(0, 6)
+        );
+        // The folded sum is the value the machine computes, wrapping included.
+        let extremes = [
+            vec![
+                Tok::Slot(0),
+                Tok::Const(1),
+                Tok::Add,
+                Tok::Const(3),
+                Tok::Sub,
+            ],
+            vec![
+                Tok::Slot(0),
+                Tok::Const(i64::MAX),
+                Tok::Sub,
+                Tok::Const(7),
+                Tok::Add,
+            ],
+            vec![
+                Tok::Const(i64::MIN),
+                Tok::Slot(0),
+                Tok::Add,
+                Tok::Const(i64::MAX),
+                Tok::Add,
+                Tok::Const(1),
+                Tok::Sub,
+            ],
+        ];
+        for tokens in &extremes {
+            let fast = slot_plus(tokens).expect("folds");
+            for value in [i64::MIN, -7, 0, 9, i64::MAX] {
+                draws.ints[0] = value;
+                let machine = evaluate(tokens, &mut rng, 2, &mut draws);
+                assert_eq!(fast.int(&mut rng, 2, &mut draws), machine);
+            }
+        }
+        // Anything else stays with the machine.
+        assert!(slot_plus(&[Tok::Slot(0)]).is_none());
+        assert!(slot_plus(&[Tok::Slot(0), Tok::Const(2), Tok::Mul]).is_none());
+        let twice = [
+            Tok::Slot(0),
+            Tok::Const(2),
+            Tok::Add,
+            Tok::Slot(0),
+            Tok::Add,
+        ];
+        assert!(slot_plus(&twice).is_none());
+        draws.ints[0] = -7;
         // A long expression runs on the full stack.
         let long = json!([1, 2, 3, 4, 5, 6, 7, 8, "+", "+", "+", "+", "+", "+", "+"]);
         assert_eq!(eval(long, &mut draws, &mut rng), 36);
@@ -1048,6 +1224,123 @@ mod tests {
                 .unwrap()
                 .bind(&binds),
             Bind::Text { max_len: 4 }
+        );
+    }
+
+    #[test]
+    fn nine_digits_are_the_decimal_digits() {
+        let check = |v: u32| {
+            let mut out = [0u8; 9];
+            nine_digits(&mut out, v);
+            assert_eq!(out, *format!("{v:09}").as_bytes(), "{v}");
+        };
+        for v in (0..1_000_000_000).step_by(9_973) {
+            check(v);
+        }
+        for k in 0..=9 {
+            let p = 10u32.pow(k);
+            for v in [p - 1, p, p + 1, p.saturating_mul(9).min(999_999_999)] {
+                check(v.min(999_999_999));
+            }
+        }
+        let mut rng = Rng::new(77, 1, Stream::Work);
+        for _ in 0..100_000 {
+            check(rng.below(1_000_000_000) as u32);
+        }
+    }
+
+    #[test]
+    fn the_stream_fill_draws_what_the_pooled_fill_draws() {
+        // Random shapes of digit, letter and literal runs: both fills take the same draws in the
+        // same order and write the same bytes; shapes past SMALL_DRAWS take the pooled fill.
+        let mut shapes_rng = Rng::new(5, 1, Stream::Timing);
+        let (mut streamed, mut pooled) = (0, 0);
+        for _ in 0..3_000 {
+            let mut shape = Vec::new();
+            let target = shapes_rng.below(700) as usize;
+            while shape.len() < target {
+                let byte = [b'#', b'@', b'-', b'x'][shapes_rng.below(4) as usize];
+                let run = 1 + shapes_rng.below(30) as usize;
+                shape.extend(std::iter::repeat_n(byte, run));
+            }
+            let template = Template::new(&shape);
+            if template.draws.is_empty() && !template.runs.is_empty() {
+                pooled += 1;
+            } else {
+                streamed += 1;
+            }
+            let mut a = Rng::new(shape.len() as u64, 1, Stream::Work);
+            let mut b = a.clone();
+            let (mut x, mut y) = (vec![0u8; shape.len()], vec![0u8; shape.len()]);
+            assert_eq!(template.fill(&mut a, &mut x), shape.len());
+            assert_eq!(template.fill_pooled(&mut b, &mut y), shape.len());
+            assert_eq!(x, y, "{}", String::from_utf8_lossy(&shape));
+            assert_eq!(a.next_u64(), b.next_u64());
+        }
+        assert!(streamed > 300 && pooled > 300, "{streamed} {pooled}");
+    }
+
+    /// FNV-1a over the bytes given: a short fingerprint of many drawn values.
+    fn fnv(hash: &mut u64, bytes: &[u8]) {
+        for &b in bytes {
+            *hash = (*hash ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// The values a fixed seed draws are pinned (docs/workload-format.md, "Determinism": the same
+    /// seed draws the same values): making a generator cheaper must not change one of them.
+    #[test]
+    fn a_fixed_seed_draws_the_pinned_values() {
+        let shapes: [&[u8]; 6] = [
+            b"###########-###########-###########-###########-###########-###########-###########-###########-###########-###########",
+            b"###########-###########-###########-###########-###########",
+            b"##-@@x",
+            b"@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@",
+            b"#@#@##@@###@@@-####################@@@@@@@@@@@@@@@@@@@x#",
+            b"",
+        ];
+        let templates: Vec<Gen> = shapes
+            .iter()
+            .map(|s| Gen::Template(Template::new(s)))
+            .collect();
+        let mut rng = Rng::new(12345, 1, Stream::Work);
+        let mut out = [0u8; 128];
+        let mut hash = 0xcbf2_9ce4_8422_2325u64;
+        let mut first = Vec::new();
+        for round in 0..300 {
+            for template in &templates {
+                let n = template.text(&mut rng, &mut out);
+                fnv(&mut hash, &out[..n]);
+                if round == 0 {
+                    first.push(String::from_utf8(out[..n].to_vec()).unwrap());
+                }
+            }
+            for gen in [
+                Gen::Special(1, 10_000),
+                Gen::Uniform(1, 10_000),
+                Gen::Text(7),
+            ] {
+                if let Gen::Text(_) = gen {
+                    let n = gen.text(&mut rng, &mut out);
+                    fnv(&mut hash, &out[..n]);
+                } else {
+                    fnv(&mut hash, &gen.int(&mut rng, 1, &mut []).to_le_bytes());
+                }
+            }
+        }
+        assert_eq!(
+            first[0],
+            "07904325436-99240778444-58597759349-18377608606-97627327827-54336266347-\
+             05149485827-54461024167-91124575793-51275789499"
+        );
+        assert_eq!(first[2], "90-kix");
+        assert_eq!(
+            first[4],
+            "9h3t36ql325mxu-31651240386357258217dchacwvpkzddkjfmsdrx1"
+        );
+        assert_eq!(
+            hash, 0xf112_51cf_9269_b7a8,
+            "the values drawn for seed 12345 changed"
         );
     }
 
