@@ -238,6 +238,9 @@ def test_a_workload_from_the_trace_runs_everywhere_with_the_traced_mix(app: dict
     assert all(unit.statements[0].sql.startswith("execute procedure docflow_") for unit in workload.units)
     client_order = workload.unit("docflow_client_order")
     assert str(client_order.statements[0].params[0]) == "home(4)"  # each attachment its worker
+    # The traced pace by default; --scale think=off runs the units back to back (the engine's capacity).
+    assert workload.scale["think"] == 1 and client_order.think_time > 0  # "on"
+    assert all(unit.think_time == 0 for unit in load_workload(str(generated), {"think": "off"}).units)
     for version in ENGINES:
         report = tmp_path / f"{version}.json"
         result = run_cli("run", str(generated), "--database-from", str(app["backup"]), "--engine", version,

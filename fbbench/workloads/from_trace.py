@@ -321,6 +321,11 @@ def _workload_toml(name: str, trace_path: Path, units: list[Unit], selection: Se
              "description = " + _toml_string(f"the application traced in {trace_path.name}: {len(units)} "
                                              "transaction shape(s)"),
              ""]
+    if any(unit.think for unit in units):
+        lines += ["# think = on: each unit is followed by its traced think time (a negative-exponential wait with",
+                  "# that mean), at the application's own pace; --scale think=off: no wait, as many units",
+                  "# as the engine answers — its capacity, not the application's pace.",
+                  "[scale]", "think = \"on\"", ""]
     total = len(selection.complete)
     for unit in units:
         shape = unit.shape
@@ -336,7 +341,7 @@ def _workload_toml(name: str, trace_path: Path, units: list[Unit], selection: Se
         if unit.rollback_on:
             lines.append(f"rollback_on = [{', '.join(_toml_string(n) for n in unit.rollback_on)}]")
         if unit.think:
-            lines.append(f"think_time = {unit.think:g}")
+            lines.append(f"think_time = \"{unit.think:g} * ${{think}}\"")
         if unit.lets:  # a value that flowed from one statement into a later one: drawn once, used by name
             lines.append("let = { " + ", ".join(f"{let.name} = {_toml_string(str(let.fitted.generator))}"
                                                 for let in unit.lets) + " }")

@@ -206,7 +206,9 @@ def readme(name: str, trace: Trace, trace_path: Path, digest: str, selection: Se
         left.append(f"- think time: the median gap between an attachment's transactions was "
                     f"{median_gap * 1000:,.2f} ms (p95 {p95 * 1000:,.2f} ms, {len(gaps):,} gaps)"
                     + (": each unit's think_time is the mean gap after its transactions: fbbench waits a draw "
-                       "from a negative exponential with that mean" if median_gap >= NO_THINK_BELOW else
+                       "from a negative exponential with that mean, times the scale `think` (on; `--scale think=off` "
+                       "runs without it: the engine's capacity rather than the application's pace, where the "
+                       "throughput no longer follows the think times)" if median_gap >= NO_THINK_BELOW else
                        f", below {NO_THINK_BELOW * 1000:g} ms: the application did not think, so no think time is "
                        "written"))
         left.append("- keying time: a trace shows one gap between two transactions of an attachment, not whether the "
