@@ -13,7 +13,8 @@ Here docflow (OLTP-EMUL's document flow) stands in for the application:
    "What it covers" and "What it leaves out" sections the page quotes;
 4. the generated workload on 3.0, 4.0 and 5.0 as time-shared pairs (``fbbench compare --paired``
    of spec files with ``workload = "myapp"`` and ``database_from = "app.fbk"``): 3.0 → 4.0,
-   4.0 → 5.0, 3.0 → 5.0;
+   4.0 → 5.0, 3.0 → 5.0 — at the traced pace (the units' traced think times), and again at the
+   engine's capacity (``--scale think=off``: the units back to back);
 5. ``fbbench replay app.trace --database-from app.fbk --engine V --repeat N`` on each engine, and
    ``fbbench compare`` of the replay series across the engines.
 
@@ -21,9 +22,9 @@ It writes the page with its commands, conditions and this machine's figures; not
 
     .venv/bin/python benchmarks/case_study_application.py [--trace-seconds 40] [--pairs 6]
         [--warmup 5s] [--duration 25s] [--repeats 3] [--rate 60] [--connections 4]
-        [--parts workload replay] [--page docs/case-study-application.md]
+        [--parts workload capacity replay] [--page docs/case-study-application.md]
 
-The defaults are sized for about 20 minutes on a 2-core VM (a 40 s trace, 3 × 6 pairs of 30 s,
+The defaults are sized for about 30 minutes on a 2-core VM (a 40 s trace, 2 × 3 × 6 pairs of 30 s,
 3 × 3 replays of the trace's 40 s, each with a few seconds of set-up); `--trace-seconds 8 --pairs 2
 --warmup 1s --duration 5s --repeats 2` runs it end to end in about 3 minutes (too few pairs and
 repeats for much to resolve, and the page says so).
@@ -123,8 +124,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="replays per engine (one series each)")
     parser.add_argument("--speed", type=float, default=1.0, help="replay speed (1: the traced times)")
     parser.add_argument("--order", choices=("timed", "strict"), default="timed", help="replay order")
-    parser.add_argument("--parts", nargs="+", choices=("workload", "replay"), default=["workload", "replay"],
-                        help="steps 4 (the generated workload) and 5 (the replay): both by default")
+    parser.add_argument("--parts", nargs="+", choices=("workload", "capacity", "replay"),
+                        default=["workload", "capacity", "replay"],
+                        help="step 4 at the traced pace (workload) and at the engine's capacity (capacity: "
+                             "--scale think=off), step 5 (replay): all by default")
     parser.add_argument("--page", type=Path, default=REPO / "docs" / "case-study-application.md")
     args = parser.parse_args()
     if args.pairs < 6:
@@ -138,9 +141,10 @@ def main() -> None:
         facts.update(the_application(study, args))
         facts.update(the_workload(study))
         paired = the_workload_on_each_engine(study, args) if "workload" in args.parts else []
+        capacity = the_workload_on_each_engine(study, args, capacity=True) if "capacity" in args.parts else []
         replays, replay_comparisons = the_replay_on_each_engine(study, args) if "replay" in args.parts else ({}, [])
-        page = render(args, study, facts, paired, replays, replay_comparisons, load_before, os.getloadavg(),
-                      time.time() - started)
+        page = render(args, study, facts, paired, capacity, replays, replay_comparisons, load_before,
+                      os.getloadavg(), time.time() - started)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     args.page.write_text(page)
@@ -197,21 +201,23 @@ def _seconds(text: str) -> float:
     return float(match.group(1)) * (60 if match.group(2) == "m" else 1)
 
 
-def the_workload_on_each_engine(study: Study, args: argparse.Namespace) -> list[Comparison]:
-    """Step 4: the generated workload as time-shared pairs, engine against engine."""
+def the_workload_on_each_engine(study: Study, args: argparse.Namespace, capacity: bool = False) -> list[Comparison]:
+    """Step 4: the generated workload as time-shared pairs, engine against engine: at the traced
+    pace (its think times), or at the engine's capacity (``--scale think=off``)."""
     interval = max(1, int(_seconds(args.duration) // 5))
+    suffix = "-capacity" if capacity else ""
     for version in ENGINES:
         text = "\n".join([
             'workload = "myapp"', 'database_from = "app.fbk"', f'engine = "{version}"',
             f"connections = {args.connections}", f'warmup = "{args.warmup}"', f'duration = "{args.duration}"',
-            f'interval = "{interval}s"']) + "\n"
-        (study.home / f"{version}.toml").write_text(text)
-        study.specs[f"{version}.toml"] = text
+            f'interval = "{interval}s"', *(['scale = { think = "off" }'] if capacity else [])]) + "\n"
+        (study.home / f"{version}{suffix}.toml").write_text(text)
+        study.specs[f"{version}{suffix}.toml"] = text
     comparisons = []
     for a, b in PAIRS:
-        out = f"workload-{a}-{b}.json"
-        done = study.fbbench("compare", "--paired", f"{a}.toml", f"{b}.toml", "--pairs", str(args.pairs),
-                             "--axis", "engine", "--json", out, check=False)
+        out = f"workload-{a}-{b}{suffix}.json"
+        done = study.fbbench("compare", "--paired", f"{a}{suffix}.toml", f"{b}{suffix}.toml", "--pairs",
+                             str(args.pairs), "--axis", "engine", "--json", out, check=False)
         title = f"{a} → {b}"
         if done.returncode != 0 or not (study.home / out).exists():
             failure = (done.stderr or done.stdout).strip()[-600:]
@@ -339,7 +345,7 @@ def _section(readme: str, heading: str) -> list[str]:
 
 
 def render(args: argparse.Namespace, study: Study, facts: dict[str, Any], paired: list[Comparison],
-           replays: dict[str, list[dict[str, Any]]], replay_comparisons: list[Comparison],
+           capacity: list[Comparison], replays: dict[str, list[dict[str, Any]]], replay_comparisons: list[Comparison],
            load_before: tuple[float, ...], load_after: tuple[float, ...], seconds: float) -> str:
     built, traced = facts["built"], facts["traced"]
     host = traced.get("host") or {}
@@ -349,7 +355,7 @@ def render(args: argparse.Namespace, study: Study, facts: dict[str, Any], paired
     for document in [built, traced, *(d for docs in replays.values() for d in docs)]:
         engine = document.get("engine") or {}
         engines[engine.get("engine_version")] = engine.get("version")
-    for comparison in paired:
+    for comparison in [*paired, *capacity]:
         for side in (comparison.document or {}).get("sides", []):
             match = re.search(r"\(([0-9.]+)\)", side.get("name", ""))
             if match:
@@ -412,6 +418,8 @@ def render(args: argparse.Namespace, study: Study, facts: dict[str, Any], paired
     lines += _step_workload(facts)
     if "workload" in args.parts:
         lines += _step_paired(paired, top_units)
+    if "capacity" in args.parts:
+        lines += _step_paired(capacity, top_units, capacity=True)
     if "replay" in args.parts:
         lines += _step_replay(replays, replay_comparisons, args)
     lines += _reading(args, paired, replays)
@@ -473,13 +481,17 @@ def _step_workload(facts: dict[str, Any]) -> list[str]:
     ]
 
 
-def _step_paired(paired: list[Comparison], top_units: list[str]) -> list[str]:
+def _step_paired(paired: list[Comparison], top_units: list[str], capacity: bool = False) -> list[str]:
     lines = [
-        "## 4. The generated workload on 3.0, 4.0 and 5.0",
+        "## 4. The generated workload on 3.0, 4.0 and 5.0" + (", at the engine's capacity" if capacity else ""),
         "",
         "`fbbench compare --paired A.toml B.toml --axis engine`: units per minute of each side (the geometric "
         "mean over the pairs), B/A with its 95 % interval over the pairs' ratios. The headline is the generated "
-        "workload's own: committed units per minute.",
+        "workload's own: committed units per minute. " + (
+            "Here with `--scale think=off` (the `-capacity` spec files): no think time, every attachment runs its "
+            "units back to back, so the units per minute are what the engine can do with this mix." if capacity else
+            "At the traced pace: each unit is followed by its traced think time, so the units per minute follow "
+            "the application's pace and the engines differ mostly in latency."),
         "",
         "| comparison | pairs | A units/min | B units/min | B against A |",
         "|---|---|---|---|---|",
@@ -633,8 +645,8 @@ def _reading(args: argparse.Namespace, paired: list[Comparison], replays: dict[s
                  "traced mix, and its think times are the traced gaps between an attachment's transactions: run "
                  "closed-loop on the traced number of attachments, its units per minute are set by the traced "
                  "pace as well as by the engine, while each shape's latency is the engine's time alone. "
-                 "Removing the `think_time` lines from `myapp/workload.toml` asks the other question — how many "
-                 "of these transactions the engine does flat out — which this page does not measure.")
+                 "`--scale think=off` asks the other question — how many of these transactions the engine does "
+                 "flat out — which the capacity comparisons answer.")
     lines.append("- **What the replay is.** The same statements with the same values at the same moments: what "
                  "one engine did with exactly the traced session. Its divergences say where the replay stopped "
                  "doing what was traced (the trace's order of commits across attachments is not the engine's "
