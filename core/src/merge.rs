@@ -283,12 +283,15 @@ pub fn merge_results(parts: &[Value]) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{latency_ms, local_histogram};
+    use crate::stats::{latency_ms, record_latency};
 
+    /// A process's interval of one unit: its local figures with the overflow merged in.
     fn unit(values: &[u64], outcome: Outcome, code: i64, tally: f64) -> (Value, UnitStats) {
-        let mut stats = UnitStats::new(local_histogram(), 1);
+        let mut stats = UnitStats::new(full_histogram(), 1);
         for &v in values {
-            stats.record(outcome, v, code, &[tally], 1.0);
+            if let Err(slow) = stats.record(outcome, v, code, &[tally], 1.0) {
+                record_latency(&mut stats.latency, slow);
+            }
         }
         (stats.interval_json(), stats)
     }

@@ -13,26 +13,40 @@ use crate::outcome::Outcome;
 pub const LOWEST_US: u64 = 1;
 pub const HIGHEST_US: u64 = 3_600_000_000;
 pub const SIGFIG: u8 = 3;
-/// Attachment-local histograms start covering 100 ms and grow on demand: most units stay far
-/// below that, and the memory of (attachments × units × 3) histograms stays small.
-const LOCAL_INITIAL_HIGHEST_US: u64 = 100_000;
+/// The largest latency an attachment-local histogram holds: the top of its fixed 8,192 counts
+/// (1 µs .. 2^17 - 1 µs at 3 significant digits: 7 buckets + 1 half bucket of 1,024 counts,
+/// 64 KiB of u64). Most units stay far below it. A local histogram never grows: a value above
+/// the top goes to the run's `Overflow` instead, merged exactly with the locals when the
+/// interval closes (the buckets of every 1 µs histogram at 3 digits coincide, whatever its top).
+pub const LOCAL_TOP_US: u64 = 131_071;
 
 pub fn full_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(LOWEST_US, HIGHEST_US, SIGFIG).expect("valid histogram bounds")
 }
 
+/// An attachment-local histogram: 1 µs .. `LOCAL_TOP_US`, its counts allocated once, never
+/// resized (auto-resize off; `record_local` keeps what it cannot hold out of it).
 pub fn local_histogram() -> Histogram<u64> {
-    let mut h = Histogram::new_with_bounds(LOWEST_US, LOCAL_INITIAL_HIGHEST_US, SIGFIG)
-        .expect("valid histogram bounds");
-    h.auto(true);
-    h
+    Histogram::new_with_bounds(LOWEST_US, LOCAL_TOP_US, SIGFIG).expect("valid histogram bounds")
 }
 
-/// Values outside 1 µs .. 1 h are clamped; a local histogram grows to hold the value
-/// (`saturating_record` would clamp to its current top instead of growing).
+/// Values outside 1 µs .. 1 h are clamped. For a histogram of the full range.
 #[inline]
 pub fn record_latency(h: &mut Histogram<u64>, micros: u64) {
     let _ = h.record(micros.clamp(LOWEST_US, HIGHEST_US));
+}
+
+/// Records `micros` (clamped to 1 µs .. 1 h) into a local histogram if it is at most
+/// `LOCAL_TOP_US`; otherwise leaves the histogram alone and returns the clamped value, for the
+/// caller to record into an overflow histogram of the full range.
+#[inline]
+pub fn record_local(h: &mut Histogram<u64>, micros: u64) -> Result<(), u64> {
+    let value = micros.max(LOWEST_US);
+    if value > LOCAL_TOP_US {
+        return Err(value.min(HIGHEST_US));
+    }
+    let _ = h.record(value);
+    Ok(())
 }
 
 pub fn serialize(h: &Histogram<u64>) -> String {
@@ -118,11 +132,20 @@ impl UnitStats {
         }
     }
 
-    /// One execution that ended at `end` (offset from the zero, s) after `micros`.
+    /// One execution that ended at `end` (offset from the zero, s) after `micros`, into an
+    /// attachment's local figures. Everything is recorded here but a latency above the local
+    /// histogram's top, which is returned (clamped to 1 h) for the caller's `Overflow`.
     #[inline]
-    pub fn record(&mut self, outcome: Outcome, micros: u64, code: i64, tally: &[f64], end: f64) {
+    pub fn record(
+        &mut self,
+        outcome: Outcome,
+        micros: u64,
+        code: i64,
+        tally: &[f64],
+        end: f64,
+    ) -> Result<(), u64> {
         self.counts[outcome.index()] += 1;
-        record_latency(&mut self.latency, micros);
+        let latency = record_local(&mut self.latency, micros);
         self.widen(end - micros as f64 / 1e6, end);
         match outcome {
             Outcome::Ok => {
@@ -134,6 +157,7 @@ impl UnitStats {
             Outcome::Conflict => *self.conflicts_by_code.entry(code).or_insert(0) += 1,
             Outcome::RolledBack => {}
         }
+        latency
     }
 
     #[inline]
@@ -219,6 +243,54 @@ impl UnitStats {
     }
 }
 
+/// The latencies above `LOCAL_TOP_US` that a run's attachments recorded, per unit, for each of
+/// the intervals the attachments can be recording into: while interval i closes, an attachment
+/// not yet swapped records into i or i + 1, one already swapped into i + 1 or i + 2 — so three
+/// slots, interval i's in slot i % 3, emptied for interval i + 3 once i is closed. Behind one
+/// mutex of the run, taken under the attachment's own (slow units are rare: no contention worth
+/// the name). A histogram covers the contract's full range; it is allocated when its first
+/// value arrives and then reset, never freed nor grown: at most 3 × units of them per run,
+/// whatever the number of attachments.
+pub struct Overflow {
+    slots: [(usize, Vec<Option<Histogram<u64>>>); 3],
+}
+
+impl Overflow {
+    pub fn new(units: usize) -> Overflow {
+        let slot = |index| (index, (0..units).map(|_| None).collect());
+        Overflow {
+            slots: [slot(0), slot(1), slot(2)],
+        }
+    }
+
+    /// A latency of `unit` above the local top, in interval `interval`.
+    #[cold]
+    pub fn record(&mut self, interval: usize, unit: usize, micros: u64) {
+        let (index, units) = &mut self.slots[interval % 3];
+        debug_assert_eq!(*index, interval, "an overflow for an interval not open");
+        let h = units[unit].get_or_insert_with(full_histogram);
+        let _ = h.record(micros.clamp(LOWEST_US, HIGHEST_US));
+    }
+
+    /// Adds interval `interval`'s latencies into `merged` (its units' figures, whose other
+    /// latencies came from the attachments' local histograms) and opens its slot for interval
+    /// `interval + 3`. Only once no attachment can record into `interval` any more.
+    pub fn close(&mut self, interval: usize, merged: &mut [UnitStats]) {
+        let (index, units) = &mut self.slots[interval % 3];
+        debug_assert_eq!(*index, interval, "closing an interval not open");
+        for (total, h) in merged.iter_mut().zip(units.iter_mut()) {
+            if let Some(h) = h.as_mut().filter(|h| !h.is_empty()) {
+                total
+                    .latency
+                    .add(&*h)
+                    .expect("histograms of 1 µs .. 1 h always merge");
+                h.reset();
+            }
+        }
+        *index = interval + 3;
+    }
+}
+
 /// Counts by outcome, keyed by the outcomes' names.
 pub fn counts_json(counts: &[u64; 4]) -> Map<String, Value> {
     let mut map = Map::new();
@@ -260,17 +332,24 @@ mod tests {
     fn merge_is_exact_across_attachments_and_serialization() {
         let mut a = UnitStats::new(local_histogram(), 1);
         let mut b = UnitStats::new(local_histogram(), 1);
+        let mut overflow = Overflow::new(1);
         for v in 1..=1000u64 {
-            a.record(Outcome::Ok, v, 0, &[1.0], 3.0);
+            a.record(Outcome::Ok, v, 0, &[1.0], 3.0).unwrap();
         }
-        // Beyond the local histogram's initial range: it grows instead of failing.
-        b.record(Outcome::Ok, 2_500_000, 0, &[2.5], 4.0);
-        b.record(Outcome::Conflict, 50, 335544345, &[9.0], 3.0);
-        b.record(Outcome::Error, 70, 335544321, &[], 3.0);
-        b.record(Outcome::Error, 0, 335544321, &[], 3.0);
+        // Above the local histogram's top: counted locally, its latency left for the overflow.
+        assert_eq!(
+            b.record(Outcome::Ok, 2_500_000, 0, &[2.5], 4.0),
+            Err(2_500_000)
+        );
+        overflow.record(0, 0, 2_500_000);
+        b.record(Outcome::Conflict, 50, 335544345, &[9.0], 3.0)
+            .unwrap();
+        b.record(Outcome::Error, 70, 335544321, &[], 3.0).unwrap();
+        b.record(Outcome::Error, 0, 335544321, &[], 3.0).unwrap();
         let mut total = UnitStats::new(full_histogram(), 1);
         total.add(&a);
         total.add(&b);
+        overflow.close(0, std::slice::from_mut(&mut total));
         assert_eq!(total.counts, [1001, 0, 1, 2]);
         assert_eq!(total.latency.len(), 1004);
         assert_eq!(total.tally, vec![1002.5]);
@@ -286,12 +365,45 @@ mod tests {
             (Some(1.5), Some(4.0))
         );
 
-        let parts = [serialize(&a.latency), serialize(&b.latency)];
+        let mut slow = full_histogram();
+        record_latency(&mut slow, 2_500_000);
+        let parts = [
+            serialize(&a.latency),
+            serialize(&b.latency),
+            serialize(&slow),
+        ];
         let merged = merge_serialized(&parts).unwrap();
         assert_eq!(merged, total.latency);
         let roundtrip = deserialize(&serialize(&merged)).unwrap();
         assert_eq!(roundtrip, merged);
         assert!(deserialize("not base64!").is_err());
+    }
+
+    #[test]
+    fn a_local_histogram_never_grows() {
+        let mut a = UnitStats::new(local_histogram(), 0);
+        let counts = a.latency.distinct_values();
+        assert_eq!(counts, 8192); // 64 KiB of u64
+                                  // LOCAL_TOP_US is the top of those counts: one more would need another bucket.
+        assert!(local_histogram().record(LOCAL_TOP_US).is_ok());
+        assert!(local_histogram().record(LOCAL_TOP_US + 1).is_err());
+        assert_eq!(a.record(Outcome::Ok, LOCAL_TOP_US, 0, &[], 1.0), Ok(()));
+        for (micros, overflow) in [
+            (LOCAL_TOP_US + 1, LOCAL_TOP_US + 1),
+            (5_000_000, 5_000_000),
+            (1_800_000_000, 1_800_000_000),
+            (u64::MAX, HIGHEST_US),
+        ] {
+            assert_eq!(a.record(Outcome::Ok, micros, 0, &[], 1.0), Err(overflow));
+        }
+        assert_eq!(a.latency.distinct_values(), counts);
+        assert_eq!(a.latency.high(), LOCAL_TOP_US);
+        assert_eq!((a.latency.len(), a.counts[0]), (1, 5));
+        // Reused interval after interval: still the same counts.
+        a.reset();
+        assert_eq!(a.record(Outcome::Ok, 0, 0, &[], 1.0), Ok(()));
+        assert_eq!(a.latency.distinct_values(), counts);
+        assert_eq!(a.latency.min(), 1);
     }
 
     #[test]
@@ -314,8 +426,8 @@ mod tests {
     #[test]
     fn reset_keeps_nothing() {
         let mut a = UnitStats::new(local_histogram(), 2);
-        a.record(Outcome::Ok, 10, 0, &[1.0, 2.0], 3.0);
-        a.record(Outcome::Error, 10, 1, &[], 3.0);
+        a.record(Outcome::Ok, 10, 0, &[1.0, 2.0], 3.0).unwrap();
+        a.record(Outcome::Error, 10, 1, &[], 3.0).unwrap();
         a.reset();
         assert!(a.is_empty());
         assert!(a.latency.is_empty());

@@ -12,6 +12,14 @@
 //! timekeeper takes it, once per interval, to swap the interval's accumulators out). Units are
 //! filed by the interval their end time falls in; the accumulator for the next interval already
 //! exists, so a unit that ends just after a boundary never lands in the closing interval.
+//!
+//! An attachment's memory is fixed when the run starts: its three interval slots (current, next,
+//! and the timekeeper's spare) hold per unit a local latency histogram of 1 µs .. 131 ms whose
+//! counts are never reallocated. The rare latency above that goes, under the attachment's mutex,
+//! into the run's shared overflow (`stats::Overflow`, one more mutex, three intervals' worth of
+//! full-range histograms per unit, whatever the number of attachments), which the timekeeper
+//! merges into the interval once every attachment is out of it: the interval's histogram is
+//! exactly the one a single full histogram would have recorded.
 
 mod control;
 mod replay;

@@ -22,7 +22,7 @@ use crate::config::{Order, Replay, ReplayExecution};
 use crate::conn::{Attachment, Statement};
 use crate::ffi::Handle;
 use crate::outcome::{classify, Failure, Outcome};
-use crate::stats::record_latency;
+use crate::stats::record_local;
 
 impl<'s> Worker<'s> {
     /// Replays session `index` on `att`: every transaction of it, then back.
@@ -107,7 +107,9 @@ impl<'s> Worker<'s> {
                 }
                 let lag = Instant::now().saturating_duration_since(at(e.at));
                 let lag_us = lag.as_micros() as u64;
-                record_latency(&mut stats.lag, lag_us);
+                if let Err(slow) = record_local(&mut stats.lag, lag_us) {
+                    shared.replay_overflow(None, slow);
+                }
                 stats.lag_max_us = stats.lag_max_us.max(lag_us);
                 let failure = self.replay_statement(
                     att,
@@ -222,7 +224,9 @@ impl<'s> Worker<'s> {
         let micros = began.elapsed().as_micros() as u64;
         let template = &mut stats.templates[e.template];
         template.executions += 1;
-        record_latency(&mut template.latency, micros);
+        if let Err(slow) = record_local(&mut template.latency, micros) {
+            self.shared.replay_overflow(Some(e.template), slow);
+        }
         stats.statements += 1;
         let mut failure = None;
         match result {

@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
 
 use crate::config::{Order, Replay};
-use crate::stats::{full_histogram, latency_ms, local_histogram, serialize};
+use crate::stats::{full_histogram, latency_ms, local_histogram, record_latency, serialize};
 
 /// Divergences kept whole (their number by kind is kept for all).
 pub(super) const KEPT_DIVERGENCES: usize = 1000;
@@ -20,7 +20,9 @@ pub struct TemplateStats {
     pub(super) latency: Histogram<u64>,
 }
 
-/// One attachment's replay measurements, merged into the run's when it comes back.
+/// One attachment's replay measurements, merged into the run's when it comes back. Its
+/// histograms are local (1 µs .. `LOCAL_TOP_US`, never grown); a latency or lag above their top
+/// goes straight into the run's (`Shared::replay_overflow`, `record_slow`).
 pub struct ReplayStats {
     pub(super) templates: Vec<TemplateStats>,
     pub(super) lag: Histogram<u64>,
@@ -57,6 +59,16 @@ impl ReplayStats {
             transactions: 0,
             statements: 0,
         }
+    }
+
+    /// A latency of template `template` (or, for None, a lag) into this run's totals, whose
+    /// histograms cover the contract's full range.
+    pub(super) fn record_slow(&mut self, template: Option<usize>, micros: u64) {
+        let h = match template {
+            Some(t) => &mut self.templates[t].latency,
+            None => &mut self.lag,
+        };
+        record_latency(h, micros);
     }
 
     pub(super) fn diverged(&mut self, kind: &'static str, detail: Value) {
@@ -167,6 +179,39 @@ mod tests {
         gate.mark(5);
         assert_eq!(gate.frontier, 6);
         gate.mark(9); // beyond the plan: ignored
+    }
+
+    /// As the replay records (replay.rs): into the attachment's local histograms, above their
+    /// top into the run's totals at once; the totals end as full histograms fed every value.
+    #[test]
+    fn slow_statements_and_lags_reach_the_totals_exactly() {
+        use crate::stats::{record_local, summary_us, LOCAL_TOP_US};
+        let mut totals = ReplayStats::new(2, false);
+        let mut local = ReplayStats::new(2, true);
+        let (mut lag, mut latency) = (full_histogram(), full_histogram());
+        for v in [
+            0,
+            7,
+            LOCAL_TOP_US,
+            LOCAL_TOP_US + 1,
+            5_000_000,
+            1_800_000_000,
+        ] {
+            if let Err(slow) = record_local(&mut local.lag, v) {
+                totals.record_slow(None, slow);
+            }
+            if let Err(slow) = record_local(&mut local.templates[1].latency, v * 3) {
+                totals.record_slow(Some(1), slow);
+            }
+            record_latency(&mut lag, v);
+            record_latency(&mut latency, v * 3);
+        }
+        assert_eq!(local.lag.distinct_values(), 8192);
+        totals.add(&local);
+        assert_eq!(totals.lag, lag);
+        assert_eq!(totals.templates[1].latency, latency);
+        assert_eq!(summary_us(&totals.lag), summary_us(&lag));
+        assert!(totals.templates[0].latency.is_empty());
     }
 
     #[test]

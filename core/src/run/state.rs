@@ -14,7 +14,7 @@ use crate::ffi::{FbApi, Handle, StatusVector, FB_CANCEL_RAISE, STATUS_LEN};
 use crate::outcome::Outcome;
 use crate::report::{AttachmentEnd, Ended, Finished, Live};
 use crate::signals::SavedSignals;
-use crate::stats::{local_histogram, UnitStats};
+use crate::stats::{local_histogram, Overflow, UnitStats};
 use crate::timeline::{WallClock, ZERO_BOUNDARY};
 
 pub struct IntervalSlot {
@@ -103,6 +103,8 @@ pub struct Shared {
     pub state: Mutex<RunState>,
     pub cond: Condvar,
     pub slots: Vec<WorkerSlot>,
+    /// Latencies above the attachments' local histograms' top, per interval (stats.rs).
+    pub(super) overflow: Mutex<Overflow>,
     pub clock: WallClock,
     /// A replay's strict order, and what its attachments measured (merged as each comes back).
     pub(super) order: Mutex<OrderGate>,
@@ -140,6 +142,7 @@ impl Shared {
             .as_ref()
             .map(|r| ReplayStats::new(r.templates.len(), false));
         let phase_done = (0..config.units.len()).map(|_| AtomicU64::new(0)).collect();
+        let units = config.units.len();
         Shared {
             order: Mutex::new(OrderGate::new(actions)),
             order_cond: Condvar::new(),
@@ -154,6 +157,7 @@ impl Shared {
             cond: Condvar::new(),
             phase_done,
             slots,
+            overflow: Mutex::new(Overflow::new(units)),
             clock: WallClock::now(),
         }
     }
@@ -303,7 +307,11 @@ impl Shared {
         } else {
             &mut stats.current
         };
-        slot.units[unit].record(outcome, micros, code, tally, offset);
+        if let Err(slow) = slot.units[unit].record(outcome, micros, code, tally, offset) {
+            // Under the attachment's lock: the timekeeper takes interval i's overflow only after
+            // it swapped every attachment out of i.
+            lock(&self.overflow).record(slot.index, unit, slow);
+        }
         stats.live[unit][outcome.index()] += 1;
         if interval >= self.config.timeline.warmup_intervals() {
             stats.live_measure[unit][outcome.index()] += 1;
@@ -317,6 +325,17 @@ impl Shared {
         }
         lock(&self.order).mark(seq);
         self.order_cond.notify_all();
+    }
+
+    /// A replay's latency (of `template`; None: a lag) above the attachment's local histogram's
+    /// top, into the run's totals at once. The attachment's other measurements join them when it
+    /// comes back: one abandoned never does, so its slow statements are then the only ones of it
+    /// in the replay's histograms (its `executions` not counted).
+    #[cold]
+    pub(super) fn replay_overflow(&self, template: Option<usize>, micros: u64) {
+        if let Some(totals) = lock(&self.replay_totals).as_mut() {
+            totals.record_slow(template, micros);
+        }
     }
 
     /// An attachment's replay measurements, added to the run's.
