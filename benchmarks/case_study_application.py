@@ -483,7 +483,8 @@ def _step_workload(facts: dict[str, Any]) -> list[str]:
 
 def _step_paired(paired: list[Comparison], top_units: list[str], capacity: bool = False) -> list[str]:
     lines = [
-        "## 4. The generated workload on 3.0, 4.0 and 5.0" + (", at the engine's capacity" if capacity else ""),
+        ("## 4b. The generated workload on 3.0, 4.0 and 5.0, at the engine's capacity" if capacity else
+         "## 4. The generated workload on 3.0, 4.0 and 5.0"),
         "",
         "`fbbench compare --paired A.toml B.toml --axis engine`: units per minute of each side (the geometric "
         "mean over the pairs), B/A with its 95 % interval over the pairs' ratios. The headline is the generated "
