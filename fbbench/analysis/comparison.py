@@ -232,10 +232,11 @@ def _engine_value(name: str) -> RunValue:
     return lambda run: (_engine_per_unit(run) or {}).get(name)
 
 
-def _engine_defs() -> list[FigureDef]:
+def engine_defs() -> list[FigureDef]:
     labels = {"page_reads": "page reads", "page_writes": "page writes", "page_fetches": "page fetches",
-              "page_marks": "page marks", "backouts": "backouts", "purges": "purges", "expunges": "expunges",
-              "conflicts": "record conflicts"}
+              "page_marks": "page marks", "seq_reads": "records read naturally",
+              "idx_reads": "records read by index", "backouts": "backouts", "purges": "purges",
+              "expunges": "expunges", "conflicts": "record conflicts"}
     defs = [FigureDef(f"{label} per unit", "engine", "", "lower", False,
                       _engine_value(name), definition=name)
             for name, label in labels.items()]
@@ -445,7 +446,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
     defs = figure_defs(all_runs)
     figure_rows = [_figure_row(figure, base, others, names, withheld, hosts=hosts) for figure in defs]
     engine_rows = [_figure_row(figure, base, others, names, withheld, verdicts=False, hosts=hosts)
-                   for figure in _engine_defs()]
+                   for figure in engine_defs()]
     engine_rows = [row for row in engine_rows if any(v is not None for v in row["values"].values())]
 
     headline = next((row for row in figure_rows if row["kind"] == "headline"), figure_rows[0] if figure_rows else None)

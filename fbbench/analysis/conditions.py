@@ -515,6 +515,24 @@ def axis(rows: Sequence[DiffRow], requested: Sequence[str] | None = None,
     return on_axis, others
 
 
+def differences_outside(records: Mapping[str, Conditions], factor: str) -> list[DiffRow]:
+    """The known differences between the records that neither are ``factor`` (``engine``, or
+    ``workload.hash``) nor follow from it: what keeps two points out of one track series."""
+    return [row for row in diff(records)
+            if row.told and row.factor != factor and _consequence_of(row, {factor}) is None]
+
+
+def to_json(conditions: Conditions) -> dict[str, Any]:
+    """A record as JSON (a track point keeps the conditions its runs shared)."""
+    return {"data": conditions.data, "defaults": sorted(conditions.defaults),
+            "conf_complete": conditions.conf_complete, "seed": conditions.seed, "label": conditions.label}
+
+
+def from_json(data: Mapping[str, Any]) -> Conditions:
+    return Conditions(dict(data["data"]), frozenset(data.get("defaults") or ()), bool(data.get("conf_complete", True)),
+                      data.get("seed"), str(data.get("label") or ""))
+
+
 def _not_a_difference(name: str, rows: Sequence[DiffRow], factors: Sequence[str], known: Sequence[str]) -> AxisError:
     differences = ", ".join(factors) or "none: the runs have the same conditions"
     same = [key for key in known if _matches(name, key)]

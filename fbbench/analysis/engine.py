@@ -108,12 +108,13 @@ def busiest_tables(samples: Samples, intervals_rows: Sequence[Mapping[str, Any]]
 
 
 PER_UNIT = (("io", ("page_reads", "page_writes", "page_fetches", "page_marks")),
-            ("record", ("backouts", "purges", "expunges", "conflicts")))
+            ("record", ("seq_reads", "idx_reads", "backouts", "purges", "expunges", "conflicts")))
 
 
 def per_unit(samples: Samples, intervals_rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None] | None:
     """The measured period's engine work per unit the load ran (any outcome): page reads, writes,
-    fetches, marks, backouts, purges, expunges and record conflicts per unit, and the largest
+    fetches, marks, records read naturally (seq_reads) and through an index (idx_reads), backouts,
+    purges, expunges and record conflicts per unit, and the largest
     Next − OIT gap; None when the engine was not sampled. Where a comparison's difference came from.
 
     The units counted are those of the intervals the readings answer for, so that a late reading

@@ -255,6 +255,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
             "firebird_conf_source": engine.get("firebird_conf_source"),
             "round_trip": engine.get("round_trip"),
             "load_clients": engine.get("load_clients"),
+            "plans": engine.get("plans"),
         },
         "database": {
             "path": database.get("location"),

@@ -4,7 +4,7 @@ This file is the front door: the app, its commands in the order ``fbbench --help
 ``--version``, and how an error the user can act on ends a command. The commands live one group
 to a module — :mod:`.run`, :mod:`.compare` (with ``lint``), :mod:`.sweep`, :mod:`.results`,
 :mod:`.engines` (with ``doctor``), :mod:`.db`, :mod:`.trace`, :mod:`.workload`, :mod:`.replay`,
-:mod:`.lab` — and what they share in :mod:`.common`.
+:mod:`.track`, :mod:`.lab` — and what they share in :mod:`.common`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from fbbench import __version__, signals
-from fbbench.cli import compare, db, engines, lab, replay, results, run, sweep, trace, workload
+from fbbench.cli import compare, db, engines, lab, replay, results, run, sweep, trace, track, workload
 from fbbench.cli.common import _print_error, console
 from fbbench.errors import FbbenchError
 
@@ -43,6 +43,7 @@ app.command("lint", short_help="The credibility lint alone (exit 1 on an error, 
 app.add_typer(trace.trace_app, name="trace")
 app.add_typer(workload.workload_app, name="workload")
 app.command(short_help="Replay an application's trace on a copy restored from its backup, as a run.")(replay.replay)
+app.add_typer(track.track_app, name="track")
 app.add_typer(lab.lab_app, name="lab")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fbbench.errors import FbbenchError
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 MIGRATIONS: dict[int, str] = {
     # 0 → 1: the first schema.
@@ -211,6 +211,54 @@ MIGRATIONS: dict[int, str] = {
         detail_json text,                  -- the rest: opens, fetches and their times; a statement's parts …
         primary key (run_id, kind, rank)
     );
+    """,
+    # 8 → 9: fbbench track — series of points over builds, commits or days (fbbench/track/): a
+    # series per benchmark and conditions, a point per build (runs, or time-shared pairs against a
+    # reference build), and the changes found in them, each kept under one identity as points come.
+    9: """
+    create table track_series (
+        series_id text primary key,
+        suite text not null,               -- the suite's name (track.toml's name, or its file's stem)
+        benchmark text not null,
+        kind text not null,                -- absolute (runs of the build) / relative (pairs against a reference)
+        axis text not null,                -- what varies along it: engine (builds) / workload (a team's commits)
+        reference_build text,              -- relative: the reference build's identity (version string, binaries)
+        created_at real not null,
+        reason text,                       -- why a new series began (the conditions that differ from the last)
+        evaluated integer not null default 0  -- its points whose changes have been looked for, in order
+    );
+    create index track_series_suite on track_series(suite, benchmark);
+    create table track_points (
+        point_id text primary key,
+        series_id text not null references track_series(series_id),
+        suite text not null,
+        benchmark text not null,
+        label text not null,               -- --label (a build, a commit, a date); the engine's name by default
+        engine text not null,              -- the engine as named (--engine)
+        engine_build text,                 -- as the engine reports itself (LI-V5.0.4.1812 Firebird 5.0)
+        engine_binaries text,              -- sha256 of the engine's binaries, where known
+        reference text,                    -- --reference as named (relative points)
+        created_at real not null,
+        series_a text,                     -- relative: the reference's runs (a run series of the results store)
+        series_b text not null,            -- the build's runs
+        conditions_json text not null,     -- the conditions the point's runs share (analysis.conditions)
+        figures_json text not null,        -- figure → samples, value and interval, unit, better, kind
+        plans_json text                    -- statement → its plan, routine → its plan (where the engine gives them)
+    );
+    create index track_points_series on track_points(series_id, created_at);
+    create table track_changes (
+        change_id text primary key,        -- of (series, figure, the points before and after it)
+        series_id text not null references track_series(series_id),
+        figure text not null,
+        before_point text not null,
+        after_point text not null,
+        first_seen integer not null,       -- the series' length when it was first found
+        state text not null,               -- current / moved / withdrawn
+        ended_at integer,                  -- moved or withdrawn: the series' length then
+        moved_to text,                     -- moved: the change it became
+        detail_json text not null          -- magnitude, interval, p-value, method and its parameters
+    );
+    create index track_changes_series on track_changes(series_id, state);
     """,
 }
 

@@ -148,6 +148,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                              architecture=engine.get("server_mode") or engine["architecture"],
                              database={"location": dsn, "before": before})
             workload_sql.prepare_all(dsn, workload)
+            engine["plans"] = workload_sql.plans(dsn, workload)
+            store.update_run(run_id, engine=engine)
             exceptions = workload_sql.exception_numbers(dsn, workload)
             constants = workload_sql.constants(dsn, workload, seed)
             detail["constants"] = constants

@@ -1,6 +1,7 @@
 """The SQL a workload defines besides its units, run inside the engine child: DB-side metrics,
 exception numbers, run constants, consistency checks — and preparing all of it before measuring,
-so that a mistake in a check or a metric stops the run before it starts, not after."""
+so that a mistake in a check or a metric stops the run before it starts, not after — and the plan
+the engine chose for each of the units' statements (what ``fbbench track`` follows across builds)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,49 @@ def prepare_all(dsn: str, workload: Workload) -> None:
                 reason = driver.explain(error, dsn).message
                 raise FbbenchError(f"{where}: the SQL of {what} does not prepare: {reason}",
                                    hint="fix the workload file; nothing was measured") from None
+
+
+MAX_PLANNED_STATEMENTS = 500  # a workload made from a long trace may have thousands: the first are planned
+_ROUTINE_TYPES = {2: "trigger", 5: "procedure", 15: "function", 0: "relation"}  # RDB$OBJECT_TYPE numbers
+
+
+def plans(dsn: str, workload: Workload) -> dict[str, Any]:
+    """The plan of every statement of the workload's units as the engine prepares it on the
+    populated database — the legacy form and the explained one (Firebird 3.0+) — and, on
+    Firebird 5.0+, the explained plans of the PSQL routines those statements compile
+    (MON$COMPILED_STATEMENTS): a statement that only calls a procedure has no plan of its own.
+    A statement that does not prepare alone (it needs an earlier statement of its unit) is
+    listed with the engine's reason, never a failure of the run."""
+    statements: list[dict[str, Any]] = []
+    routines: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    with driver.connect(dsn) as connection:
+        with connection.cursor() as cursor:
+            for unit in workload.units:
+                for number, statement in enumerate(unit.statements, 1):
+                    if len(statements) >= MAX_PLANNED_STATEMENTS or statement.sql in seen:
+                        continue
+                    seen.add(statement.sql)
+                    entry: dict[str, Any] = {"unit": unit.name, "statement": number, "sql": statement.sql}
+                    try:
+                        prepared = cursor.prepare(statement.sql)
+                        try:
+                            entry.update(plan=prepared.plan, explained=prepared.detailed_plan)
+                        finally:
+                            prepared.free()
+                    except Exception as error:
+                        entry["error"] = driver.explain(error, dsn).message
+                    statements.append(entry)
+            try:
+                cursor.execute("select trim(mon$object_name), mon$object_type, trim(mon$package_name), "
+                               "mon$explained_plan from mon$compiled_statements where mon$object_name is not null")
+                for name, kind, package, explained in cursor.fetchall():
+                    routines.append({"name": name, "type": _ROUTINE_TYPES.get(kind, str(kind)),
+                                     "package": package or None, "explained": explained})
+            except Exception:
+                pass  # before Firebird 5.0 there is no MON$COMPILED_STATEMENTS: statements' plans only
+    routines.sort(key=lambda r: (r["package"] or "", r["name"], r["type"]))
+    return {"statements": statements, "routines": routines}
 
 
 def tables(dsn: str) -> list[str]:

@@ -1,0 +1,177 @@
+"""``fbbench track run | show | check``: series over builds, an application's commits or days,
+their changes, and a gate for CI (:mod:`fbbench.track`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from fbbench import paths
+from fbbench.cli.common import INTERRUPTED, ResultsOption, WorkdirOption, _notices, _print_error, console
+from fbbench.errors import FbbenchError
+
+CHECK_FAILED = 1  # track check: a regression beyond the suite's threshold (for CI)
+
+track_app = typer.Typer(help="Regression tracking: series of points over builds, commits or days, their changes "
+                        "with their likely cause, and a CI gate.", no_args_is_help=True)
+
+SuiteArgument = Annotated[Path, typer.Argument(help="The suite file (track.toml): benchmarks and the figures to "
+                                               "track (docs/tracking.md).")]
+
+
+@track_app.command("run")
+def track_run(
+    suite: SuiteArgument,
+    engine: Annotated[str, typer.Option("--engine", "-e", help="The build a point measures: 5.0, a name from "
+                                        "fbbench engines add, server:DIR …")],
+    label: Annotated[str | None, typer.Option("--label", help="The point's label along the series: a build, a "
+                                              "commit, a date (default: the engine's name).")] = None,
+    reference: Annotated[str | None, typer.Option("--reference", help="Make each point time-shared pairs against "
+                                                  "this build (embedded engines): ratios free of the machine's "
+                                                  "drift.")] = None,
+    results: ResultsOption = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """Add one point to each series of the suite: every benchmark run on the build.
+
+    Examples: `fbbench track run track.toml --engine 5.0 --label 5.0.4` ·
+    `fbbench track run track.toml --engine fb5-snapshot --reference 5.0 --label 2026-11-28` ·
+    `fbbench track run app-track.toml --engine 5.0 --label "$(git rev-parse --short HEAD)"`
+    """
+    from fbbench.track import points as making
+    from fbbench.track.suite import read_suite
+
+    parsed = read_suite(suite)
+    label = _label(label or engine)
+    planned = making.plan(parsed, engine, reference, results, workdir)
+    kind = (f"each {planned[0].benchmark.pairs} time-shared pair(s) against {reference}" if reference
+            else "each its benchmark's repeats")
+    console.print(f"[bold]track[/] {escape(parsed.name)}: {len(planned)} point(s) labelled {escape(label)} on "
+                  f"{escape(engine)}, {kind}", highlight=False, soft_wrap=True)
+
+    def on_point(point: Any) -> None:
+        console.print(escape(_point_line(point, label)), highlight=False, soft_wrap=True)
+        if point.new_series:
+            console.print(f"  [yellow]{escape(point.new_series)}[/]", highlight=False, soft_wrap=True)
+        for change in point.changes:
+            console.print(f"  [bold]change[/]: {escape(_change_line(change, point))}", highlight=False,
+                          soft_wrap=True)
+
+    outcome = making.run_suite(parsed, planned, engine, label, reference, notices=_notices(), on_point=on_point,
+                               on_run=lambda run: console.print(f"  run {run.run_id}: {run.status}", highlight=False))
+    made = sum(1 for p in outcome.points if p.point is not None and p.skipped is None)
+    if outcome.interrupted:
+        _print_error(f"interrupted: {made} point(s) made now are kept; none half-made was recorded",
+                     f"run the same command again to make the rest: fbbench track run {suite} --engine {engine}"
+                     + (f" --reference {reference}" if reference else "") + f" --label {label}")
+        raise typer.Exit(INTERRUPTED)
+    failed = [p for p in outcome.points if p.failure]
+    for point in failed:
+        _print_error(f"benchmark {point.benchmark}: no point: {point.failure}")
+    console.print(f"results store: {outcome.results} (fbbench track show {suite}"
+                  + (f" --results {outcome.results}" if results else "") + ")", highlight=False, soft_wrap=True)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _label(text: str) -> str:
+    text = text.strip()
+    if not text or "\n" in text or len(text) > 100:
+        raise FbbenchError(f"--label must be a single line of 1 to 100 characters, got {text[:40]!r}")
+    return text
+
+
+def _point_line(point: Any, label: str) -> str:
+    if point.skipped:
+        return f"{point.benchmark}: skipped — {point.skipped}"
+    if point.interrupted:
+        return f"{point.benchmark}: interrupted — no point recorded"
+    if point.failure:
+        return f"{point.benchmark}: failed — {point.failure}"
+    figures = point.point.figures
+    first = next(iter(figures))
+    shown = figures[first]
+    value = f"{shown['value']:.4g}" if "value" in shown else "–"
+    return (f"{point.benchmark}: point {point.point.point_id} ({label}) in series {point.point.series_id}: "
+            f"{first} {value}")
+
+
+def _change_line(change: Any, point: Any) -> str:
+    detail = change.detail
+    return (f"{change.figure} {(detail['ratio'] - 1) * 100:+.1f} % between points {change.before_point} and "
+            f"{change.after_point} (p {detail['p_value']:.2g}, {detail['method']})")
+
+
+def _document(suite: Path, results: Path | None) -> dict[str, Any]:
+    from fbbench.store import ResultsStore
+    from fbbench.track import changes as found_changes
+    from fbbench.track.series import suite_document
+    from fbbench.track.suite import read_suite
+
+    parsed = read_suite(suite)
+    store_path = (results or paths.default_results()).expanduser().resolve()
+    if not store_path.exists():
+        raise FbbenchError(f"no results store at {store_path}: suite {parsed.name} has no points yet",
+                           hint=f"make the first: fbbench track run {suite} --engine NAME")
+    with ResultsStore(store_path) as store:
+        found_changes.evaluate_suite(store, parsed.name, found_changes.methods_of(parsed.method, parsed.counter_method))
+        return suite_document(store, parsed)
+
+
+def _write(path: Path, text: str, what: str) -> None:
+    paths.writable_file(path, what)
+    paths.write_whole(path, text)
+
+
+@track_app.command("show")
+def track_show(
+    suite: SuiteArgument,
+    results: ResultsOption = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the series, points and changes (JSON) "
+                                                   "here.")] = None,
+) -> None:
+    """The suite's series: their points, the changes found with what moved together, and why.
+
+    Example: `fbbench track show track.toml`
+    """
+    from fbbench.report.track import print_document
+
+    if json_file is not None:
+        paths.writable_file(json_file, "--json")
+    document = _document(suite, results)
+    print_document(console, document)
+    if json_file is not None:
+        _write(json_file, json.dumps(document, indent=2, default=str) + "\n", "--json")
+
+
+@track_app.command("check")
+def track_check(
+    suite: SuiteArgument,
+    results: ResultsOption = None,
+    json_file: Annotated[Path | None, typer.Option("--json", help="Write the verdict (JSON) here.")] = None,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help="Write a Markdown summary a CI job can "
+                                                  "publish here.")] = None,
+) -> None:
+    """Exit 1 when the newest points brought a regression beyond the suite's threshold (its interval
+    beyond it too), or a relative point lies that far beyond its reference; 0 otherwise.
+
+    Example: `fbbench track check track.toml --markdown "$GITHUB_STEP_SUMMARY"`
+    """
+    from fbbench.report.track import check_json, print_document
+    from fbbench.report.track import markdown as markdown_text
+
+    for path, what in ((json_file, "--json"), (markdown, "--markdown")):
+        if path is not None:
+            paths.writable_file(path, what)
+    document = _document(suite, results)
+    print_document(console, document, check=True)
+    if json_file is not None:
+        _write(json_file, json.dumps(check_json(document), indent=2, default=str) + "\n", "--json")
+    if markdown is not None:
+        _write(markdown, markdown_text(document), "--markdown")
+    if not document["check"]["passed"]:
+        raise typer.Exit(CHECK_FAILED)
