@@ -32,6 +32,11 @@ from fbbench.store.model import StoredRun
 
 SCHEMA_VERSION = 1  # of the track document: docs/tracking.md
 COUNTERS = ("page_fetches", "page_reads", "page_writes", "page_marks", "idx_reads", "seq_reads")
+# Which way is worse is not theirs to say: records read by index instead of naturally is the
+# access path changing (an index used, or lost), which the page fetches judge. They name a cause
+# and never fail a check by themselves.
+ACCESS_PATH = ("idx_reads", "seq_reads")
+NEITHER = "neither"
 FIGURE, COUNTER = "figure", "counter"
 
 
@@ -100,7 +105,8 @@ def read_point(names: Sequence[str], runs_b: Sequence[StoredRun],
         if definition is None:
             figures[name] = {**entry, "missing": "no run of the point produced it"}
             continue
-        entry.update(better=definition.better, unit=definition.unit)
+        neutral = {counter_names()[key] for key in ACCESS_PATH}
+        entry.update(better=NEITHER if name in neutral else definition.better, unit=definition.unit)
         built = [definition.value(run) for run in runs_b]
         entry["build"] = built
         if any(v is None or not math.isfinite(float(v)) for v in built):
@@ -226,8 +232,11 @@ def _beyond(change: Mapping[str, Any], threshold: float) -> bool:
 
 
 def worse(change: Mapping[str, Any]) -> bool:
-    ratio = change["detail"]["ratio"]
-    return ratio > 1 if change.get("better") == "lower" else ratio < 1
+    """Whether a change goes the worse way (never for the access-path counters, :data:`ACCESS_PATH`)."""
+    ratio, better = change["detail"]["ratio"], change.get("better")
+    if better == NEITHER:
+        return False
+    return ratio > 1 if better == "lower" else ratio < 1
 
 
 def check(series: Sequence[Mapping[str, Any]], threshold: float) -> dict[str, Any]:
@@ -274,6 +283,8 @@ def check(series: Sequence[Mapping[str, Any]], threshold: float) -> dict[str, An
 
 
 def _why_not(change: Mapping[str, Any], threshold: float) -> str:
+    if change.get("better") == NEITHER:
+        return "the access path moved (records read by index against naturally): the page fetches judge it"
     if not worse(change):
         return "an improvement"
     detail = change["detail"]

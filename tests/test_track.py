@@ -1,0 +1,274 @@
+"""``fbbench track`` on real engines through the real CLI: a series over three builds whose plan
+changes in 5.0, an application team's series over commits of its workload (an index dropped and
+restored), points relative to a reference build, Ctrl-C and resuming, a new series when the
+conditions differ, and bad suites refused before anything runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, assert_clean_error, run_cli
+
+OUTER_JOIN = REPO / "tests" / "workloads" / "outer_join"
+# Fixed work, one attachment, a fixed seed: the engine's work per unit repeats run to run.
+BENCHMARK = ('[[benchmark]]\nname = "{name}"\nworkload = "{workload}"\ntransactions = 200\nconnections = 1\n'
+             'seed = 1\nsweep = false\nvalidate = false\n')
+
+
+def _suite(directory: Path, body: str, name: str = "track.toml") -> Path:
+    path = directory / name
+    path.write_text(body)
+    return path
+
+
+def _track(*args: str, store: Path, home: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return run_cli("track", *args, "--results", str(store), env={"FBBENCH_HOME": str(home)}, timeout=timeout)
+
+
+def _show(suite: Path, store: Path, home: Path, tmp: Path) -> dict[str, Any]:
+    out = tmp / f"show-{time.monotonic_ns()}.json"
+    result = _track("show", str(suite), "--json", str(out), store=store, home=home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    document: dict[str, Any] = json.loads(out.read_text())
+    return document
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A series over 3.0 → 4.0 → 5.0 of a query whose plan 5.0 changes (OuterJoinConversion)."""
+    tmp = tmp_path_factory.mktemp("track-builds")
+    suite = _suite(tmp, 'name = "builds"\nrepeats = 3\n' + BENCHMARK.format(name="outer_join", workload=OUTER_JOIN))
+    store, home = tmp / "r.sqlite", tmp / "home"
+    outputs = {}
+    for version in ("3.0", "4.0", "5.0"):
+        result = _track("run", str(suite), "--engine", version, "--label", version, store=store, home=home)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+        outputs[version] = result.stdout
+    check = _track("check", str(suite), "--json", str(tmp / "check.json"), "--markdown", str(tmp / "check.md"),
+                   store=store, home=home)
+    return {"tmp": tmp, "suite": suite, "store": store, "home": home, "outputs": outputs, "check": check,
+            "document": _show(suite, store, home, tmp)}
+
+
+def test_a_plan_change_between_builds_is_found_there_with_its_cause(builds: dict[str, Any]) -> None:
+    [series] = builds["document"]["series"]
+    assert [p["label"] for p in series["points"]] == ["3.0", "4.0", "5.0"]
+    assert [p["engine_build"].split()[0] for p in series["points"]] == \
+        ["LI-V3.0.14.33856", "LI-V4.0.7.3271", "LI-V5.0.4.1812"]
+    fetches = [c for c in series["changes"] if c["figure"] == "page fetches per unit"]
+    # 3.0 and 4.0 read every customer through the outer join; 5.0 starts from the region's index.
+    assert [(c["before"]["label"], c["after"]["label"]) for c in fetches] == [("4.0", "5.0")]
+    assert fetches[0]["detail"]["ratio"] < 0.2 and fetches[0]["detail"]["p_value"] <= 0.001
+    [event] = [e for e in series["events"] if e["after"]["label"] == "5.0"]
+    assert event["before"]["label"] == "4.0"
+    assert "plan changed: region_customers statement 1" in event["cause"]
+    [plan] = [p for p in event["plans"] if p["change"] == "plan"]
+    assert 'Table "CUSTOMER" as "C" Full Scan' in plan["before"]
+    assert 'Index "REGION_CODE"' in plan["after"]
+    assert not any(p for e in series["events"] if e["after"]["label"] == "4.0" for p in e["plans"])
+    # The console says it as the change is found, and show names the cause.
+    assert "page fetches per unit" in builds["outputs"]["5.0"] and "change" in builds["outputs"]["5.0"]
+
+
+def test_check_passes_an_improvement_and_says_the_plan_changed(builds: dict[str, Any]) -> None:
+    check = builds["check"]
+    assert check.returncode == 0, check.stdout + check.stderr
+    verdict = json.loads((builds["tmp"] / "check.json").read_text())
+    assert verdict["passed"] is True and verdict["failures"] == []
+    assert any(note["kind"] == "plan" and note["point"] == "5.0" for note in verdict["notes"])
+    summary = (builds["tmp"] / "check.md").read_text()
+    assert summary.startswith("## fbbench track check: builds — passed")
+    assert "| 5.0 | 5.0 |" in summary and "plan changed" in summary
+
+
+def test_running_a_point_again_makes_nothing_and_show_finds_the_same_changes(builds: dict[str, Any]) -> None:
+    result = _track("run", str(builds["suite"]), "--engine", "5.0", "--label", "5.0", store=builds["store"],
+                    home=builds["home"])
+    assert result.returncode == 0, result.stderr
+    assert "skipped — it has a point for 5.0 already" in result.stdout
+    again = _show(builds["suite"], builds["store"], builds["home"], builds["tmp"])
+    before = [c["change_id"] for c in builds["document"]["series"][0]["changes"]]
+    assert [c["change_id"] for c in again["series"][0]["changes"]] == before
+
+
+def test_a_point_under_other_conditions_starts_a_new_series_and_says_why(builds: dict[str, Any]) -> None:
+    changed = _suite(builds["tmp"], builds["suite"].read_text().replace("connections = 1", "connections = 2"))
+    result = _track("run", str(changed), "--engine", "5.0", "--label", "5.0-two", store=builds["store"],
+                    home=builds["home"])
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+    assert "a new series" in result.stdout and "load.connections" in result.stdout
+    document = _show(changed, builds["store"], builds["home"], builds["tmp"])
+    assert len(document["series"]) == 2
+    assert "load.connections" in document["series"][1]["reason"]
+    assert [p["label"] for p in document["series"][1]["points"]] == ["5.0-two"]
+
+
+def _commit(repo: Path, message: str) -> str:
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, capture_output=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m",
+                    message], check=True, capture_output=True)
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_an_application_series_gates_the_commit_that_dropped_an_index(tmp_path: Path) -> None:
+    """A workload directory committed 6 times, an index dropped in the 4th and restored in the 7th:
+    check fails at the 4th, naming the plan change and the fetches; the 5th and 6th do not alert
+    again; the restored index is found as a change back."""
+    repo = tmp_path / "app"
+    shutil.copytree(OUTER_JOIN, repo / "workload")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    schema = repo / "workload" / "schema.sql"
+    index = "create index customer_region on customer (region_id);\n"
+    suite = _suite(tmp_path, 'name = "app"\naxis = "workload"\nrepeats = 2\nthreshold = "10%"\nmin_magnitude = "50%"\n'
+                   + BENCHMARK.format(name="customers", workload=repo / "workload"))
+    store, home = tmp_path / "r.sqlite", tmp_path / "home"
+    edits = [lambda: None,
+             lambda: (repo / "workload" / "README.md").write_text("customers by region\n"),
+             lambda: (repo / "workload" / "README.md").write_text("customers by region, faster\n"),
+             lambda: schema.write_text(schema.read_text().replace(index, "")),
+             lambda: (repo / "workload" / "README.md").write_text("customers by region (no index)\n"),
+             lambda: (repo / "workload" / "README.md").write_text("customers by region, again\n"),
+             lambda: schema.write_text(schema.read_text().replace("create index region_code", index
+                                                                  + "create index region_code"))]
+    exits = []
+    for number, edit in enumerate(edits, 1):
+        edit()
+        commit = _commit(repo, f"commit {number}")
+        made = _track("run", str(suite), "--engine", "5.0", "--label", commit, store=store, home=home)
+        assert made.returncode == 0, made.stdout[-3000:] + made.stderr
+        check = _track("check", str(suite), "--json", str(tmp_path / f"check{number}.json"), store=store, home=home)
+        exits.append(check.returncode)
+        if number == 4:
+            assert "check failed" in check.stdout, check.stdout
+            verdict = json.loads((tmp_path / "check4.json").read_text())
+            assert {f["figure"] for f in verdict["failures"]} >= {"page fetches per unit"}
+            assert all("plan changed: region_customers statement 1" in f["cause"] for f in verdict["failures"])
+    assert exits == [0, 0, 0, 1, 0, 0, 0], exits
+    document = _show(suite, store, home, tmp_path)
+    [series] = document["series"]
+    assert len(series["points"]) == 7 and series["axis"] == "workload"
+    fetches = [c for c in series["changes"] if c["figure"] == "page fetches per unit" and c["state"] == "current"]
+    labels = [p["label"] for p in series["points"]]
+    assert [(c["before"]["label"], c["after"]["label"]) for c in fetches] == [(labels[2], labels[3]),
+                                                                           (labels[5], labels[6])]
+    assert fetches[0]["detail"]["ratio"] > 1.5 and fetches[1]["detail"]["ratio"] < 0.7
+
+
+def test_points_relative_to_a_reference_are_pair_ratios(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, 'name = "rel"\npairs = 2\n' + BENCHMARK.format(name="oj", workload=OUTER_JOIN))
+    store, home = tmp_path / "r.sqlite", tmp_path / "home"
+    result = _track("run", str(suite), "--engine", "5.0", "--reference", "4.0", "--label", "snapshot", store=store,
+                    home=home)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    document = _show(suite, store, home, tmp_path)
+    [series] = document["series"]
+    assert series["kind"] == "relative" and series["reference"] == "4.0"
+    [point] = series["points"]
+    fetches = point["figures"]["page fetches per unit"]
+    assert len(fetches["samples"]) == 2 and fetches["value"] < 0.2  # 5.0 / 4.0, each pair's own ratio
+    assert all(s == pytest.approx(b / r) for s, b, r in zip(fetches["samples"], fetches["build"],
+                                                              fetches["reference"], strict=True))
+    with closing(sqlite3.connect(store)) as db:
+        timeshared = db.execute("select count(*) from runs where settings_json like '%\"timeshare\": {%'").fetchone()
+    assert timeshared[0] == 4
+    # A regression of the build against its reference fails the check: here the reference is 5.0.
+    backwards = _track("run", str(suite), "--engine", "4.0", "--reference", "5.0", "--label", "older", store=store,
+                       home=home)
+    assert backwards.returncode == 0, backwards.stderr
+    assert "a new series" in backwards.stdout  # another reference build: never the same series
+    check = _track("check", str(suite), "--json", str(tmp_path / "check.json"), store=store, home=home)
+    assert check.returncode == 1, check.stdout
+    verdict = json.loads((tmp_path / "check.json").read_text())
+    assert any(f["kind"] == "against the reference" and f["figure"] == "page fetches per unit"
+               for f in verdict["failures"])
+
+
+def _wait_for(store: Path, sql: str, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with closing(sqlite3.connect(store)) as db:
+                if db.execute(sql).fetchone()[0]:
+                    return
+        except sqlite3.Error:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"not seen within {seconds} s: {sql}")
+
+
+def test_ctrl_c_keeps_the_points_made_and_running_again_completes_the_rest(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, 'name = "stop"\nrepeats = 1\n'
+                   + BENCHMARK.format(name="first", workload=OUTER_JOIN)
+                   + BENCHMARK.format(name="second", workload=OUTER_JOIN).replace("transactions = 200\n",
+                                                                                 'duration = "3s"\nwarmup = "0s"\n'))
+    store, home = tmp_path / "r.sqlite", tmp_path / "home"
+    args = [sys.executable, "-m", "fbbench", "track", "run", str(suite), "--engine", "5.0", "--results", str(store)]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                               start_new_session=True, env={**os.environ, "FBBENCH_HOME": str(home)})
+    try:
+        _wait_for(store, "select count(*) from runs where status = 'running' and settings_json like "
+                         "'%track:stop:second%'")
+        os.killpg(process.pid, signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, stdout[-2000:] + stderr[-2000:]
+    assert "interrupted: 1 point(s) made now are kept" in stderr and "Traceback" not in stderr
+    with closing(sqlite3.connect(store)) as db:
+        assert db.execute("select benchmark from track_points").fetchall() == [("first",)]
+    again = _track("run", str(suite), "--engine", "5.0", store=store, home=home)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr
+    assert "first: skipped" in again.stdout
+    with closing(sqlite3.connect(store)) as db:
+        assert sorted(db.execute("select benchmark from track_points").fetchall()) == [("first",), ("second",)]
+
+
+BAD_SUITES = [
+    ('[[benchmark]]\nname = "x"\nworkload = "no-such-workload"\n', ["unknown workload 'no-such-workload'"]),
+    ('[[benchmark]]\nname = "x"\nworkload = "orders"\nfigures = ["NOPM"]\n',
+     ["figure 'NOPM' is not one workload orders produces", "generate_orders p95"]),
+    ('[[benchmark]]\nname = "x"\nworkload = "orders"\nengine = "4.0"\n', ["track.toml:4", "cannot set engine"]),
+    ('treshold = "5%"\n[[benchmark]]\nname = "x"\nworkload = "orders"\n', ["unknown suite setting", "threshold"]),
+    ('threshold = 5\n[[benchmark]]\nname = "x"\nworkload = "orders"\n', ["track.toml:1", 'percentage such as "5%"']),
+    ('[[benchmark]]\nname = "x"\nworkload = "orders"\nconnections = "two"\n', ["track.toml:4", "whole number"]),
+    ('name = "s"\n', ["at least one [[benchmark]]"]),
+    ('[[benchmark]]\nname = "x"\nworkload = "orders"\n[[benchmark]]\nname = "x"\nworkload = "tpcc"\n',
+     ["two benchmarks are named 'x'"]),
+]
+
+
+@pytest.mark.parametrize(("body", "fragments"), BAD_SUITES)
+def test_a_bad_suite_is_one_line_before_anything_runs(tmp_path: Path, body: str, fragments: list[str]) -> None:
+    suite = _suite(tmp_path, body)
+    store = tmp_path / "r.sqlite"
+    result = _track("run", str(suite), "--engine", "5.0", store=store, home=tmp_path / "home")
+    assert_clean_error(result, *fragments)
+    assert not store.exists()
+
+
+def test_an_unknown_engine_or_a_store_from_a_newer_fbbench_is_one_line(tmp_path: Path) -> None:
+    suite = _suite(tmp_path, '[[benchmark]]\nname = "x"\nworkload = "orders"\n')
+    store, home = tmp_path / "r.sqlite", tmp_path / "home"
+    assert_clean_error(_track("run", str(suite), "--engine", "fb-nightly", store=store, home=home),
+                       "--engine fb-nightly", "unknown engine")
+    assert_clean_error(_track("run", str(suite), "--engine", "5.0", "--reference", "nightly", store=store,
+                              home=home), "--reference nightly")
+    assert not store.exists()
+    with closing(sqlite3.connect(store)) as db:
+        db.execute("pragma user_version = 99")
+    assert_clean_error(_track("show", str(suite), store=store, home=home), "written by a newer fbbench")
+    assert_clean_error(_track("check", str(suite), store=tmp_path / "none.sqlite", home=home), "no points yet")
