@@ -110,7 +110,8 @@ def test_the_command_list_is_one_line_a_command_and_sweep_help_names_its_default
     listed = run_cli("--help", timeout=60)
     commands = listed.stdout[listed.stdout.index("Commands"):]
     rows = [line for line in commands.splitlines() if re.match(r"│ \S", line)]
+    # one line each
     assert [row.split()[1] for row in rows] == ["doctor", "run", "sweep", "compare", "lint", "replay", "engines",
-                                                "db", "results", "trace", "workload", "track", "lab"], rows  # each on one line
+                                                "db", "results", "trace", "workload", "track", "lab"], rows
     swept = " ".join(re.sub(r"[│╭╮╰╯─]", " ", run_cli("sweep", "--help", timeout=60).stdout).split())
     assert f"runs per cell, default {DEFAULT_REPEATS}" in swept and f"mode ({' or '.join(MODES)})" in swept
