@@ -11,6 +11,9 @@ ratio). Two methods find the changes; both speak as :class:`Change`:
   (:func:`fbbench.analysis.stats.ratio_of_series`), and the p-value of Welch's t-test on the
   logarithms of the samples. Samples that repeat exactly on both sides (a deterministic counter
   such as page fetches per unit) are compared exactly: p = 0 when they differ.
+- **exactly**, whatever the series' length, between two neighbouring points whose samples each
+  repeat one value (a counter on a quiet engine): no statistics are needed to see that 1,000
+  page fetches a unit became 1,500.
 - **change points**, for long series (days, commits): Apache Otava's e-divisive means with
   Student's t-test between the segments (Fleming et al., ICPE 2023; Daly et al., ICPE 2020),
   over the points' values, with the window, p-value and minimum magnitude stated. A change's
@@ -158,22 +161,31 @@ def significant(change: Change, method: Method) -> bool:
     return abs(change.ratio - 1.0) >= method.min_magnitude and change.ratio != 1.0
 
 
+def _exact(samples: Sequence[float]) -> bool:
+    return len(samples) >= 2 and max(samples) == min(samples)
+
+
 def find_changes(points: Sequence[Sequence[float] | None], method: Method) -> list[Change]:
     """The reported changes of one figure over a series of points (each the point's samples, in
     order; None where the point lacks the figure). Short series: point against point; long
-    series: change points over the points' values (the median of each point's samples)."""
+    series: change points over the points' values (the median of each point's samples), and
+    exactly between neighbours that each repeat one value."""
     present = [(i, list(p)) for i, p in enumerate(points) if p is not None and _positive(p) is not None]
     if len(present) < 2:
         return []
-    if len(present) < method.long_series:
-        changes = []
-        for (_, before), (index, after) in itertools.pairwise(present):
-            change = compare_points(before, after, index)
-            if change is not None and significant(change, method):
-                changes.append(change)
-        return changes
-    values = [float(np.median(samples)) for _, samples in present]
-    found = change_points(values, method)
-    # Otava counts positions among the present points: map them back to the series' points.
-    return [Change(**{**asdict(change), "index": present[change.index][0]})
-            for change in found if significant(change, method)]
+    long = len(present) >= method.long_series
+    changes: dict[int, Change] = {}
+    for (_, before), (index, after) in itertools.pairwise(present):
+        if long and not (_exact(before) and _exact(after)):
+            continue
+        change = compare_points(before, after, index)
+        if change is not None and significant(change, method):
+            changes[index] = change
+    if long:
+        values = [float(np.median(samples)) for _, samples in present]
+        # Otava counts positions among the present points: mapped back to the series' points.
+        for change in change_points(values, method):
+            index = present[change.index][0]
+            if index not in changes and significant(change, method):
+                changes[index] = Change(**{**asdict(change), "index": index})
+    return [changes[index] for index in sorted(changes)]
