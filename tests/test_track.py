@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, assert_clean_error, run_cli
+from tests.documented import actual_paths, documented_paths, undocumented_and_missing
 
 OUTER_JOIN = REPO / "tests" / "workloads" / "outer_join"
 # Fixed work, one attachment, a fixed seed: the engine's work per unit repeats run to run.
@@ -80,6 +81,13 @@ def test_a_plan_change_between_builds_is_found_there_with_its_cause(builds: dict
     assert not any(p for e in series["events"] if e["after"]["label"] == "4.0" for p in e["plans"])
     # The console says it as the change is found, and show names the cause.
     assert "page fetches per unit" in builds["outputs"]["5.0"] and "change" in builds["outputs"]["5.0"]
+
+
+def test_the_document_is_what_docs_tracking_md_lists(builds: dict[str, Any]) -> None:
+    documented = documented_paths(REPO / "docs" / "tracking.md")
+    undocumented, missing = undocumented_and_missing(actual_paths(builds["document"], documented), documented)
+    assert not undocumented, f"keys not in docs/tracking.md: {undocumented}"
+    assert not missing, f"keys docs/tracking.md lists that the document lacks: {missing}"
 
 
 def test_check_passes_an_improvement_and_says_the_plan_changed(builds: dict[str, Any]) -> None:
