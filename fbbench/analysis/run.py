@@ -228,6 +228,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
     metrics = {name: metric["value"] for name, metric in (run.get("metrics") or {}).items()}
     load = run.get("load") or {}
     document = {
+        "format": "fbbench-run",
         "schema_version": SCHEMA_VERSION,
         "run_id": run["run_id"],
         "status": run["status"],

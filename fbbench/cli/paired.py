@@ -15,7 +15,7 @@ from fbbench.errors import FbbenchError
 
 
 def run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: Path | None, workdir: Path | None,
-               json_file: Path | None, report: Path | None, yes: bool) -> tuple[list[str], Path, int]:
+              yes: bool) -> tuple[list[str], Path, int]:
     """compare --paired: run the pairs; the two series to compare (none when no pair ran), the
     results store, and the exit code the command ends with."""
     from fbbench.runner import limits
@@ -39,9 +39,6 @@ def run_pairs(specs: list[str], pairs: int, turn: float, force: bool, results: P
         except FbbenchError as error:
             message = error.message if str(spec) in error.message else f"{spec}: {error.message}"
             raise FbbenchError(f"{label}: {message}", hint=error.hint) from None
-    for path in (json_file, report):
-        if path is not None:
-            paths.writable_file(path, "--json" if path is json_file else "--report")
     a, b = sides
     yes = yes or (a.yes and b.yes)  # both specs may say it
     a.yes = b.yes = yes

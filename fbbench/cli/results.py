@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from fbbench import paths
-from fbbench.cli.common import ResultsOption, console
+from fbbench.cli.common import OverwriteOption, ResultsOption, check_output_files, console
 from fbbench.errors import FbbenchError
 
 results_app = typer.Typer(help="The results store: every run fbbench recorded.", no_args_is_help=True)
@@ -64,6 +64,7 @@ def results_show(
     results: ResultsOption = None,
     json_file: Annotated[Path | None, typer.Option("--json", help="Also write the run result (JSON) here.")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Also write the HTML report here.")] = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Show one recorded run: the same summary as at the end of the run.
 
@@ -74,11 +75,13 @@ def results_show(
     from fbbench.report.outputs import write_outputs
     from fbbench.store import ResultsStore
 
+    check_output_files(json_file, report, overwrite)
     with ResultsStore(results or paths.default_results(), create=False) as store:
         stored = store.load_run(run_id)
     document = result_document(stored)
     summary.print_summary(document, console)
-    written, problems = write_outputs(document, json_file, report, stored.get("firebird_log") or "")
+    written, problems = write_outputs(document, json_file, report, stored.get("firebird_log") or "",
+                                      overwrite=overwrite)
     for line in written:
         console.print(line, highlight=False, soft_wrap=True)
     if problems:
@@ -115,6 +118,7 @@ def results_export(
     output: Annotated[Path, typer.Option("--output", "-o", help="The bundle file to write (one file: every stored "
                                          "row of those runs, versioned and checksummed).", show_default=False)],
     results: ResultsOption = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Write runs, series or sweeps to one bundle file that another results store imports.
 
@@ -122,7 +126,7 @@ def results_export(
     """
     from fbbench.store import ResultsStore, bundle, exchange
 
-    paths.writable_file(output, "--output")
+    paths.output_file(output, "--output", overwrite)
     store_path = results or paths.default_results()
     with ResultsStore(store_path, create=False) as store:
         run_ids, sweep_ids = runs_named(store, items)

@@ -12,12 +12,14 @@ from rich.markup import escape
 
 from fbbench import paths
 from fbbench.cli.common import (
+    OverwriteOption,
     PasswordFileOption,
     ResultsOption,
     WorkdirOption,
     _credentials,
     _notices,
     _print_error,
+    check_output_files,
     console,
 )
 from fbbench.cli.lab import InsecureOption, TlsOption
@@ -58,6 +60,7 @@ def sweep(
     insecure: InsecureOption = False,
     yes: Annotated[bool, typer.Option("--yes", help="Go ahead with a sweep planned to take more than 24 hours "
                                       "(and with each of its runs).")] = False,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Run, resume or plan a sweep (its help text, with the defaults, is :data:`HELP`)."""
     from fbbench.analysis.sweep import sweep_document
@@ -119,10 +122,7 @@ def sweep(
 
     check_outputs(base, store_path)
     paths.check_workdir(base.workdir)
-    if json_file is not None:
-        paths.writable_file(json_file, "--json")
-    if report is not None:
-        paths.writable_file(report, "--report")
+    check_output_files(json_file, report, overwrite)
 
     console.print(f"[bold]sweep[/]: about {duration_text(planned)} planned — {escape(plan)}", highlight=False,
                   soft_wrap=True)
@@ -152,7 +152,8 @@ def sweep(
         document = sweep_document(stored, store.load_runs(r["run_id"] for r in stored["runs"]))
     sweep_page.print_sweep(document, console)
     target = report or paths.default_report(outcome.results, outcome.sweep_id)
-    written, problems = write_outputs(document, json_file, target, write_report=sweep_page.write)
+    written, problems = write_outputs(document, json_file, target, write_report=sweep_page.write,
+                                      overwrite=overwrite)
     for line in written:
         console.print(line, highlight=False, soft_wrap=True)
     again = f"fbbench sweep --resume {outcome.sweep_id}" + (

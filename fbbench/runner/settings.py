@@ -282,6 +282,8 @@ class RunSettings:
     results: str | None = None
     json: str | None = None
     report: str | None = None
+    # Replace an existing --json or --report file that fbbench did not write (paths.output_file).
+    overwrite: bool = False
     # Where each value came from, for error messages: "run.toml:3: connections" or "--connections".
     origins: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -378,8 +380,11 @@ class RunSettings:
 
     def recorded(self) -> RecordedSettings:
         """What the results store keeps (no paths of output files, no secrets, no origins)."""
-        return cast(RecordedSettings, {k: v for k, v in asdict(self).items() if k not in ("json", "report", "origins")})
+        return cast(RecordedSettings, {k: v for k, v in asdict(self).items() if k not in _NOT_RECORDED})
 
+
+# Where a run's outputs go, and whether they may replace a file: not conditions of the run.
+_NOT_RECORDED = ("json", "report", "overwrite", "origins")
 
 # Spec keys that differ from the setting's name, and flags that differ from it (fbbench run's parameter
 # for a setting bears its flag's name: fbbench.cli.run._flags).
@@ -401,7 +406,7 @@ _KINDS: dict[str, Kind] = {
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "yes": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "host_name": _host_name, "lab": _text, "clients": _whole, "lab_tls": _text,
-    "lab_insecure": _flag, "workdir": _text, "results": _text, "json": _text, "report": _text,
+    "lab_insecure": _flag, "workdir": _text, "results": _text, "json": _text, "report": _text, "overwrite": _flag,
 }
 assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins", "seed_fixed", "timeshare"}
 
