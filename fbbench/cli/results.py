@@ -15,6 +15,7 @@ from rich.table import Table
 from fbbench import paths
 from fbbench.cli.common import OverwriteOption, ResultsOption, check_output_files, console
 from fbbench.errors import FbbenchError
+from fbbench.sizes import size_text
 
 results_app = typer.Typer(help="The results store: every run fbbench recorded.", no_args_is_help=True)
 
@@ -133,7 +134,7 @@ def results_export(
         document = exchange.export_bundle(store, run_ids, sweep_ids)
     size = bundle.write(output, document)
     sweeps = f" and {len(sweep_ids)} sweep(s)" if sweep_ids else ""
-    console.print(f"wrote {len(run_ids)} run(s){sweeps} to {output} ({size / 1024:,.1f} KiB)", highlight=False,
+    console.print(f"wrote {len(run_ids)} run(s){sweeps} to {output} ({size_text(size, binary=True)})", highlight=False,
                   soft_wrap=True)
 
 

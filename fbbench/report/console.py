@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fbbench.sizes import size_text
+
 
 def _ms(value: Any) -> str:
     return "–" if value is None else f"{value:,.2f}"
@@ -62,15 +64,15 @@ def os_cache_text(cache: dict[str, Any] | None) -> str | None:
         found = host.get(name)
         if not found:
             return "?"
-        low, high = found["min"] / 2**30, found["max"] / 2**30
-        return f"{low:,.1f} GiB" if abs(high - low) < 0.05 else f"{low:,.1f}–{high:,.1f} GiB"
+        low, high = size_text(found["min"], unit="GiB"), size_text(found["max"], unit="GiB")
+        return low if low == high else f"{low.removesuffix(' GiB')}–{high}"
 
     text = (f"OS cache: available memory {span('mem_available')}, page cache {span('page_cache')}, dirty up to "
-            f"{(host.get('dirty') or {}).get('max', 0) / 2**20:,.0f} MiB; engine page reads "
+            f"{size_text((host.get('dirty') or {}).get('max', 0), unit='MiB', digits=0)}; engine page reads "
             f"{_num(cache.get('engine_page_reads'))}")
     if cache.get("storage_share") is not None:
         text += (f", {cache['storage_share']:.0%} of their bytes from the storage "
-                 f"({process.get('read_bytes', 0) / 1e6:,.1f} MB block reads, "
+                 f"({size_text(process.get('read_bytes', 0), unit='MB')} block reads, "
                  f"{_num(process.get('major_faults'))} major faults)")
     return text
 

@@ -36,6 +36,7 @@ from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import cleanup, limits, population_cache, presence
 from fbbench.runner.host import host_facts
 from fbbench.runner.settings import RunSettings
+from fbbench.sizes import given_size_text, size_text
 from fbbench.store import ResultsStore
 from fbbench.store.model import RunPlan
 from fbbench.workloads.spec import Workload, load_workload
@@ -300,7 +301,7 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
             if short is not None:
                 copy = "copy" if copies == 1 else "copy and its sync replica"
                 raise FbbenchError(f"the run's {copy} of the cached {what} "
-                                   f"need{'s' if copies == 1 else ''} {limits.bytes_text(copies * size)}: "
+                                   f"need{'s' if copies == 1 else ''} {size_text(copies * size)}: "
                                    f"{short[0].text()}", hint=limits.ROOM_HINT)
         elif backup is None:
             measured = population_cache.measurements(cache, workload)
@@ -316,7 +317,7 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
                 wanted = limits.scale_difference(workload.scale, estimate.basis.scale)
                 raise FbbenchError(
                     f"the {workload.name} population at {wanted} needs about "
-                    f"{limits.bytes_text(estimate.size_bytes)}{twice}: {short[0].text()} — "
+                    f"{size_text(estimate.size_bytes)}{twice}: {short[0].text()} — "
                     f"{estimate.basis_text(workload)}", hint=limits.ROOM_HINT)
     timed = settings.transactions is None
     load = settings.repeat * (settings.warmup + settings.duration) if timed else 0.0
@@ -360,8 +361,8 @@ def _target_size_room(settings: RunSettings, workload: Workload, engine_major: s
         needs += [(cache, target), (databases, copies * target)]
     short = limits.shortfall(needs)
     if short is not None:
-        raise FbbenchError(f"{settings.where('target_size')} {limits.bytes_text(target)} needs about "
-                           f"{limits.bytes_text(short[1])} in the work directory (the population built in its cache "
+        raise FbbenchError(f"{settings.where('target_size')} {given_size_text(int(target))} needs about "
+                           f"{size_text(short[1])} in the work directory (the population built in its cache "
                            f"and the run's copy{' and its sync replica' if copies == 2 else ''}): "
                            f"{short[0].text()}",
                            hint="choose a smaller --target-size, or a --workdir on a larger disk")
