@@ -160,6 +160,10 @@ def results_import(
             said = f"{path}: {len(added)} run(s) added"
             if already:
                 said += f", {len(already)} already in the store"
+            empty = exchange.listed_without_rows(document)
+            if empty:
+                said += (f"; its list also names {len(empty)} run(s) it holds no row of, not imported: "
+                         f"{', '.join(empty[:5])}" + (" …" if len(empty) > 5 else ""))
             if document.get("sweeps"):
                 said += f" (sweep {', '.join(document['sweeps'])})"
             console.print(said, highlight=False, soft_wrap=True)
