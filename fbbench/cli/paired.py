@@ -101,7 +101,10 @@ def _pair_line(pair: Any, pairs: int) -> str:
     if pair.complete and a and b:
         parts.append(f"B/A {b / a:.4f}")
     if pair.shared:
-        shares = ", ".join(f"{m['name']} {m['cpu_seconds'] / max(pair.shared['seconds'], 1e-9):.0%}"
+        from fbbench.runner.timeshare import machine_share
+
+        cpus = pair.shared.get("cpus")
+        shares = ", ".join(f"{m['name']} {machine_share(m['cpu_seconds'], pair.shared['seconds'], cpus):.0%}"
                            for m in pair.shared["members"])
-        parts.append(f"(CPU while shared: {shares})")
+        parts.append(f"(CPU while shared, of the machine's {cpus or '?'} CPU(s): {shares})")
     return " ".join(parts)

@@ -312,7 +312,10 @@ def _client_share(document: Mapping[str, Any]) -> str:
     """How much of the machine fbbench itself took: the check that the client is not the bottleneck.
 
     The core's figure is wall time spent in its own code between client-library calls (an upper
-    bound of its CPU); the Python figure is the CPU of the orchestrating thread.
+    bound of its CPU: it counts time its thread waited for a CPU, or the process was stopped for the
+    other run of a time-shared pair); the Python figure is the CPU of the orchestrating and sampling
+    threads over the same window as the process's. The share is at most 100 %: where the sum
+    exceeds the process's CPU, the core's wall time overstated its CPU, and the line says so.
     """
     core = document["client_cpu_seconds"] or 0.0
     python = document.get("python_cpu_seconds") or 0.0
@@ -321,7 +324,10 @@ def _client_share(document: Mapping[str, Any]) -> str:
     if process:
         embedded = "embedded" in str((document.get("engine") or {}).get("label", ""))
         scope = "engine + client" if embedded else "client"
-        line += f" = {100 * (core + python) / process:.2f} % of this process's {process:.1f} s CPU ({scope})"
+        line += (f" = {100 * min(core + python, process) / process:.2f} % of this process's "
+                 f"{process:.2f} s CPU ({scope})")
+        if core + python > process:
+            line += " — at most: the core's wall time counts waits for a CPU"
     return line
 
 
