@@ -111,21 +111,20 @@ def sweep(
             for line in sweep_run.plan_text(parsed, todo, known):
                 console.print(escape(line), highlight=False, soft_wrap=True)
             return
-        planned, per_run = sweep_run.planned_seconds(parsed, todo, known)
+        planned = sweep_run.planned_seconds(parsed, todo, known)
     finally:
         if known is not None:
             known.close()
-    plan = (f"{len(todo):,} run(s) of about {duration_text(per_run)} each, populations not included; "
-            f"{len(parsed.cells):,} cell(s) × {parsed.repeats} repeat(s)")
-    limits.check_planned(planned, "the sweep", plan, yes)
+    plan = f"{len(todo):,} run(s) {planned.text()}; {len(parsed.cells):,} cell(s) × {parsed.repeats} repeat(s)"
+    limits.check_planned(planned.seconds, "the sweep", plan, yes)
     from fbbench.runner.run import check_outputs
 
     check_outputs(base, store_path)
     paths.check_workdir(base.workdir)
     check_output_files(json_file, report, overwrite)
 
-    console.print(f"[bold]sweep[/]: about {duration_text(planned)} planned — {escape(plan)}", highlight=False,
-                  soft_wrap=True)
+    about = f"about {duration_text(planned.seconds)} planned" if planned.per_run is not None else "time unknown"
+    console.print(f"[bold]sweep[/]: {about} — {escape(plan)}", highlight=False, soft_wrap=True)
 
     def on_step(step: Any, position: int, total: int, elapsed: float, eta: float) -> None:
         console.print(f"[bold]sweep: run {position} of {total}[/] — cell {step.cell.index} of {len(parsed.cells)} "

@@ -293,6 +293,52 @@ def overhead_per_run(store: ResultsStore) -> float:
     return statistics.median(extra) if extra else STARTUP_GUESS
 
 
+# The settings that decide how long fixed work takes: a stored run with the same ones is the same spec.
+_SPEC_SETTINGS = ("workload", "engine", "scale", "connections", "transactions", "conf", "architecture", "page_size",
+                  "page_buffers", "forced_writes", "replication", "replication_conf", "file_cache", "database_from",
+                  "target_size", "target_rate", "lab", "clients", "profile", "monitor", "sweep", "validation")
+# Settings a run's checks fill in when not given (the workload's page size, a local engine's
+# architecture): not given here, any stored value is the one they would choose again.
+_CHOSEN_BY_CHECKS = ("page_size", "architecture")
+RECENT_RUNS = 50  # how far back the store is searched for runs of the same spec
+
+
+@dataclass(frozen=True)
+class FixedWorkTime:
+    """How long the store's recent runs of one fixed-work spec took, start to end (setting up,
+    the work, the checks): the median over ``runs`` completed runs; ``shared``: they were
+    time-shared pairs (compare --paired), so each took as long as its pair."""
+
+    seconds: float
+    runs: int
+    shared: bool
+
+    def text(self) -> str:
+        pairs = " (time-shared, each as long as its pair)" if self.shared else ""
+        return (f"about {duration_text(self.seconds)} a run, as this results store's {self.runs} recent run(s) of "
+                f"the same spec took{pairs}")
+
+
+def fixed_work_time(store: ResultsStore | None, settings: Mapping[str, Any], units: int) -> FixedWorkTime | None:
+    """The time of a fixed-work run of ``settings`` (recorded run settings) doing ``units`` units
+    per attachment, from the store's recent completed runs of the same spec; None without one —
+    fixed work has no time of its own to plan by (a timed run's warm-up and duration are not its)."""
+    if store is None:
+        return None
+    wanted = {**settings, "transactions": units}
+
+    def same(stored: Mapping[str, Any]) -> bool:
+        return all(stored.get(key) == wanted.get(key) for key in _SPEC_SETTINGS
+                   if not (key in _CHOSEN_BY_CHECKS and wanted.get(key) is None))
+
+    found = [(run["ended_at"] - run["started_at"], bool(run["settings"].get("timeshare")))
+             for run in store.list_runs(RECENT_RUNS)
+             if run["status"] == "completed" and run["ended_at"] and same(run["settings"])]
+    if not found:
+        return None
+    return FixedWorkTime(statistics.median(seconds for seconds, _ in found), len(found), any(s for _, s in found))
+
+
 PLANNED_LIMIT_SECONDS = 24 * 3600.0  # a run, a sweep or paired runs planned longer need --yes
 
 
