@@ -14,8 +14,10 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import secrets
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,6 +207,53 @@ def writable_file(path: Path, what: str) -> Path:
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise FbbenchError(f"{what} {path} cannot be created: {ancestor} is not writable")
     return target
+
+
+# What marks a file as one fbbench wrote, so that an output flag may replace it: the first bytes
+# of a JSON document (its format and schema keys), of an HTML page (the generator line in its
+# head) and of a bundle (gzip'd JSON whose first key is its format).
+HTML_GENERATOR = '<meta name="generator" content="fbbench">'
+_JSON_START = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"fbbench-[a-z-]+"\s*,\s*"schema_version"\s*:\s*\d')
+_BUNDLE_START = re.compile(rb'\A\{\s*"format"\s*:\s*"fbbench-bundle"')
+_HTML_START = re.compile(rb'\A<!DOCTYPE html>\s*<html[^>]*>\s*<head>\s*(?:<meta [^>]*>\s*){0,3}'
+                         + re.escape(HTML_GENERATOR.encode()), re.IGNORECASE)
+_SNIFF = 4096
+
+
+def written_by_fbbench(path: Path) -> bool:
+    """Whether the file ``path`` is one of fbbench's outputs — a JSON document, an HTML page or a
+    bundle — judged by its content (never by its name)."""
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(_SNIFF)
+    except OSError:
+        return False
+    if _JSON_START.match(start) or _HTML_START.match(start):
+        return True
+    if start[:2] == b"\x1f\x8b":
+        try:
+            inflated = zlib.decompressobj(wbits=31).decompress(start, 256)
+        except zlib.error:
+            return False
+        return _BUNDLE_START.match(inflated) is not None
+    return False
+
+
+def output_file(path: Path, what: str, overwrite: bool = False) -> Path:
+    """Check, before anything runs, that an output (``what``: the flag that names it) may be
+    written to ``path``: a new file, or one that fbbench wrote (:func:`written_by_fbbench`),
+    which it replaces. Any other file is refused, saying why, unless ``overwrite``: an output
+    flag must never replace a user's (or the system's) file by mistake. Not a regular file (a
+    device, a pipe): refused always, since writing replaces the directory entry.
+    Then as :func:`writable_file`."""
+    target = path.expanduser().absolute()
+    if target.exists() and not target.is_dir():
+        if not target.is_file():
+            raise FbbenchError(f"{what} {path} is not a regular file", hint="give the name of a file to write")
+        if not overwrite and not written_by_fbbench(target):
+            raise FbbenchError(f"{what} {path} already exists and is not a file fbbench wrote: it is left as it is",
+                               hint="choose a new file name, or add --overwrite to replace it")
+    return writable_file(path, what)
 
 
 def write_whole(path: Path, text: str) -> None:

@@ -4,6 +4,7 @@ to another store — every row, once, refused with one line when the file is not
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import sqlite3
 from contextlib import closing
@@ -108,7 +109,11 @@ def test_a_damaged_or_newer_bundle_is_refused_and_the_store_unchanged(series: tu
     header = tmp_path / "header.fbbundle"
     header.write_bytes(data[:5] + bytes([data[5] ^ 0x01]) + data[6:])  # a byte of gzip's time stamp
     document = json.loads(gzip.decompress(data))
-    document["version"] = 99
+    document["version"] = 99  # its checksum not made anew: an edit, not a newer format
+    edited_version = tmp_path / "edited-version.fbbundle"
+    edited_version.write_bytes(gzip.compress(json.dumps(document).encode(), compresslevel=6, mtime=0))
+    document["fbbench"] = "9.0.0"
+    document["sha256"] = hashlib.sha256(bundles._canonical(document)).hexdigest()
     newer = tmp_path / "newer.fbbundle"
     newer.write_bytes(gzip.compress(json.dumps(document).encode(), compresslevel=6, mtime=0))
     edited = dict(json.loads(gzip.decompress(data)))
@@ -119,13 +124,35 @@ def test_a_damaged_or_newer_bundle_is_refused_and_the_store_unchanged(series: tu
     not_bundle.write_text("hello")
 
     for path, why in ((cut, "cut short"), (changed, "damaged"), (header, "damaged"),
-                      (newer, "bundle format 99, written by a newer fbbench"), (tampered, "checksum"),
+                      (newer, "bundle format 99, written by fbbench 9.0.0"), (tampered, "checksum"),
+                      (edited_version, "its checksum does not match"),
                       (not_bundle, "not an fbbench bundle"), (tmp_path / "missing.fbbundle", "cannot read"),
                       (tmp_path, "is a directory")):
         refused = run_cli("results", "import", str(path), "--results", str(target))
         assert_clean_error(refused, why)
         assert len([line for line in refused.stderr.splitlines() if line.startswith("error:")]) == 1
         assert _rows(target) == before, path
+
+
+def test_runs_added_are_counted_from_the_rows_not_from_the_bundle_s_list(series: tuple[Path, str],
+                                                                         tmp_path: Path) -> None:
+    """A bundle whose list names a run it holds no row of said "2 run(s) added" when 1 was."""
+    origin, series_id = series
+    with ResultsStore(origin, create=False) as store:
+        kept, dropped = store.series_runs(series_id)
+        document = exchange.export_bundle(store, [kept, dropped])
+    tables = {name: {"columns": table["columns"],
+                     "rows": [row for row in table["rows"] if dropped not in row]}
+              for name, table in document["tables"].items()}
+    listing = tmp_path / "listing.fbbundle"
+    bundles.write(listing, bundles.new_document(tables, [kept, dropped], [], SCHEMA_VERSION))
+    target = tmp_path / "target.sqlite"
+    imported = run_cli("results", "import", str(listing), "--results", str(target))
+    assert imported.returncode == 0, imported.stderr
+    assert "1 run(s) added; its list also names 1 run(s) it holds no row of, not imported: " + dropped \
+        in imported.stdout, imported.stdout
+    with closing(sqlite3.connect(target)) as db:
+        assert [row[0] for row in db.execute("select run_id from runs")] == [kept]
 
 
 def test_a_different_run_with_the_same_id_is_never_overwritten(series: tuple[Path, str], tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from fbbench.engines import prepare_runtime, run_in_engine
 from fbbench.engines.catalog import parse_engine
-from fbbench.runner.limits import bytes_text
+from fbbench.sizes import size_text
 from tests.conftest import ENGINES, assert_clean_error, fb3_server_or_skip, run_cli
 from tests.fb3server import Fb3Server
 from tests.test_foreign_databases import _fingerprint
@@ -105,7 +105,7 @@ def test_backupspeed_copy_without_room_is_refused_with_figures(tmp_path: Path, w
     with _tmpfs(workdir / "backupspeed", "1m") as mount:
         _fill(mount)
         result = run_cli("db", "backupspeed", str(foreign), "--copy", "--workdir", str(workdir))
-        assert_clean_error(result, "no room for the copy", f"({bytes_text(foreign.stat().st_size)})", "0 bytes free")
+        assert_clean_error(result, "no room for the copy", f"({size_text(foreign.stat().st_size)})", "0 bytes free")
         assert [entry.name for entry in mount.iterdir()] == ["filler"]
 
 

@@ -490,7 +490,9 @@ def test_a_full_disk_under_the_report_leaves_no_broken_file(tiny_filesystem: Pat
     how to make it later, the exit code says it, and no truncated file is left in its place (an
     earlier report of that name stays as it was)."""
     report, document = tiny_filesystem / "r.html", tiny_filesystem / "r.json"
-    report.write_text("an earlier report")
+    earlier = ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+               '<meta name="generator" content="fbbench">\n<title>an earlier report</title>')
+    report.write_text(earlier)  # fbbench's, so the run may replace it
     _fill(tiny_filesystem)
     store = tmp_path / "r.sqlite"
     result = run_cli("run", str(BANK), *QUICK, "--report", str(report), "--json", str(document),
@@ -499,7 +501,7 @@ def test_a_full_disk_under_the_report_leaves_no_broken_file(tiny_filesystem: Pat
     assert f"error: cannot write the HTML report {report}: No space left on device" in result.stderr
     assert f"error: cannot write the JSON file {document}: No space left on device" in result.stderr
     assert "hint: the run is recorded: fbbench results show" in result.stderr
-    assert report.read_text() == "an earlier report" and not document.exists()
+    assert report.read_text() == earlier and not document.exists()
     assert sorted(p.name for p in tiny_filesystem.iterdir()) == ["filler", "r.html"]
     (_run_id, status, _failure), = _runs(store)
     assert status == "completed"

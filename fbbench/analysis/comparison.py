@@ -455,6 +455,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
     differing = {row.key for row in [*split.axis, *split.others]}
     equal = {k: records[base.label][k] for k in keys if k not in differing and k in records[base.label]}
     return finite({
+        "format": "fbbench-comparison",
         "schema_version": SCHEMA_VERSION,
         "created_at": time.time(),
         "workload": sorted({str(r.get("workload")) for r in all_runs}),

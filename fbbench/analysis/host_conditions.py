@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fbbench.sizes import size_text
 from fbbench.store.model import StoredRun
 
 _ROTATION: dict[Any, str] = {True: "rotational", False: "solid-state"}
 
 
 def _gib(value: Any) -> str | None:
-    return None if not value else f"{int(value) / 2**30:.1f} GiB"
+    return None if not value else size_text(int(value), unit="GiB")
 
 
 def _storage(prefix: str, disk: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -218,7 +218,9 @@ def harness_share(run: StoredRun) -> float | None:
         return None
     if process < MIN_HARNESS_CPU:
         return None  # a few dozen units: the sampler's start-up alone would be a large share
-    return ((summary.get("client_cpu_seconds") or 0.0) + (summary.get("python_cpu_seconds") or 0.0)) / process
+    # The core's figure is wall time (an upper bound of its CPU): the share never exceeds all of it.
+    own = (summary.get("client_cpu_seconds") or 0.0) + (summary.get("python_cpu_seconds") or 0.0)
+    return min(own, process) / process
 
 
 def _run_findings(run: StoredRun, subject: str) -> list[Finding]:

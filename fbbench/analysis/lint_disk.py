@@ -15,6 +15,7 @@ from fbbench.analysis import engine as engine_figures
 from fbbench.analysis.lint_rules import Finding, finding
 from fbbench.engines.firebird_conf import CACHE_PER_ATTACHMENT, architecture_of_mode, os_cache_in_play, parse_conf_text
 from fbbench.errors import FbbenchError
+from fbbench.sizes import size_text
 from fbbench.store.model import StoredRun
 from fbbench.workloads.spec import Workload, stored_workload
 
@@ -38,7 +39,7 @@ def conf_of(run: StoredRun) -> tuple[dict[str, str], set[str]]:
 
 
 def _mib(value: float) -> str:
-    return f"{value / 2**20:,.1f} MiB"
+    return size_text(value, unit="MiB")
 
 
 def large_cache_per_attachment(mode: str, buffers: int | None, subject: str, shown: str,
@@ -95,16 +96,17 @@ def cache_findings(run: StoredRun, subject: str) -> list[Finding]:
         if in_play and _is_disk_test(run) and available and size <= available:
             return [*findings, finding(
                 "FB024", f"a disk test with the OS file cache on, whose database ({_mib(size)}) fits in the memory the "
-                f"host had available ({available / 2**30:.1f} GiB): its reads come from memory; turn the file cache "
-                "off (--file-cache off), drop it first (--drop-caches) or make the database larger than memory "
+                f"host had available ({size_text(available, unit='GiB')}): its reads come from memory; turn the file "
+                "cache off (--file-cache off), drop it first (--drop-caches) or make the database larger than memory "
                 "(--target-size)", {**evidence, "available_bytes": available}, subject)]
         reason = None
         if size <= cache:
             reason = (f"the database ({_mib(size)}) fits in Firebird's page cache ({buffers} buffers × {page_size} "
                       f"bytes = {_mib(cache)})")
         elif in_play and memory and size <= memory:
-            reason = (f"the database ({_mib(size)}) fits in the OS file cache (host memory {memory / 2**30:.1f} GiB), "
-                      "which firebird.conf leaves in play (UseFileSystemCache / FileSystemCacheThreshold)")
+            reason = (f"the database ({_mib(size)}) fits in the OS file cache (host memory "
+                      f"{size_text(memory, unit='GiB')}), which firebird.conf leaves in play (UseFileSystemCache / "
+                      "FileSystemCacheThreshold)")
         if reason:
             what = "does not measure disk reads"
             if forced is False:
@@ -194,9 +196,10 @@ def os_cache_findings(run: StoredRun, subject: str) -> list[Finding]:
                                  f"{high:.0%} between readings: the OS cache held the database at times and not at "
                                  "others", evidence, subject)]
     if size and available.get("min") is not None and available["min"] < size <= available["max"]:
-        return [finding("FB027", f"the host's available memory moved between {available['min'] / 2**30:.1f} and "
-                                 f"{available['max'] / 2**30:.1f} GiB, across the database's {_mib(size)}: it fit in "
-                                 "the OS cache at times and not at others", evidence, subject)]
+        between = f"{size_text(available['min'], unit='GiB').removesuffix(' GiB')} and " \
+                  f"{size_text(available['max'], unit='GiB')}"
+        return [finding("FB027", f"the host's available memory moved between {between}, across the database's "
+                                 f"{_mib(size)}: it fit in the OS cache at times and not at others", evidence, subject)]
     return []
 
 

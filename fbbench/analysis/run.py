@@ -16,6 +16,7 @@ from fbbench.analysis.finite import finite
 from fbbench.analysis.profile import profile_document
 from fbbench.engines.firebird_conf import parse_conf_text
 from fbbench.errors import FbbenchError
+from fbbench.sizes import size_text
 from fbbench.store.model import MetricRow, StoredFigure, StoredRun
 from fbbench.workloads.spec import stored_workload
 
@@ -95,16 +96,17 @@ def population_text(load: Mapping[str, Any]) -> str | None:
     if backup:
         restore = load.get("restore_seconds")
         speed = f" — {load['mb_per_second']:.2f} MB/s of backup" if load.get("mb_per_second") else ""
-        made = (f"; {load['size_bytes'] / 1e6:,.1f} MB, page size {load.get('page_size')}, ODS {load.get('ods')}"
+        made = (f"; {size_text(load['size_bytes'], unit='MB')}, page size {load.get('page_size')}, "
+                f"ODS {load.get('ods')}"
                 if load.get("size_bytes") is not None else "")
         return (f"database: {load.get('source')}: {backup['backup']} (sha256 {backup['sha256'][:16]}…, "
-                f"{backup['backup_bytes'] / 1e6:,.1f} MB), restored"
+                f"{size_text(backup['backup_bytes'], unit='MB')}), restored"
                 + ("" if restore is None else f" in {restore:.1f} s") + (when if copy is not None else "")
                 + speed + made + ("" if copy is None else f"; copied{took}"))
     if not load.get("total_rows"):
         return None
     rows = f"{_count(load['total_rows'])} rows"
-    build = (f"{(load.get('grown_bytes') or 0) / 1e6:,.1f} MB in {load['load_seconds']:.1f} s — "
+    build = (f"{size_text(load.get('grown_bytes') or 0, unit='MB')} in {load['load_seconds']:.1f} s — "
              f"{load['mb_per_second']:.2f} MB/s, {_count(load.get('rows_per_second'))} rows/s with "
              f"{load.get('load_connections')} load attachment(s)"
              if load.get("mb_per_second") is not None and load.get("load_seconds") is not None else "")
@@ -228,6 +230,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
     metrics = {name: metric["value"] for name, metric in (run.get("metrics") or {}).items()}
     load = run.get("load") or {}
     document = {
+        "format": "fbbench-run",
         "schema_version": SCHEMA_VERSION,
         "run_id": run["run_id"],
         "status": run["status"],

@@ -12,7 +12,12 @@ The input is the run's headline figure per interval, warm-up intervals first (se
   tolerates a single interval outside it (a checkpoint, a garbage-collection burst) but not two
   in a row. Warm-up intervals count, so a warm-up that was too short shows: the run settled only
   after its measured period had begun. No such interval (or fewer than 3 after it): **never
-  settled** — the level kept moving by more than its noise.
+  settled** — the level kept moving by more than its noise. Nor has a run settled whose measured
+  second half has a median of zero while it did work before (it **fell to zero**: its trend is
+  declining whatever the fitted line says), or whose intervals scatter so much that the band
+  reaches zero or the CV exceeds 50 % (a band that holds a stopped run as well as a working one
+  says nothing: a run whose intervals count 0, 1 or 2 units looked "steady" while each unit took
+  1.3 times as long as the one before).
 - **Trend** ("how Firebird gets tired", as OLTP-EMUL puts it): the Theil–Sen line of the
   measured intervals against time, with its 95 % interval of the slope. Each line (the fit and its
   two bounds) passes through the median interval, as Theil–Sen's intercept is defined, and is
@@ -24,7 +29,8 @@ The input is the run's headline figure per interval, warm-up intervals first (se
   not above zero while it rises has no relative change (it rose from nothing: unbounded).
   It counts as a trend when the slope's interval excludes 0 *and* the fitted change over the
   measured period is at least 5 %: the slope's interval assumes independent intervals, which
-  consecutive intervals are not, so a small "significant" slope is not taken as a finding.
+  consecutive intervals are not, so a small "significant" slope is not taken as a finding. A
+  change of 5 % or more whose interval includes 0 is "no clear trend", said with its interval.
 - **CV**: standard deviation / mean of the measured intervals.
 """
 
@@ -47,6 +53,7 @@ MIN_MEASURED = 5  # fewer measured intervals: too short to judge steadiness or t
 MIN_SETTLED = 3  # intervals in band after the settling point, or it did not settle
 MIN_TREND = 0.05  # a trend must move the level by at least 5 % over the measured period
 MAX_CV = 0.10  # above this the lint calls a run unsteady
+MAX_STEADY_CV = 0.50  # above this no run is called settled, whatever its band says
 _MAD_TO_SD = 1.4826  # MAD × this = standard deviation, for normal noise
 
 
@@ -244,6 +251,11 @@ def steady_state(series: IntervalSeries) -> SteadyState:
     settled = _settled_index(inside)
     if settled is not None and len(values) - settled < MIN_SETTLED:
         settled = None
+    first_half = float(np.median(measured[: max(n_measured // 2, 1)]))
+    fell_to_zero = center <= 0 < float(measured.max())
+    scattered = not fell_to_zero and (low <= 0 or (math.isfinite(cv) and cv > MAX_STEADY_CV))
+    if fell_to_zero or scattered:
+        settled = None
     first_measured = int(np.argmax(measured_mask))
     settled_after = series.starts[settled] if settled is not None else None
     too_short = settled is not None and settled > first_measured
@@ -270,10 +282,21 @@ def steady_state(series: IntervalSeries) -> SteadyState:
     trend = "none"
     if material and slopes[1] > 0:
         trend = "rising"
-    elif material and slopes[2] < 0:
+    elif (material and slopes[2] < 0) or fell_to_zero:
         trend = "declining"
 
-    if settled is None:
+    if fell_to_zero:
+        verdict = "never settled"
+        head = (f"never settled: the {series.figure} fell to {readable(center)}{series.unit} (the median of the "
+                f"measured second half) from {readable(first_half)}{series.unit} in the first half")
+    elif scattered:
+        verdict = "never settled"
+        why = (f"the level of its last half, {readable(center)}{series.unit}, ± {BAND_K:g} × its "
+               f"interval-to-interval noise of {readable(noise)}{series.unit} reaches 0" if low <= 0
+               else f"its CV is above {MAX_STEADY_CV:.0%}")
+        head = (f"never settled: the {series.figure} scatters from one interval to the next too much to show a "
+                f"level ({why}) — where each interval counts only a few units, a longer --interval may show one")
+    elif settled is None:
         verdict = "never settled"
         head = (f"never settled: the {series.figure} did not stay within {readable(low)}–{readable(high)}"
                 f"{series.unit} (the level of its last half ± {BAND_K:g} × its interval-to-interval noise)")
@@ -300,6 +323,10 @@ def steady_state(series: IntervalSeries) -> SteadyState:
         trend_text = (f"collapsed: its fitted trend fell from {readable(start_level)}{series.unit} to 0 within "
                       f"{readable(max(zero_hour - first_hour, 0.0) * 3600)} s of {measured_text} (−100 %, 95 % CI of "
                       f"the change {_percent(change_low)} to {_percent(change_high)})")
+    elif fell_to_zero:
+        trend_text = f"declining to {readable(center)}{series.unit} (fitted: {slope_text})"
+    elif trend == "none" and material and start_level > 0:
+        trend_text = f"no clear trend ({slope_text}: the interval includes no change)"
     else:
         trend_text = {"none": f"no trend ({slope_text})", "rising": f"rising {slope_text}",
                       "declining": f"declining {slope_text}"}[trend]

@@ -75,7 +75,8 @@ def sweep_document(sweep: Mapping[str, Any], runs: Mapping[str, StoredRun]) -> d
             "not_completed": len(members) - len(completed),
         })
     document: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "sweep_id": sweep["sweep_id"], "status": sweep["status"],
+        "format": "fbbench-sweep", "schema_version": SCHEMA_VERSION,
+        "sweep_id": sweep["sweep_id"], "status": sweep["status"],
         "created_at": sweep["created_at"], "ended_at": sweep["ended_at"], "mode": spec.get("mode"),
         "repeats": spec.get("repeats"), "axes": spec.get("axes", []), "base": spec.get("base", {}),
         "headline": {k: headline.get(k) for k in ("name", "unit", "better", "per", "description")},

@@ -55,6 +55,18 @@ ResultsOption = Annotated[
     Path | None,
     typer.Option("--results", help="Results store (SQLite). Default: $FBBENCH_HOME/results.sqlite."),
 ]
+OverwriteOption = Annotated[
+    bool,
+    typer.Option("--overwrite", help="Let an output file replace an existing file that fbbench did not write "
+                 "(without it, only a new file or one fbbench wrote is written)."),
+]
+
+
+def check_output_files(json_file: Path | None, report: Path | None, overwrite: bool) -> None:
+    """--json and --report may be written (paths.output_file), checked before anything is run or read."""
+    for path, flag in ((json_file, "--json"), (report, "--report")):
+        if path is not None:
+            paths.output_file(path, flag, overwrite)
 
 
 def _workdir(workdir: Path | None) -> Path:

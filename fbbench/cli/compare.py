@@ -26,7 +26,9 @@ from rich.markup import escape
 from fbbench import paths
 from fbbench.cli.common import (
     LINT_FAILED,
+    OverwriteOption,
     ResultsOption,
+    check_output_files,
     console,
 )
 from fbbench.errors import FbbenchError
@@ -153,6 +155,7 @@ def compare(
                                       "24 hours.")] = False,
     workdir: Annotated[Path | None, typer.Option("--workdir", help="With --paired: fbbench's work directory for "
                                                  "the runs (as run takes it). Default: $FBBENCH_HOME/work.")] = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Compare runs or series: conditions side by side, every figure as a ratio to the baseline with its
     95 % interval, the engine's work per unit, the credibility lint, and a verdict only where the
@@ -176,10 +179,11 @@ def compare(
     from fbbench.store import ResultsStore
 
     code = 0
+    check_output_files(json_file, report, overwrite)
     if paired:
         from fbbench.cli.paired import run_pairs
 
-        items, store_path, code = run_pairs(items, pairs, turn, force, results, workdir, json_file, report, yes)
+        items, store_path, code = run_pairs(items, pairs, turn, force, results, workdir, yes)
         if not items:
             raise typer.Exit(code)
     else:
@@ -189,7 +193,7 @@ def compare(
     shown.print_comparison(document, console)
     target = report or paths.default_report(store_path.expanduser().resolve(),
                                             "compare-" + time.strftime("%Y%m%d-%H%M%S"))
-    written, problems = write_outputs(document, json_file, target, write_report=shown.write)
+    written, problems = write_outputs(document, json_file, target, write_report=shown.write, overwrite=overwrite)
     for line in written:
         console.print(line, highlight=False, soft_wrap=True)
     if problems:
@@ -205,6 +209,7 @@ def lint_command(
                                                    "to compare (repeatable).")] = None,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write the findings (JSON) here.")] = None,
     results: ResultsOption = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """The credibility lint alone: each run's findings (and, for several runs or series, their
     comparison's). Exit code 1 when a finding has severity error (for CI), 0 otherwise.
@@ -215,6 +220,7 @@ def lint_command(
     from fbbench.report.console import lint_count
     from fbbench.store import ResultsStore
 
+    check_output_files(json_file, None, overwrite)
     with ResultsStore(results or paths.default_results(), create=False) as store:
         subjects, findings = lint_findings(store, items, axis)
     sides = [{"label": s.label, "kind": s.kind, "runs": s.runs} for s in subjects]
@@ -226,8 +232,10 @@ def lint_command(
         console.print(line, highlight=False, soft_wrap=True)
     if json_file is not None:
         try:
+            paths.output_file(json_file, "--json", overwrite)
             paths.write_whole(json_file.expanduser(), json.dumps(
-                {"subjects": [{"label": s.label, "kind": s.kind, "id": s.ident, "argument": s.argument,
+                {"format": "fbbench-lint", "schema_version": 1,
+                 "subjects": [{"label": s.label, "kind": s.kind, "id": s.ident, "argument": s.argument,
                                "runs": [r["run_id"] for r in s.runs]} for s in subjects],
                  "lint": findings}, indent=2, default=str, allow_nan=False))
         except OSError as error:

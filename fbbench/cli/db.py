@@ -23,6 +23,7 @@ from fbbench.cli.common import (
     errors,
 )
 from fbbench.errors import FbbenchError
+from fbbench.sizes import size_text
 
 if TYPE_CHECKING:
     from fbbench.database.manage import Credentials
@@ -156,10 +157,10 @@ def db_restore(
     made = done["source"].startswith("restored")
     how = (f"restored in {done['restore_seconds']:.1f} s" if made
            else "already restored (cached); --fresh restores it again")
-    console.print(f"{facts['name']} (sha256 {facts['sha256'][:16]}…, {facts['size_bytes'] / 1e6:,.1f} MB) on "
+    console.print(f"{facts['name']} (sha256 {facts['sha256'][:16]}…, {size_text(facts['size_bytes'], unit='MB')}) on "
                   f"{done['engine']}: {how}", highlight=False, soft_wrap=True)
     console.print(f"  {done['cache_file']}: page size {done['page_size']}, ODS {done['ods']}, "
-                  f"{done['size_bytes'] / 1e6:,.1f} MB, owned by fbbench", highlight=False, soft_wrap=True)
+                  f"{size_text(done['size_bytes'], unit='MB')}, owned by fbbench", highlight=False, soft_wrap=True)
     console.print(f"  runs start from a copy of it: fbbench run WORKLOAD --database-from {backup} --engine "
                   f"{engine or '5.0'}" + (f" --page-size {page_size}" if page_size else ""),
                   highlight=False, soft_wrap=True)
@@ -190,7 +191,7 @@ def db_readspeed(
     if as_json:
         console.print_json(json.dumps(result, default=str))
         return
-    size = f"{result['size_bytes'] / 1e6:,.1f} MB" if result["size_bytes"] else "?"
+    size = size_text(result["size_bytes"], unit="MB") if result["size_bytes"] else "?"
     rate = f"{result['mb_per_second']:,.1f} MB/s" if result["mb_per_second"] is not None else "no rate"
     console.print(f"readspeed {result['location']} ({result['engine']}): {size} in {result['seconds']:.2f} s — "
                   f"{rate} (size / time; {result['method']})", highlight=False, soft_wrap=True)
@@ -224,7 +225,7 @@ def db_backupspeed(
         return
     copied = f" (a copy, made in {result['copy_seconds']:.1f} s)" if result["copied"] else ""
     console.print(f"backupspeed {result['location']}{copied} ({result['engine']}): "
-                  f"{result['size_bytes'] / 1e6:,.1f} MB in {result['seconds']:.2f} s — "
+                  f"{size_text(result['size_bytes'], unit='MB')} in {result['seconds']:.2f} s — "
                   f"{result['mb_per_second']:,.1f} MB/s (gbak -b -g to /dev/null)",
                   highlight=False, soft_wrap=True)
     console.print(f"OS page cache: {_cache_text(result['os_cache'])}", highlight=False, soft_wrap=True)
@@ -251,7 +252,7 @@ def _backup_speed(location: str, engine: str | None, workdir: paths.WorkDir, cre
     if copied is not None:
         short = limits.shortfall([(copied.parent, source.size)])
         if short is not None:
-            raise FbbenchError(f"no room for the copy of {source.path} ({limits.bytes_text(source.size)}) in the work "
+            raise FbbenchError(f"no room for the copy of {source.path} ({size_text(source.size)}) in the work "
                                f"directory: {short[0].text()}",
                                hint="free some space, or give --workdir on a larger disk")
         made[copied] = cleanup.COPY
@@ -265,8 +266,10 @@ def _cache_text(cache: dict[str, Any]) -> str:
     if cache.get("direct"):
         return "read around it (O_DIRECT)"
     if cache.get("dropped"):
-        return (f"dropped first ({cache['page_cache_before'] / 2**20:,.0f} → {cache['page_cache_after'] / 2**20:,.0f} "
-                "MiB): a cold read")
+        return (f"dropped first ({size_text(cache['page_cache_before'], unit='MiB', digits=0)} → "
+                f"{size_text(cache['page_cache_after'], unit='MiB', digits=0)}): a cold read")
     held = cache.get("page_cache")
-    return (f"not dropped ({held / 2**20:,.0f} MiB held): the read may come from memory; --drop-caches for a cold one"
-            if held is not None else "not dropped")
+    if held is None:
+        return "not dropped"
+    return (f"not dropped ({size_text(held, unit='MiB', digits=0)} held): the read may come from memory; "
+            "--drop-caches for a cold one")

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from fbbench.cli.common import INTERRUPTED, ResultsOption, WorkdirOption, _workdir, console
 from fbbench.errors import FbbenchError
+from fbbench.sizes import size_text
 
 lab_app = typer.Typer(help="A lab of benchmark hosts on Dask distributed: fbbench sweep --lab runs cells there.",
                       no_args_is_help=True)
@@ -188,7 +189,7 @@ def hosts(
         virtual = host.get("virtualization") or {}
         table.add_row(name, "joined" if name in connected else "gone",
                       f"{host.get('cpu_model', '?')}, {host.get('cpu_count', '?')} threads",
-                      f"{(host.get('memory_bytes') or 0) / 2**30:.1f} GiB",
+                      size_text(host.get("memory_bytes") or 0, unit="GiB"),
                       f"{virtual.get('hypervisor', '?')} / {virtual.get('container', '?')}",
                       " ".join(str(disk.get(k)) for k in ("device", "filesystem", "medium", "mount_options")
                                if disk.get(k)),

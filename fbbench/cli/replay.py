@@ -10,6 +10,7 @@ import typer
 from fbbench.cli.common import (
     INTERRUPTED,
     OnOff,
+    OverwriteOption,
     PasswordFileOption,
     ResultsOption,
     UserOption,
@@ -52,6 +53,7 @@ def replay(
     results: ResultsOption = None,
     json: Annotated[Path | None, typer.Option("--json", help="Write the run result (JSON) here.")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Write the HTML report here.")] = None,
+    overwrite: OverwriteOption = False,
     user: UserOption = None,
     password_file: PasswordFileOption = None,
 ) -> None:
@@ -78,7 +80,7 @@ def replay(
              "sweep": False if no_sweep else None, "monitor": False if no_monitor else None,
              "keep_database": keep_database or None, "tags": tag, "workdir": str(workdir) if workdir else None,
              "results": str(results) if results else None, "json": str(json) if json else None,
-             "report": str(report) if report else None, "user": user}
+             "report": str(report) if report else None, "overwrite": overwrite or None, "user": user}
     settings = from_sources(None, flags, conf=set_conf)
     credentials = _credentials(settings.user, password_file)
     settings.user = credentials.user

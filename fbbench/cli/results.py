@@ -13,8 +13,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from fbbench import paths
-from fbbench.cli.common import ResultsOption, console
+from fbbench.cli.common import OverwriteOption, ResultsOption, check_output_files, console
 from fbbench.errors import FbbenchError
+from fbbench.sizes import size_text
 
 results_app = typer.Typer(help="The results store: every run fbbench recorded.", no_args_is_help=True)
 
@@ -64,6 +65,7 @@ def results_show(
     results: ResultsOption = None,
     json_file: Annotated[Path | None, typer.Option("--json", help="Also write the run result (JSON) here.")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Also write the HTML report here.")] = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Show one recorded run: the same summary as at the end of the run.
 
@@ -74,11 +76,13 @@ def results_show(
     from fbbench.report.outputs import write_outputs
     from fbbench.store import ResultsStore
 
+    check_output_files(json_file, report, overwrite)
     with ResultsStore(results or paths.default_results(), create=False) as store:
         stored = store.load_run(run_id)
     document = result_document(stored)
     summary.print_summary(document, console)
-    written, problems = write_outputs(document, json_file, report, stored.get("firebird_log") or "")
+    written, problems = write_outputs(document, json_file, report, stored.get("firebird_log") or "",
+                                      overwrite=overwrite)
     for line in written:
         console.print(line, highlight=False, soft_wrap=True)
     if problems:
@@ -115,6 +119,7 @@ def results_export(
     output: Annotated[Path, typer.Option("--output", "-o", help="The bundle file to write (one file: every stored "
                                          "row of those runs, versioned and checksummed).", show_default=False)],
     results: ResultsOption = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Write runs, series or sweeps to one bundle file that another results store imports.
 
@@ -122,14 +127,14 @@ def results_export(
     """
     from fbbench.store import ResultsStore, bundle, exchange
 
-    paths.writable_file(output, "--output")
+    paths.output_file(output, "--output", overwrite)
     store_path = results or paths.default_results()
     with ResultsStore(store_path, create=False) as store:
         run_ids, sweep_ids = runs_named(store, items)
         document = exchange.export_bundle(store, run_ids, sweep_ids)
     size = bundle.write(output, document)
     sweeps = f" and {len(sweep_ids)} sweep(s)" if sweep_ids else ""
-    console.print(f"wrote {len(run_ids)} run(s){sweeps} to {output} ({size / 1024:,.1f} KiB)", highlight=False,
+    console.print(f"wrote {len(run_ids)} run(s){sweeps} to {output} ({size_text(size, binary=True)})", highlight=False,
                   soft_wrap=True)
 
 
@@ -155,6 +160,10 @@ def results_import(
             said = f"{path}: {len(added)} run(s) added"
             if already:
                 said += f", {len(already)} already in the store"
+            empty = exchange.listed_without_rows(document)
+            if empty:
+                said += (f"; its list also names {len(empty)} run(s) it holds no row of, not imported: "
+                         f"{', '.join(empty[:5])}" + (" …" if len(empty) > 5 else ""))
             if document.get("sweeps"):
                 said += f" (sweep {', '.join(document['sweeps'])})"
             console.print(said, highlight=False, soft_wrap=True)

@@ -13,6 +13,7 @@ from fbbench.cli.common import (
     CHECKS_FAILED,
     INTERRUPTED,
     OnOff,
+    OverwriteOption,
     PasswordFileOption,
     ResultsOption,
     UserOption,
@@ -142,6 +143,7 @@ def run(
     json: Annotated[Path | None, typer.Option("--json", help="Write the run result (JSON) here.")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Write the HTML report here (default: next to "
                                                 "the results store, named after the run).")] = None,
+    overwrite: OverwriteOption = False,
     user: UserOption = None,
     password_file: PasswordFileOption = None,
 ) -> None:
@@ -210,10 +212,10 @@ def _given(value: Any) -> Any:
 
 def _conclude_run(outcome: Any, settings: Any) -> int:
     """Summary, JSON and HTML of one finished run; its exit code (0, 1 failed, 2 outputs, 3 checks, 130)."""
-    json_file, report = settings.json, settings.report
-    if outcome.repeat_index is not None:  # one file per repeat: r.json → r-1.json, r-2.json …
-        json_file, report = (str(_numbered(Path(p), outcome.repeat_index)) if p else None for p in (json_file, report))
-    document, problems = _report_run(outcome.run_id, outcome.results, json_file, report)
+    from fbbench.runner.run import numbered_output
+
+    json_file, report = (numbered_output(p, outcome.repeat_index) for p in (settings.json, settings.report))
+    document, problems = _report_run(outcome.run_id, outcome.results, json_file, report, settings.overwrite)
     code = outcome.exit_code
     if outcome.status == "failed":  # the summary shows what was kept; stderr says what went wrong
         _print_error(f"the run failed: {outcome.failure or 'no reason recorded'}", outcome.hint)
@@ -231,10 +233,6 @@ def _conclude_run(outcome: Any, settings: Any) -> int:
     return code
 
 
-def _numbered(path: Path, index: int) -> Path:
-    return path.with_name(f"{path.stem}-{index}{path.suffix}")
-
-
 def _print_series(series_id: str, outcomes: list[Any]) -> None:
     from fbbench.analysis.run import result_document
     from fbbench.report.console import print_series
@@ -246,7 +244,7 @@ def _print_series(series_id: str, outcomes: list[Any]) -> None:
 
 
 def _report_run(run_id: str, results: Path, json_file: str | None,
-                report: str | None) -> tuple[dict[str, Any], list[str]]:
+                report: str | None, overwrite: bool = False) -> tuple[dict[str, Any], list[str]]:
     """Summary on the console, then JSON and HTML; returns the document and what could not be written."""
     from fbbench.analysis.run import result_document
     from fbbench.report import console as summary
@@ -259,7 +257,7 @@ def _report_run(run_id: str, results: Path, json_file: str | None,
     summary.print_summary(document, console)
     target = Path(report) if report else paths.default_report(results, run_id)
     written, problems = write_outputs(document, Path(json_file) if json_file else None, target,
-                                      stored.get("firebird_log") or "")
+                                      stored.get("firebird_log") or "", overwrite=overwrite)
     for line in written:
         console.print(line, highlight=False, soft_wrap=True)
     console.print(f"results store: {results} (fbbench results show {run_id})", highlight=False, soft_wrap=True)

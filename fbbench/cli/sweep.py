@@ -12,12 +12,14 @@ from rich.markup import escape
 
 from fbbench import paths
 from fbbench.cli.common import (
+    OverwriteOption,
     PasswordFileOption,
     ResultsOption,
     WorkdirOption,
     _credentials,
     _notices,
     _print_error,
+    check_output_files,
     console,
 )
 from fbbench.cli.lab import InsecureOption, TlsOption
@@ -58,6 +60,7 @@ def sweep(
     insecure: InsecureOption = False,
     yes: Annotated[bool, typer.Option("--yes", help="Go ahead with a sweep planned to take more than 24 hours "
                                       "(and with each of its runs).")] = False,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Run, resume or plan a sweep (its help text, with the defaults, is :data:`HELP`)."""
     from fbbench.analysis.sweep import sweep_document
@@ -108,24 +111,20 @@ def sweep(
             for line in sweep_run.plan_text(parsed, todo, known):
                 console.print(escape(line), highlight=False, soft_wrap=True)
             return
-        planned, per_run = sweep_run.planned_seconds(parsed, todo, known)
+        planned = sweep_run.planned_seconds(parsed, todo, known)
     finally:
         if known is not None:
             known.close()
-    plan = (f"{len(todo):,} run(s) of about {duration_text(per_run)} each, populations not included; "
-            f"{len(parsed.cells):,} cell(s) × {parsed.repeats} repeat(s)")
-    limits.check_planned(planned, "the sweep", plan, yes)
+    plan = f"{len(todo):,} run(s) {planned.text()}; {len(parsed.cells):,} cell(s) × {parsed.repeats} repeat(s)"
+    limits.check_planned(planned.seconds, "the sweep", plan, yes)
     from fbbench.runner.run import check_outputs
 
     check_outputs(base, store_path)
     paths.check_workdir(base.workdir)
-    if json_file is not None:
-        paths.writable_file(json_file, "--json")
-    if report is not None:
-        paths.writable_file(report, "--report")
+    check_output_files(json_file, report, overwrite)
 
-    console.print(f"[bold]sweep[/]: about {duration_text(planned)} planned — {escape(plan)}", highlight=False,
-                  soft_wrap=True)
+    about = f"about {duration_text(planned.seconds)} planned" if planned.per_run is not None else "time unknown"
+    console.print(f"[bold]sweep[/]: {about} — {escape(plan)}", highlight=False, soft_wrap=True)
 
     def on_step(step: Any, position: int, total: int, elapsed: float, eta: float) -> None:
         console.print(f"[bold]sweep: run {position} of {total}[/] — cell {step.cell.index} of {len(parsed.cells)} "
@@ -152,7 +151,8 @@ def sweep(
         document = sweep_document(stored, store.load_runs(r["run_id"] for r in stored["runs"]))
     sweep_page.print_sweep(document, console)
     target = report or paths.default_report(outcome.results, outcome.sweep_id)
-    written, problems = write_outputs(document, json_file, target, write_report=sweep_page.write)
+    written, problems = write_outputs(document, json_file, target, write_report=sweep_page.write,
+                                      overwrite=overwrite)
     for line in written:
         console.print(line, highlight=False, soft_wrap=True)
     again = f"fbbench sweep --resume {outcome.sweep_id}" + (

@@ -32,11 +32,11 @@ from fbbench import paths
 from fbbench.errors import FbbenchError
 from fbbench.lab import RESOURCE, tasks
 from fbbench.lab.client import Lab
-from fbbench.runner.limits import overhead_per_run
+from fbbench.runner.limits import STARTUP_GUESS
 from fbbench.runner.run import RunOutcome, new_run_id
 from fbbench.store import ResultsStore, bundle, exchange
 from fbbench.store.model import RecordedSettings
-from fbbench.sweep.run import SweepOutcome, new_sweep_id, run_seconds
+from fbbench.sweep.run import SweepOutcome, new_sweep_id, planned_seconds, steps
 from fbbench.sweep.spec import Cell, SweepSpec
 
 HOST_AXIS = "host"
@@ -164,7 +164,7 @@ def execute_lab_sweep(spec: SweepSpec, password: str | None, lab: Lab, *, resume
                 raise FbbenchError(f"sweep {sweep_id} did not run on a lab", hint=f"fbbench sweep --resume {sweep_id}")
             _check_lab(spec, lab, hosts)
             store.claim_sweep(sweep_id)
-        per_run = run_seconds(spec) + overhead_per_run(store)
+        per_run = planned_seconds(spec, steps(spec, set()), store).per_run or STARTUP_GUESS
     outcome = SweepOutcome(sweep_id, "completed", results)
     started = time.monotonic()
     try:

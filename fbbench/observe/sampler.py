@@ -436,6 +436,17 @@ class SamplerThread:
         self._thread = threading.Thread(target=self._run, name="fbbench-sampler", daemon=True)
         self._thread.start()
 
+    def cpu_now(self) -> float:
+        """This thread's CPU so far, read from another thread: what it used before a window of
+        the run began (its attachment, the baseline) is not the window's."""
+        ident = self._thread.ident
+        if ident is not None and self._thread.is_alive():
+            try:
+                return time.clock_gettime(time.pthread_getcpuclockid(ident))
+            except OSError:
+                pass  # it ended while we looked
+        return self.cpu_seconds
+
     def wait_ready(self, timeout: float | None = None) -> bool:
         """True once the baseline reading exists; False if it failed or took longer than ``timeout``."""
         self._ready.wait(timeout)
@@ -538,7 +549,7 @@ class SamplerThread:
                 _answer(boundaries)
         finally:
             self.sampler.close()
-            self.cpu_seconds = time.thread_time()
+            self.cpu_seconds = time.thread_time()  # since the thread began: see cpu_now
             while not self._queue.empty():  # nobody waits past the thread's end
                 _answer([self._queue.get()])
 

@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fbbench.sizes import size_text
+
 
 def _ms(value: Any) -> str:
     return "–" if value is None else f"{value:,.2f}"
@@ -62,15 +64,15 @@ def os_cache_text(cache: dict[str, Any] | None) -> str | None:
         found = host.get(name)
         if not found:
             return "?"
-        low, high = found["min"] / 2**30, found["max"] / 2**30
-        return f"{low:,.1f} GiB" if abs(high - low) < 0.05 else f"{low:,.1f}–{high:,.1f} GiB"
+        low, high = size_text(found["min"], unit="GiB"), size_text(found["max"], unit="GiB")
+        return low if low == high else f"{low.removesuffix(' GiB')}–{high}"
 
     text = (f"OS cache: available memory {span('mem_available')}, page cache {span('page_cache')}, dirty up to "
-            f"{(host.get('dirty') or {}).get('max', 0) / 2**20:,.0f} MiB; engine page reads "
+            f"{size_text((host.get('dirty') or {}).get('max', 0), unit='MiB', digits=0)}; engine page reads "
             f"{_num(cache.get('engine_page_reads'))}")
     if cache.get("storage_share") is not None:
         text += (f", {cache['storage_share']:.0%} of their bytes from the storage "
-                 f"({process.get('read_bytes', 0) / 1e6:,.1f} MB block reads, "
+                 f"({size_text(process.get('read_bytes', 0), unit='MB')} block reads, "
                  f"{_num(process.get('major_faults'))} major faults)")
     return text
 
@@ -310,7 +312,10 @@ def _client_share(document: Mapping[str, Any]) -> str:
     """How much of the machine fbbench itself took: the check that the client is not the bottleneck.
 
     The core's figure is wall time spent in its own code between client-library calls (an upper
-    bound of its CPU); the Python figure is the CPU of the orchestrating thread.
+    bound of its CPU: it counts time its thread waited for a CPU, or the process was stopped for the
+    other run of a time-shared pair); the Python figure is the CPU of the orchestrating and sampling
+    threads over the same window as the process's. The share is at most 100 %: where the sum
+    exceeds the process's CPU, the core's wall time overstated its CPU, and the line says so.
     """
     core = document["client_cpu_seconds"] or 0.0
     python = document.get("python_cpu_seconds") or 0.0
@@ -319,7 +324,10 @@ def _client_share(document: Mapping[str, Any]) -> str:
     if process:
         embedded = "embedded" in str((document.get("engine") or {}).get("label", ""))
         scope = "engine + client" if embedded else "client"
-        line += f" = {100 * (core + python) / process:.2f} % of this process's {process:.1f} s CPU ({scope})"
+        line += (f" = {100 * min(core + python, process) / process:.2f} % of this process's "
+                 f"{process:.2f} s CPU ({scope})")
+        if core + python > process:
+            line += " — at most: the core's wall time counts waits for a CPU"
     return line
 
 

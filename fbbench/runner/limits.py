@@ -26,6 +26,7 @@ import psutil
 from fbbench.engines import platform
 from fbbench.engines.firebird_conf import DEFAULT_PAGE_BUFFERS, integer, lookup
 from fbbench.errors import FbbenchError
+from fbbench.sizes import size_text
 
 if TYPE_CHECKING:
     from fbbench.runner.population_cache import Measurement
@@ -121,11 +122,12 @@ def check(connections: int, engine_label: str, engine_major: str | None, archite
     available, what_limits = available_memory()
     if need.total > available:
         per_attachment = need.per_attachment + need.cache_per_attachment
-        cache = (f" + {need.shared_cache / MB:,.0f} MB shared page cache" if need.shared_cache
-                 else f" including its own {need.cache_per_attachment / MB:,.0f} MB page cache")
+        cache = (f" + {size_text(need.shared_cache, unit='MB', digits=0)} shared page cache" if need.shared_cache
+                 else f" including its own {size_text(need.cache_per_attachment, unit='MB', digits=0)} page cache")
         raise FbbenchError(
-            f"{flag} {connections:,} needs about {need.total / (1 << 30):,.1f} GB for {engine_label} "
-            f"({per_attachment / MB:,.1f} MB per attachment{cache}); {what_limits} is {available / (1 << 30):,.1f} GB",
+            f"{flag} {connections:,} needs about {size_text(need.total, unit='GB')} for {engine_label} "
+            f"({size_text(per_attachment, unit='MB')} per attachment{cache}); {what_limits} is "
+            f"{size_text(available, unit='GB')}",
             hint=f"at most about {need.fitting(available):,} attachments fit here")
 
 
@@ -160,8 +162,8 @@ class Room:
         return max(self.free - self.reserve, 0.0)
 
     def text(self) -> str:
-        return (f"the file system of {self.directory} has {bytes_text(self.free)} free, of which fbbench leaves "
-                f"{bytes_text(self.reserve)}")
+        return (f"the file system of {self.directory} has {size_text(self.free)} free, of which fbbench leaves "
+                f"{size_text(self.reserve)}")
 
 
 def room(directory: Path) -> Room:
@@ -181,14 +183,6 @@ def shortfall(needs: Sequence[tuple[Path, float]], margin: float = 1.0) -> tuple
         first, total = by_device.get(found.device, (found, 0.0))
         by_device[found.device] = (first, total + need)
     return next(((found, need) for found, need in by_device.values() if need > margin * found.usable), None)
-
-
-def bytes_text(size: float) -> str:
-    for unit in ("bytes", "KB", "MB", "GB", "TB"):
-        if abs(size) < 1024:
-            return f"{size:,.0f} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
-        size /= 1024
-    return f"{count_text(size)} PB"
 
 
 def count_text(number: float) -> str:
@@ -214,7 +208,7 @@ class PopulationEstimate:
         at = scale_difference(basis.scale, workload.scale)
         built_in = basis.base_seconds + sum(step.seconds for step in basis.steps)
         return (f"estimated from its build at {at} on {basis.engine} with page size {basis.page_size or 'default'}: "
-                f"{bytes_text(basis.size_bytes)} in {duration_text(built_in)}, {count_text(self.basis_iterations)} "
+                f"{size_text(basis.size_bytes)} in {duration_text(built_in)}, {count_text(self.basis_iterations)} "
                 f"load iterations (this scale has {count_text(self.iterations)})")
 
 
@@ -297,6 +291,52 @@ def overhead_per_run(store: ResultsStore) -> float:
         load = (settings.get("warmup") or 0) + (run["summary"].get("measured_seconds") or 0)
         extra.append(max(run["ended_at"] - run["started_at"] - load, 0.0))
     return statistics.median(extra) if extra else STARTUP_GUESS
+
+
+# The settings that decide how long fixed work takes: a stored run with the same ones is the same spec.
+_SPEC_SETTINGS = ("workload", "engine", "scale", "connections", "transactions", "conf", "architecture", "page_size",
+                  "page_buffers", "forced_writes", "replication", "replication_conf", "file_cache", "database_from",
+                  "target_size", "target_rate", "lab", "clients", "profile", "monitor", "sweep", "validation")
+# Settings a run's checks fill in when not given (the workload's page size, a local engine's
+# architecture): not given here, any stored value is the one they would choose again.
+_CHOSEN_BY_CHECKS = ("page_size", "architecture")
+RECENT_RUNS = 50  # how far back the store is searched for runs of the same spec
+
+
+@dataclass(frozen=True)
+class FixedWorkTime:
+    """How long the store's recent runs of one fixed-work spec took, start to end (setting up,
+    the work, the checks): the median over ``runs`` completed runs; ``shared``: they were
+    time-shared pairs (compare --paired), so each took as long as its pair."""
+
+    seconds: float
+    runs: int
+    shared: bool
+
+    def text(self) -> str:
+        pairs = " (time-shared, each as long as its pair)" if self.shared else ""
+        return (f"about {duration_text(self.seconds)} a run, as this results store's {self.runs} recent run(s) of "
+                f"the same spec took{pairs}")
+
+
+def fixed_work_time(store: ResultsStore | None, settings: Mapping[str, Any], units: int) -> FixedWorkTime | None:
+    """The time of a fixed-work run of ``settings`` (recorded run settings) doing ``units`` units
+    per attachment, from the store's recent completed runs of the same spec; None without one —
+    fixed work has no time of its own to plan by (a timed run's warm-up and duration are not its)."""
+    if store is None:
+        return None
+    wanted = {**settings, "transactions": units}
+
+    def same(stored: Mapping[str, Any]) -> bool:
+        return all(stored.get(key) == wanted.get(key) for key in _SPEC_SETTINGS
+                   if not (key in _CHOSEN_BY_CHECKS and wanted.get(key) is None))
+
+    found = [(run["ended_at"] - run["started_at"], bool(run["settings"].get("timeshare")))
+             for run in store.list_runs(RECENT_RUNS)
+             if run["status"] == "completed" and run["ended_at"] and same(run["settings"])]
+    if not found:
+        return None
+    return FixedWorkTime(statistics.median(seconds for seconds, _ in found), len(found), any(s for _, s in found))
 
 
 PLANNED_LIMIT_SECONDS = 24 * 3600.0  # a run, a sweep or paired runs planned longer need --yes

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fbbench.errors import FbbenchError
+from fbbench.sizes import size_text
 from fbbench.workloads.spec import Workload, stored_workload
 
 POPULATION_FORMAT = 1  # bump when the way fbbench populates changes, to invalidate caches
@@ -87,8 +88,9 @@ def scale_for_size(workload: Workload, target_bytes: float, measured: dict[str, 
     value = max(1.0, (target_bytes - base) / per_unit)
     chosen: int | float = round(value) if isinstance(default, int) else float(f"{value:.4g}")
     expected = base + per_unit * chosen
-    text = (f"{name}={chosen:,} (about {expected / 1e6:,.0f} MB: {per_unit / 1e3:,.2f} kB per unit of {name}, "
-            f"measured on the population at {name}={default:g}, {size / 1e6:,.1f} MB)")
+    text = (f"{name}={chosen:,} (about {size_text(expected, unit='MB', digits=0)}: "
+            f"{size_text(per_unit, unit='KB', digits=2)} per unit of {name}, measured on the population at "
+            f"{name}={default:g}, {size_text(size, unit='MB')})")
     return {"scale": {name: str(chosen)}, "target_bytes": target_bytes, "expected_bytes": round(expected),
             "per_unit_bytes": per_unit, "base_bytes": base, "measured_at": {name: default, "size_bytes": size},
             "text": text}

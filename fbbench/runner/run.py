@@ -36,6 +36,7 @@ from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import cleanup, limits, population_cache, presence
 from fbbench.runner.host import host_facts
 from fbbench.runner.settings import RunSettings
+from fbbench.sizes import given_size_text, size_text
 from fbbench.store import ResultsStore
 from fbbench.store.model import RunPlan
 from fbbench.workloads.spec import Workload, load_workload
@@ -70,19 +71,31 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
+def numbered_output(path: str | None, repeat_index: int | None) -> str | None:
+    """The file a run of a series writes for ``path`` (--json, --report): one per repeat,
+    r.json → r-1.json, r-2.json …; ``path`` itself for a single run."""
+    if path is None or repeat_index is None:
+        return path
+    named = Path(path)
+    return str(named.with_name(f"{named.stem}-{repeat_index}{named.suffix}"))
+
+
 def check_outputs(settings: RunSettings, results: Path) -> None:
-    """Every file the run will write must be writable before it starts, or its output would be lost."""
+    """Every file the run will write must be writable before it starts, or its output would be
+    lost; and an existing one must be fbbench's, or it would be lost (paths.output_file)."""
     paths.writable_file(results, "the results store (--results)")
-    if settings.json:
-        paths.writable_file(Path(settings.json), "--json")
+    repeats = [None] if settings.repeat == 1 else list(range(1, settings.repeat + 1))
+    for setting in ("json", "report"):
+        for index in repeats if getattr(settings, setting) else []:
+            named = numbered_output(getattr(settings, setting), index)
+            assert named is not None
+            paths.output_file(Path(named), settings.where(setting), settings.overwrite)
     if settings.trace:
         if Path(settings.trace).expanduser().exists():
             raise FbbenchError(f"{settings.where('trace')} {settings.trace} already exists",
                                hint="fbbench never overwrites a file; choose a new name")
         paths.writable_file(Path(settings.trace), settings.where("trace"))
-    if settings.report:
-        paths.writable_file(Path(settings.report), "--report")
-    else:
+    if not settings.report:
         paths.writable_file(paths.default_report(results, "report"), "the report directory")
 
 
@@ -288,7 +301,7 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
             if short is not None:
                 copy = "copy" if copies == 1 else "copy and its sync replica"
                 raise FbbenchError(f"the run's {copy} of the cached {what} "
-                                   f"need{'s' if copies == 1 else ''} {limits.bytes_text(copies * size)}: "
+                                   f"need{'s' if copies == 1 else ''} {size_text(copies * size)}: "
                                    f"{short[0].text()}", hint=limits.ROOM_HINT)
         elif backup is None:
             measured = population_cache.measurements(cache, workload)
@@ -304,7 +317,7 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
                 wanted = limits.scale_difference(workload.scale, estimate.basis.scale)
                 raise FbbenchError(
                     f"the {workload.name} population at {wanted} needs about "
-                    f"{limits.bytes_text(estimate.size_bytes)}{twice}: {short[0].text()} — "
+                    f"{size_text(estimate.size_bytes)}{twice}: {short[0].text()} — "
                     f"{estimate.basis_text(workload)}", hint=limits.ROOM_HINT)
     timed = settings.transactions is None
     load = settings.repeat * (settings.warmup + settings.duration) if timed else 0.0
@@ -348,8 +361,8 @@ def _target_size_room(settings: RunSettings, workload: Workload, engine_major: s
         needs += [(cache, target), (databases, copies * target)]
     short = limits.shortfall(needs)
     if short is not None:
-        raise FbbenchError(f"{settings.where('target_size')} {limits.bytes_text(target)} needs about "
-                           f"{limits.bytes_text(short[1])} in the work directory (the population built in its cache "
+        raise FbbenchError(f"{settings.where('target_size')} {given_size_text(int(target))} needs about "
+                           f"{size_text(short[1])} in the work directory (the population built in its cache "
                            f"and the run's copy{' and its sync replica' if copies == 2 else ''}): "
                            f"{short[0].text()}",
                            hint="choose a smaller --target-size, or a --workdir on a larger disk")

@@ -19,11 +19,10 @@ from typing import Any, cast
 
 from fbbench.engines.firebird_conf import ARCHITECTURES, REPLICATION_MODES, architecture_of_mode, key_of
 from fbbench.errors import FbbenchError
+from fbbench.sizes import parse_size
 from fbbench.store.model import RecordedSettings
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s|ms)?")
-_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*", re.IGNORECASE)
-_SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, None: 1.0}
 MANY_CONNECTIONS = 1000  # above this, a run needs --allow-many-connections
 
@@ -45,24 +44,6 @@ def parse_duration(text: str | float | int, what: str) -> float:
     if seconds < 0:
         raise FbbenchError(f"{what} cannot be negative: '{text}'")
     return seconds
-
-
-def parse_size(text: str | int, what: str) -> int:
-    """``4GB``, ``500 MB``, ``1.5G``, ``2GiB`` or a number of bytes → bytes (GB = 10^9, GiB = 2^30)."""
-    if isinstance(text, bool) or not isinstance(text, str | int):
-        raise FbbenchError(f"{what} must be a size such as 4GB or 500MB, got {_shown(text)}")
-    if isinstance(text, int):
-        size = text
-    else:
-        match = _SIZE.fullmatch(text)
-        if not match:
-            raise FbbenchError(f"{what} must be a size such as 4GB, 500MB or 2GiB, got '{text}'")
-        unit = (match.group(2) or "").lower()
-        scale = 1024 ** " kmgt".index(unit[0]) if unit.endswith("ib") else _SIZE_UNITS[unit.rstrip("b")]
-        size = int(float(match.group(1)) * scale)
-    if size <= 0:
-        raise FbbenchError(f"{what} must be more than 0 bytes, got '{text}'")
-    return size
 
 
 def duration_flag(seconds: float) -> str:
@@ -282,6 +263,8 @@ class RunSettings:
     results: str | None = None
     json: str | None = None
     report: str | None = None
+    # Replace an existing --json or --report file that fbbench did not write (paths.output_file).
+    overwrite: bool = False
     # Where each value came from, for error messages: "run.toml:3: connections" or "--connections".
     origins: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -378,8 +361,11 @@ class RunSettings:
 
     def recorded(self) -> RecordedSettings:
         """What the results store keeps (no paths of output files, no secrets, no origins)."""
-        return cast(RecordedSettings, {k: v for k, v in asdict(self).items() if k not in ("json", "report", "origins")})
+        return cast(RecordedSettings, {k: v for k, v in asdict(self).items() if k not in _NOT_RECORDED})
 
+
+# Where a run's outputs go, and whether they may replace a file: not conditions of the run.
+_NOT_RECORDED = ("json", "report", "overwrite", "origins")
 
 # Spec keys that differ from the setting's name, and flags that differ from it (fbbench run's parameter
 # for a setting bears its flag's name: fbbench.cli.run._flags).
@@ -401,7 +387,7 @@ _KINDS: dict[str, Kind] = {
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "yes": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
     "tags": _names, "host_name": _host_name, "lab": _text, "clients": _whole, "lab_tls": _text,
-    "lab_insecure": _flag, "workdir": _text, "results": _text, "json": _text, "report": _text,
+    "lab_insecure": _flag, "workdir": _text, "results": _text, "json": _text, "report": _text, "overwrite": _flag,
 }
 assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins", "seed_fixed", "timeshare"}
 

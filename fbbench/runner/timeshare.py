@@ -33,15 +33,23 @@ member's turns too — the headline would then be the other run's speed as well.
 
 Who takes the first turn is the caller's choice (fbbench alternates it between pairs, so that
 neither side always follows the other).
+
+**CPU while shared**: each member's CPU over the turns, read per process at the end of each of
+its turns (it is stopped then) and kept per process, so that a process that ends — a Classic
+attachment, or a fixed-work run that finished before the other — keeps what it used: the sum of
+the live processes' counters at the end once went below the sum at the start, a negative share.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from fbbench.engines import platform
 
@@ -61,6 +69,16 @@ class Member:
     turns: int = 0
     cpu_seconds: float = 0.0  # CPU its processes used over the shared seconds
     log: Path | None = None  # where its turns are logged ("c T" continued, "s T" stopped: barrier.own_seconds)
+    # CPU seconds per process of the group: when the turns began, and when last seen.
+    cpu_at_start: dict[int, float] = field(default_factory=dict)
+    cpu_seen: dict[int, float] = field(default_factory=dict)
+
+    def watch_cpu(self) -> None:
+        """Read the group's CPU per process now, keeping what processes that ended used."""
+        for pid, seconds in _group_cpu(self.pgid).items():
+            self.cpu_seen[pid] = max(seconds, self.cpu_seen.get(pid, 0.0))
+        # A process that began during the turns counts from nothing.
+        self.cpu_seconds = sum(seen - self.cpu_at_start.get(pid, 0.0) for pid, seen in self.cpu_seen.items())
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "running_seconds": self.running_seconds, "turns": self.turns,
@@ -75,7 +93,6 @@ class Turns:
     turn: float = TURN_SECONDS
     started_at: float | None = None  # time.time() when the turns began
     seconds: float = 0.0  # how long they lasted
-    _cpu_before: dict[int, float] = field(default_factory=dict)
 
     @classmethod
     def of(cls, groups: Sequence[tuple[str, int]], turn: float = TURN_SECONDS,
@@ -106,7 +123,9 @@ class Turns:
             raise ValueError("turns without an end: give until, or done")
         order = self.members[first:] + self.members[:first]
         self.started_at, clock = time.time(), time.monotonic()
-        self._cpu_before = {m.pgid: platform.group_cpu_seconds(m.pgid) for m in self.members}
+        for member in self.members:
+            member.cpu_at_start = _group_cpu(member.pgid)
+            member.cpu_seen = dict(member.cpu_at_start)
         finished: set[str] = set()
         try:
             while until is None or time.monotonic() < until:
@@ -123,11 +142,12 @@ class Turns:
                     if member.name in finished and not platform.process_alive(member.pgid):
                         continue  # done, and its run has ended
                     self._take_turn(member, min(self.turn, left))
+                    member.watch_cpu()  # stopped: its counters hold still
             return True
         finally:
             self.seconds = time.monotonic() - clock
             for member in self.members:
-                member.cpu_seconds = platform.group_cpu_seconds(member.pgid) - self._cpu_before.get(member.pgid, 0.0)
+                member.watch_cpu()
 
     def rounds(self, count: int, *, first: int = 0) -> None:
         """``count`` turns of each member, in order (benchmarks that run for a number of turns)."""
@@ -151,8 +171,31 @@ class Turns:
                 _log(member.log, "s")
 
     def facts(self) -> dict[str, Any]:
-        return {"turn": self.turn, "started_at": self.started_at, "seconds": self.seconds,
+        return {"turn": self.turn, "started_at": self.started_at, "seconds": self.seconds, "cpus": _cpus(),
                 "members": [m.to_dict() for m in self.members]}
+
+
+def _group_cpu(pgid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of each live process of a process group."""
+    found: dict[int, float] = {}
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) == pgid:
+                times = process.cpu_times()
+                found[process.pid] = times.user + times.system
+        except (OSError, psutil.Error):
+            continue  # ended while we looked
+    return found
+
+
+def _cpus() -> int:
+    """The CPUs this process (and the engines it starts) may run on."""
+    return len(os.sched_getaffinity(0)) or os.cpu_count() or 1
+
+
+def machine_share(cpu_seconds: float, seconds: float, cpus: int | None) -> float:
+    """CPU seconds as a share of what the machine's CPUs offered over ``seconds``: 0 to 1."""
+    return cpu_seconds / max(seconds * (cpus or 1), 1e-9)
 
 
 def _log(path: Path, event: str) -> None:

@@ -20,7 +20,9 @@ the gzip header must be the one this module writes (no stored name, no time stam
 holds no passwords, so no bundle does.
 
 Reading refuses, with one line each: a file that is not a bundle, one cut short, one whose
-checksum does not match, and one of a newer format version than this fbbench reads.
+checksum does not match (checked before any field is believed: an edited version is damage, not a
+newer format), and one of a newer format version than this fbbench reads. Importing counts the
+runs it added from the rows it inserted, not from the bundle's list.
 :func:`fbbench.store.exchange.import_bundle` adds a read bundle to a store.
 """
 
@@ -95,15 +97,15 @@ def decode(data: bytes, name: str = "the bundle") -> dict[str, Any]:
         raise BundleError(f"{name} is damaged: its contents are not JSON ({error})") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise BundleError(f"{name} is not an fbbench bundle (no format '{FORMAT}')")
+    # The checksum first: any field read before it (the version, the writer) could be an edit.
+    if document.get("sha256") != hashlib.sha256(_canonical(document)).hexdigest():
+        raise BundleError(f"{name} is damaged: its checksum does not match its contents")
     version = document.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise BundleError(f"{name} has no format version")
     if version > VERSION:
-        raise BundleError(f"{name} is bundle format {version}, written by a newer fbbench "
-                          f"({document.get('fbbench', '?')}); this fbbench ({__version__}) reads format {VERSION}",
-                          hint="upgrade fbbench to import it")
-    if document.get("sha256") != hashlib.sha256(_canonical(document)).hexdigest():
-        raise BundleError(f"{name} is damaged: its checksum does not match its contents")
+        raise BundleError(f"{name} is bundle format {version}, written by fbbench {document.get('fbbench', '?')}; "
+                          f"this fbbench ({__version__}) reads format {VERSION}", hint="upgrade fbbench to import it")
     tables = document.get("tables")
     if not isinstance(tables, dict) or not all(
             isinstance(t, dict) and isinstance(t.get("columns"), list) and isinstance(t.get("rows"), list)

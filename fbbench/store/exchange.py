@@ -85,7 +85,8 @@ def import_bundle(store: ResultsStore, document: dict[str, Any], name: str = "th
             raise bundle.BundleError(f"{name}: the store's table {table} has no column "
                                      f"{', '.join(unknown)} (a newer fbbench wrote it)",
                                      hint="upgrade fbbench to import it")
-    run_ids = [str(r) for r in document.get("runs") or []]
+    # What the bundle holds, not what its list says: a run listed without a row is not imported.
+    run_ids = [run_id for run_id in listed_runs(document) if run_id in _held_runs(tables)]
     theirs = {table: _rows_by(tables.get(table), "run_id") for table in carried}
     present = [run_id for run_id in run_ids
                if store.db.execute("select 1 from runs where run_id = ?", (run_id,)).fetchone()]
@@ -120,6 +121,21 @@ def import_bundle(store: ResultsStore, document: dict[str, Any], name: str = "th
                 marks = ", ".join("?" for _ in columns)
                 store.db.executemany(f"insert into {table} ({', '.join(columns)}) values ({marks})", rows)
     return added, [run_id for run_id in run_ids if run_id in present]
+
+
+def listed_runs(document: dict[str, Any]) -> list[str]:
+    """The run ids a bundle's list names."""
+    return [str(r) for r in document.get("runs") or []]
+
+
+def _held_runs(tables: dict[str, dict[str, Any]]) -> set[str]:
+    return {str(row["run_id"]) for row in _as_dicts(tables.get("runs"))}
+
+
+def listed_without_rows(document: dict[str, Any]) -> list[str]:
+    """The runs a bundle's list names of which it holds no row: never imported, and said so."""
+    held = _held_runs(document["tables"])
+    return [run_id for run_id in listed_runs(document) if run_id not in held]
 
 
 def _as_dicts(table: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ never kept only in memory.
 from __future__ import annotations
 
 import secrets
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -19,7 +20,7 @@ from typing import Any
 
 from fbbench import paths
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner.limits import STARTUP_GUESS, duration_text, overhead_per_run
+from fbbench.runner.limits import STARTUP_GUESS, duration_text, fixed_work_time, overhead_per_run
 from fbbench.runner.run import UNTOLD, Notices, RunOutcome, execute
 from fbbench.runner.settings import lay_flags
 from fbbench.store import ResultsStore
@@ -59,21 +60,59 @@ def done_steps(sweep: dict[str, Any]) -> set[tuple[int, int]]:
     return {(run["cell"], run["repeat_index"]) for run in sweep["runs"] if run["status"] == "completed"}
 
 
-def run_seconds(spec: SweepSpec) -> float:
-    """The load time of one run of a cell: warm-up plus measured period (fixed work: unknown, 0)."""
+@dataclass(frozen=True)
+class PlannedTime:
+    """How long a sweep's runs will take, populations not included: ``seconds`` for the runs whose
+    time is known, ``unknown`` runs of fixed work this results store has never seen run (their
+    time is not guessed), and one typical run (None when no run's time is known)."""
+
+    seconds: float
+    per_run: float | None
+    unknown: int = 0
+
+    def text(self) -> str:
+        """How the runs add up, after "N run(s) ": "of about 18.5 s each, populations not included"."""
+        if self.per_run is None:
+            return "of fixed work, its time unknown: this results store has no completed run of the same cells yet"
+        said = f"of about {duration_text(self.per_run)} each"
+        if self.unknown:
+            said += f" ({self.unknown} of fixed work whose time is unknown, not counted)"
+        return said + ", populations not included"
+
+
+def run_seconds(spec: SweepSpec, store: ResultsStore | None) -> dict[int, float | None]:
+    """One run of each cell: a timed run's warm-up and measured period plus what a run costs besides
+    them; fixed work (--transactions, or a workload's own counts), what the store's recent runs of
+    the cell's spec took, None when it has none — not the timed phases, which fixed work does not run."""
+    from fbbench.runner.run import run_workload
+
     base = spec.settings_for(spec.cells[0])
-    return 0.0 if base.transactions is not None else base.warmup + base.duration
+    units = base.transactions or run_workload(base).counted
+    if units is None:
+        per_run = base.warmup + base.duration + (overhead_per_run(store) if store else STARTUP_GUESS)
+        return dict.fromkeys((cell.index for cell in spec.cells), per_run)
+    found = {}
+    for cell in spec.cells:
+        settings = spec.settings_for(cell)
+        counted = settings.transactions or run_workload(settings).counted  # a scale axis may change the counts
+        known = fixed_work_time(store, settings.recorded(), counted or units)
+        found[cell.index] = known.seconds if known is not None else None
+    return found
 
 
-def planned_seconds(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> tuple[float, float]:
-    """How long ``todo`` will take, populations not included; and one run of it."""
-    per_run = run_seconds(spec) + (overhead_per_run(store) if store else STARTUP_GUESS)
-    return len(todo) * per_run, per_run
+def planned_seconds(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> PlannedTime:
+    """How long ``todo`` will take, populations not included (:class:`PlannedTime`)."""
+    per_cell = run_seconds(spec, store)
+    known = [seconds for step in todo if (seconds := per_cell.get(step.cell.index)) is not None]
+    typical = statistics.median(known) if known else (
+        statistics.median(s for s in per_cell.values() if s is not None)
+        if any(s is not None for s in per_cell.values()) else None)
+    return PlannedTime(sum(known), typical, len(todo) - len(known))
 
 
 def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> list[str]:
     """What --dry-run prints: the cells, the populations they need, and the time it will take."""
-    estimate, per_run = planned_seconds(spec, todo, store)
+    planned = planned_seconds(spec, todo, store)
     lines = [f"{len(spec.cells)} cell(s) × {spec.repeats} repeat(s) = {len(spec.cells) * spec.repeats} run(s), "
              f"{len(todo)} to do; mode {spec.mode}"]
     for cell in spec.cells:
@@ -87,8 +126,8 @@ def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> 
     grow = spec.grow_axis
     lines.append(f"populations needed: {len(populations)} (engine, scale, page size), each built once and then "
                  "copied" + (f"; {grow.key} grows one database step by step" if grow else ""))
-    lines.append(f"estimated time: {duration_text(estimate)} ({duration_text(per_run)} per run, "
-                 "populations not included)")
+    lines.append(f"estimated time: {duration_text(planned.seconds)} ({len(todo)} run(s) {planned.text()})"
+                 if planned.per_run is not None else f"estimated time: unknown ({len(todo)} run(s) {planned.text()})")
     return lines
 
 
@@ -111,8 +150,8 @@ def execute_sweep(spec: SweepSpec, password: str | None, *, resume: str | None =
                 raise FbbenchError(f"sweep {sweep_id} is still running (process {stored.get('pid')})")
             store.claim_sweep(sweep_id)
             done = done_steps(stored)
-        per_run = run_seconds(spec) + overhead_per_run(store)
-    todo = steps(spec, done)
+        todo = steps(spec, done)
+        per_run = planned_seconds(spec, todo, store).per_run or STARTUP_GUESS
     outcome = SweepOutcome(sweep_id, "completed", results)
     started = time.monotonic()
     try:

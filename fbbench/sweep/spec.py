@@ -46,7 +46,7 @@ from fbbench.runner.settings import (
 MODES = ("matrix", "one_at_a_time")
 DEFAULT_REPEATS = 3  # runs per cell when the spec does not say
 # Settings that are not conditions of an experiment: outputs, where things live, who connects.
-NOT_AXES = {"workload", "workdir", "results", "json", "report", "repeat", "tags", "user", "keep_database",
+NOT_AXES = {"workload", "workdir", "results", "json", "report", "overwrite", "repeat", "tags", "user", "keep_database",
             "fresh", "grow", "fail_on_checks", "fail_on_audits", "allow_many_connections", "yes", "validation",
             "replication_conf"}
 SWEEP_KEYS = {"matrix", "repeats", "mode"}

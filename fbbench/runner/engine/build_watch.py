@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fbbench.errors import FbbenchError
 from fbbench.runner import limits
+from fbbench.sizes import size_text
 
 
 class Watch:
@@ -66,7 +67,7 @@ class Watch:
                 what = "the rest of this step" + (" and the run's copy" if self.copy_to is not None else "")
                 raise FbbenchError(
                     f"the population stopped at step '{self.name}'{at}: at its pace so far {what} need about "
-                    f"{limits.bytes_text(short[1])} more; {short[0].text()}", hint=limits.ROOM_HINT)
+                    f"{size_text(short[1])} more; {short[0].text()}", hint=limits.ROOM_HINT)
         seconds = (now - self.started) + (now - self.step_started) / done * left
         if self.time_limit is not None and seconds > self.time_limit:
             raise FbbenchError(
@@ -80,7 +81,7 @@ class Watch:
             return
         here = limits.room(self.file.parent)
         if here.free - pace * self.RUNWAY < here.reserve:
-            growing = f" (the database grows by {limits.bytes_text(pace)}/s)" if pace > 0 else ""
+            growing = f" (the database grows by {size_text(pace)}/s)" if pace > 0 else ""
             raise FbbenchError(f"the population stopped at step '{self.name}'{at} before it filled the disk: "
                                f"{here.text()}{growing}", hint=limits.ROOM_HINT)
 

@@ -240,6 +240,7 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     # CPU of the whole process (embedded: the engine too), of this thread (polling, storing) and of
     # the sampler's thread: how much of the machine fbbench itself used.
     process_before, python_before = _process_cpu(), time.thread_time()
+    sampler_before = thread.cpu_now() if thread is not None else 0.0
     try:
         with LiveDisplay.measurement(console, workload, settings) as display:
             held = barrier is not None or thread is not None or journal is not None or profiler is not None
@@ -259,7 +260,8 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
             thread.close(timeout=30)  # answers the boundaries already reported, then detaches
             readings.take(thread)
     result["process_cpu_seconds"] = _process_cpu() - process_before
-    result["python_cpu_seconds"] = time.thread_time() - python_before + (thread.cpu_seconds if thread else 0.0)
+    result["python_cpu_seconds"] = time.thread_time() - python_before + (
+        thread.cpu_seconds - sampler_before if thread is not None else 0.0)
     measured = bool(result.get("measured_seconds"))  # a run stopped in warm-up measured nothing
     metrics = _metric_results(workload, readings.windows, result) if measured else {}
     journaled = None

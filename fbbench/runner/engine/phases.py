@@ -36,6 +36,7 @@ from fbbench.runner.cleanup import BUILDING
 from fbbench.runner.engine import facts, measure, population, replication, workload_sql
 from fbbench.runner.engine.core_config import core_config, replay_config
 from fbbench.runner.engine.live import LiveDisplay
+from fbbench.sizes import size_text
 from fbbench.store import ResultsStore
 from fbbench.store.model import RecordedSettings, RunPlan
 from fbbench.store.results import RunFiles, StoreError
@@ -157,8 +158,9 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             if settings.get("drop_caches"):
                 # Last before the load attaches: what it reads first, it reads from the disk.
                 detail["drop_caches"] = host_os.drop_page_cache()
-                console.print(f"  OS page cache dropped: {detail['drop_caches']['page_cache_before'] / 2**20:,.0f} → "
-                              f"{detail['drop_caches']['page_cache_after'] / 2**20:,.0f} MiB")
+                held, left = (size_text(detail["drop_caches"][key], unit="MiB", digits=0)
+                              for key in ("page_cache_before", "page_cache_after"))
+                console.print(f"  OS page cache dropped: {held} → {left}")
 
         if replaying is not None:
             config = replay_config(replaying, settings, dsn, str(runtime.client_library), driver.credentials(), seed)

@@ -33,6 +33,7 @@ from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import limits, population_cache
 from fbbench.runner.engine.build_watch import Watch
 from fbbench.runner.population_cache import cache_key, cache_material
+from fbbench.sizes import size_text
 from fbbench.workloads.generators import derived_seed, value
 from fbbench.workloads.spec import LoadStep, Workload
 
@@ -414,7 +415,7 @@ def _copy(source: Path, target: Path, what: str) -> None:
     size = source.stat().st_size
     short = limits.shortfall([(target.parent, size)])
     if short is not None:
-        raise FbbenchError(f"no room for {what} ({limits.bytes_text(size)}): {short[0].text()}", hint=limits.ROOM_HINT)
+        raise FbbenchError(f"no room for {what} ({size_text(size)}): {short[0].text()}", hint=limits.ROOM_HINT)
     try:
         shutil.copyfile(source, target)
     except OSError as error:
