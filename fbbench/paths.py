@@ -213,6 +213,7 @@ def writable_file(path: Path, what: str) -> Path:
 # of a JSON document (its format and schema keys), of an HTML page (the generator line in its
 # head) and of a bundle (gzip'd JSON whose first key is its format).
 HTML_GENERATOR = '<meta name="generator" content="fbbench">'
+MARKDOWN_GENERATOR = "<!-- written by fbbench -->"  # the first line of a Markdown summary (track check)
 _JSON_START = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"fbbench-[a-z-]+"\s*,\s*"schema_version"\s*:\s*\d')
 _BUNDLE_START = re.compile(rb'\A\{\s*"format"\s*:\s*"fbbench-bundle"')
 _HTML_START = re.compile(rb'\A<!DOCTYPE html>\s*<html[^>]*>\s*<head>\s*(?:<meta [^>]*>\s*){0,3}'
@@ -221,14 +222,14 @@ _SNIFF = 4096
 
 
 def written_by_fbbench(path: Path) -> bool:
-    """Whether the file ``path`` is one of fbbench's outputs — a JSON document, an HTML page or a
-    bundle — judged by its content (never by its name)."""
+    """Whether the file ``path`` is one of fbbench's outputs — a JSON document, an HTML page, a
+    Markdown summary or a bundle — judged by its content (never by its name)."""
     try:
         with open(path, "rb") as handle:
             start = handle.read(_SNIFF)
     except OSError:
         return False
-    if _JSON_START.match(start) or _HTML_START.match(start):
+    if _JSON_START.match(start) or _HTML_START.match(start) or start.startswith(MARKDOWN_GENERATOR.encode()):
         return True
     if start[:2] == b"\x1f\x8b":
         try:

@@ -97,8 +97,24 @@ def test_check_passes_an_improvement_and_says_the_plan_changed(builds: dict[str,
     assert verdict["passed"] is True and verdict["failures"] == []
     assert any(note["kind"] == "plan" and note["point"] == "5.0" for note in verdict["notes"])
     summary = (builds["tmp"] / "check.md").read_text()
-    assert summary.startswith("## fbbench track check: builds — passed")
+    assert summary.splitlines()[1] == "## fbbench track check: builds — passed"
     assert "| 5.0 | 5.0 |" in summary and "plan changed" in summary
+
+
+def test_outputs_replace_only_what_fbbench_wrote_or_an_empty_file(builds: dict[str, Any]) -> None:
+    tmp, suite = builds["tmp"], str(builds["suite"])
+    foreign = tmp / "notes.md"
+    foreign.write_text("my notes\n")
+    refused = _track("check", suite, "--markdown", str(foreign), store=builds["store"], home=builds["home"])
+    assert_clean_error(refused, "not a file fbbench wrote")
+    assert foreign.read_text() == "my notes\n"
+    summary = tmp / "step-summary.md"
+    summary.touch()  # as a CI runner makes $GITHUB_STEP_SUMMARY
+    for _ in range(2):  # empty the first time, fbbench's own the second
+        written = _track("check", suite, "--markdown", str(summary), "--json", str(tmp / "check.json"),
+                         store=builds["store"], home=builds["home"])
+        assert written.returncode == 0, written.stderr
+        assert "## fbbench track check: builds" in summary.read_text()
 
 
 def test_running_a_point_again_makes_nothing_and_show_finds_the_same_changes(builds: dict[str, Any]) -> None:

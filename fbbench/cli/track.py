@@ -11,7 +11,15 @@ import typer
 from rich.markup import escape
 
 from fbbench import paths
-from fbbench.cli.common import INTERRUPTED, ResultsOption, WorkdirOption, _notices, _print_error, console
+from fbbench.cli.common import (
+    INTERRUPTED,
+    OverwriteOption,
+    ResultsOption,
+    WorkdirOption,
+    _notices,
+    _print_error,
+    console,
+)
 from fbbench.errors import FbbenchError
 
 CHECK_FAILED = 1  # track check: a regression beyond the suite's threshold (for CI)
@@ -122,8 +130,8 @@ def _document(suite: Path, results: Path | None) -> dict[str, Any]:
         return suite_document(store, parsed)
 
 
-def _write(path: Path, text: str, what: str) -> None:
-    paths.writable_file(path, what)
+def _write(path: Path, text: str, what: str, overwrite: bool) -> None:
+    paths.output_file(path, what, overwrite)  # again: the file may have appeared meanwhile
     paths.write_whole(path, text)
 
 
@@ -133,6 +141,7 @@ def track_show(
     results: ResultsOption = None,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write the series, points and changes (JSON) "
                                                    "here.")] = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """The suite's series: their points, the changes found with what moved together, and why.
 
@@ -141,11 +150,11 @@ def track_show(
     from fbbench.report.track import print_document
 
     if json_file is not None:
-        paths.writable_file(json_file, "--json")
+        paths.output_file(json_file, "--json", overwrite)
     document = _document(suite, results)
     print_document(console, document)
     if json_file is not None:
-        _write(json_file, json.dumps(document, indent=2, default=str) + "\n", "--json")
+        _write(json_file, json.dumps(document, indent=2, default=str) + "\n", "--json", overwrite)
 
 
 @track_app.command("check")
@@ -154,7 +163,9 @@ def track_check(
     results: ResultsOption = None,
     json_file: Annotated[Path | None, typer.Option("--json", help="Write the verdict (JSON) here.")] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write a Markdown summary a CI job can "
-                                                  "publish here.")] = None,
+                                                  "publish here (an empty file, such as GitHub's "
+                                                  "$GITHUB_STEP_SUMMARY, is written too).")] = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Exit 1 when the newest points brought a regression beyond the suite's threshold (its interval
     beyond it too), or a relative point lies that far beyond its reference; 0 otherwise.
@@ -164,14 +175,16 @@ def track_check(
     from fbbench.report.track import check_json, print_document
     from fbbench.report.track import markdown as markdown_text
 
+    # A CI runner makes the step-summary file empty before the step: an empty file loses nothing.
+    markdown_empty = markdown is not None and markdown.is_file() and markdown.stat().st_size == 0
     for path, what in ((json_file, "--json"), (markdown, "--markdown")):
         if path is not None:
-            paths.writable_file(path, what)
+            paths.output_file(path, what, overwrite or (path is markdown and markdown_empty))
     document = _document(suite, results)
     print_document(console, document, check=True)
     if json_file is not None:
-        _write(json_file, json.dumps(check_json(document), indent=2, default=str) + "\n", "--json")
+        _write(json_file, json.dumps(check_json(document), indent=2, default=str) + "\n", "--json", overwrite)
     if markdown is not None:
-        _write(markdown, markdown_text(document), "--markdown")
+        _write(markdown, markdown_text(document), "--markdown", overwrite or markdown_empty)
     if not document["check"]["passed"]:
         raise typer.Exit(CHECK_FAILED)

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fbbench import paths
 from fbbench.analysis.stats import readable
 
 SHORT_COUNTERS = {"page fetches per unit": "fetches/unit", "page reads per unit": "reads/unit",
@@ -144,7 +145,7 @@ def markdown(document: Mapping[str, Any]) -> str:
     notes, then each series' newest points."""
     verdict, suite = document["check"], document["suite"]
     state = "passed" if verdict["passed"] else f"FAILED — {len(verdict['failures'])} regression(s)"
-    lines = [f"## fbbench track check: {suite['name']} — {state}", "",
+    lines = [paths.MARKDOWN_GENERATOR, f"## fbbench track check: {suite['name']} — {state}", "",
              f"Threshold {verdict['threshold'] * 100:g} %; changes at p ≤ {suite['method']['p_value']:g}.", ""]
     if verdict["failures"]:
         lines += ["| benchmark | point | regression | cause |", "|---|---|---|---|"]
@@ -180,5 +181,6 @@ def _series_markdown(series: Mapping[str, Any], last: int = 10) -> list[str]:
 
 
 def check_json(document: Mapping[str, Any]) -> dict[str, Any]:
-    return {"schema_version": document["schema_version"], "suite": document["suite"]["name"], **document["check"]}
+    return {"format": "fbbench-track-check", "schema_version": document["schema_version"],
+            "suite": document["suite"]["name"], **document["check"]}
 

@@ -112,5 +112,6 @@ def series_document(store: ResultsStore, series: stored.SeriesRow) -> dict[str, 
 def suite_document(store: ResultsStore, suite: Suite) -> dict[str, Any]:
     """Every series of the suite with its points, changes and events, and the check's verdict."""
     series = [series_document(store, s) for s in stored.series_of(store, suite.name)]
-    return {"schema_version": tracking.SCHEMA_VERSION, "suite": suite.describe(), "series": series,
+    return {"format": "fbbench-track", "schema_version": tracking.SCHEMA_VERSION, "suite": suite.describe(),
+            "series": series,
             "check": tracking.check(series, suite.threshold)}
