@@ -137,7 +137,8 @@ def report(home: Path, kind: str, seconds: list[float] | None, args: argparse.Na
         print(f"  wall time per point (3 benchmarks): median {np.median(seconds) / 60:.1f} min, "
               f"max {max(seconds) / 60:.1f} min")
     for series in found["series"]:
-        for figure in list(series["points"][0]["figures"])[:3]:
+        figures = list(series["points"][0]["figures"])
+        for figure in [figures[0], "page fetches per unit"]:
             if kind == "relative":
                 halves = [(f["high"] - f["low"]) / 2 * 100 for p in series["points"]
                           if math.isfinite((f := p["figures"].get(figure, {})).get("low", math.nan))]

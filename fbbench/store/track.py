@@ -62,7 +62,7 @@ class ChangeRow:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
+    return json.dumps(value, default=str)  # in the order made: a point's figures are listed as the suite names them
 
 
 def add_series(store: ResultsStore, row: SeriesRow) -> None:
