@@ -13,12 +13,14 @@ import sqlite3
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ElementTree
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.chromium import first_screen, render_ok
 from tests.conftest import REPO, assert_clean_error, run_cli
 from tests.documented import actual_paths, documented_paths, undocumented_and_missing
 
@@ -115,6 +117,58 @@ def test_outputs_replace_only_what_fbbench_wrote_or_an_empty_file(builds: dict[s
                          store=builds["store"], home=builds["home"])
         assert written.returncode == 0, written.stderr
         assert "## fbbench track check: builds" in summary.read_text()
+
+
+def _page_data(page: Path) -> dict[str, Any]:
+    text = page.read_text()
+    start = text.index('<script type="application/json" id="page-data">') + len('<script type="application/json" '
+                                                                               'id="page-data">')
+    data: dict[str, Any] = json.loads(text[start:text.index("</script>", start)])
+    return data
+
+
+def test_publish_shows_the_change_first_and_again_adds_nothing(builds: dict[str, Any], tmp_path: Path) -> None:
+    site = builds["tmp"] / "site"
+    published = _track("publish", str(builds["suite"]), "-o", str(site), store=builds["store"], home=builds["home"])
+    assert published.returncode == 0, published.stdout + published.stderr
+    screen = first_screen(site / "index.html", tmp_path / "profile")
+    assert screen.shows("latest-changes"), screen.layout
+    index = render_ok(site / "index.html", tmp_path / "profile").body
+    first = index.by_id("latest-changes").all("li")[0].text
+    assert "4.0 → 5.0" in first and "page fetches per unit −99" in first and "plan changed" in first
+    [series] = list((site / "series").glob("*.html"))
+    drawn = render_ok(series, tmp_path / "profile").body
+    assert "4.0 → 5.0" in drawn.by_id("change-list").text
+    data = _page_data(series)
+    runs = [run for point in data["points"] for run in point["runs"]]
+    assert len(runs) == 9 and {run["side"] for run in runs} == {"B"}  # 3 points of 3 runs
+    for run in runs:
+        assert (series.parent / run["page"]).resolve().is_file(), run
+    opened = render_ok((series.parent / runs[-1]["page"]).resolve(), tmp_path / "profile").body
+    assert runs[-1]["run_id"] in opened.text
+    [change] = [p for p in (site / "changes").glob("*.html") if "Full Scan" in p.read_text()]
+    page = render_ok(change, tmp_path / "profile").body
+    assert "Full Scan" in page.by_id("plans").text and "CUSTOMER" in page.by_id("tables-table").text
+    root = ElementTree.parse(site / "feed.xml").getroot()
+    atom = "{http://www.w3.org/2005/Atom}"
+    ids = [entry.find(f"{atom}id").text for entry in root.findall(f"{atom}entry")]  # type: ignore[union-attr]
+    assert len(ids) == len(set(ids)) == len(data["events"]) >= 1
+    regressions = json.loads((site / "regressions.json").read_text())
+    assert all(r["figure"] != "page fetches per unit" for r in regressions["regressions"])  # an improvement
+    feed = (site / "feed.xml").read_text()
+    again = _track("publish", str(builds["suite"]), "-o", str(site), store=builds["store"], home=builds["home"])
+    assert again.returncode == 0, again.stderr
+    assert "1 file(s) written" in again.stdout and "0 run report(s) rendered" in again.stdout, again.stdout
+    assert (site / "feed.xml").read_text() == feed  # the same changes: the same entries, the same feed
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine\n")
+    refused = _track("publish", str(builds["suite"]), "-o", str(foreign), store=builds["store"], home=builds["home"])
+    assert_clean_error(refused, "holds files fbbench did not write", "notes.txt")
+    assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
+    (site / "stray.html").write_text("someone's page\n")
+    assert_clean_error(_track("publish", str(builds["suite"]), "-o", str(site), store=builds["store"],
+                              home=builds["home"]), "stray.html")
 
 
 def test_running_a_point_again_makes_nothing_and_show_finds_the_same_changes(builds: dict[str, Any]) -> None:

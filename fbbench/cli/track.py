@@ -188,3 +188,36 @@ def track_check(
         _write(markdown, markdown_text(document), "--markdown", overwrite or markdown_empty)
     if not document["check"]["passed"]:
         raise typer.Exit(CHECK_FAILED)
+
+
+@track_app.command("publish")
+def track_publish(
+    suite: SuiteArgument,
+    output: Annotated[Path, typer.Option("--output", "-o", help="The site's directory: new, empty, or one an "
+                                         "earlier track publish of this suite made.")],
+    results: ResultsOption = None,
+) -> None:
+    """Publish the suite's series as a static site: an index with every series and its latest change,
+    a page per series and per change, each run's report, regressions.json and an Atom feed.
+    Publishing again rewrites only what changed.
+
+    Example: `fbbench track publish track.toml -o /var/www/fbbench`
+    """
+    from fbbench.store import ResultsStore
+    from fbbench.track import changes as found_changes
+    from fbbench.track.site import check_directory, publish
+    from fbbench.track.suite import read_suite
+
+    parsed = read_suite(suite)
+    check_directory(output.expanduser().absolute(), parsed.name)  # before the store is read
+    store_path = (results or paths.default_results()).expanduser().resolve()
+    if not store_path.exists():
+        raise FbbenchError(f"no results store at {store_path}: suite {parsed.name} has no points yet",
+                           hint=f"make the first: fbbench track run {suite} --engine NAME")
+    with ResultsStore(store_path) as store:
+        found_changes.evaluate_suite(store, parsed.name, found_changes.methods_of(parsed.method, parsed.counter_method))
+        published = publish(store, parsed, output, store_path)
+    console.print(f"published {parsed.name} in {published.directory} in {published.seconds:.1f} s: "
+                  f"{len(published.written)} file(s) written, {published.unchanged} unchanged, "
+                  f"{len(published.removed)} removed ({published.runs_rendered} run report(s) rendered); "
+                  f"open {published.directory / 'index.html'}", highlight=False, soft_wrap=True)

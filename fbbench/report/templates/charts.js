@@ -401,7 +401,10 @@ const fbb = (() => {
         }},
       },
       axes: [
-        {...AXIS, label: spec.xLabel, values: tickValues, size: 24, labelSize: 18, labelGap: 0},
+        // spec.xNames: one name per x position 0, 1, 2 … (a track series' points), ticks at whole positions only.
+        spec.xNames ? {...AXIS, label: spec.xLabel, size: 24, labelSize: 18, labelGap: 0, incrs: WHOLE_STEPS,
+                       values: (u, splits) => splits.map(v => Number.isInteger(v) ? spec.xNames[v] ?? "" : "")}
+                    : {...AXIS, label: spec.xLabel, values: tickValues, size: 24, labelSize: 18, labelGap: 0},
         {...AXIS, label: spec.yLabel, values: tickValues, size: axisSize, incrs: spec.whole ? WHOLE_STEPS : undefined},
       ],
       series, bands,

@@ -1,0 +1,232 @@
+"""``fbbench track publish SUITE -o DIR``: a static site of a suite's series.
+
+The site: ``index.html`` (every series with a sparkline and its latest change, the newest change
+first), a page per series (``series/ID.html``: the figures over the points with their intervals,
+the changes marked, each point's runs linked), a page per change (``changes/ID.html``: what moved,
+the plans that changed, and what the engine did table by table at both points), each run's own
+report (``runs/ID.html``, copied in: hard-linked from the report the run wrote beside the results
+store, or rendered from the store), ``regressions.json`` and an Atom feed (``feed.xml``) whose
+entries are keyed by the series and the two points of a change, so publishing again never adds an
+entry for the same change.
+
+Incremental: ``fbbench-site.json`` lists every file the site holds with the hash of its content
+(and, for the pages that read runs, of their inputs); publishing again rewrites only what changed,
+removes what no longer belongs, and never reads a run twice. A directory that holds any file this
+list does not name (a directory fbbench did not make, someone's files) is refused, naming them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fbbench import paths
+from fbbench.errors import FbbenchError
+from fbbench.report import track_site
+from fbbench.store import ResultsStore
+from fbbench.track.series import suite_document
+from fbbench.track.suite import Suite
+
+MARKER = "fbbench-site.json"
+FORMAT = "fbbench-site"
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Published:
+    directory: Path
+    written: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    removed: list[str] = field(default_factory=list)
+    runs_rendered: int = 0
+    seconds: float = 0.0
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _marker(directory: Path) -> dict[str, Any] | None:
+    path = directory / MARKER
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("format") == FORMAT else None
+
+
+def check_directory(directory: Path, suite: str) -> dict[str, Any]:
+    """The site's record of its files, or a refusal: a directory that holds files fbbench did not
+    write here (or another suite's site) is never published into."""
+    if directory.exists() and not directory.is_dir():
+        raise FbbenchError(f"-o {directory} is a file, not a directory", hint="name a new or empty directory")
+    if not directory.exists():
+        return {"format": FORMAT, "schema_version": SCHEMA_VERSION, "suite": suite, "files": {}}
+    marker = _marker(directory)
+    present = sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file() or p.is_symlink())
+    if marker is None:
+        if present:
+            shown = ", ".join(present[:3]) + (f" and {len(present) - 3} more" if len(present) > 3 else "")
+            raise FbbenchError(f"-o {directory} holds files fbbench did not write ({shown}): nothing is published "
+                               "there", hint="name a new or empty directory, or one an earlier track publish made")
+        return {"format": FORMAT, "schema_version": SCHEMA_VERSION, "suite": suite, "files": {}}
+    if int(marker.get("schema_version") or 0) > SCHEMA_VERSION:
+        raise FbbenchError(f"-o {directory} was published by a newer fbbench", hint="upgrade fbbench")
+    if marker.get("suite") != suite:
+        raise FbbenchError(f"-o {directory} holds the site of suite {marker.get('suite')!r}, not {suite!r}",
+                           hint="publish each suite into a directory of its own")
+    known = set(marker.get("files") or {}) | {MARKER}
+    foreign = [name for name in present if name not in known]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise FbbenchError(f"-o {directory} holds files fbbench did not write ({shown}): nothing is published there",
+                           hint="move them away, or publish into another directory")
+    marker.setdefault("files", {})
+    return marker
+
+
+class _Writer:
+    """Writes a file only when its content differs from what the site's record says it holds."""
+
+    def __init__(self, directory: Path, record: dict[str, Any], published: Published) -> None:
+        self.directory, self.record, self.published = directory, record, published
+        self.files: dict[str, dict[str, str]] = {}
+
+    def unchanged(self, name: str, inputs: str) -> bool:
+        """A page whose inputs are those it was made from, and which is still there: kept as it is."""
+        earlier = self.record["files"].get(name) or {}
+        if earlier.get("inputs") == inputs and (self.directory / name).is_file():
+            self.files[name] = earlier
+            self.published.unchanged += 1
+            return True
+        return False
+
+    def text(self, name: str, text: str, inputs: str | None = None) -> None:
+        data = text.encode("utf-8")
+        digest = _digest(data)
+        earlier = self.record["files"].get(name) or {}
+        target = self.directory / name
+        entry = {"sha256": digest, **({"inputs": inputs} if inputs else {})}
+        self.files[name] = entry
+        if earlier.get("sha256") == digest and target.is_file():
+            self.published.unchanged += 1
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        paths.write_whole(target, text)
+        self.published.written.append(name)
+
+    def copy(self, name: str, source: Path) -> None:
+        target = self.directory / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            os.link(source, temporary)  # the same file system: no second copy of the bytes
+        except OSError:
+            shutil.copyfile(source, temporary)
+        os.replace(temporary, target)
+        self.files[name] = {"sha256": "", "inputs": f"copy:{source}"}
+        self.published.written.append(name)
+
+
+def _run_ids(store: ResultsStore, series_id: str | None) -> list[str]:
+    if not series_id:
+        return []
+    ids = store.series_runs(series_id)
+    return ids or [series_id]  # a one-run point names its run
+
+
+def _runs_of(store: ResultsStore, point: dict[str, Any]) -> list[tuple[str, str]]:
+    """(side, run id) of a point's runs: B, and A (the reference's) for a relative point."""
+    found = [("B", run) for run in _run_ids(store, point.get("series_b"))]
+    if point.get("series_a"):
+        found += [("A", run) for run in _run_ids(store, point["series_a"])]
+    return found
+
+
+def _run_page(store: ResultsStore, writer: _Writer, results: Path, run_id: str) -> None:
+    name = f"runs/{run_id}.html"
+    if name in writer.record["files"] and (writer.directory / name).is_file():
+        writer.files[name] = writer.record["files"][name]
+        writer.published.unchanged += 1
+        return
+    report = paths.default_report(results, run_id)
+    if report.is_file() and paths.written_by_fbbench(report):
+        writer.copy(name, report)
+        return
+    from fbbench.analysis.run import result_document
+    from fbbench.report import html
+
+    run = store.load_run(run_id)
+    writer.text(name, html.render(result_document(run), run.get("firebird_log") or ""), inputs=f"run:{run_id}")
+    writer.published.runs_rendered += 1
+
+
+def _tables(store: ResultsStore, point: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Table by table for a point's first run: record operations per unit, and gstat's records and
+    versions after the run."""
+    from fbbench.analysis.run import result_document
+
+    runs = _run_ids(store, point.get("series_b"))
+    if not runs:
+        return {}
+    document = result_document(store.load_run(runs[0]))
+    units = sum(int(u.get("ok") or 0) + int(u.get("rolled_back") or 0) + int(u.get("conflicts") or 0)
+                + int(u.get("errors") or 0) for u in (document.get("units") or {}).values())
+    found = {}
+    for name, table in (document.get("tables") or {}).items():
+        activity = table.get("activity") or {}
+        after = table.get("gstat_after") or {}
+        found[name] = {"per_unit": {k: v / units for k, v in activity.items() if units and v is not None},
+                       "records": after.get("records"), "versions": after.get("versions"),
+                       "max_versions": after.get("max_versions")}
+    return found
+
+
+def publish(store: ResultsStore, suite: Suite, directory: Path, results: Path) -> Published:
+    """Publish (or bring up to date) the site of ``suite`` in ``directory``."""
+    started = time.monotonic()
+    directory = directory.expanduser().absolute()
+    record = check_directory(directory, suite.name)
+    published = Published(directory)
+    document = suite_document(store, suite)
+    directory.mkdir(parents=True, exist_ok=True)
+    writer = _Writer(directory, record, published)
+    pages = track_site.Pages(document, time.time())
+    for series in document["series"]:
+        writer.text(pages.series_name(series), pages.series_page(series, {
+            p["point_id"]: [{"side": side, "run_id": run, "page": f"../runs/{run}.html"}
+                            for side, run in _runs_of(store, p)] for p in series["points"]}))
+        for point in series["points"]:
+            for _side, run in _runs_of(store, point):
+                _run_page(store, writer, results, run)
+        points = {p["point_id"]: p for p in series["points"]}
+        for event in series["events"]:
+            name = pages.change_name(series, event)
+            inputs = _digest(json.dumps([event, series["series_id"]], sort_keys=True, default=str).encode())
+            if writer.unchanged(name, inputs):
+                continue
+            before, after = points[event["before"]["point_id"]], points[event["after"]["point_id"]]
+            tables = {"before": _tables(store, before), "after": _tables(store, after)}
+            writer.text(name, pages.change_page(series, event, before, after, tables), inputs=inputs)
+    writer.text("index.html", pages.index_page())
+    writer.text("regressions.json", json.dumps(pages.regressions(), indent=2, default=str) + "\n")
+    writer.text("feed.xml", pages.feed())
+    for name in sorted(set(record["files"]) - set(writer.files)):
+        target = paths.assert_inside(directory / name, directory)
+        if target.is_file():
+            target.unlink()
+        published.removed.append(name)
+    record["files"] = writer.files
+    record["published_at"] = time.time()
+    paths.write_whole(directory / MARKER, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    published.seconds = time.monotonic() - started
+    return published
+
