@@ -17,8 +17,9 @@ ratio). Two methods find the changes; both speak as :class:`Change`:
 - **change points**, for long series (days, commits): Apache Otava's e-divisive means with
   Student's t-test between the segments (Fleming et al., ICPE 2023; Daly et al., ICPE 2020),
   over the points' values, with the window, p-value and minimum magnitude stated. A change's
-  magnitude is the mean of the segment after over the mean of the segment before, with the 95 %
-  interval of that ratio over the two segments' points; its p-value is Otava's.
+  magnitude is the geometric mean of the segment after over that of the segment before, with the
+  95 % interval of Welch's t on the logarithms of the two segments' points; its p-value is
+  Otava's. A figure whose every point repeats one value is left to the exact comparison.
 
 A change is reported when its p-value is at most ``p_value`` and its magnitude at least
 ``min_magnitude`` away from no change. The maths is the library's (Otava) and scipy's; this
@@ -127,13 +128,9 @@ def compare_points(before: Sequence[float], after: Sequence[float], index: int) 
 
 def _segment_change(values: np.ndarray, start: int, index: int, end: int, p_value: float) -> Change:
     before, after = values[start:index], values[index:end]
-    mean_a, mean_b = float(before.mean()), float(after.mean())
-    if len(before) >= 2 and len(after) >= 2 and not (np.ptp(before) == 0 and np.ptp(after) == 0):
-        estimate = stats.ratio_of_series(list(before), list(after))
-        low, high = estimate.low, estimate.high
-    else:
-        low = high = math.nan
-    return Change(index, mean_a, mean_b, mean_b / mean_a, low, high, p_value, CHANGE_POINT, len(before), len(after))
+    ratio, low, high = stats.ratio_of_geometric_means(list(before), list(after))
+    level_a = float(np.exp(np.log(before).mean()))
+    return Change(index, level_a, level_a * ratio, ratio, low, high, p_value, CHANGE_POINT, len(before), len(after))
 
 
 def change_points(values: Sequence[float], method: Method) -> list[Change]:
@@ -165,11 +162,14 @@ def _exact(samples: Sequence[float]) -> bool:
     return len(samples) >= 2 and max(samples) == min(samples)
 
 
-def find_changes(points: Sequence[Sequence[float] | None], method: Method) -> list[Change]:
+def find_changes(points: Sequence[Sequence[float] | None], method: Method,
+                 memo: dict[int, Change | None] | None = None) -> list[Change]:
     """The reported changes of one figure over a series of points (each the point's samples, in
     order; None where the point lacks the figure). Short series: point against point; long
     series: change points over the points' values (the median of each point's samples), and
-    exactly between neighbours that each repeat one value."""
+    exactly between neighbours that each repeat one value. ``memo``: the comparisons of
+    neighbours made for a shorter prefix of the same points (by the later point's index), which a
+    longer prefix does not change — looking at a series one length at a time stays linear."""
     present = [(i, list(p)) for i, p in enumerate(points) if p is not None and _positive(p) is not None]
     if len(present) < 2:
         return []
@@ -178,10 +178,15 @@ def find_changes(points: Sequence[Sequence[float] | None], method: Method) -> li
     for (_, before), (index, after) in itertools.pairwise(present):
         if long and not (_exact(before) and _exact(after)):
             continue
-        change = compare_points(before, after, index)
+        if memo is not None and index in memo:
+            change = memo[index]
+        else:
+            change = compare_points(before, after, index)
+            if memo is not None:
+                memo[index] = change
         if change is not None and significant(change, method):
             changes[index] = change
-    if long:
+    if long and not all(_exact(samples) for _, samples in present):
         values = [float(np.median(samples)) for _, samples in present]
         # Otava counts positions among the present points: mapped back to the series' points.
         for change in change_points(values, method):

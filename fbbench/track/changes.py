@@ -13,6 +13,7 @@ the length at which that happened — appending never moves an old change withou
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from fbbench.analysis import track as tracking
 from fbbench.analysis.changepoints import Method, find_changes
@@ -31,8 +32,10 @@ def _figures(points: list[stored.PointRow]) -> list[str]:
     return list(names)
 
 
-def _found(series_id: str, points: list[stored.PointRow], methods: dict[str, Method]) -> dict[str, stored.ChangeRow]:
-    """The changes in ``points`` (a series' first points), by identity."""
+def _found(series_id: str, points: list[stored.PointRow], methods: dict[str, Method],
+           memos: dict[str, dict[int, Any]]) -> dict[str, stored.ChangeRow]:
+    """The changes in ``points`` (a series' first points), by identity; ``memos``: per figure, the
+    neighbours compared for a shorter prefix (:func:`fbbench.analysis.changepoints.find_changes`)."""
     found: dict[str, stored.ChangeRow] = {}
     length = len(points)
     for name in _figures(points):
@@ -41,7 +44,7 @@ def _found(series_id: str, points: list[stored.PointRow], methods: dict[str, Met
         method = methods[kind]
         samples = [(p.figures.get(name) or {}).get("samples") for p in points]
         better = next((p.figures[name].get("better") for p in points if p.figures.get(name, {}).get("better")), None)
-        for change in find_changes(samples, method):
+        for change in find_changes(samples, method, memos.setdefault(name, {})):
             before, after = points[change.index - 1], points[change.index]
             identity = change_id(series_id, name, before.point_id, after.point_id)
             detail = {**change.to_dict(), "kind": kind, "better": better, "parameters": method.to_dict()}
@@ -60,8 +63,9 @@ def evaluate(store: ResultsStore, series: stored.SeriesRow, methods: dict[str, M
     current = {identity: c for identity, c in every.items() if c.state == "current"}
     added: list[stored.ChangeRow] = []
     updated: dict[str, stored.ChangeRow] = {}
+    memos: dict[str, dict[int, Any]] = {}
     for length in range(max(series.evaluated, 1) + 1, len(points) + 1):
-        found = _found(series.series_id, points[:length], methods)
+        found = _found(series.series_id, points[:length], methods, memos)
         new = [identity for identity in found if identity not in current]
         for identity in new:
             if identity in every:  # found again where it once was: the same change, current again

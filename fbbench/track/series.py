@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import asdict
 from typing import Any
 
 from fbbench.analysis import conditions as cond
@@ -77,9 +76,10 @@ def series_for(store: ResultsStore, suite: Suite, benchmark: str, kind: str, ref
 
 
 def point_document(point: stored.PointRow) -> dict[str, Any]:
-    data = asdict(point)
-    return {key: data[key] for key in ("point_id", "label", "engine", "engine_build", "engine_binaries", "reference",
-                                       "created_at", "series_a", "series_b", "figures", "plans")}
+    # Not dataclasses.asdict: its deep copy of every figure's samples cost 1.3 s for 1,000 points.
+    return {key: getattr(point, key) for key in ("point_id", "label", "engine", "engine_build", "engine_binaries",
+                                                 "reference", "created_at", "series_a", "series_b", "figures",
+                                                 "plans")}
 
 
 def change_document(change: stored.ChangeRow, points: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -137,10 +137,14 @@ class _Writer:
 
 
 def _run_ids(store: ResultsStore, series_id: str | None) -> list[str]:
+    """The runs of a point's run series (a one-run point names its run); none that the store lacks."""
     if not series_id:
         return []
     ids = store.series_runs(series_id)
-    return ids or [series_id]  # a one-run point names its run
+    if ids:
+        return ids
+    known = store.db.execute("select 1 from runs where run_id = ?", (series_id,)).fetchone()
+    return [series_id] if known else []
 
 
 def _runs_of(store: ResultsStore, point: dict[str, Any]) -> list[tuple[str, str]]:
