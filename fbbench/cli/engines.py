@@ -142,6 +142,9 @@ def engines_install(
         engine = parse_engine(text)
         if not isinstance(engine, EmbeddedEngine):
             raise FbbenchError(f"'{text}' is not an embedded engine; only embedded engines are installed")
+        if engine.is_build:
+            raise FbbenchError(f"'{text}' is a registered build ({engine.root}): its files are already there",
+                               hint="fbbench engines install takes the embedded versions from PyPI: 3.0 4.0 5.0")
         already = installer.is_installed(engine)
         root = installer.install(engine)
         console.print(f"{engine.label}: {'already installed' if already else 'installed'} at {root}")

@@ -22,7 +22,7 @@ from pathlib import Path
 from fbbench import __version__
 from fbbench.engines import install as installer
 from fbbench.engines.binaries import engine_binaries
-from fbbench.engines.builds import CLIENT_NAME
+from fbbench.engines.builds import CLIENT_NAME, find_files
 from fbbench.engines.catalog import (
     SERVER_CLIENT_VERSION,
     EmbeddedEngine,
@@ -266,14 +266,14 @@ def engine_files(engine: EmbeddedEngine, install: bool = True) -> Path:
     root = Path(engine.root or "")
     again = (f"register it again: fbbench engines remove {engine.name} && fbbench engines add {engine.name} PATH "
              "(fbbench engines list shows its path)")
+    if not (root / "firebird.conf").is_file() or not find_files(root).embeddable:
+        raise FbbenchError(f"the files of {engine.label} are gone from {root}", hint=again)
     try:
         found = engine_binaries(engine)
     except OSError as error:
         raise FbbenchError(f"the files of {engine.label} cannot be read in {root}: {error.strerror}",
                            hint=again) from None
-    if not (root / "firebird.conf").is_file() or not found or found["files"] == 0:
-        raise FbbenchError(f"the files of {engine.label} are gone from {root}", hint=again)
-    if engine.binaries and found["sha256"] != engine.binaries:
+    if engine.binaries and found and found["sha256"] != engine.binaries:
         raise FbbenchError(f"the binaries of {engine.label} in {root} changed since it was registered "
                            f"({engine.binaries[:12]} then, {found['sha256'][:12]} now)",
                            hint=f"register the new build (its version is verified again): fbbench engines add "

@@ -21,10 +21,12 @@ top, and sets safe permissions (no set-uid, no group or other write).
 
 from __future__ import annotations
 
+import bz2
 import contextlib
 import errno
 import gzip
 import hashlib
+import io
 import json
 import lzma
 import os
@@ -34,9 +36,10 @@ import shutil
 import tarfile
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, cast
 
 from fbbench import paths
 from fbbench.engines.builds import WHAT_A_BUILD_IS
@@ -129,14 +132,35 @@ def _refuse(tarball: Path, what: str) -> FbbenchError:
 
 
 def _extract(tarball: Path, target: Path) -> None:
-    mode = _mode(tarball)
+    """Read ``tarball`` front to back once, unpacking its buildroot's installation into ``target``.
+
+    Both archives are read as streams through the decompressor's own file object and drained to
+    their end, where gzip checks its CRC and length: tar stops reading at its end-of-archive
+    marker, before the gzip trailer, and deflate decodes most damage into garbage without a word
+    (a corrupt download would otherwise be unpacked as a build that crashes the engine)."""
+    compression = _compression(tarball)
     try:
-        with tarfile.open(tarball, mode) as outer:
-            buildroot = _find_buildroot(tarball, outer)
-            stream = outer.extractfile(buildroot)
-            if stream is None:
-                raise _refuse(tarball, f"has an unreadable {buildroot.name}")
-            _extract_installation(tarball, stream, target)
+        with open(tarball, "rb") as raw, _decompressing(raw, compression) as decompressed, \
+                tarfile.open(fileobj=decompressed, mode="r|") as outer:
+            buildroots = 0
+            for count, member in enumerate(outer, 1):
+                if count > MAX_MEMBERS:
+                    raise _refuse(tarball, f"has more than {MAX_MEMBERS:,} members")
+                _check_name(tarball, member.name)
+                if member.isdev():
+                    raise _refuse(tarball, f"holds a device file or fifo ({member.name})")
+                parts = _normal(member.name).split("/")
+                if member.isfile() and parts[-1] == BUILDROOT and len(parts) <= 2:
+                    buildroots += 1
+                    stream = outer.extractfile(member)
+                    if buildroots > 1 or stream is None:
+                        raise _refuse(tarball, f"is not an official Firebird tarball: it has more than one "
+                                      f"{BUILDROOT}")
+                    _extract_installation(tarball, stream, target)
+            if buildroots == 0:
+                raise _refuse(tarball, f"is not an official Firebird tarball: it has no {BUILDROOT} (the official "
+                              f"Linux tarball's top directory holds install.sh and {BUILDROOT})")
+            _drain(decompressed)
     except tarfile.FilterError as error:  # Python's own filter agreeing with the checks below
         raise _refuse(tarball, f"has a member fbbench will not unpack ({error})") from None
     except _DAMAGED as error:
@@ -145,42 +169,43 @@ def _extract(tarball: Path, target: Path) -> None:
                            hint="download it again: the release page lists each file's size and checksum") from None
 
 
-_ReadMode = Literal["r:gz", "r:xz", "r:bz2", "r:"]
-_COMPRESSIONS: tuple[tuple[bytes, _ReadMode], ...] = (
-    (b"\x1f\x8b", "r:gz"), (b"\xfd7zXZ\x00", "r:xz"), (b"BZh", "r:bz2"))
+def _drain(stream: io.BufferedIOBase) -> None:
+    while stream.read(1 << 20):
+        pass
 
 
-def _mode(tarball: Path) -> _ReadMode:
-    """How to open ``tarball`` (what its first bytes say), or a refusal: not an archive at all."""
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
+
+
+def _compression(tarball: Path) -> str:
+    """How ``tarball`` is compressed (what its first bytes say: gzip, xz, bzip2, or none for a
+    plain tar), or a refusal: it is not an archive at all."""
     try:
         with open(tarball, "rb") as handle:
             head = handle.read(512)
     except OSError as error:
         raise FbbenchError(f"cannot read {tarball}: {error.strerror}") from None
-    for magic, mode in _COMPRESSIONS:
+    for magic, compression in _MAGIC:
         if head.startswith(magic):
-            return mode
+            return compression
     if head[257:262] == b"ustar":
-        return "r:"
+        return "none"
     raise _refuse(tarball, "is not a tarball (neither a gzip, xz or bzip2 file nor a tar archive)")
 
 
-def _find_buildroot(tarball: Path, outer: tarfile.TarFile) -> tarfile.TarInfo:
-    found = []
-    for count, member in enumerate(outer, 1):
-        if count > MAX_MEMBERS:
-            raise _refuse(tarball, f"has more than {MAX_MEMBERS:,} members")
-        _check_name(tarball, member.name)
-        if member.isdev():
-            raise _refuse(tarball, f"holds a device file or fifo ({member.name})")
-        parts = _normal(member.name).split("/")
-        if member.isfile() and parts[-1] == BUILDROOT and len(parts) <= 2:
-            found.append(member)
-    if len(found) != 1:
-        what = "no" if not found else "more than one"
-        raise _refuse(tarball, f"is not an official Firebird tarball: it has {what} {BUILDROOT} (the official Linux "
-                      f"tarball's top directory holds install.sh and {BUILDROOT})")
-    return found[0]
+@contextlib.contextmanager
+def _decompressing(raw: io.BufferedIOBase, compression: str) -> Iterator[io.BufferedIOBase]:
+    if compression == "gzip":
+        with gzip.GzipFile(fileobj=raw, mode="rb") as gzipped:
+            yield gzipped
+    elif compression == "xz":
+        with lzma.LZMAFile(cast(IO[bytes], raw), mode="rb") as xz:
+            yield xz
+    elif compression == "bzip2":
+        with bz2.BZ2File(raw, mode="rb") as bzipped:
+            yield bzipped
+    else:
+        yield raw
 
 
 def _normal(name: str) -> str:
@@ -200,8 +225,9 @@ def _extract_installation(tarball: Path, stream: IO[bytes], target: Path) -> Non
     prefix = INSTALLATION + "/"
     total, found = 0, False
     target.mkdir()
-    # A stream ("r|*"): the buildroot is read once, front to back, without a temporary copy.
-    with tarfile.open(fileobj=stream, mode="r|*") as inner:
+    # A stream: the buildroot is read once, front to back, without a temporary copy.
+    with gzip.GzipFile(fileobj=stream, mode="rb") as decompressed, \
+            tarfile.open(fileobj=decompressed, mode="r|") as inner:
         for count, member in enumerate(inner, 1):
             if count > MAX_MEMBERS:
                 raise _refuse(tarball, f"has more than {MAX_MEMBERS:,} members in its {BUILDROOT}")
@@ -228,6 +254,7 @@ def _extract_installation(tarball: Path, stream: IO[bytes], target: Path) -> Non
                 raise _refuse(tarball, f"would unpack to more than {MAX_UNPACKED_BYTES / 2**30:.0f} GiB")
             member.name = relative
             inner.extract(member, target, filter="data")
+        _drain(decompressed)
     if not found:
         raise _refuse(tarball, f"is not an official Firebird tarball: its {BUILDROOT} has no {INSTALLATION}/")
 
