@@ -480,6 +480,35 @@ def test_names_registered_by_an_older_fbbench_stay_managed_servers(tmp_path: Pat
         parse_engine("old")  # a server, as it was registered: this installation has none
     with pytest.raises(FbbenchError, match=r"'old' .* was registered as a server by an older fbbench"):
         parse_engine("embedded:old")
+    (tmp_path / "engines.json").write_text(json.dumps({"engines": {"fb3-debian": {
+        "directory": "/usr", "source": "/usr", "mode": "server", "kind": "installation", "layout": "debian",
+        "version": "3.0.11", "build": "LI-V3.0.11.33637", "embedded": False, "server": True}}}))
+    with pytest.raises(FbbenchError, match=r"'fb3-debian' \(/usr\) cannot run embedded: it is Debian's"):
+        parse_engine("embedded:fb3-debian")
+
+
+def test_debian_binaries_are_its_server_plugins_intl_and_client(builds: dict[str, Any], tmp_path: Path) -> None:
+    """Debian's package spreads the engine over /usr (here a copy of that layout made of 3.0.14's
+    files); its other programs in /usr/bin are no part of the engine."""
+    from fbbench.engines.binaries import digest, engine_binaries, official_binaries
+    from fbbench.engines.installation import ManagedEngine
+
+    runtime, usr = builds["runtimes"]["3.0.14"], tmp_path / "usr"
+    libdir = usr / "lib" / "x86_64-linux-gnu" / "firebird" / "3.0"
+    shutil.copytree(runtime / "plugins", libdir / "plugins")
+    shutil.copytree(runtime / "intl", libdir / "intl")
+    shutil.copy2(runtime / "libfbclient.so.2", libdir.parent.parent / "libfbclient.so.2")
+    (usr / "sbin").mkdir()
+    shutil.copy2(runtime / "plugins" / "libEngine12.so", usr / "sbin" / "firebird")  # an ELF file in its place
+    (usr / "bin").mkdir()
+    shutil.copy2(runtime / "libib_util.so", usr / "bin" / "isql-fb")
+    found = engine_binaries(ManagedEngine(str(usr), "debian", "3.0.14", "LI-V3.0.14.33856"))
+    assert found is not None and found["source"] == str(usr)
+    official = digest(runtime, official_binaries(runtime))
+    # PyPI's 3.0.14 has the same client, plugins and intl; Debian's adds its server.
+    assert found["files"] == official["files"] + 1 and found["sha256"] != official["sha256"]
+    (usr / "bin" / "isql-fb").write_bytes(b"\x7fELF another program")
+    assert engine_binaries(ManagedEngine(str(usr), "debian", "3.0.14", "LI-V3.0.14.33856")) == found
 
 
 def test_a_builds_population_cache_is_its_majors_unless_its_ods_differs() -> None:

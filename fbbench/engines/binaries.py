@@ -92,6 +92,7 @@ def digest(root: Path, files: list[tuple[str, Path]]) -> dict[str, Any]:
             changed = True
         lines.append(f"{name}\0{known[2]}\n")
     if changed:
+        cache = {key: value for key, value in cache.items() if Path(key).exists()}  # removed builds' files go
         # Only a cache: a file system that refuses it costs the next run a second of hashing.
         with contextlib.suppress(OSError):
             paths.write_whole(cache_file(), json.dumps(cache, indent=0, sort_keys=True) + "\n")
