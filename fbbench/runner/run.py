@@ -273,16 +273,17 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
     copies = 2 if settings.replication == "sync" else 1
     if isinstance(engine, EmbeddedEngine | ManagedEngine):
         cache, databases = population_cache.cache_dir(workdir), cleanup.databases_dir(workdir)
+        keyed_by = population_cache.engine_key(engine)
         if backup is not None:
-            material = population_cache.restore_material(backup["sha256"], settings.page_size, _cache_engine(engine))
+            material = population_cache.restore_material(backup["sha256"], settings.page_size, keyed_by)
             name, what = population_cache.RESTORED, f"restore of {backup['name']}"
             key = population_cache.restore_key(material)
         else:
             name, what = workload.name, f"{workload.name} population"
-            key = population_cache.cache_key(workload, settings.page_size, _cache_engine(engine))
+            key = population_cache.cache_key(workload, settings.page_size, keyed_by)
         cached = population_cache.entry(cache, name, key).database
         if settings.target_size is not None and backup is None:
-            _target_size_room(settings, workload, _cache_engine(engine), cache, databases, copies)
+            _target_size_room(settings, workload, keyed_by, cache, databases, copies)
         elif isinstance(engine, EmbeddedEngine) and cached.exists() and not settings.fresh:
             size = cached.stat().st_size
             short = limits.shortfall([(databases, copies * size)])
@@ -293,7 +294,7 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
                                    f"{short[0].text()}", hint=limits.ROOM_HINT)
         elif backup is None:
             measured = population_cache.measurements(cache, workload)
-            estimate = limits.nearest_estimate(workload, measured, _cache_engine(engine), settings.page_size)
+            estimate = limits.nearest_estimate(workload, measured, keyed_by, settings.page_size)
         if estimate is not None:
             # Embedded: built in the cache, then copied for the run; managed: built in place.
             places = [cache, databases] if isinstance(engine, EmbeddedEngine) else [databases]
@@ -315,12 +316,6 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
         parts.insert(0, f"the population about {limits.duration_text(estimate.seconds)}, "
                         f"{estimate.basis_text(workload)}")
     limits.check_planned(load + (estimate.seconds if estimate else 0.0), "this run", "; ".join(parts), settings.yes)
-
-
-def _cache_engine(engine: EmbeddedEngine | ManagedEngine) -> str:
-    """What the population cache keys a local engine's databases by (:attr:`EmbeddedEngine.cache_engine`;
-    a managed server builds its database in place)."""
-    return engine.cache_engine if isinstance(engine, EmbeddedEngine) else engine.major
 
 
 def _target_size_room(settings: RunSettings, workload: Workload, cache_engine: str, cache: Path,
@@ -479,10 +474,9 @@ def execute(settings: RunSettings, password: str | None = None,
                 others = presence.others(store, workdir, run_id, pair)
                 if others and notices.others is not None:
                     notices.others(others)
-                binaries = engine_binaries(engine)
-                detail = {"root": str(runtime.root), "conf": runtime.conf, "client": runtime.client_version}
-                if binaries is not None:  # where the engine's files came from: PyPI's runtime, a build, a server's
-                    detail["engine_files"] = binaries["source"]
+                binaries = engine_binaries(engine)  # engine_files: PyPI's runtime, a build's root, a server's
+                detail = {"root": str(runtime.root), "conf": runtime.conf, "client": runtime.client_version,
+                          "engine_files": binaries["source"] if binaries else None}
                 if others:
                     detail["others_running"] = others
                 if managed is not None:
