@@ -196,6 +196,13 @@ def test_engines_add_registers_tarballs_and_installations(builds: dict[str, Any]
     assert not list(five["tarball"].parent.glob("*/install.sh")) and not list(builds["base"].glob("**/usr/include"))
     # The same files, in a tarball or a directory, are the same binaries; another version's are not.
     assert entries["fb5-tar"]["binaries"] == entries["fb5-dir"]["binaries"] != entries["fb3-tar"]["binaries"]
+    # --set is checked against the build's own documented firebird.conf (3.0 has no ReadConsistency).
+    from fbbench.engines.runtime import check_conf
+
+    assert check_conf(parse_engine("fb5-tar"), {"readconsistency": "0"}) == {"ReadConsistency": "0"}
+    with pytest.raises(FbbenchError, match=r"unknown firebird.conf key 'ReadConsistency' for Firebird 3\.0\.14 "
+                       r"embedded \(fb3-tar\)"):
+        check_conf(parse_engine("fb3-tar"), {"ReadConsistency": "0"})
 
     listed = run_cli("engines", "list")
     assert listed.returncode == 0, listed.stderr
