@@ -530,3 +530,19 @@ def test_a_builds_population_cache_is_its_majors_unless_its_ods_differs() -> Non
     assert Runtime.from_json(Runtime(engine, "6.0.0", Path("/w/root")).to_json()).engine == engine
     assert Runtime.from_json(Runtime(EmbeddedEngine("5.0.4"), "5.0.4", Path("/w")).to_json()).engine == \
         EmbeddedEngine("5.0.4")
+
+
+def test_binaries_that_differ_are_an_engine_build_difference() -> None:
+    """Outside the axis, other binaries of one version are FB005 (engine build differs); a run
+    recorded before engine.binaries existed cannot be compared on it (FB009, a note), which is
+    no claim that the builds differ."""
+    from fbbench.analysis.lint import lint_comparison
+
+    base = {"engine.version": "5.0.4", "engine.build": "LI-V5.0.4.1812 Firebird 5.0", "engine.binaries": "ab" * 32,
+            "conf.DefaultDbCachePages": "2048"}
+    rebuilt = {**base, "engine.binaries": "cd" * 32, "conf.DefaultDbCachePages": "4096"}
+    found = lint_comparison({"A": base, "B": rebuilt}, ["conf.DefaultDbCachePages"])
+    assert [(f.rule, f.evidence["key"]) for f in found] == [("FB005", "engine.binaries")]
+    older = {key: value for key, value in rebuilt.items() if key != "engine.binaries"}
+    found = lint_comparison({"A": base, "B": older}, ["conf.DefaultDbCachePages"])
+    assert [(f.rule, f.evidence["key"]) for f in found] == [("FB009", "engine.binaries")]
