@@ -24,7 +24,6 @@ from fbbench import paths
 from fbbench.database import ownership
 from fbbench.engines import EmbeddedEngine, ManagedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
 from fbbench.engines import managed as managed_servers
-from fbbench.engines.binaries import engine_binaries
 from fbbench.engines.firebird_conf import key_of
 from fbbench.engines.runtime import (
     Runtime,
@@ -474,9 +473,7 @@ def execute(settings: RunSettings, password: str | None = None,
                 others = presence.others(store, workdir, run_id, pair)
                 if others and notices.others is not None:
                     notices.others(others)
-                binaries = engine_binaries(engine)  # engine_files: PyPI's runtime, a build's root, a server's
-                detail = {"root": str(runtime.root), "conf": runtime.conf, "client": runtime.client_version,
-                          "engine_files": binaries["source"] if binaries else None}
+                detail = {"root": str(runtime.root), "conf": runtime.conf, "client": runtime.client_version}
                 if others:
                     detail["others_running"] = others
                 if managed is not None:
@@ -490,7 +487,6 @@ def execute(settings: RunSettings, password: str | None = None,
                                                             cleanup.run_paths(workdir, run_id))
                 if managed is not None and managed.server.pid is not None:
                     plan["engine_pid"] = managed.server.pid
-                plan["engine_binaries"] = binaries
                 if barrier is not None:
                     plan |= {"barrier": barrier, "quiet": True}
                 try:

@@ -286,7 +286,4 @@ class RunPlan(TypedDict):
     # replication.conf names (journal_directory, journal_archive_directory, sync_replica)
     replication: NotRequired[dict[str, Any]]
     engine_pid: NotRequired[int]  # a managed server's process: its memory faults and block I/O are sampled
-    # The engine's binaries (fbbench/engines/binaries.py): recorded with the engine facts; None for
-    # an external server, whose files are not visible
-    engine_binaries: NotRequired[dict[str, Any] | None]
     quiet: NotRequired[bool]

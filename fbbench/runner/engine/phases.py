@@ -141,8 +141,6 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             if monitor:
                 _record_gstat(store, run_id, "before", db_plan.services_host, database_path)
             engine = facts.engine_facts(dsn, runtime)
-            if plan.get("engine_binaries"):
-                engine["binaries"] = plan["engine_binaries"]
             if not runtime.embedded:  # over the network: the round trip is a condition of the run
                 engine["round_trip"] = facts.round_trip(dsn, db_plan.services_host.split("/")[0])
             before = facts.snapshot(dsn)
