@@ -382,6 +382,8 @@ def axis_labels(subjects: Sequence[Subject], on_axis: Sequence[cond.DiffRow]) ->
             chosen.append(row)
     def shown(row: cond.DiffRow, value: str) -> str:
         # An engine's version or a host's name says what it is; a setting's number needs its name.
+        if row.key == "engine.binaries":  # two builds of one version: their digests' first digits tell them apart
+            return f"binaries {value[:12]}"
         return value if row.factor in ("engine", "host") else f"{row.key.rsplit('.', 1)[-1]} {value}"
 
     labels = {}

@@ -10,6 +10,13 @@ key                          from
 ===========================  ===============================================================
 ``engine.version``           the engine's ENGINE_VERSION (5.0.4)
 ``engine.build``             the server version string (LI-V5.0.4.1812 Firebird 5.0)
+``engine.binaries``          sha256 over the engine's binaries: its client library, plugins, intl
+                             and bin/ (each file's path in its root and content; see
+                             fbbench/engines/binaries.py), for embedded engines (PyPI's and
+                             registered builds) and managed servers; absent for an external
+                             server. The same files under two names are the same build: the
+                             name a build was registered under is the run's engine label,
+                             never a condition
 ``engine.bits``              embedded: the bitness of the process that runs the engine
                              (a server's is not visible to a client: absent)
 ``client.bits``              the fbclient library's bitness
@@ -243,6 +250,7 @@ def record(run: StoredRun) -> Conditions:
     values: dict[str, Any] = {
         "engine.version": engine.get("engine_version"),
         "engine.build": engine.get("server_version") or run.get("engine_version"),
+        "engine.binaries": (engine.get("binaries") or {}).get("sha256"),
         # An embedded engine runs inside the client's process: it has the client library's bitness.
         "engine.bits": bits if protocol == "embedded" else None,
         "client.bits": bits,

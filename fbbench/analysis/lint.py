@@ -48,7 +48,7 @@ _RULE_OF_KEY = (
     (("protocol",), "FB002"),
     (("database.page_size",), "FB003"),
     (("database.forced_writes",), "FB004"),
-    (("engine.version", "engine.build"), "FB005"),
+    (("engine.version", "engine.build", "engine.binaries"), "FB005"),
 )
 # Keys whose rule is their factor's: every replication.conf key is replication's.
 _RULE_OF_FACTOR = {"replication": "FB012"}

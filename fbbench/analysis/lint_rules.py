@@ -55,8 +55,9 @@ RULES: dict[str, Rule] = {rule.id: rule for rule in (
          "second, unmeasured axis."),
     Rule("FB009", NOTE, "condition not visible",
          "What a run did not record cannot be shown to be equal: a Firebird 3 server does not show its "
-         "firebird.conf, and a run that stopped before its engine was read recorded neither the engine's nor "
-         "the database's conditions."),
+         "firebird.conf, a run that stopped before its engine was read recorded neither the engine's nor "
+         "the database's conditions, and a run recorded by an older fbbench lacks what it did not record yet "
+         "(engine.binaries)."),
     Rule("FB010", ERROR, "axis unclear",
          "A comparison must say which difference it measures; with several, any one may explain the result."),
     Rule("FB011", ERROR, "series not uniform",

@@ -246,6 +246,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
             "label": run.get("engine_label"),
             "version": run.get("engine_version"),
             "engine_version": engine.get("engine_version"),
+            "binaries": engine.get("binaries"),
             "mode": engine.get("server_mode") or run.get("architecture"),
             "architecture": {
                 "requested": engine.get("architecture_requested") or settings.get("architecture"),

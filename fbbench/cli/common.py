@@ -49,7 +49,8 @@ PasswordFileOption = Annotated[
 ]
 EngineOption = Annotated[
     str | None,
-    typer.Option("--engine", "-e", help="5.0, 4.0, 3.0 (embedded) or a full version such as 5.0.4."),
+    typer.Option("--engine", "-e", help="5.0, 4.0, 3.0 (embedded), a full version such as 5.0.4, or a build "
+                 "registered with fbbench engines add."),
 ]
 ResultsOption = Annotated[
     Path | None,

@@ -12,8 +12,9 @@ from rich.table import Table
 from fbbench.cli.common import WorkdirOption, _workdir, console
 from fbbench.errors import FbbenchError
 
-engines_app = typer.Typer(help="Firebird engines: the embedded 3.0 / 4.0 / 5.0 runtimes from PyPI, and local "
-                          "installations whose server fbbench starts itself.", no_args_is_help=True)
+engines_app = typer.Typer(help="Firebird engines: the embedded 3.0 / 4.0 / 5.0 runtimes from PyPI, and builds you "
+                          "register (tarballs, installations, build directories), run embedded or as a server "
+                          "fbbench starts itself.", no_args_is_help=True)
 
 
 @engines_app.command("list")
@@ -36,58 +37,94 @@ def engines_list() -> None:
                       f"firebird-embedded=={engine.package_version}", ods, installed)
     console.print(table)
     _print_registered_servers()
-    console.print("A local Firebird installation whose server fbbench starts for each run is named "
-                  "[bold]server:DIR[/] (e.g. server:/usr for Debian's firebird3.0-server) or registered with "
-                  "[bold]fbbench engines add NAME DIR[/]. An external server is named by a DSN, e.g. "
+    console.print("Another build (an official tarball, an installation directory, a build's output) is registered "
+                  "with [bold]fbbench engines add NAME PATH[/] and runs embedded from its own files, or as a server "
+                  "fbbench starts (--server; [bold]server:NAME[/] and [bold]embedded:NAME[/] choose per run). A local "
+                  "installation's server is also named [bold]server:DIR[/] (e.g. server:/usr for Debian's "
+                  "firebird3.0-server). An external server is named by a DSN, e.g. "
                   "[bold]localhost/3050:/data/bench.fdb[/] with --user and --password-file (or ISC_PASSWORD).")
 
 
 def _print_registered_servers() -> None:
+    from fbbench.engines.builds import build_number
     from fbbench.engines.catalog import managed_engine, registered_engines
 
     registered = registered_engines()
     if not registered:
         return
-    table = Table(title="Registered local servers (fbbench starts them)")
-    for column in ("name it", "directory", "engine"):
+    table = Table(title="Registered engines (fbbench engines add)")
+    for column in ("name it", "kind", "version (build)", "runs", "binaries", "where"):
         table.add_column(column, overflow="fold")
     for name, entry in sorted(registered.items()):
-        try:
-            state = managed_engine(entry["directory"]).label
-        except FbbenchError as error:  # shown, not raised: the other engines are still listed
-            state = f"[red]unusable:[/] {escape(error.message)}"
-        table.add_row(name, entry["directory"], state)
+        modes = [mode for mode in ("embedded", "server") if entry.get(mode, mode == "server")]
+        default = entry.get("mode") or "server"
+        runs = ", ".join(f"{mode} (default)" if mode == default else f"{mode}:{name}" for mode in modes)
+        if "version" in entry:
+            version = f"{entry['version']} ({build_number(entry.get('build') or '') or '?'})"
+        else:  # registered by an older fbbench: a server, its version read from the installation
+            try:
+                engine = managed_engine(entry["directory"])
+                version = f"{engine.version} ({build_number(engine.build) or '?'})"
+            except FbbenchError as error:  # shown, not raised: the other engines are still listed
+                version = f"[red]unusable:[/] {escape(error.message)}"
+        where = escape(entry.get("source") or entry["directory"])
+        if entry.get("unpacked"):
+            where += f" (unpacked in {escape(entry['directory'])})"
+        table.add_row(name, entry.get("kind", "installation"), version, runs, (entry.get("binaries") or "")[:12],
+                      where)
     console.print(table)
 
 
 @engines_app.command("add")
 def engines_add(
     name: Annotated[str, typer.Argument(help="The name runs will use: --engine NAME.")],
-    directory: Annotated[Path, typer.Argument(help="The Firebird installation: /usr (Debian's package) or "
-                                              "an official install such as /opt/firebird.")],
+    path: Annotated[Path, typer.Argument(help="An official Linux tarball (Firebird-X.Y.Z.NNNN-0-linux-x64.tar.gz), "
+                                         "an installation directory such as /opt/firebird, a build's output "
+                                         "directory (gen/Release/firebird), or /usr (Debian's firebird3.0-server).")],
+    server: Annotated[bool, typer.Option("--server", help="Run it as a managed server (its bin/firebird) by default "
+                                         "instead of embedded. Debian's /usr always runs as a server.")] = False,
+    workdir: WorkdirOption = None,
 ) -> None:
-    """Register a local Firebird installation; fbbench starts its server for each run.
+    """Register a Firebird build under a name: embedded from its own files, or its server, which
+    fbbench starts for each run. Its version is read from its files and verified by creating and
+    dropping a scratch database before it is registered.
 
-    Example: `fbbench engines add fb3-debian /usr` then `fbbench run tpcc --engine fb3-debian`
+    Examples: `fbbench engines add fb5-rc ~/Downloads/Firebird-5.0.4.1812-0-linux-x64.tar.gz` ·
+    `fbbench engines add fb6-dev ~/src/firebird/gen/Release/firebird` · `fbbench engines add fb3-debian /usr`;
+    then `fbbench run tpcc --engine fb5-rc` (or `--engine server:NAME`, `--engine embedded:NAME`)
     """
-    from fbbench.engines.catalog import register_engine
+    from fbbench.engines.builds import build_number
+    from fbbench.engines.catalog import EmbeddedEngine
+    from fbbench.runner.builds import add
 
-    engine = register_engine(name, str(directory))
-    console.print(f"{name}: {engine.label} in {engine.directory} — use --engine {name}", highlight=False)
+    added = add(name, path, server, _workdir(workdir) / "doctor")
+    entry, engine = added.entry, added.engine
+    if isinstance(engine, EmbeddedEngine):
+        what = f"Firebird {engine.version} (build {build_number(entry['build'])}, ODS {entry['ods']}) embedded"
+    else:
+        what = engine.label
+    where = f"the {entry['kind']} {entry['source']}" + (f", unpacked in {entry['directory']}"
+                                                         if entry.get("unpacked") else "")
+    other = "server" if isinstance(engine, EmbeddedEngine) else "embedded"
+    also = f"; {other}: --engine {other}:{name}" if entry.get("server") and entry.get("embedded") else ""
+    if entry.get("layout") == "debian":
+        console.print(f"{name}: {engine.label} in {entry['directory']} — use --engine {name}", highlight=False)
+    else:
+        console.print(f"{name}: {what}, from {where} — use --engine {name}{also}", highlight=False)
 
 
 @engines_app.command("remove")
 def engines_remove(
     name: Annotated[str, typer.Argument(help="A name registered with fbbench engines add.")],
 ) -> None:
-    """Forget a registered local installation (the installation itself is untouched).
+    """Forget a registered engine, and the copy fbbench unpacked from its tarball (the user's
+    tarball, installation or build directory is never touched).
 
     Example: `fbbench engines remove fb3-debian`
     """
-    from fbbench.engines.catalog import unregister_engine
+    from fbbench.runner.builds import remove
 
-    directory = unregister_engine(name)
-    console.print(f"removed {name} ({directory})", highlight=False)
+    console.print(remove(name), highlight=False)
 
 
 @engines_app.command("install")
@@ -105,6 +142,9 @@ def engines_install(
         engine = parse_engine(text)
         if not isinstance(engine, EmbeddedEngine):
             raise FbbenchError(f"'{text}' is not an embedded engine; only embedded engines are installed")
+        if engine.is_build:
+            raise FbbenchError(f"'{text}' is a registered build ({engine.root}): its files are already there",
+                               hint="fbbench engines install takes the embedded versions from PyPI: 3.0 4.0 5.0")
         already = installer.is_installed(engine)
         root = installer.install(engine)
         console.print(f"{engine.label}: {'already installed' if already else 'installed'} at {root}")

@@ -123,6 +123,10 @@ def worker(
         if not isinstance(found, EmbeddedEngine):
             raise FbbenchError(f"--engine {text}: a worker offers embedded engines (a managed server or DSN is "
                                "named in the sweep itself)")
+        if found.is_build:
+            raise FbbenchError(f"--engine {text}: a worker offers the embedded engines from PyPI by version, and a "
+                               f"registered build ({found.label}) would be offered as the release {found.version}",
+                               hint="run builds on this machine (fbbench run, sweep or compare without --lab)")
         if engine or installer.is_installed(found):
             offered.append(found)
     if not offered:

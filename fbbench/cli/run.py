@@ -53,8 +53,10 @@ def run(
     workload: Annotated[str | None, typer.Argument(help=f"Built-in workload ({', '.join(builtin_workloads())}) "
                                                    "or a workload directory.")] = None,
     spec: Annotated[Path | None, typer.Option("--spec", help="TOML file with run settings; flags override it.")] = None,
-    engine: Annotated[str | None, typer.Option("--engine", "-e", help="5.0, 4.0, 3.0 (embedded) or a DSN "
-                                               f"(default {_DEFAULT.engine}).")] = None,
+    engine: Annotated[str | None, typer.Option("--engine", "-e", help="5.0, 4.0, 3.0 (embedded), a name "
+                                               "registered with fbbench engines add (server:NAME / embedded:NAME "
+                                               f"choose how it runs), server:DIR or a DSN (default {_DEFAULT.engine}).")
+                                  ] = None,
     scale: Annotated[list[str] | None, typer.Option("--scale", help="Workload scale, e.g. warehouses=4.")] = None,
     connections: Annotated[int | None, typer.Option("--connections", "-c", help="Attachments doing the work "
                                                     f"(default {_DEFAULT.connections}).")] = None,

@@ -171,6 +171,19 @@ def sweep(
         raise typer.Exit(code)
 
 
+def _refuse_builds_on_a_lab(parsed: Any) -> None:
+    """A lab's workers offer the embedded engines from PyPI by version: a cell naming a build
+    registered on this machine (fbbench engines add) would run that release on the hosts instead."""
+    from fbbench.engines import EmbeddedEngine, parse_engine
+
+    for cell in parsed.cells:
+        engine = parse_engine(parsed.settings_for(cell).engine)
+        if isinstance(engine, EmbeddedEngine) and engine.is_build:
+            raise FbbenchError(f"cell {cell.label}: {engine.label} is a build registered on this machine; a lab's "
+                               f"hosts offer the embedded engines from PyPI by version ({engine.version} would run "
+                               "the release, not this build)", hint="run the sweep without --lab")
+
+
 def _on_lab(parsed: Any, password: str | None, address: str, tls: Path | None, insecure: bool, resume: str | None,
             on_run: Any) -> Any:
     """The sweep on a lab: a progress line per host while it runs (the cell it runs, for how long),
@@ -181,6 +194,7 @@ def _on_lab(parsed: Any, password: str | None, address: str, tls: Path | None, i
     from fbbench.runner.limits import duration_text
 
     check_spec(parsed)
+    _refuse_builds_on_a_lab(parsed)
 
     def on_progress(progress: Progress) -> None:
         now = time.monotonic()

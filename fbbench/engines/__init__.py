@@ -1,5 +1,6 @@
-"""Where a Firebird engine comes from: embedded runtimes from PyPI, a local installation whose
-server fbbench starts itself (managed), or an external server."""
+"""Where a Firebird engine comes from: embedded runtimes from PyPI, a build the user registered
+(an official tarball, an installation or a build's output directory) run embedded from its own
+files, a local installation whose server fbbench starts itself (managed), or an external server."""
 
 from fbbench.engines.catalog import EmbeddedEngine, Engine, ManagedEngine, ServerEngine, parse_engine
 from fbbench.engines.child import current_runtime, run_in_engine

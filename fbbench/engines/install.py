@@ -22,6 +22,8 @@ _COMPLETE = ".fbbench-installed"
 
 
 def install_dir(engine: EmbeddedEngine) -> Path:
+    # A registered build is never installed from PyPI: its files are its root (engines/runtime.py).
+    assert not engine.is_build, f"{engine.label} is a registered build"
     return paths.engines_dir() / engine.version
 
 

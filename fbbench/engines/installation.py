@@ -118,7 +118,7 @@ def inspect_installation(text: str | Path) -> ManagedEngine:
         debian = True
         binary = directory / "sbin" / "firebird"
     else:
-        raise _not_an_installation(directory)
+        raise not_an_installation(directory)
     try:
         stamp = binary.stat().st_mtime_ns
     except OSError as error:
@@ -150,7 +150,7 @@ def _inspect(directory_text: str, debian: bool, _binary_mtime: int) -> ManagedEn
     return engine
 
 
-def _not_an_installation(directory: Path) -> FbbenchError:
+def not_an_installation(directory: Path) -> FbbenchError:
     """Explain why ``directory`` is not an installation, pointing at the likely right one."""
     if (directory / "firebird").is_file() and directory.name in ("bin", "sbin"):
         return FbbenchError(f"{directory} holds the server binary but is not the installation directory",

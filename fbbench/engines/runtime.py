@@ -21,6 +21,8 @@ from pathlib import Path
 
 from fbbench import __version__
 from fbbench.engines import install as installer
+from fbbench.engines.binaries import engine_binaries
+from fbbench.engines.builds import CLIENT_NAME, find_files
 from fbbench.engines.catalog import (
     SERVER_CLIENT_VERSION,
     EmbeddedEngine,
@@ -42,7 +44,7 @@ from fbbench.engines.firebird_conf import (
     replication_version,
 )
 from fbbench.engines.installation import check_reserved, conf_docs
-from fbbench.engines.rootfs import link_tree, native_fix, prepare_lib_dir
+from fbbench.engines.rootfs import link_file, link_tree, native_fix, prepare_lib_dir
 from fbbench.errors import FbbenchError
 from fbbench.paths import assert_inside, file_error
 
@@ -119,6 +121,10 @@ class Runtime:
         env = {key: value for key, value in (os.environ if base is None else base).items()
                if key not in ("ISC_USER", "ISC_PASSWORD")}
         library_path = [str(self.root), str(self.lib_dir)]
+        if isinstance(self.engine, EmbeddedEngine) and self.engine.is_build:
+            # The official layout's libraries, then its bundled libtommath, which its install.sh
+            # would put into the system only where the system has none.
+            library_path = [str(self.root), str(self.root / "lib"), str(self.lib_dir), str(self.root / "lib" / ".tm")]
         if env.get("LD_LIBRARY_PATH"):
             library_path.append(env["LD_LIBRARY_PATH"])
         env.update(
@@ -134,6 +140,9 @@ class Runtime:
         engine: dict[str, object]
         if isinstance(self.engine, EmbeddedEngine):
             engine = {"embedded": self.engine.version}
+            if self.engine.is_build:
+                engine["build"] = {"root": self.engine.root, "name": self.engine.name, "ods": self.engine.ods,
+                                   "binaries": self.engine.binaries}
         elif isinstance(self.engine, ManagedEngine):
             engine = {"managed": self.engine.to_dict()}
         else:
@@ -147,7 +156,7 @@ class Runtime:
         spec = data["engine"]
         engine: Engine
         if "embedded" in spec:
-            engine = EmbeddedEngine(spec["embedded"])
+            engine = EmbeddedEngine(spec["embedded"], **spec.get("build", {}))
         elif "managed" in spec:  # as inspected by the parent: the child does not run the server binary again
             engine = ManagedEngine(**spec["managed"])
         else:
@@ -240,9 +249,68 @@ def check_conf(engine: Engine, conf: dict[str, str]) -> dict[str, str]:
         checked = validate_conf(conf, conf_docs(engine), engine.label)
         check_reserved(checked)
         return checked
-    if not installer.is_installed(engine):
-        installer.install(engine)
-    return validate_conf(conf, installer.wheel_root(engine), engine.label)
+    return validate_conf(conf, engine_files(engine), engine.label)
+
+
+def engine_files(engine: EmbeddedEngine, install: bool = True) -> Path:
+    """Where an embedded engine's files are: the PyPI runtime (installed when ``install``), or a
+    registered build's root, refused when its files are gone or are no longer the binaries
+    ``fbbench engines add`` verified."""
+    if not engine.is_build:
+        if not installer.is_installed(engine):
+            if not install:
+                raise FbbenchError(f"{engine.label} is not installed",
+                                   hint=f"run: fbbench engines install {engine.major}")
+            installer.install(engine)
+        return installer.wheel_root(engine)
+    root = Path(engine.root or "")
+    again = (f"register it again: fbbench engines remove {engine.name} && fbbench engines add {engine.name} PATH "
+             "(fbbench engines list shows its path)")
+    if not (root / "firebird.conf").is_file() or not find_files(root).embeddable:
+        raise FbbenchError(f"the files of {engine.label} are gone from {root}", hint=again)
+    try:
+        found = engine_binaries(engine)
+    except OSError as error:
+        raise FbbenchError(f"the files of {engine.label} cannot be read in {root}: {error.strerror}",
+                           hint=again) from None
+    if engine.binaries and found and found["sha256"] != engine.binaries:
+        raise FbbenchError(f"the binaries of {engine.label} in {root} changed since it was registered "
+                           f"({engine.binaries[:12]} then, {found['sha256'][:12]} now)",
+                           hint=f"register the new build (its version is verified again): fbbench engines add "
+                           f"{engine.name} PATH")
+    return root
+
+
+# A build's files the engine reads from its root; its databases (the security database, the
+# examples'), its log and its configuration files are never linked: a hard link is the user's file.
+_BUILD_DIRECTORIES = {"lib", "plugins", "intl", "tzdata", "UDF", "udf"}
+_BUILD_CONF_FILES = {"plugins.conf", "fbtrace.conf"}
+
+
+def _link_build(source: Path, root: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    for item in source.iterdir():
+        if item.is_dir():
+            if item.name in _BUILD_DIRECTORIES:
+                _link_resolved(item, root / item.name)
+        elif item.is_file() and (item.name in _BUILD_CONF_FILES
+                                 or not item.name.endswith((".conf", ".fdb", ".log", ".FDB"))):
+            link_file(item.resolve(), root / item.name)
+    # The client library at the top, where every runtime has it (Runtime.client_library).
+    if not (root / CLIENT_NAME).exists():
+        link_file((source / "lib" / CLIENT_NAME).resolve(), root / CLIENT_NAME)
+
+
+def _link_resolved(source: Path, target: Path) -> None:
+    """``link_tree`` with symbolic links replaced by the files they name (libfbclient.so.2 ->
+    libfbclient.so.5.0.4): a link to a link would resolve outside the root, and Firebird 4+ refuses
+    a plugin whose real path is not the one it asked for. Dangling links are left out."""
+    target.mkdir(parents=True, exist_ok=True)
+    for item in source.iterdir():
+        if item.is_dir():
+            _link_resolved(item, target / item.name)
+        elif item.is_file():
+            link_file(item.resolve(), target / item.name)
 
 
 def check_replication(engine: Engine, mode: str, conf: dict[str, str], where: str = "--set-replication",
@@ -347,12 +415,7 @@ def prepare_runtime(engine: Engine | str, workdir: Path, conf: dict[str, str] | 
     if isinstance(engine, str):
         engine = parse_engine(engine)
     client = engine if isinstance(engine, EmbeddedEngine) else EmbeddedEngine(SERVER_CLIENT_VERSION)
-    if not installer.is_installed(client):
-        if not install:
-            raise FbbenchError(f"{client.label} is not installed",
-                               hint=f"run: fbbench engines install {client.major}")
-        installer.install(client)
-    source = installer.wheel_root(client)
+    source = engine_files(client, install)
     checked = check_conf(engine, dict(conf or {}))
 
     base = runtime_base(workdir, name or f"{client.version}-{uuid.uuid4().hex[:12]}")
@@ -366,7 +429,10 @@ def prepare_runtime(engine: Engine | str, workdir: Path, conf: dict[str, str] | 
     try:
         if base.exists():
             shutil.rmtree(assert_inside(base, workdir))
-        link_tree(source, root, skip={"firebird.conf", "firebird.log", REPLICATION_CONF, REPLICATION_LOG})
+        if client.is_build:
+            _link_build(source, root)
+        else:
+            link_tree(source, root, skip={"firebird.conf", "firebird.log", REPLICATION_CONF, REPLICATION_LOG})
         runtime.conf_file.write_text("\n".join(lines) + "\n")
         runtime.firebird_log.touch()
         runtime.lock_dir.mkdir(parents=True, exist_ok=True)

@@ -57,9 +57,9 @@ def restore_into_cache(path: str, engine_name: str, workdir: Path, page_size: in
     check_page_size(page_size, engine)
     facts = backup_facts(path, "the backup")
     workdir.mkdir(parents=True, exist_ok=True)
-    plan = {"location": "", "services_host": "", "cache_dir": str(cache_dir(workdir)), "engine_major": engine.major,
-            "page_size": page_size, "page_buffers": None, "forced_writes": None, "sweep_interval": None,
-            "fresh": fresh, "load_connections": 1, "restore": for_engine(facts, engine)}
+    plan = {"location": "", "services_host": "", "cache_dir": str(cache_dir(workdir)),
+            "engine_major": engine.cache_engine, "page_size": page_size, "page_buffers": None, "forced_writes": None,
+            "sweep_interval": None, "fresh": fresh, "load_connections": 1, "restore": for_engine(facts, engine)}
     runtime = prepare_runtime(engine, workdir, user=user, password=password)
     try:
         load = run_in_engine(runtime, "fbbench.runner.engine.population:restore_into_cache", plan)

@@ -17,7 +17,7 @@ from typing import Any
 from fbbench.engines import install as installer
 from fbbench.engines.catalog import EmbeddedEngine
 from fbbench.engines.child import run_in_engine
-from fbbench.engines.runtime import missing_native_libraries, prepare_runtime
+from fbbench.engines.runtime import engine_files, missing_native_libraries, prepare_runtime
 from fbbench.errors import FbbenchError
 from fbbench.paths import assert_inside
 
@@ -76,11 +76,18 @@ def check_core() -> Check:
 
 
 def check_engine(engine: EmbeddedEngine, workdir: Path) -> EngineReport:
-    report = EngineReport(engine.version)
-    if not installer.is_installed(engine):
+    report = EngineReport(engine.name or engine.version)
+    if engine.is_build:  # a registered build: its files still there and still the binaries registered
+        try:
+            report.checks.append(Check("files", True, str(engine_files(engine, install=False))))
+        except FbbenchError as error:
+            report.checks.append(Check("files", False, error.message, error.hint or ""))
+            return report
+    elif not installer.is_installed(engine):
         report.checks.append(Check("installed", False, "not installed", f"fbbench engines install {engine.major}"))
         return report
-    report.checks.append(Check("installed", True, str(installer.install_dir(engine))))
+    else:
+        report.checks.append(Check("installed", True, str(installer.install_dir(engine))))
     try:
         runtime = prepare_runtime(engine, workdir, {"DefaultDbCachePages": _PROBE_CACHE_PAGES},
                                   install=False, check_libraries=False)

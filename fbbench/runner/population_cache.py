@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fbbench.engines.catalog import EmbeddedEngine, ManagedEngine
 from fbbench.errors import FbbenchError
 from fbbench.sizes import size_text
 from fbbench.workloads.spec import Workload, stored_workload
@@ -26,6 +27,13 @@ BUILDING_SUFFIX = ".building.fdb"
 
 def cache_dir(workdir: Path) -> Path:
     return workdir / "dbcache"
+
+
+def engine_key(engine: EmbeddedEngine | ManagedEngine) -> str:
+    """What the cache keys a local engine's databases by (:attr:`EmbeddedEngine.cache_engine`: the
+    major version, or a build's major and ODS when they differ from its major's releases'); a
+    managed server builds its database in place, by its major."""
+    return engine.cache_engine if isinstance(engine, EmbeddedEngine) else engine.major
 
 
 def cache_material(workload: Workload, page_size: int | None, engine_major: str) -> dict[str, Any]:

@@ -285,16 +285,17 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
     copies = 2 if settings.replication == "sync" else 1
     if isinstance(engine, EmbeddedEngine | ManagedEngine):
         cache, databases = population_cache.cache_dir(workdir), cleanup.databases_dir(workdir)
+        keyed_by = population_cache.engine_key(engine)
         if backup is not None:
-            material = population_cache.restore_material(backup["sha256"], settings.page_size, engine.major)
+            material = population_cache.restore_material(backup["sha256"], settings.page_size, keyed_by)
             name, what = population_cache.RESTORED, f"restore of {backup['name']}"
             key = population_cache.restore_key(material)
         else:
             name, what = workload.name, f"{workload.name} population"
-            key = population_cache.cache_key(workload, settings.page_size, engine.major)
+            key = population_cache.cache_key(workload, settings.page_size, keyed_by)
         cached = population_cache.entry(cache, name, key).database
         if settings.target_size is not None and backup is None:
-            _target_size_room(settings, workload, engine.major, cache, databases, copies)
+            _target_size_room(settings, workload, keyed_by, cache, databases, copies)
         elif isinstance(engine, EmbeddedEngine) and cached.exists() and not settings.fresh:
             size = cached.stat().st_size
             short = limits.shortfall([(databases, copies * size)])
@@ -305,7 +306,7 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
                                    f"{short[0].text()}", hint=limits.ROOM_HINT)
         elif backup is None:
             measured = population_cache.measurements(cache, workload)
-            estimate = limits.nearest_estimate(workload, measured, engine.major, settings.page_size)
+            estimate = limits.nearest_estimate(workload, measured, keyed_by, settings.page_size)
         if estimate is not None:
             # Embedded: built in the cache, then copied for the run; managed: built in place.
             places = [cache, databases] if isinstance(engine, EmbeddedEngine) else [databases]
@@ -329,7 +330,7 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
     limits.check_planned(load + (estimate.seconds if estimate else 0.0), "this run", "; ".join(parts), settings.yes)
 
 
-def _target_size_room(settings: RunSettings, workload: Workload, engine_major: str, cache: Path,
+def _target_size_room(settings: RunSettings, workload: Workload, cache_engine: str, cache: Path,
                       databases: Path, copies: int = 1) -> None:
     """Refuse a --target-size run whose population would not fit the work directory's disk.
 
@@ -343,17 +344,17 @@ def _target_size_room(settings: RunSettings, workload: Workload, engine_major: s
     target = float(settings.target_size or 0)
     needs: list[tuple[Path, float]] = []
     probe = population_cache.entry(cache, workload.name,
-                                   population_cache.cache_key(workload, settings.page_size, engine_major))
+                                   population_cache.cache_key(workload, settings.page_size, cache_engine))
     cached: Path | None = None  # the cached population at the scale --target-size will choose
     if probe.database.exists() and probe.meta.exists() and not settings.fresh:
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError, FbbenchError):
             sizing = population_cache.scale_for_size(workload, target, json.loads(probe.meta.read_text())["load"])
             sized = load_workload(str(workload.directory), {**workload.scale, **sizing["scale"]})
-            key = population_cache.cache_key(sized, settings.page_size, engine_major)
+            key = population_cache.cache_key(sized, settings.page_size, cache_engine)
             cached = population_cache.entry(cache, sized.name, key).database
     else:
         measured = population_cache.measurements(cache, workload)
-        estimate = limits.nearest_estimate(workload, measured, engine_major, settings.page_size)
+        estimate = limits.nearest_estimate(workload, measured, cache_engine, settings.page_size)
         needs.append((cache, estimate.size_bytes if estimate is not None else 0.0))
     if cached is not None and cached.exists():
         needs.append((databases, copies * float(cached.stat().st_size)))
@@ -575,7 +576,7 @@ def _plan(run_id: str, settings: RunSettings, workload_dir: Path, engine: Any, w
         database = cleanup.run_paths(workdir.path, run_id).database
         database.parent.mkdir(parents=True, exist_ok=True)
         location, services_host, cache_dir = str(database), "", str(population_cache.cache_dir(workdir.path))
-        major = engine.major
+        major = engine.cache_engine
     elif managed is not None:
         # Where an embedded run's copy would be, so --keep-database and clean_run work alike. Built
         # in place: the population cache is made by embedded engines, whose ODS may differ.

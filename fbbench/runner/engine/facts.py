@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from fbbench.database import driver, lifecycle
+from fbbench.engines.binaries import engine_binaries
 
 if TYPE_CHECKING:
     from fbbench.engines.runtime import Runtime
@@ -56,6 +57,11 @@ def engine_facts(dsn: str, runtime: Runtime) -> dict[str, Any]:
         facts["firebird_conf_source"] = "not visible: a Firebird 3 server has no RDB$CONFIG"
         facts["firebird_conf_text"] = ""
         facts["server_mode"] = "unknown (not visible from a Firebird 3 client)"
+    # Which files the engine is (PyPI's runtime, a registered build, a managed server's installation);
+    # an external server's are not visible.
+    binaries = engine_binaries(runtime.engine)
+    if binaries is not None:
+        facts["binaries"] = binaries
     if runtime.embedded and runtime.replication_conf.exists():
         # Kept with the run as its firebird.conf is: what the engine read (docs/replication.md).
         facts["replication_conf_text"] = runtime.replication_conf.read_text()

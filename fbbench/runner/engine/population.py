@@ -48,6 +48,8 @@ class DatabasePlan:
     location: str  # the run's database: a path (embedded) or a DSN
     services_host: str  # "" embedded, "host/port" for a server
     cache_dir: str | None  # embedded only
+    # What the population cache keys databases by: the engine's major version, or a registered
+    # build's major and ODS when they differ from the official releases' (EmbeddedEngine.cache_engine)
     engine_major: str
     page_size: int | None
     page_buffers: int | None
