@@ -20,6 +20,9 @@ from typing import Any
 
 import pytest
 
+from fbbench.engines import EmbeddedEngine
+from fbbench.engines import install as installer
+from tests.builds import official_installation
 from tests.chromium import first_screen, render_ok
 from tests.conftest import REPO, assert_clean_error, run_cli
 from tests.documented import actual_paths, documented_paths, undocumented_and_missing
@@ -48,15 +51,25 @@ def _show(suite: Path, store: Path, home: Path, tmp: Path) -> dict[str, Any]:
     return document
 
 
+RELEASES = {"3.0": "3.0.14", "4.0": "4.0.7", "5.0": "5.0.4"}
+
+
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """A series over 3.0 → 4.0 → 5.0 of a query whose plan 5.0 changes (OuterJoinConversion)."""
+    """A series over three builds, 3.0.14 → 4.0.7 → 5.0.4, each an installation directory
+    registered with ``fbbench engines add`` (embedded, from its own files), of a query whose plan
+    5.0 changes (OuterJoinConversion)."""
     tmp = tmp_path_factory.mktemp("track-builds")
     suite = _suite(tmp, 'name = "builds"\nrepeats = 3\n' + BENCHMARK.format(name="outer_join", workload=OUTER_JOIN))
     store, home = tmp / "r.sqlite", tmp / "home"
+    for major, version in RELEASES.items():
+        runtime = installer.install(EmbeddedEngine(version), quiet=True)
+        installation = official_installation(runtime, tmp / f"opt-{version}" / "firebird", version)
+        added = run_cli("engines", "add", f"fb{major}", str(installation), env={"FBBENCH_HOME": str(home)})
+        assert added.returncode == 0, added.stdout + added.stderr
     outputs = {}
-    for version in ("3.0", "4.0", "5.0"):
-        result = _track("run", str(suite), "--engine", version, "--label", version, store=store, home=home)
+    for version in RELEASES:
+        result = _track("run", str(suite), "--engine", f"fb{version}", "--label", version, store=store, home=home)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr
         outputs[version] = result.stdout
     check = _track("check", str(suite), "--json", str(tmp / "check.json"), "--markdown", str(tmp / "check.md"),
@@ -70,6 +83,9 @@ def test_a_plan_change_between_builds_is_found_there_with_its_cause(builds: dict
     assert [p["label"] for p in series["points"]] == ["3.0", "4.0", "5.0"]
     assert [p["engine_build"].split()[0] for p in series["points"]] == \
         ["LI-V3.0.14.33856", "LI-V4.0.7.3271", "LI-V5.0.4.1812"]
+    assert [p["engine"] for p in series["points"]] == ["fb3.0", "fb4.0", "fb5.0"]
+    assert len({p["engine_binaries"] for p in series["points"]}) == 3 and all(p["engine_binaries"]
+                                                                           for p in series["points"])
     fetches = [c for c in series["changes"] if c["figure"] == "page fetches per unit"]
     # 3.0 and 4.0 read every customer through the outer join; 5.0 starts from the region's index.
     assert [(c["before"]["label"], c["after"]["label"]) for c in fetches] == [("4.0", "5.0")]
@@ -100,7 +116,7 @@ def test_check_passes_an_improvement_and_says_the_plan_changed(builds: dict[str,
     assert any(note["kind"] == "plan" and note["point"] == "5.0" for note in verdict["notes"])
     summary = (builds["tmp"] / "check.md").read_text()
     assert summary.splitlines()[1] == "## fbbench track check: builds — passed"
-    assert "| 5.0 | 5.0 |" in summary and "plan changed" in summary
+    assert "| 5.0 | fb5.0 |" in summary and "plan changed" in summary
 
 
 def test_outputs_replace_only_what_fbbench_wrote_or_an_empty_file(builds: dict[str, Any]) -> None:
@@ -172,7 +188,7 @@ def test_publish_shows_the_change_first_and_again_adds_nothing(builds: dict[str,
 
 
 def test_running_a_point_again_makes_nothing_and_show_finds_the_same_changes(builds: dict[str, Any]) -> None:
-    result = _track("run", str(builds["suite"]), "--engine", "5.0", "--label", "5.0", store=builds["store"],
+    result = _track("run", str(builds["suite"]), "--engine", "fb5.0", "--label", "5.0", store=builds["store"],
                     home=builds["home"])
     assert result.returncode == 0, result.stderr
     assert "skipped — it has a point for 5.0 already" in result.stdout
@@ -183,7 +199,7 @@ def test_running_a_point_again_makes_nothing_and_show_finds_the_same_changes(bui
 
 def test_a_point_under_other_conditions_starts_a_new_series_and_says_why(builds: dict[str, Any]) -> None:
     changed = _suite(builds["tmp"], builds["suite"].read_text().replace("connections = 1", "connections = 2"))
-    result = _track("run", str(changed), "--engine", "5.0", "--label", "5.0-two", store=builds["store"],
+    result = _track("run", str(changed), "--engine", "fb5.0", "--label", "5.0-two", store=builds["store"],
                     home=builds["home"])
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr
     assert "a new series" in result.stdout and "load.connections" in result.stdout
@@ -191,6 +207,28 @@ def test_a_point_under_other_conditions_starts_a_new_series_and_says_why(builds:
     assert len(document["series"]) == 2
     assert "load.connections" in document["series"][1]["reason"]
     assert [p["label"] for p in document["series"][1]["points"]] == ["5.0-two"]
+
+
+def test_the_same_build_under_two_names_is_one_series_without_a_change(builds: dict[str, Any]) -> None:
+    """5.0.4's files registered a second time, as a tarball under another name: the same build
+    (version, build number, binaries), so its points join one series, and nothing changes."""
+    from tests.builds import official_tarball
+
+    home, tmp = builds["home"], builds["tmp"]
+    tarball = official_tarball(tmp / "opt-5.0.4" / "firebird", tmp / "Firebird-5.0.4.1812-0-linux-x64.tar.gz",
+                               "Firebird-5.0.4.1812-0-linux-x64")
+    added = run_cli("engines", "add", "nightly-5", str(tarball), env={"FBBENCH_HOME": str(home)})
+    assert added.returncode == 0, added.stdout + added.stderr
+    suite = _suite(tmp, builds["suite"].read_text().replace('name = "builds"', 'name = "same"'), "same.toml")
+    for engine in ("fb5.0", "nightly-5"):
+        result = _track("run", str(suite), "--engine", engine, store=builds["store"], home=home)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+    document = _show(suite, builds["store"], home, tmp)
+    [series] = document["series"]
+    assert [p["engine"] for p in series["points"]] == ["fb5.0", "nightly-5"]
+    assert series["points"][0]["engine_binaries"] == series["points"][1]["engine_binaries"]
+    counters = {name for name, figure in series["points"][0]["figures"].items() if figure["kind"] == "counter"}
+    assert not [c for c in series["changes"] if c["figure"] in counters], series["changes"]
 
 
 def _commit(repo: Path, message: str) -> str:
