@@ -231,6 +231,34 @@ def test_the_same_build_under_two_names_is_one_series_without_a_change(builds: d
     assert not [c for c in series["changes"] if c["figure"] in counters], series["changes"]
 
 
+def _bisect(builds: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+    return _track("bisect", str(builds["suite"]), "--pairs", "2", *args, store=builds["store"], home=builds["home"])
+
+
+def test_bisect_finds_the_first_bad_build_among_aliases(builds: dict[str, Any]) -> None:
+    """Five names, three builds: 4.0.7 and 5.0.4 registered a second time under other names."""
+    for alias, version in (("fb4b", "4.0.7"), ("fb5b", "5.0.4")):
+        added = run_cli("engines", "add", alias, str(builds["tmp"] / f"opt-{version}" / "firebird"),
+                        env={"FBBENCH_HOME": str(builds["home"])})
+        assert added.returncode == 0, added.stdout + added.stderr
+    found = _bisect(builds, "--good", "fb3.0", "--bad", "fb5b", "fb4.0", "fb4b", "fb5.0",
+                    "--figure", "page fetches per unit")
+    assert found.returncode == 0, found.stdout[-3000:] + found.stderr
+    assert "first bad build: fb5.0 (after fb4b; 2 step(s))" in found.stdout, found.stdout
+    assert "step 1: fb4b is good" in found.stdout and "step 2: fb5.0 is bad" in found.stdout
+    # Page reads per unit rise at 4.0 and again at 5.0: the middle build differs from both ends.
+    undecided = _bisect(builds, "--good", "fb3.0", "--bad", "fb5.0", "fb4.0", "--figure", "page reads per unit")
+    assert undecided.returncode == 1, undecided.stdout[-2000:] + undecided.stderr
+    assert "cannot decide at fb4.0: it differs from both ends" in undecided.stderr
+    assert "Traceback" not in undecided.stderr
+    same = _bisect(builds, "--good", "fb5.0", "--bad", "fb5b", "--figure", "page fetches per unit")
+    assert same.returncode == 1 and "the ends do not differ in page fetches per unit" in same.stderr, same.stderr
+    backwards = _bisect(builds, "--good", "fb5.0", "--bad", "fb3.0", "fb4.0")
+    assert_clean_error(backwards, "not in the order given: fb4.0 (4.0.7.3271) comes after fb5.0 (5.0.4.1812)")
+    assert_clean_error(_bisect(builds, "--good", "fb3.0", "--bad", "fb5.0", "--figure", "NOPM"),
+                       "figure 'NOPM' is not one workload outer_join produces")
+
+
 def _commit(repo: Path, message: str) -> str:
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, capture_output=True)
     subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m",

@@ -221,3 +221,44 @@ def track_publish(
                   f"{len(published.written)} file(s) written, {published.unchanged} unchanged, "
                   f"{len(published.removed)} removed ({published.runs_rendered} run report(s) rendered); "
                   f"open {published.directory / 'index.html'}", highlight=False, soft_wrap=True)
+
+
+@track_app.command("bisect")
+def track_bisect(
+    suite: SuiteArgument,
+    good: Annotated[str, typer.Option("--good", help="A build without the change (a registered engine).")],
+    bad: Annotated[str, typer.Option("--bad", help="A build with the change.")],
+    builds: Annotated[list[str] | None, typer.Argument(help="The builds between them, oldest first (the ends may be "
+                                                             "named too).")] = None,
+    benchmark: Annotated[str | None, typer.Option("--benchmark", help="The suite's benchmark to measure (default: "
+                                                  "its first).")] = None,
+    figure: Annotated[str, typer.Option("--figure", help="The figure that changed: headline, page fetches per "
+                                        "unit, NEW_ORDER p95 …")] = "headline",
+    pairs: Annotated[int | None, typer.Option("--pairs", help="Time-shared pairs per comparison (default: the "
+                                              "suite's pairs).")] = None,
+    results: ResultsOption = None,
+    workdir: WorkdirOption = None,
+) -> None:
+    """Find the first bad build between a good and a bad one in about log2 N steps, each build
+    measured as time-shared pairs against both ends; a step that cannot decide stops, and says so.
+
+    Example: `fbbench track bisect track.toml --good fb5-1700 --bad fb5-1812 fb5-1720 fb5-1760 fb5-1790
+    --figure "page fetches per unit"`
+    """
+    from fbbench.track import bisect as bisecting
+    from fbbench.track.suite import read_suite
+
+    parsed = read_suite(suite)
+    chosen, names, name, count = bisecting.plan(parsed, benchmark, good, bad, builds or [], figure, pairs, results,
+                                                workdir)
+    console.print(f"[bold]bisect[/] {escape(chosen.name)} on {escape(name)}: {len(names)} builds "
+                  f"({escape(' → '.join(names))}), {count} time-shared pair(s) a comparison", highlight=False,
+                  soft_wrap=True)
+    outcome = bisecting.bisect(parsed, chosen, name, names, count, results, workdir, notices=_notices(),
+                               on_step=lambda text: console.print(escape(text), highlight=False, soft_wrap=True))
+    if outcome.first_bad is not None:
+        console.print(f"[bold]first bad build: {escape(outcome.first_bad)}[/] (after {escape(names[outcome.lo])}; "
+                      f"{len(outcome.steps)} step(s))", highlight=False, soft_wrap=True)
+        return
+    _print_error(outcome.stopped or "the bisection stopped")
+    raise typer.Exit(INTERRUPTED if outcome.interrupted else 1)

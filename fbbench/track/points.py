@@ -74,7 +74,7 @@ class TrackOutcome:
         return 1 if any(p.failure for p in self.points) else 0
 
 
-def _base(suite: Suite, benchmark: Benchmark, engine: str, results: Path | None, workdir: Path | None,
+def base_settings(suite: Suite, benchmark: Benchmark, engine: str, results: Path | None, workdir: Path | None,
           repeat: int) -> RunSettings:
     overrides: dict[str, Any] = {"repeat": repeat,
                                  "tags": [*benchmark.values.get("tags", []), f"track:{suite.name}:{benchmark.name}"]}
@@ -99,7 +99,7 @@ def plan(suite: Suite, engine: str, reference: str | None, results: Path | None,
                 raise FbbenchError(f"{name} {text}: {error.message}", hint=error.hint) from None
     planned = []
     for benchmark in suite.benchmarks:
-        settings = _base(suite, benchmark, engine, results, workdir, 1 if reference else benchmark.repeats)
+        settings = base_settings(suite, benchmark, engine, results, workdir, 1 if reference else benchmark.repeats)
         try:
             checked = check(replace(settings, origins=settings.origins))
         except FbbenchError as error:
@@ -109,7 +109,7 @@ def plan(suite: Suite, engine: str, reference: str | None, results: Path | None,
                                            f"{benchmark.where}: benchmark {benchmark.name}")
         other = None
         if reference is not None:
-            other = _base(suite, benchmark, reference, results, workdir, 1)
+            other = base_settings(suite, benchmark, reference, results, workdir, 1)
             try:
                 check_pair(replace(other, origins=other.origins), replace(settings, origins=settings.origins))
             except FbbenchError as error:
