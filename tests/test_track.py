@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -185,6 +186,32 @@ def test_publish_shows_the_change_first_and_again_adds_nothing(builds: dict[str,
     (site / "stray.html").write_text("someone's page\n")
     assert_clean_error(_track("publish", str(builds["suite"]), "-o", str(site), store=builds["store"],
                               home=builds["home"]), "stray.html")
+
+
+def test_a_bundle_of_track_points_gives_the_same_series_and_changes(builds: dict[str, Any], tmp_path: Path) -> None:
+    bundle = tmp_path / "builds.fbbundle"
+    home = {"FBBENCH_HOME": str(builds["home"])}
+    exported = run_cli("results", "export", "track:builds", "-o", str(bundle), "--results", str(builds["store"]),
+                       env=home)
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    # Nine runs: three points of three (a later test of this module may add a series to the suite).
+    assert re.search(r"wrote (9|1[0-9]) run\(s\) and [12] track series", exported.stdout), exported.stdout
+    other = tmp_path / "other.sqlite"
+    for _ in range(2):  # the second time: everything is there already, nothing changes
+        imported = run_cli("results", "import", str(bundle), "--results", str(other), env=home)
+        assert imported.returncode == 0, imported.stdout + imported.stderr
+    theirs = _show(builds["suite"], other, builds["home"], tmp_path)
+    mine = builds["document"]
+
+    def shape(document: dict[str, Any]) -> list[Any]:
+        return [(s["series_id"], [p["point_id"] for p in s["points"]],
+                 sorted((c["change_id"], c["state"], c["first_seen"]) for c in s["changes"]),
+                 [e["cause"] for e in s["events"]]) for s in document["series"] if s["benchmark"] == "outer_join"
+                and s["series_id"] == mine["series"][0]["series_id"]]
+
+    assert shape(theirs) == shape(mine) and shape(mine)
+    assert_clean_error(run_cli("results", "export", "track:nope", "-o", str(tmp_path / "x.fbbundle"), "--results",
+                               str(builds["store"]), env=home), "no track suite 'nope'", "builds")
 
 
 def test_running_a_point_again_makes_nothing_and_show_finds_the_same_changes(builds: dict[str, Any]) -> None:

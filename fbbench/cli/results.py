@@ -89,15 +89,29 @@ def results_show(
         raise FbbenchError("; ".join(problems))
 
 
-def runs_named(store: Any, items: list[str]) -> tuple[list[str], list[str]]:
-    """The run ids and sweep ids that ``items`` name: a run (id, prefix, last, last~N), a series
-    (s…) or a sweep (w…: its runs and the sweep itself)."""
+def runs_named(store: Any, items: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """The run ids, sweep ids and track series ids that ``items`` name: a run (id, prefix, last,
+    last~N), a series (s…), a sweep (w…: its runs and the sweep itself), a track series (t…) or a
+    whole track suite (track:SUITE: its series, with the runs of their points)."""
+    from fbbench.store import track as tracked
+
     run_ids: list[str] = []
     sweep_ids: list[str] = []
+    track_ids: list[str] = []
     for text in (item.strip() for item in items):
         if not text:
             raise FbbenchError("an empty id", hint="name runs, series (s…) or sweeps (w…) by id or unique prefix")
-        if text.startswith("w") and ":" not in text:
+        if text.startswith("track:"):
+            suite = text.removeprefix("track:")
+            series = tracked.series_of(store, suite)
+            if not series:
+                known = ", ".join(tracked.suites(store)) or "none"
+                raise FbbenchError(f"no track suite '{suite}' in {store.path}", hint=f"its suites: {known}")
+            track_ids += [s.series_id for s in series]
+        elif text.startswith("t") and store.db.execute("select 1 from track_series where series_id = ?",
+                                                        (text,)).fetchone():
+            track_ids.append(text)
+        elif text.startswith("w") and ":" not in text:
             sweep_id = store.resolve_sweep_id(text)
             sweep_ids.append(sweep_id)
             run_ids += [run["run_id"] for run in store.load_sweep(sweep_id)["runs"]]
@@ -109,13 +123,14 @@ def runs_named(store: Any, items: list[str]) -> tuple[list[str], list[str]]:
             run_ids += store.series_runs(series)
         else:
             run_ids.append(store.resolve_run_id(text))
-    return list(dict.fromkeys(run_ids)), list(dict.fromkeys(sweep_ids))
+    return list(dict.fromkeys(run_ids)), list(dict.fromkeys(sweep_ids)), list(dict.fromkeys(track_ids))
 
 
 @results_app.command("export")
 def results_export(
-    items: Annotated[list[str], typer.Argument(help="Runs (id, unique prefix, last, last~N), series (s…) or sweeps "
-                                               "(w…).", show_default=False, metavar="RUN|SERIES|SWEEP")],
+    items: Annotated[list[str], typer.Argument(help="Runs (id, unique prefix, last, last~N), series (s…), sweeps "
+                                               "(w…), track series (t…) or suites (track:SUITE).", show_default=False,
+                                               metavar="RUN|SERIES|SWEEP|TRACK")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The bundle file to write (one file: every stored "
                                          "row of those runs, versioned and checksummed).", show_default=False)],
     results: ResultsOption = None,
@@ -130,10 +145,12 @@ def results_export(
     paths.output_file(output, "--output", overwrite)
     store_path = results or paths.default_results()
     with ResultsStore(store_path, create=False) as store:
-        run_ids, sweep_ids = runs_named(store, items)
-        document = exchange.export_bundle(store, run_ids, sweep_ids)
+        run_ids, sweep_ids, track_ids = runs_named(store, items)
+        document = exchange.export_bundle(store, run_ids, sweep_ids, track_ids)
     size = bundle.write(output, document)
     sweeps = f" and {len(sweep_ids)} sweep(s)" if sweep_ids else ""
+    sweeps += f" and {len(track_ids)} track series" if track_ids else ""
+    run_ids = document["runs"]
     console.print(f"wrote {len(run_ids)} run(s){sweeps} to {output} ({size_text(size, binary=True)})", highlight=False,
                   soft_wrap=True)
 
@@ -166,6 +183,8 @@ def results_import(
                          f"{', '.join(empty[:5])}" + (" …" if len(empty) > 5 else ""))
             if document.get("sweeps"):
                 said += f" (sweep {', '.join(document['sweeps'])})"
+            if document.get("track_series"):
+                said += f"; track series {', '.join(document['track_series'])}"
             console.print(said, highlight=False, soft_wrap=True)
 
 

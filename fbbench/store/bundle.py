@@ -3,7 +3,7 @@
 A bundle is one gzip'd JSON document (``gunzip -c FILE | python -m json.tool`` shows it)::
 
     {"format": "fbbench-bundle", "version": 1, "fbbench": "0.1.0", "store_schema": 6,
-     "created_at": 1700000000.0, "runs": [run ids], "sweeps": [sweep ids],
+     "created_at": 1700000000.0, "runs": [run ids], "sweeps": [sweep ids], "track_series": [ids],
      "tables": {"runs": {"columns": [...], "rows": [[...], ...]}, "intervals": {...}, ...},
      "sha256": "…"}
 
@@ -12,8 +12,10 @@ row with its settings, conditions, summary, validation and workload files; phase
 their HDR histograms, unit totals, metrics, engine samples, gstat, log findings, checks — every
 table of the store with a ``run_id`` column, read from its schema, so that a table a later
 migration adds travels without a change here: :func:`~fbbench.store.exchange.run_tables`),
-and the rows of the sweeps named. The one exception is :data:`LOCAL_TABLES`: the bookkeeping of
-the machine that ran the run, which means nothing anywhere else.
+the rows of the sweeps named, and of the track series named (their series, points and changes:
+:data:`TRACK_TABLES`; the runs of their points are among ``runs``). The one exception is
+:data:`LOCAL_TABLES`: the bookkeeping of the machine that ran the run, which means nothing anywhere
+else.
 ``sha256`` is over the canonical JSON of every other key, so that a bundle
 changed anywhere is refused; gzip's own CRC finds a changed byte in the compressed stream, and
 the gzip header must be the one this module writes (no stored name, no time stamp). A store
@@ -53,6 +55,9 @@ _HEADER = gzip.compress(b"", compresslevel=_LEVEL, mtime=0)[:10]  # what this mo
 LOCAL_TABLES = {"run_files": "the files a run created in its machine's work directory (that machine's clean-up)"}
 # Tables that hold no run's rows: the sweeps (a bundle carries those it names).
 SWEEP_TABLES = ("sweeps",)
+# fbbench track's series, points and changes (a bundle carries the series it names, with the runs
+# of their points): a CI job hands its store to the next as one file.
+TRACK_TABLES = ("track_series", "track_points", "track_changes")
 
 
 class BundleError(FbbenchError):
@@ -65,11 +70,13 @@ def _canonical(document: dict[str, Any]) -> bytes:
 
 
 def new_document(tables: dict[str, dict[str, Any]], runs: list[str], sweeps: list[str],
-                 store_schema: int) -> dict[str, Any]:
-    """A bundle document with its checksum."""
+                 store_schema: int, track_series: list[str] | None = None) -> dict[str, Any]:
+    """A bundle document with its checksum (``track_series``: the track series it carries)."""
     document: dict[str, Any] = {"format": FORMAT, "version": VERSION, "fbbench": __version__,
                                 "store_schema": store_schema, "created_at": time.time(), "runs": runs,
                                 "sweeps": sweeps, "tables": tables}
+    if track_series:
+        document["track_series"] = track_series
     document["sha256"] = hashlib.sha256(_canonical(document)).hexdigest()
     return document
 

@@ -45,10 +45,25 @@ def _exported_run_rows(store: ResultsStore, run_ids: Sequence[str]) -> dict[str,
     return tables
 
 
-def export_bundle(store: ResultsStore, run_ids: Sequence[str], sweep_ids: Sequence[str] = ()) -> dict[str, Any]:
+def track_runs(store: ResultsStore, series_ids: Sequence[str]) -> list[str]:
+    """The runs of every point of these track series (the build's, and the reference's)."""
+    found: list[str] = []
+    for series_id in series_ids:
+        for series_a, series_b in store.db.execute(
+                "select series_a, series_b from track_points where series_id = ? order by created_at", (series_id,)):
+            for run_series in (series_b, series_a):
+                if run_series:
+                    found += store.series_runs(run_series) or [run_series]
+    return found
+
+
+def export_bundle(store: ResultsStore, run_ids: Sequence[str], sweep_ids: Sequence[str] = (),
+                  track_series: Sequence[str] = ()) -> dict[str, Any]:
     """A bundle document (:mod:`fbbench.store.bundle`) of these runs and sweeps, every row they
-    have here. A run still running is refused: its rows are not all written yet."""
-    run_ids = list(dict.fromkeys(run_ids))
+    have here, and of these track series (their points, changes, and the runs of their points).
+    A run still running is refused: its rows are not all written yet."""
+    track_series = list(dict.fromkeys(track_series))
+    run_ids = list(dict.fromkeys([*run_ids, *track_runs(store, track_series)]))
     for run_id in run_ids:
         row = store.db.execute("select status, pid, host from runs where run_id = ?", (run_id,)).fetchone()
         if row is None:
@@ -58,7 +73,9 @@ def export_bundle(store: ResultsStore, run_ids: Sequence[str], sweep_ids: Sequen
                                "export it once it has ended")
     tables = _exported_run_rows(store, run_ids)
     tables["sweeps"] = _table_rows(store, "sweeps", "sweep_id", list(sweep_ids))
-    return bundle.new_document(tables, run_ids, list(sweep_ids), SCHEMA_VERSION)
+    for table in bundle.TRACK_TABLES:
+        tables[table] = _table_rows(store, table, "series_id", track_series)
+    return bundle.new_document(tables, run_ids, list(sweep_ids), SCHEMA_VERSION, track_series)
 
 
 def import_bundle(store: ResultsStore, document: dict[str, Any], name: str = "the bundle",
@@ -77,7 +94,7 @@ def import_bundle(store: ResultsStore, document: dict[str, Any], name: str = "th
                                  f"{document['store_schema']}; this fbbench has {SCHEMA_VERSION})",
                                  hint="upgrade fbbench to import it")
     for table in tables:
-        if table not in (*carried, *bundle.SWEEP_TABLES):
+        if table not in (*carried, *bundle.SWEEP_TABLES, *bundle.TRACK_TABLES):
             raise bundle.BundleError(f"{name} has a table this store does not know: {table}")
         columns = [c[1] for c in store.db.execute(f"pragma table_info({table})")]
         unknown = [c for c in tables[table]["columns"] if c not in columns]
@@ -107,6 +124,7 @@ def import_bundle(store: ResultsStore, document: dict[str, Any], name: str = "th
             raise bundle.BundleError(f"sweep {sweep_id} of {name} is already in {store.path} as another sweep "
                                      "(its spec differs): nothing was imported")
     added = [run_id for run_id in run_ids if run_id not in present]
+    track = _track_rows_to_add(store, tables, name)
     with store.transaction():
         for table in (*bundle.SWEEP_TABLES, *carried):
             source = tables.get(table)
@@ -120,7 +138,45 @@ def import_bundle(store: ResultsStore, document: dict[str, Any], name: str = "th
             if rows:
                 marks = ", ".join("?" for _ in columns)
                 store.db.executemany(f"insert into {table} ({', '.join(columns)}) values ({marks})", rows)
+        for table, (names, values) in track.items():
+            if values:
+                marks = ", ".join("?" for _ in names)
+                store.db.executemany(f"insert into {table} ({', '.join(names)}) values ({marks})", values)
     return added, [run_id for run_id in run_ids if run_id in present]
+
+
+# What identifies a row of each track table, and the columns that may differ between two stores
+# that hold the same row (a series looked at further in one of them).
+_TRACK_KEYS = {"track_series": ("series_id", ("evaluated",)), "track_points": ("point_id", ()),
+               "track_changes": ("change_id", ("state", "ended_at", "moved_to"))}
+
+
+def _track_rows_to_add(store: ResultsStore, tables: dict[str, dict[str, Any]],
+                       name: str) -> dict[str, tuple[list[str], list[list[Any]]]]:
+    """The bundle's track series, points and changes this store has not got. A row it has with
+    other contents refuses the bundle (a point is never overwritten); a series or a change it has
+    keeps this store's own look at it (how far it was evaluated, what became of a change)."""
+    adding: dict[str, tuple[list[str], list[list[Any]]]] = {}
+    for table, (key, free) in _TRACK_KEYS.items():
+        source = tables.get(table)
+        if not source:
+            continue
+        columns = list(source["columns"])
+        position = columns.index(key)
+        rows = []
+        for row in source["rows"]:
+            here = _as_dicts(_table_rows(store, table, key, [row[position]]))
+            if not here:
+                rows.append(row)
+                continue
+            theirs = dict(zip(columns, row, strict=True))
+            differ = [c for c in columns if c not in free and here[0].get(c) != theirs.get(c)]
+            if differ:
+                raise bundle.BundleError(f"{name}: {table} {row[position]} is already in {store.path} with other "
+                                         f"contents ({', '.join(differ)}): nothing was imported",
+                                         hint="a track point is never overwritten; import into another --results")
+        adding[table] = (columns, rows)
+    return adding
 
 
 def listed_runs(document: dict[str, Any]) -> list[str]:
