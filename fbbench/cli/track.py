@@ -20,6 +20,7 @@ from fbbench.cli.common import (
     _print_error,
     console,
 )
+from fbbench.cli.lab import InsecureOption, TlsOption
 from fbbench.errors import FbbenchError
 
 CHECK_FAILED = 1  # track check: a regression beyond the suite's threshold (for CI)
@@ -43,6 +44,10 @@ def track_run(
                                                   "drift.")] = None,
     results: ResultsOption = None,
     workdir: WorkdirOption = None,
+    lab: Annotated[str | None, typer.Option("--lab", help="Make a point on every host of a lab (its scheduler, e.g. "
+                                            "tcp://127.0.0.1:8786): each host's points a series of its own.")] = None,
+    tls: TlsOption = None,
+    insecure: InsecureOption = False,
 ) -> None:
     """Add one point to each series of the suite: every benchmark run on the build.
 
@@ -55,7 +60,12 @@ def track_run(
 
     parsed = read_suite(suite)
     label = _label(label or engine)
+    if lab is not None and reference is not None:
+        raise FbbenchError("--reference makes time-shared pairs on this machine; a lab makes a point on each host",
+                           hint="give one of --lab and --reference")
     planned = making.plan(parsed, engine, reference, results, workdir)
+    if lab is not None:
+        _refuse_a_build_on_a_lab(engine)
     kind = (f"each {planned[0].benchmark.pairs} time-shared pair(s) against {reference}" if reference
             else "each its benchmark's repeats")
     console.print(f"[bold]track[/] {escape(parsed.name)}: {len(planned)} point(s) labelled {escape(label)} on "
@@ -69,8 +79,12 @@ def track_run(
             console.print(f"  [bold]change[/]: {escape(_change_line(change, point))}", highlight=False,
                           soft_wrap=True)
 
-    outcome = making.run_suite(parsed, planned, engine, label, reference, notices=_notices(), on_point=on_point,
-                               on_run=lambda run: console.print(f"  run {run.run_id}: {run.status}", highlight=False))
+    if lab is None:
+        outcome = making.run_suite(parsed, planned, engine, label, reference, notices=_notices(), on_point=on_point,
+                                   on_run=lambda run: console.print(f"  run {run.run_id}: {run.status}",
+                                                                    highlight=False))
+    else:
+        outcome = _on_lab(parsed, planned, engine, label, lab, tls, insecure, on_point)
     made = sum(1 for p in outcome.points if p.point is not None and p.skipped is None)
     if outcome.interrupted:
         _print_error(f"interrupted: {made} point(s) made now are kept; none half-made was recorded",
@@ -84,6 +98,33 @@ def track_run(
                   + (f" --results {outcome.results}" if results else "") + ")", highlight=False, soft_wrap=True)
     if failed:
         raise typer.Exit(1)
+
+
+def _refuse_a_build_on_a_lab(engine: str) -> None:
+    """A lab's hosts offer the embedded engines from PyPI by version (fbbench lab worker): a build
+    registered on this machine would run the release there instead."""
+    from fbbench.engines import EmbeddedEngine, parse_engine
+
+    found = parse_engine(engine)
+    if not isinstance(found, EmbeddedEngine) or found.is_build:
+        raise FbbenchError(f"--lab runs the embedded engines the lab's hosts offer by version; {found.label} is not "
+                           "one",
+                           hint="give --engine 3.0, 4.0 or 5.0 (each host: fbbench engines install), or run it "
+                                "without --lab")
+
+
+def _on_lab(parsed: Any, planned: Any, engine: str, label: str, address: str, tls: Path | None, insecure: bool,
+            on_point: Any) -> Any:
+    from fbbench.lab import security
+    from fbbench.lab.client import connect
+    from fbbench.track.lab import run_suite_on_lab
+
+    with connect(address, tls, insecure) as lab:
+        if lab.insecure:
+            console.print(security.INSECURE_WARNING, highlight=False, soft_wrap=True)
+        return run_suite_on_lab(parsed, planned, engine, label, lab, notices=_notices(), on_point=on_point,
+                                on_note=lambda text: console.print(f"lab: {escape(text)}", highlight=False,
+                                                                   soft_wrap=True))
 
 
 def _label(text: str) -> str:

@@ -49,11 +49,9 @@ def track_runs(store: ResultsStore, series_ids: Sequence[str]) -> list[str]:
     """The runs of every point of these track series (the build's, and the reference's)."""
     found: list[str] = []
     for series_id in series_ids:
-        for series_a, series_b in store.db.execute(
-                "select series_a, series_b from track_points where series_id = ? order by created_at", (series_id,)):
-            for run_series in (series_b, series_a):
-                if run_series:
-                    found += store.series_runs(run_series) or [run_series]
+        for (runs,) in store.db.execute("select runs_json from track_points where series_id = ? order by created_at",
+                                        (series_id,)):
+            found += [run for side in ("B", "A") for run in json.loads(runs).get(side, [])]
     return found
 
 

@@ -239,11 +239,12 @@ MIGRATIONS: dict[int, str] = {
         engine_binaries text,              -- sha256 of the engine's binaries, where known
         reference text,                    -- --reference as named (relative points)
         created_at real not null,
-        series_a text,                     -- relative: the reference's runs (a run series of the results store)
-        series_b text not null,            -- the build's runs
+        series_a text,                     -- relative: the reference's run series in the results store
+        series_b text,                     -- the build's run series (a lab's: its sweep cell, every host's)
         conditions_json text not null,     -- the conditions the point's runs share (analysis.conditions)
         figures_json text not null,        -- figure → samples, value and interval, unit, better, kind
-        plans_json text                    -- statement → its plan, routine → its plan (where the engine gives them)
+        plans_json text,                   -- statement → its plan, routine → its plan (where the engine gives them)
+        runs_json text not null            -- the point's runs: {"B": [the build's], "A": [the reference's]}
     );
     create index track_points_series on track_points(series_id, created_at);
     create table track_changes (

@@ -41,10 +41,11 @@ class PointRow:
     reference: str | None
     created_at: float
     series_a: str | None
-    series_b: str
+    series_b: str | None
     conditions: dict[str, Any]
     figures: dict[str, dict[str, Any]]
     plans: dict[str, Any] = field(default_factory=dict)
+    runs: dict[str, list[str]] = field(default_factory=dict)  # "B": the build's runs, "A": the reference's
 
 
 @dataclass
@@ -77,15 +78,15 @@ def add_point(store: ResultsStore, row: PointRow) -> None:
     with store.transaction() as db:
         db.execute("insert into track_points (point_id, series_id, suite, benchmark, label, engine, engine_build, "
                    "engine_binaries, reference, created_at, series_a, series_b, conditions_json, figures_json, "
-                   "plans_json) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   "plans_json, runs_json) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    (row.point_id, row.series_id, row.suite, row.benchmark, row.label, row.engine, row.engine_build,
                     row.engine_binaries, row.reference, row.created_at, row.series_a, row.series_b,
-                    _dumps(row.conditions), _dumps(row.figures), _dumps(row.plans)))
+                    _dumps(row.conditions), _dumps(row.figures), _dumps(row.plans), _dumps(row.runs)))
 
 
 _SERIES_COLUMNS = "series_id, suite, benchmark, kind, axis, reference_build, created_at, reason, evaluated"
 _POINT_COLUMNS = ("point_id, series_id, suite, benchmark, label, engine, engine_build, engine_binaries, reference, "
-                  "created_at, series_a, series_b, conditions_json, figures_json, plans_json")
+                  "created_at, series_a, series_b, conditions_json, figures_json, plans_json, runs_json")
 _CHANGE_COLUMNS = ("change_id, series_id, figure, before_point, after_point, first_seen, state, ended_at, moved_to, "
                    "detail_json")
 
@@ -105,8 +106,9 @@ def suites(store: ResultsStore) -> list[str]:
 
 
 def _point(row: tuple[Any, ...]) -> PointRow:
-    *head, conditions, figures, plans = row
-    fields: list[Any] = [*head, json.loads(conditions), json.loads(figures), json.loads(plans) if plans else {}]
+    *head, conditions, figures, plans, runs = row
+    fields: list[Any] = [*head, json.loads(conditions), json.loads(figures), json.loads(plans) if plans else {},
+                         json.loads(runs)]
     return PointRow(*fields)
 
 

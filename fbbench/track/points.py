@@ -125,9 +125,11 @@ def results_of(planned: list[Planned]) -> Path:
 
 
 def existing(store: ResultsStore, suite: Suite, benchmark: str, label: str, engine: str,
-             reference: str | None) -> stored.PointRow | None:
+             reference: str | None, host: str | None = None) -> stored.PointRow | None:
+    """The point already made for these (on ``host``, for a lab's points), if any."""
     for point in stored.points_of_suite(store, suite.name):
-        if (point.benchmark, point.label, point.engine, point.reference) == (benchmark, label, engine, reference):
+        if (point.benchmark, point.label, point.engine, point.reference) == (benchmark, label, engine, reference) \
+                and (host is None or point.conditions.get("data", {}).get("host.name") == host):
             return point
     return None
 
@@ -167,8 +169,6 @@ def _make(suite: Suite, item: Planned, engine: str, label: str, reference: str |
             ids_a: list[str] | None = None
             series_a = None
             ids_b = [run.run_id for run in runs]
-            if series_b is None:  # one repeat: a series of one run
-                series_b = runs[0].run_id if runs else ""
             statuses = [run.status for run in runs]
             failures = [f"run {run.run_id}: {run.failure}" for run in runs if run.status == "failed"]
         else:
@@ -195,20 +195,29 @@ def _make(suite: Suite, item: Planned, engine: str, label: str, reference: str |
     if failures or any(status != "completed" for status in statuses):
         outcome.failure = "; ".join(failures) or "a run did not complete"
         return outcome
+    return record_point(suite, item, engine, label, reference, results, {"B": ids_b, **({"A": ids_a} if ids_a else {})},
+                        series_a, series_b)
+
+
+def record_point(suite: Suite, item: Planned, engine: str, label: str, reference: str | None, results: Path,
+                 runs: dict[str, list[str]], series_a: str | None, series_b: str | None) -> PointOutcome:
+    """A point of completed runs (``runs``: "B" the build's, "A" the reference's, pair by pair),
+    recorded whole: its figures, conditions and plans; then its series looked at for changes."""
+    from fbbench.analysis import conditions as cond
+
+    outcome = PointOutcome(item.benchmark.name)
     with ResultsStore(results) as store:
-        runs_b = [store.load_run(run_id) for run_id in ids_b]
-        runs_a = [store.load_run(run_id) for run_id in ids_a] if ids_a is not None else None
+        runs_b = [store.load_run(run_id) for run_id in runs["B"]]
+        runs_a = [store.load_run(run_id) for run_id in runs["A"]] if runs.get("A") else None
         record = point_conditions(runs_b)
         reference_build = build_identity(point_conditions(runs_a)) if runs_a else None
         kind = "relative" if runs_a is not None else "absolute"
         series_id, reason = series_for(store, suite, item.benchmark.name, kind, reference_build, record)
-        from fbbench.analysis import conditions as cond
-
         point = stored.PointRow(
             "p" + new_run_id(), series_id, suite.name, item.benchmark.name, label, engine,
             record.get("engine.build"), record.get("engine.binaries"), reference, time.time(), series_a, series_b,
             cond.to_json(record), tracking.read_point(item.figures, runs_b, runs_a),
-            (runs_b[0].get("engine") or {}).get("plans") or {})
+            (runs_b[0].get("engine") or {}).get("plans") or {}, runs)
         stored.add_point(store, point)
         series = next(s for s in stored.series_of(store, suite.name, item.benchmark.name) if s.series_id == series_id)
         outcome.changes = found_changes.evaluate(store, series, found_changes.methods_of(suite.method,

@@ -79,7 +79,7 @@ def point_document(point: stored.PointRow) -> dict[str, Any]:
     # Not dataclasses.asdict: its deep copy of every figure's samples cost 1.3 s for 1,000 points.
     return {key: getattr(point, key) for key in ("point_id", "label", "engine", "engine_build", "engine_binaries",
                                                  "reference", "created_at", "series_a", "series_b", "figures",
-                                                 "plans")}
+                                                 "plans", "runs")}
 
 
 def change_document(change: stored.ChangeRow, points: dict[str, dict[str, Any]]) -> dict[str, Any]:

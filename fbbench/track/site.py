@@ -136,23 +136,12 @@ class _Writer:
         self.published.written.append(name)
 
 
-def _run_ids(store: ResultsStore, series_id: str | None) -> list[str]:
-    """The runs of a point's run series (a one-run point names its run); none that the store lacks."""
-    if not series_id:
-        return []
-    ids = store.series_runs(series_id)
-    if ids:
-        return ids
-    known = store.db.execute("select 1 from runs where run_id = ?", (series_id,)).fetchone()
-    return [series_id] if known else []
-
-
 def _runs_of(store: ResultsStore, point: dict[str, Any]) -> list[tuple[str, str]]:
-    """(side, run id) of a point's runs: B, and A (the reference's) for a relative point."""
-    found = [("B", run) for run in _run_ids(store, point.get("series_b"))]
-    if point.get("series_a"):
-        found += [("A", run) for run in _run_ids(store, point["series_a"])]
-    return found
+    """(side, run id) of a point's runs that the store holds: B, and A (the reference's) for a
+    relative point."""
+    found = [(side, run) for side in ("B", "A") for run in (point.get("runs") or {}).get(side, [])]
+    return [(side, run) for side, run in found
+            if store.db.execute("select 1 from runs where run_id = ?", (run,)).fetchone()]
 
 
 def _run_page(store: ResultsStore, writer: _Writer, results: Path, run_id: str) -> None:
@@ -178,7 +167,7 @@ def _tables(store: ResultsStore, point: dict[str, Any]) -> dict[str, dict[str, A
     versions after the run."""
     from fbbench.analysis.run import result_document
 
-    runs = _run_ids(store, point.get("series_b"))
+    runs = [run for side, run in _runs_of(store, point) if side == "B"]
     if not runs:
         return {}
     document = result_document(store.load_run(runs[0]))
