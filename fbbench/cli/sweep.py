@@ -194,8 +194,17 @@ def _on_lab(parsed: Any, password: str | None, address: str, tls: Path | None, i
     def on_note(text: str) -> None:
         console.print(f"lab: {escape(text)}", highlight=False, soft_wrap=True)
 
-    with connect(address, tls, insecure) as lab:
-        if lab.insecure:
-            console.print(security.INSECURE_WARNING, highlight=False, soft_wrap=True)
-        return execute_lab_sweep(parsed, password, lab, resume=resume, on_progress=on_progress,
-                                 on_run=on_run, on_note=on_note)
+    from fbbench import signals
+    from fbbench.lab.sweep import SchedulerLost
+
+    try:
+        # SIGTERM is Ctrl-C here: the hosts are told to stop and keep what they measured.
+        with signals.stop_signals_interrupt(), connect(address, tls, insecure) as lab:
+            if lab.insecure:
+                console.print(security.INSECURE_WARNING, highlight=False, soft_wrap=True)
+            return execute_lab_sweep(parsed, password, lab, resume=resume, on_progress=on_progress,
+                                     on_run=on_run, on_note=on_note)
+    except SchedulerLost as lost:
+        again = f"fbbench sweep --resume {lost.sweep_id} --lab {address}" + (f" --tls {tls}" if tls else "")
+        lost.hint = f"once the scheduler is back (its hosts rejoin by themselves): {again}"
+        raise

@@ -14,8 +14,11 @@
 - **Resume.** ``sweep --resume`` first asks every host for the sweep's runs that ended there
   meanwhile (a coordinator that crashed never got them), waits for those still running, imports
   them, and only then runs what is missing — on the host it belongs to, once that host is back.
-- **Ctrl-C.** A Dask Event tells the hosts to stop their runs (each keeps what it measured and
-  comes back interrupted); runs not yet started are cancelled.
+- **Ctrl-C** (or SIGTERM). A Dask Event tells the hosts to stop their runs (each keeps what it
+  measured and comes back interrupted); runs not yet started are cancelled.
+- **A lost scheduler.** The coordinator stops with one line (:class:`SchedulerLost`): the runs in
+  flight go on on their hosts, which keep them (their workers wait for the scheduler and rejoin),
+  and ``sweep --resume`` collects them once it is back.
 """
 
 from __future__ import annotations
@@ -43,6 +46,16 @@ HOST_AXIS = "host"
 PROGRESS_EVERY = 30.0  # seconds between progress lines while nothing changes
 STOP_GRACE = 120.0  # after Ctrl-C: how long the hosts' runs get to stop and report
 RESUME_WAIT = 2.0  # seconds between asking the hosts whether their runs of the sweep have ended
+
+
+class SchedulerLost(FbbenchError):
+    """The coordinator lost the lab's scheduler mid-sweep; ``sweep_id`` resumes once it is back."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, sweep_id: str) -> None:
+        super().__init__(message)
+        self.sweep_id = sweep_id
 
 
 @dataclass(frozen=True)
@@ -279,6 +292,15 @@ def _run_on_lab(spec: SweepSpec, todo: list[LabStep], sweep_id: str, password: s
 
     shown: tuple[Any, ...] = ()
     last_shown = 0.0
+
+    def lost(error: BaseException) -> SchedulerLost:
+        flight = sorted(f"{futures[f][0].host}: cell {futures[f][0].cell.index} repeat {futures[f][0].repeat}"
+                        for f in pending if futures[f][1] in started)
+        # A run its host began may not have been heard of yet: the hosts know, and keep it either way.
+        return SchedulerLost(f"lost the lab's scheduler at {lab.address} ({type(error).__name__}): the runs in flight "
+                             "go on on their hosts, which keep them" + (f" ({'; '.join(flight)})" if flight else "")
+                             + f"; {progress.done} of {progress.total} run(s) had come back", sweep_id)
+
     try:
         while pending:
             try:
@@ -305,8 +327,14 @@ def _run_on_lab(spec: SweepSpec, todo: list[LabStep], sweep_id: str, password: s
             if on_progress is not None and pending and (key != shown or now - last_shown > PROGRESS_EVERY):
                 on_progress(progress)
                 shown, last_shown = key, now
+    except Exception as error:
+        if _scheduler_gone(lab):
+            raise lost(error) from None
+        raise
     except KeyboardInterrupt:
         outcome.status = "interrupted"
+        if _scheduler_gone(lab):  # nothing to tell the hosts through: their runs go on and are kept
+            raise lost(KeyboardInterrupt()) from None
         note("stopping: the hosts' runs keep what they measured; runs not started are cancelled")
         Event(stop_event, client=client).set()
         hear_starts()
@@ -322,6 +350,12 @@ def _run_on_lab(spec: SweepSpec, todo: list[LabStep], sweep_id: str, password: s
             rest_list = list(rest)
             for future in finished:
                 settle(future)
+
+
+def _scheduler_gone(lab: Lab) -> bool:
+    """Whether the client lost its scheduler (Dask cancels every future with
+    "scheduler-connection-lost" once its reconnection gives up)."""
+    return str(getattr(lab.client, "status", "running")) not in ("running", "Status.running")
 
 
 def _abandon_gone_hosts(lab: Lab, pending: set[Any], futures: dict[Any, tuple[LabStep, str]],
