@@ -348,9 +348,10 @@ def test_two_hosts_drive_one_server_and_their_load_is_merged(lab: Lab, tmp_path:
                 assert fb3.password.encode() not in path.read_bytes(), path
 
 
-def test_the_lab_outlives_its_scheduler(tmp_path: Path) -> None:
+def test_the_lab_outlives_its_scheduler_and_refuses_a_name_taken(tmp_path: Path) -> None:
     """Issue 31: the coordinator died with a 60-line traceback when the scheduler did, and silently
-    (143) on SIGTERM; a worker left with the scheduler (despite --join-timeout)."""
+    (143) on SIGTERM; a worker left with the scheduler (despite --join-timeout), and a name taken
+    was a 71-line traceback."""
     found = Lab(tmp_path)
     env = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
     scheduler_argv = [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", str(found.port), "--no-dashboard"]
@@ -372,6 +373,12 @@ def test_the_lab_outlives_its_scheduler(tmp_path: Path) -> None:
         with _process([sys.executable, "-m", "fbbench", "lab", "worker", found.address, "--name", "a", "--engine",
                        "5.0", "--join-timeout", "20"], worker_log, {"FBBENCH_HOME": str(found.home("a"))}) as worker:
             _wait_for(worker_log, "joined the lab", worker)
+            taken = run_cli("lab", "worker", found.address, "--name", "a", "--engine", "5.0",
+                            env={"FBBENCH_HOME": str(tmp_path / "home-other")}, timeout=120)
+            assert_clean_error(taken, "the name a is taken in the lab", "by the worker at tcp://127.0.0.1:",
+                               "pick another --name")
+            assert len(taken.stderr.splitlines()) == 2, taken.stderr  # the line and its hint
+
             out = tmp_path / "sigterm.log"
             with _process(sweep, out) as sweeping:
                 when_a_runs(sweeping, out)

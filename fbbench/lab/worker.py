@@ -88,9 +88,10 @@ async def _worker(address: str, setup: tasks.WorkerSetup, security: Any, join_ti
                                f"{error}".rstrip(": "),
                                hint="is the scheduler running there (fbbench lab scheduler)? With TLS, are this "
                                     "host's certificates from the lab's CA (the same fbbench lab init DIR)?") from None
-        except ValueError as error:  # the scheduler refused it: a worker of this name is there already
-            raise FbbenchError(f"worker {setup.name} was refused by the lab at {address}: {error}",
-                               hint="each host needs its own --name") from None
+        except (ValueError, RuntimeError) as error:  # the scheduler refused it: a worker of this name is there
+            with contextlib.suppress(Exception):
+                await worker.close()
+            raise _refusal(error, setup.name, address, security) from None
         try:
             await worker.scheduler.set_metadata(keys=[*HOSTS_METADATA, setup.name], value=setup.record)
             if rejoining:
@@ -104,6 +105,27 @@ async def _worker(address: str, setup: tasks.WorkerSetup, security: Any, join_ti
         note(f"worker {setup.name}: the lab's scheduler at {address} is gone; waiting up to {join_timeout:g} s "
              "(--join-timeout) for it to come back, then rejoining")
         rejoining = True
+
+
+def _refusal(error: Exception, name: str, address: str, security: Any) -> FbbenchError:
+    """Why the scheduler would not take this worker, in one line: Dask says "name taken" inside a
+    RuntimeError's cause; the worker that has the name, and its host, are asked of the scheduler."""
+    said = " ".join(str(part) for part in (error, error.__cause__) if part is not None)
+    if "name taken" not in said:
+        return FbbenchError(f"worker {name} was refused by the lab at {address}: {said}")
+    holder = ""
+    with contextlib.suppress(Exception):
+        from distributed import Client
+
+        with Client(address, security=security, timeout=10) as client:
+            workers = client.scheduler_info(n_workers=-1)["workers"]
+            there = next((a for a, w in workers.items() if str(w.get("name")) == name), None)
+            record = client.get_metadata([*HOSTS_METADATA, name], default={}) or {}
+            machine = (record.get("host") or {}).get("hostname") or (record.get("host") or {}).get("name")
+            holder = f" by the worker at {there}" if there else ""
+            holder += f" on host {machine}" if machine else ""
+    return FbbenchError(f"the name {name} is taken in the lab at {address}{holder}",
+                        hint="each host needs its own name: pick another --name")
 
 
 def serve_scheduler(host: str, port: int, security: Any, on_ready: Callable[[str], None] | None = None) -> None:
