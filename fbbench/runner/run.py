@@ -273,8 +273,9 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
 
     The database is the cached population's copy (its size known), or a population still to
     build: its size and time are scaled from the nearest build of the same workload that the
-    cache measured (:func:`limits.nearest_estimate`; refused only beyond the estimate's margin).
-    A scale no build measured is watched while it builds instead (runner/engine/population.py).
+    cache measured (:func:`limits.nearest_estimate`; refused only beyond the estimate's margin),
+    or, before the first, from the build the workload declares (population_cache.declared). A
+    workload that declares none is watched while it builds instead (runner/engine/population.py).
     With ``backup`` (--database-from) the database is restored, not built: the copy of its cached
     restore is checked, a restore still to make has no estimate. With --target-size (embedded
     only) the scale is chosen when the run starts: see :func:`_target_size_room`. A sync
@@ -304,7 +305,8 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
                                    f"need{'s' if copies == 1 else ''} {size_text(copies * size)}: "
                                    f"{short[0].text()}", hint=limits.ROOM_HINT)
         elif backup is None:
-            measured = population_cache.measurements(cache, workload)
+            # Before its first build here, the build the workload declares (population.json).
+            measured = population_cache.measurements(cache, workload) or population_cache.declared(workload)
             estimate = limits.nearest_estimate(workload, measured, engine.major, settings.page_size)
         if estimate is not None:
             # Embedded: built in the cache, then copied for the run; managed: built in place.
