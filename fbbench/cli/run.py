@@ -215,7 +215,7 @@ def _given(value: Any) -> Any:
 
 def _conclude_run(outcome: Any, settings: Any) -> int:
     """Summary, JSON and HTML of one finished run; its exit code (0, 1 failed, 2 outputs, 3 checks, 130)."""
-    from fbbench.runner.run import numbered_output
+    from fbbench.runner.outputs import numbered_output
 
     json_file, report = (numbered_output(p, outcome.repeat_index) for p in (settings.json, settings.report))
     document, problems = _report_run(outcome.run_id, outcome.results, json_file, report, settings.overwrite)

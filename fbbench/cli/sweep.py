@@ -118,7 +118,7 @@ def sweep(
             known.close()
     plan = f"{len(todo):,} run(s) {planned.text()}; {len(parsed.cells):,} cell(s) × {parsed.repeats} repeat(s)"
     limits.check_planned(planned.seconds, "the sweep", plan, yes)
-    from fbbench.runner.run import check_outputs
+    from fbbench.runner.outputs import check_outputs
 
     check_outputs(base, store_path)
     paths.check_workdir(base.workdir)

@@ -35,6 +35,7 @@ from fbbench.engines.runtime import (
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import cleanup, limits, population_cache, presence
 from fbbench.runner.host import host_facts
+from fbbench.runner.outputs import check_outputs
 from fbbench.runner.settings import RunSettings
 from fbbench.sizes import given_size_text, size_text
 from fbbench.store import ResultsStore
@@ -69,34 +70,6 @@ class RunOutcome:
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
-
-
-def numbered_output(path: str | None, repeat_index: int | None) -> str | None:
-    """The file a run of a series writes for ``path`` (--json, --report): one per repeat,
-    r.json → r-1.json, r-2.json …; ``path`` itself for a single run."""
-    if path is None or repeat_index is None:
-        return path
-    named = Path(path)
-    return str(named.with_name(f"{named.stem}-{repeat_index}{named.suffix}"))
-
-
-def check_outputs(settings: RunSettings, results: Path) -> None:
-    """Every file the run will write must be writable before it starts, or its output would be
-    lost; and an existing one must be fbbench's, or it would be lost (paths.output_file)."""
-    paths.writable_file(results, "the results store (--results)")
-    repeats = [None] if settings.repeat == 1 else list(range(1, settings.repeat + 1))
-    for setting in ("json", "report"):
-        for index in repeats if getattr(settings, setting) else []:
-            named = numbered_output(getattr(settings, setting), index)
-            assert named is not None
-            paths.output_file(Path(named), settings.where(setting), settings.overwrite)
-    if settings.trace:
-        if Path(settings.trace).expanduser().exists():
-            raise FbbenchError(f"{settings.where('trace')} {settings.trace} already exists",
-                               hint="fbbench never overwrites a file; choose a new name")
-        paths.writable_file(Path(settings.trace), settings.where("trace"))
-    if not settings.report:
-        paths.writable_file(paths.default_report(results, "report"), "the report directory")
 
 
 def run_workload(settings: RunSettings) -> Any:
