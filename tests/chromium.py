@@ -202,3 +202,25 @@ def first_screen(page: Path, profile: Path) -> FirstScreen:
     layout = json.loads(body.attrs["data-layout"])
     assert layout["window"]["scrolled"] == 0 and layout["window"]["width"] == width, layout["window"]
     return FirstScreen(screenshot, layout["elements"], float(layout["window"]["height"]))
+
+
+def probe(page: Path, profile: Path, expression: str) -> str:
+    """The value of a JavaScript ``expression`` in ``page`` once its scripts ran (as a string)."""
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (as root: apt-get install -y chromium); the report is not rendered")
+    probed = profile.parent / f"{page.stem}-expression.html"
+    text = page.read_text(encoding="utf-8")
+    at = text.rindex("</body>")
+    script = ("<script>window.addEventListener('load', () => setTimeout(() => "
+              f"document.body.setAttribute('data-probe', String({expression})), 200));</script>")
+    probed.write_text(text[:at] + script + text[at:], encoding="utf-8")
+    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           f"--user-data-dir={profile}", "--virtual-time-budget=3000", "--dump-dom",
+                           probed.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "</html>" in done.stdout, done.stderr[-2000:]
+    tree = _Tree()
+    tree.feed(done.stdout)
+    tree.close()
+    body = tree.root.all("body")[0]
+    assert "data-probe" in body.attrs, "the probe did not run"
+    return body.attrs["data-probe"]

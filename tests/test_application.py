@@ -385,3 +385,19 @@ def test_trace_record_of_a_server_from_another_process(app: dict[str, Path], tmp
         assert committed <= sum(per_attachment.values()) <= committed + CONNECTIONS
         trace_text = parse_file(trace)
         assert {a.process for a in trace_text.attachments.values() if a.id not in per_attachment} <= {"fbbench", ""}
+
+
+def test_a_traced_uniform_draw_becomes_uniform_not_a_list_of_its_draws() -> None:
+    """from-trace turned an application's uniform(1, 5) into a 100-element choice(…); values that
+    are not drawn evenly, or not every number of their range, stay a choice as often as seen."""
+    import random
+
+    from fbbench.workloads.from_trace import fit
+
+    rng = random.Random(31)
+    even = fit([(1 + i % 4, ("int", rng.randint(1, 5))) for i in range(300)], attachments=4)
+    assert (even.generator.kind, even.generator.args) == ("uniform", (1, 5)), even
+    skewed = fit([(1, ("int", value)) for value in [1] * 200 + [2] * 50 + [3] * 50])
+    assert skewed.generator.kind == "choice"
+    gaps = fit([(1, ("int", value)) for value in [1, 2, 5] * 60])
+    assert gaps.generator.kind == "choice"

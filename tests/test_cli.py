@@ -115,3 +115,36 @@ def test_the_command_list_is_one_line_a_command_and_sweep_help_names_its_default
                                                 "db", "results", "trace", "workload", "track", "lab"], rows
     swept = " ".join(re.sub(r"[│╭╮╰╯─]", " ", run_cli("sweep", "--help", timeout=60).stdout).split())
     assert f"runs per cell, default {DEFAULT_REPEATS}" in swept and f"mode ({' or '.join(MODES)})" in swept
+
+
+def test_run_help_at_80_columns_keeps_every_option_name_and_says_the_remaining_defaults() -> None:
+    """At 80 columns typer's table cut "--allow-many-connec…"; --page-size, --forced-writes and
+    --file-cache showed no default."""
+    import re
+
+    from tests.conftest import run_cli
+
+    result = run_cli("run", "--help", env={"COLUMNS": "80"}, timeout=60)
+    assert result.returncode == 0, result.stderr
+    names = set(re.findall(r"│ (--[a-z-]+)", result.stdout))
+    assert {"--allow-many-connections", "--load-connections", "--fail-on-checks", "--set-replication"} <= names
+    assert not re.search(r"│ --[a-z-]*…", result.stdout), result.stdout
+    text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", result.stdout).split())
+    assert "the workload's page_size, else the engine's, 8192" in text
+    assert "(default on, the engine's; the population is built with it off)" in text
+    assert "Default: as firebird.conf has it (the engine's own: on)" in text
+
+
+def test_trace_record_on_a_managed_server_says_what_it_is() -> None:
+    """It said the managed server "is not one" (a server)."""
+    from tests.conftest import assert_clean_error, run_cli
+    from tests.fb3server import fb3_server_unavailable
+
+    reason = fb3_server_unavailable()
+    if reason:
+        import pytest
+
+        pytest.skip(reason)
+    result = run_cli("trace", "record", "--engine", "server:/usr", "-o", "/nonexistent/x.trace", timeout=60)
+    assert_clean_error(result, "a server fbbench starts for a run and stops after it", "--trace FILE")
+    assert "is not one" not in result.stderr

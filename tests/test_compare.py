@@ -214,6 +214,31 @@ def test_a_series_on_4_0_against_one_on_5_0(engines: Compared, tmp_path: Path) -
     assert verdict["text"] in dom.by_id("verdict-B").text
     assert "page fetches per unit" in dom.by_id("engine-table").text
     assert f"{headline['values']['A']:,.0f}" in dom.by_id("results-table").text
+    # The engine's table has no empty "kind" column; no profile, no profiler section.
+    assert "kind" not in [th.text for th in dom.by_id("engine-table").all("th")]
+    assert "kind" in [th.text for th in dom.by_id("results-table").all("th")]
+    assert not dom.has_id("profile-part") and not dom.has_id("profile")
+
+
+def test_figures_that_are_one_figure_are_one_ratio_in_the_chart(tmp_path: Path) -> None:
+    """A one-unit workload's score, TPM and the unit's ok are one count: the ratio chart drew one
+    interval three times; now one category names them all."""
+    store = tmp_path / "r.sqlite"
+    fixed = ["--transactions", "40", "-c", "1", "--repeat", "2", "--no-sweep", "--no-validate", "--no-monitor",
+             "--results", str(store), "--workdir", str(tmp_path / "work")]
+    series = []
+    for engine in ("4.0", "5.0"):
+        made = run_cli("run", str(REPO / "tests" / "workloads" / "hot_row"), "--engine", engine, *fixed)
+        assert made.returncode == 0, made.stdout + made.stderr
+        series.append(re.findall(r"series (s[\w-]+)", made.stdout)[-1])
+    page = tmp_path / "cmp.html"
+    compared = run_cli("compare", *series, "--axis", "engine", "--report", str(page), "--results", str(store))
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    drawn = json.loads(chromium.render_ok(page, tmp_path / "chromium").body.by_id("ratios-throughput")
+                       .attrs["data-categories"])
+    assert len(drawn) == len(set(drawn)) and any(" = " in name for name in drawn), drawn
+    merged = next(name for name in drawn if " = " in name).split(" = ")
+    assert {"score", "bump ok"} <= set(merged), drawn
 
 
 def test_the_comparison_page_opens_with_its_verdict(engines: Compared, tmp_path: Path) -> None:

@@ -346,3 +346,66 @@ def test_two_hosts_drive_one_server_and_their_load_is_merged(lab: Lab, tmp_path:
         for path in lab.home(name).rglob("*"):
             if path.is_file() and path.stat().st_size < 5_000_000:
                 assert fb3.password.encode() not in path.read_bytes(), path
+
+
+def test_the_lab_outlives_its_scheduler_and_refuses_a_name_taken(tmp_path: Path) -> None:
+    """Issue 31: the coordinator died with a 60-line traceback when the scheduler did, and silently
+    (143) on SIGTERM; a worker left with the scheduler (despite --join-timeout), and a name taken
+    was a 71-line traceback."""
+    found = Lab(tmp_path)
+    env = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+    scheduler_argv = [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", str(found.port), "--no-dashboard"]
+    store = tmp_path / "coordinator.sqlite"
+    spec = _spec(tmp_path, "connections = [1, 2]\n", 'warmup = "0.5s"\nduration = "4s"\n')
+    sweep = [sys.executable, "-m", "fbbench", "sweep", str(spec), "--lab", found.address, "--results", str(store)]
+    a_store = found.home("a") / "results.sqlite"
+    worker_log = tmp_path / "worker-a.log"
+
+    def when_a_runs(sweeping: subprocess.Popen[bytes], out: Path) -> None:
+        deadline = time.monotonic() + 180
+        while not any(run["status"] == "running" for run in _runs(a_store)):
+            assert sweeping.poll() is None, out.read_text()
+            assert time.monotonic() < deadline, "host a never started a run"
+            time.sleep(0.2)
+
+    with _process(scheduler_argv, tmp_path / "scheduler.log", env) as scheduler:
+        _wait_for(tmp_path / "scheduler.log", "Scheduler at", scheduler, 60)
+        with _process([sys.executable, "-m", "fbbench", "lab", "worker", found.address, "--name", "a", "--engine",
+                       "5.0", "--join-timeout", "20"], worker_log, {"FBBENCH_HOME": str(found.home("a"))}) as worker:
+            _wait_for(worker_log, "joined the lab", worker)
+            taken = run_cli("lab", "worker", found.address, "--name", "a", "--engine", "5.0",
+                            env={"FBBENCH_HOME": str(tmp_path / "home-other")}, timeout=120)
+            assert_clean_error(taken, "the name a is taken in the lab", "by the worker at tcp://127.0.0.1:",
+                               "pick another --name")
+            assert len(taken.stderr.splitlines()) == 2, taken.stderr  # the line and its hint
+
+            out = tmp_path / "sigterm.log"
+            with _process(sweep, out) as sweeping:
+                when_a_runs(sweeping, out)
+                os.killpg(sweeping.pid, signal.SIGTERM)  # as Ctrl-C: the host's run stops, keeps what it measured
+                assert sweeping.wait(120) == 130, out.read_text()
+            assert "stopping: the hosts' runs keep what they measured" in out.read_text()
+
+            out = tmp_path / "lost.log"
+            with _process([*sweep[:4], "--resume", "last", *sweep[5:]], out) as sweeping:
+                when_a_runs(sweeping, out)
+                os.killpg(scheduler.pid, signal.SIGKILL)
+                assert sweeping.wait(120) == 1, out.read_text()
+            text = out.read_text()
+            assert "Traceback" not in text and "error: lost the lab's scheduler at" in text, text
+            assert "go on on their hosts" in text and "--resume w" in text, text
+            _wait_for(worker_log, "waiting up to 20 s (--join-timeout)", worker)
+            with _process(scheduler_argv, tmp_path / "scheduler-again.log", env) as again:
+                _wait_for(worker_log, "rejoined the lab", worker)
+                resumed = run_cli("sweep", "--resume", "last", "--lab", found.address, "--results", str(store),
+                                  timeout=400)
+                assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+                assert "ended meanwhile imported" in resumed.stdout  # the run in flight finished on a
+                assert sorted(run["cell"] for run in _runs(store) if run["status"] == "completed") == [1, 2]
+                os.killpg(again.pid, signal.SIGTERM)
+                again.wait(30)
+            assert worker.wait(90) == 1
+    said = worker_log.read_text()
+    assert "Traceback" not in said, said
+    assert said.rstrip().splitlines()[-1] == (f"error: worker a: the lab's scheduler at {found.address} did not "
+                                               "come back within 20 s (--join-timeout): leaving the lab"), said

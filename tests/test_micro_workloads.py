@@ -58,6 +58,9 @@ def test_iud_inserts_updates_and_deletes_in_phases_and_leaves_the_table_empty(tm
     for operation in ("insert", "update", "delete"):
         assert figure(doc, f"{operation} rows/s") > 0
         assert doc["units"][operation]["ok"] == 6  # 600 / 200 batches, two attachments
+    # A difference under a difference's name, a whole number as one: was "rows updated = rows inserted 0.000".
+    audit = next(a for a in doc["audits"] if a["name"] == "rows updated − rows inserted")
+    assert audit["value"] == 0 and audit["detail"].startswith("0 (") and "required = 0" in audit["detail"], audit
     assert doc["database"]["page_size"] == 16384  # the workload's own default, as the original test
     database = doc["database"]["path"]
     runtime = prepare_runtime(engine, tmp_path / "check")
@@ -100,8 +103,10 @@ def test_sysbench_read_write_leaves_the_row_count(tmp_path: Path, engine: str) -
     # Two transactions that wait for each other's rows end within the unit's lock time-out (1 s),
     # not at Firebird's deadlock scan 10 s later, which stalled both attachments for a whole 3 s run.
     assert doc["units"]["oltp_read_write"]["latency_ms"]["max"] < 5000
-    assert doc["metrics"]["rows"] == 0  # an end-only metric has its end (the planned last boundary)
+    assert doc["metrics"]["rows added"] == 0  # an end-only metric has its end (the planned last boundary)
     assert figure(doc, "statements/s") == pytest.approx(doc["headline"]["value"] * 18)
+    assert figure(doc, "queries/s") == pytest.approx(doc["headline"]["value"] * 20)  # sysbench's: BEGIN, COMMIT too
+    assert {f["unit"] for f in doc["figures"]} == {"/s"}  # was " /s": "158 /s"
 
 
 def test_sysbench_transactions_that_lock_rows_wait_less_than_firebirds_deadlock_scan() -> None:
@@ -123,14 +128,14 @@ def test_every_sysbench_script_runs_its_statements_and_leaves_sysbenchs_row_coun
     assert list(doc["units"]) == [script]
     ok = doc["units"][script]["ok"]
     assert ok > 0
-    rows = doc["metrics"]["rows"]
+    rows = doc["metrics"]["rows deleted" if script == "oltp_delete" else "rows added"]
     # The metric is read where the window opens and closes, a moment after those boundaries under
     # load: units that commit in between count on one side only. The checks are exact.
     slack = 10 + ok // 10
     if script == "oltp_insert":
         assert abs(rows - ok) <= slack  # every insert added its row
     elif script == "oltp_delete":
-        assert -ok - slack <= rows <= 0
+        assert 0 <= rows <= ok + slack  # a count of rows deleted, never "rows −345"
     else:
         assert rows == 0
 

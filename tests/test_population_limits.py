@@ -125,6 +125,25 @@ def test_warehouses_1e9_is_refused_in_seconds_from_a_measured_build(tmp_path: Pa
     assert len(_runs(store)) == 1  # refused before the run was recorded
 
 
+def test_warehouses_1e9_is_refused_at_once_on_a_fresh_machine_from_the_declared_build(tmp_path: Path) -> None:
+    """Issue 31: with no build to estimate from, 1e9 warehouses built for seconds and failed; now the
+    build tpcc declares (its population.json) refuses it before anything is made. A workload whose
+    load no longer matches its declaration (other knobs, another shape) is not estimated from it."""
+    from fbbench.runner import population_cache
+    from fbbench.workloads.spec import load_workload
+
+    work, store = tmp_path / "work", tmp_path / "r.sqlite"
+    started = time.monotonic()
+    huge = run_cli("run", "tpcc", "--scale", "warehouses=1e9", "--workdir", str(work), "--results", str(store))
+    assert_clean_error(huge, "the tpcc population at warehouses=1,000,000,000 needs about", " PB",
+                       "estimated from the build its workload declares (population.json) at warehouses=1 on 5.0")
+    assert time.monotonic() - started < 15
+    assert not work.exists() and not store.exists()  # refused before anything was made
+    tiny = dict(item.split("=") for item in TPCC_TINY[1::2])
+    assert population_cache.declared(load_workload("tpcc", {}))
+    assert population_cache.declared(load_workload("tpcc", tiny)) == []
+
+
 def test_an_estimate_lands_near_the_build(tmp_path: Path) -> None:
     """The estimate of 3 warehouses from the build of 1, against the build of 3 (tiny knobs):
     benchmarks/population_estimate.py measured 0.98-1.02 at 1-8 tiny warehouses and 1 → 2, 4 real ones."""

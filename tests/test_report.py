@@ -45,8 +45,9 @@ CHARTS = {
     "engine-gaps": ["Next − OIT", "Next − OAT"],
     "engine-size": ["database size", "memory used", "memory allocated", "attachments' memory used",
                     "attachments' memory allocated"],
-    "engine-os-cache": ["available memory", "page cache", "dirty + writeback", "engine page reads, MB/s",
-                        "block reads from storage, MB/s"],
+    # Levels (MB) and rates (MB/s) apart: on one axis the rates lay flat at 0.
+    "engine-os-cache": ["available memory", "page cache", "dirty + writeback"],
+    "engine-os-reads": ["engine page reads", "block reads from storage"],
     "engine-activity": ["active attachments", "active transactions"],
     "busiest-chart": ["reads", "writes"],
 }
@@ -102,6 +103,16 @@ def test_report_renders_its_charts(watched: Run, tmp_path: Path) -> None:
                           for row in dom.by_id(chart_id).all("tr", "u-series")[1:]}
                for chart_id in ("throughput", "latency-time")}
     assert all(markers["throughput"][unit] == markers["latency-time"][unit] for unit in UNITS), markers
+
+
+def test_legends_show_values_only_under_the_cursor_and_wide_tables_scroll(watched: Run, tmp_path: Path) -> None:
+    """A page read without a cursor on a chart showed "x: –" and a dash beside every series; the
+    gstat tables were cut off on the right."""
+    shown = chromium.probe(watched.report, tmp_path / "probe", "JSON.stringify(["
+                           "getComputedStyle(document.querySelector('#throughput .u-legend .u-value')).display, "
+                           "getComputedStyle(document.querySelector('#throughput .u-legend .u-series')).display, "
+                           "getComputedStyle(document.getElementById('gstat')).overflowX])")
+    assert json.loads(shown) == ["none", "none", "auto"], shown
 
 
 def test_report_shows_the_documents_figures(watched: Run, tmp_path: Path) -> None:

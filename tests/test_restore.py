@@ -101,9 +101,21 @@ def test_a_damaged_backup_is_one_line_and_leaves_nothing_behind(damage: str, for
     assert len(result.stderr.strip().splitlines()) == 2  # the error and its hint, one line each
     if damage == "truncated":  # embedded gbak ends "successfully" on a backup cut short: told apart anyway
         assert "incomplete or damaged" in result.stderr
+        assert "Press return" not in result.stderr and "Name:" not in result.stderr  # gbak's prompt for a volume
     assert not [p for p in (workdir / "dbcache").iterdir() if not p.name.endswith(".lock")]
     assert (json.loads(registry_file.read_text()) if registry_file.exists() else {}) == registry
     assert _sha256(backup) == before
+
+
+def test_a_backup_of_a_newer_firebird_is_said_to_be_one(tmp_path: Path, workdir: Path) -> None:
+    """3.0 restoring a 5.0 backup echoed gbak: "Expected backup version 1..10. Found 11"."""
+    _child("5.0", tmp_path / "work5", "tests.app_child:make_foreign_backup", str(tmp_path / "app.fdb"),
+           str(tmp_path / "app.fbk"))
+    result = run_cli("db", "restore", str(tmp_path / "app.fbk"), "--engine", "3.0", "--workdir", str(workdir),
+                     timeout=120)
+    assert_clean_error(result, "cannot restore app.fbk: this backup is from a newer Firebird (backup format 11; "
+                               "this engine reads formats 1 to 10)", "the Firebird version that made it")
+    assert "Expected backup version" not in result.stderr
 
 
 def test_a_run_on_a_restored_database_skips_the_workload_s_build(foreign_backup: Path, tmp_path: Path,

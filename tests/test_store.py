@@ -175,7 +175,7 @@ def test_the_typed_view_of_a_stored_run_names_what_the_store_returns(tmp_path: P
     from fbbench.store.model import RecordedSettings, StoredRun
 
     assert set(RecordedSettings.__annotations__) == {f.name for f in fields(RunSettings)} - {"json", "report",
-                                                                                            "origins"}
+                                                                                            "overwrite", "origins"}
     settings = RunSettings(workload="bank", engine="5.0")
     with ResultsStore(tmp_path / "r.sqlite") as store:
         store.begin_run("r1", "bank", settings.recorded(), {"cpu_count": 2})

@@ -365,3 +365,19 @@ def test_a_size_series_stopped_while_it_grows_still_reports(tmp_path: Path) -> N
     series = json.loads((tmp_path / "grow.json").read_text())["size_series"]
     assert [point["size"] for point in series] == ["4", "100000000"]
     assert series[0]["load_source"].startswith("built") and series[1]["load_source"] is None
+
+
+def test_a_sweep_without_a_numeric_axis_opens_with_its_cells(tmp_path: Path) -> None:
+    """Its first screen said "No numeric axis: see the table of cells" where the curves would be."""
+    spec = tmp_path / "engines.toml"
+    spec.write_text(f'workload = "{BANK}"\ntransactions = 5\nconnections = 1\nsweep = false\nvalidate = false\n'
+                    'repeats = 1\n[scale]\naccounts = 200\n[matrix]\narchitecture = ["super", "superclassic"]\n')
+    page = tmp_path / "sweep.html"
+    swept = run_cli("sweep", str(spec), "--report", str(page), "--results", str(tmp_path / "r.sqlite"),
+                    "--workdir", str(tmp_path / "work"))
+    assert swept.returncode == 0, swept.stdout + swept.stderr
+    body = render_ok(page, tmp_path / "profile").body
+    assert not body.has_id("curves") and "No numeric axis" not in body.text
+    screen = first_screen(page, tmp_path / "screen")
+    assert screen.layout["best"]["top"] < screen.layout["cells"]["top"] < screen.layout["conditions"]["top"]
+    assert screen.layout["cells"]["top"] < screen.height  # the cells on the first screen

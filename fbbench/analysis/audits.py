@@ -187,10 +187,13 @@ def run_audits(workload: Workload, units: Mapping[str, Mapping[str, Any]],
         sample = sampling(audit.value, available)
         passed, why = judge(figure, audit.min, audit.max, sample)
         bounds = []
-        if audit.min is not None:
-            bounds.append(f"≥ {audit.min:g}")
-        if audit.max is not None:
-            bounds.append(f"≤ {audit.max:g}")
+        if audit.min is not None and audit.min == audit.max:
+            bounds.append(f"= {audit.min:g}")
+        else:
+            if audit.min is not None:
+                bounds.append(f"≥ {audit.min:g}")
+            if audit.max is not None:
+                bounds.append(f"≤ {audit.max:g}")
         parts = []
         if sample is not None and sample.low is not None and sample.high is not None:
             parts.append(f"95 % CI {sample.low:.3f}–{sample.high:.3f}{audit.unit}, n = {sample.n:,}")
@@ -198,7 +201,9 @@ def run_audits(workload: Workload, units: Mapping[str, Mapping[str, Any]],
             parts.append(f"n = {sample.n:,}, fewer than {MIN_MEAN_UNITS} for an interval")
         if bounds:
             parts.append(f"required {' and '.join(bounds)}")
-        detail = f"{figure:.3f}{audit.unit}" + (f" ({'; '.join(parts)})" if parts else "")
+        # A count (a difference of counts) is a whole number: 0, not 0.000.
+        shown = f"{figure:,.0f}" if figure.is_integer() else f"{figure:.3f}"
+        detail = f"{shown}{audit.unit}" + (f" ({'; '.join(parts)})" if parts else "")
         if why:
             detail = f"{why}: {detail}"
         results.append({"name": audit.name, "passed": passed, "value": figure, "detail": detail,

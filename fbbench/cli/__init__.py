@@ -10,14 +10,33 @@ to a module — :mod:`.run`, :mod:`.compare` (with ``lint``), :mod:`.sweep`, :mo
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.rich_utils
+from rich.table import Table
 
 from fbbench import __version__, signals
 from fbbench.cli import compare, db, engines, lab, replay, results, run, sweep, trace, track, workload
 from fbbench.cli.common import _print_error, console
 from fbbench.errors import FbbenchError
+
+
+class _HelpOptions(Table):
+    """The table of a command's options in --help, whose option names never shrink: typer's own
+    lets rich cut them at 80 columns ("--allow-many-connec…"), while the help text beside them
+    can wrap. typer builds the table by rows (its commands panel adds its columns first, and is
+    left as it is)."""
+
+    def add_row(self, *renderables: Any, **options: Any) -> None:
+        if not self.columns:
+            names = len(renderables) - 2  # the option's names; then its type, then its help
+            for index in range(len(renderables)):
+                self.add_column(no_wrap=index < names, overflow="fold")
+        super().add_row(*renderables, **options)
+
+
+typer.rich_utils.Table = _HelpOptions  # type: ignore[misc]
 
 app = typer.Typer(
     name="fbbench",

@@ -157,7 +157,7 @@ def db_restore(
     made = done["source"].startswith("restored")
     how = (f"restored in {done['restore_seconds']:.1f} s" if made
            else "already restored (cached); --fresh restores it again")
-    console.print(f"{facts['name']} (sha256 {facts['sha256'][:16]}…, {size_text(facts['size_bytes'], unit='MB')}) on "
+    console.print(f"{facts['name']} (sha256 {facts['sha256'][:16]}…, {size_text(facts['size_bytes'])}) on "
                   f"{done['engine']}: {how}", highlight=False, soft_wrap=True)
     console.print(f"  {done['cache_file']}: page size {done['page_size']}, ODS {done['ods']}, "
                   f"{size_text(done['size_bytes'], unit='MB')}, owned by fbbench", highlight=False, soft_wrap=True)

@@ -91,7 +91,8 @@ def worker(
     tls: TlsOption = None,
     insecure: InsecureOption = False,
     join_timeout: Annotated[float, typer.Option("--join-timeout", help="Seconds to try to reach the scheduler "
-                                                "(and to wait for it once gone).")] = 60.0,
+                                                "(and to wait for it once gone: the worker rejoins when it is "
+                                                "back, and leaves after that long).")] = 60.0,
 ) -> None:
     """Join a lab as a benchmark host: one run at a time, with this host's engines, work directory
     and results store; its engines are checked (fbbench doctor) and its host record published first.
@@ -162,8 +163,12 @@ def worker(
                       highlight=False, soft_wrap=True)
         sys.stdout.flush()
 
+    def said(text: str) -> None:
+        console.print(escape(text), highlight=False, soft_wrap=True)
+        sys.stdout.flush()
+
     try:
-        serve_worker(target, setup, sec, join_timeout=join_timeout, on_joined=joined)
+        serve_worker(target, setup, sec, join_timeout=join_timeout, on_joined=joined, on_note=said)
     except KeyboardInterrupt:
         raise typer.Exit(INTERRUPTED) from None
 

@@ -32,7 +32,12 @@ def results_list(
     from fbbench.analysis.figures import metric_unit
     from fbbench.store import ResultsStore
 
-    with ResultsStore(results or paths.default_results(), create=False) as store:
+    store_path = (results or paths.default_results()).expanduser()
+    if not store_path.exists():  # nothing recorded yet: an empty list, and no store made by a read
+        console.print(f"no runs yet: {store_path} does not exist (fbbench run makes it)", highlight=False,
+                      soft_wrap=True)
+        return
+    with ResultsStore(store_path, create=False) as store:
         runs = store.list_runs(limit)
     table = Table(title=f"runs in {results or paths.default_results()}", caption="series: compare takes its id")
     series = [f"{item['series_id']} #{item['repeat_index']}" if item.get("series_id") else "" for item in runs]

@@ -76,11 +76,13 @@ def run(
     architecture: Annotated[str | None, typer.Option(
         "--architecture", help="super, superclassic or classic (ServerMode; Classic embedded: one process per "
         "attachment). Verified from MON$ATTACHMENTS.")] = None,
-    page_size: Annotated[int | None, typer.Option("--page-size", help="Database page size.")] = None,
+    page_size: Annotated[int | None, typer.Option("--page-size", help="Database page size (default: the "
+                                                  "workload's page_size, else the engine's, 8192).")] = None,
     page_buffers: Annotated[int | None, typer.Option("--page-buffers", help="Database page cache size (default: "
                                                      "the architecture's, 2048 Super, 256 per attachment "
                                                      "otherwise).")] = None,
-    forced_writes: Annotated[OnOff | None, typer.Option("--forced-writes", help="on or off.")] = None,
+    forced_writes: Annotated[OnOff | None, typer.Option("--forced-writes", help="on or off (default on, the "
+                                                        "engine's; the population is built with it off).")] = None,
     replication: Annotated[str | None, typer.Option(
         "--replication", help="Firebird's built-in replication (4.0+): off, async (the engine journals every change "
         "into the run's work directory) or sync (every commit also commits on a replica fbbench creates) "
@@ -89,7 +91,8 @@ def run(
         "--set-replication", help="replication.conf key=value for this run, e.g. buffer_size=4194304.")] = None,
     file_cache: Annotated[OnOff | None, typer.Option(
         "--file-cache", help="on or off: the OS file cache under Firebird's page cache (UseFileSystemCache on "
-        "4.0+, FileSystemCacheThreshold on 3.0). off for an honest disk test.")] = None,
+        "4.0+, FileSystemCacheThreshold on 3.0). off for an honest disk test. Default: as firebird.conf has it "
+        "(the engine's own: on).")] = None,
     drop_caches: Annotated[bool, typer.Option("--drop-caches", help="Drop the OS page cache right before the "
                                               "measured period, for a cold run (root only).")] = False,
     target_size: Annotated[str | None, typer.Option("--target-size", help="Populate a database of this size, "
@@ -214,7 +217,7 @@ def _given(value: Any) -> Any:
 
 def _conclude_run(outcome: Any, settings: Any) -> int:
     """Summary, JSON and HTML of one finished run; its exit code (0, 1 failed, 2 outputs, 3 checks, 130)."""
-    from fbbench.runner.run import numbered_output
+    from fbbench.runner.outputs import numbered_output
 
     json_file, report = (numbered_output(p, outcome.repeat_index) for p in (settings.json, settings.report))
     document, problems = _report_run(outcome.run_id, outcome.results, json_file, report, settings.overwrite)

@@ -108,7 +108,8 @@ def sweep(
     known = ResultsStore(store_path, create=False) if store_path.exists() else None
     try:
         if dry_run:
-            for line in sweep_run.plan_text(parsed, todo, known):
+            hosts = _lab_hosts(parsed, lab, tls, insecure) if lab is not None else None
+            for line in sweep_run.plan_text(parsed, todo, known, hosts):
                 console.print(escape(line), highlight=False, soft_wrap=True)
             return
         planned = sweep_run.planned_seconds(parsed, todo, known)
@@ -117,7 +118,7 @@ def sweep(
             known.close()
     plan = f"{len(todo):,} run(s) {planned.text()}; {len(parsed.cells):,} cell(s) × {parsed.repeats} repeat(s)"
     limits.check_planned(planned.seconds, "the sweep", plan, yes)
-    from fbbench.runner.run import check_outputs
+    from fbbench.runner.outputs import check_outputs
 
     check_outputs(base, store_path)
     paths.check_workdir(base.workdir)
@@ -184,6 +185,22 @@ def _refuse_builds_on_a_lab(parsed: Any) -> None:
                                "the release, not this build)", hint="run the sweep without --lab")
 
 
+def _lab_hosts(parsed: Any, address: str, tls: Path | None, insecure: bool) -> dict[str, list[int]]:
+    """The lab's hosts and the cells each runs: a host axis names them; otherwise every cell runs on
+    every host that has joined (the lab is asked, nothing is run)."""
+    from fbbench.lab.client import connect
+    from fbbench.lab.sweep import HOST_AXIS, host_axis
+
+    if host_axis(parsed):
+        placed: dict[str, list[int]] = {}
+        for cell in parsed.cells:
+            placed.setdefault(str(cell.value(HOST_AXIS)), []).append(cell.index)
+        return placed
+    with connect(address, tls, insecure) as lab:
+        joined = sorted(lab.workers())
+    return {host: [cell.index for cell in parsed.cells] for host in joined}
+
+
 def _on_lab(parsed: Any, password: str | None, address: str, tls: Path | None, insecure: bool, resume: str | None,
             on_run: Any) -> Any:
     """The sweep on a lab: a progress line per host while it runs (the cell it runs, for how long),
@@ -202,14 +219,23 @@ def _on_lab(parsed: Any, password: str | None, address: str, tls: Path | None, i
             f"{escape(host)}: cell {state.step.cell.index} ({escape(state.step.cell.label)}) repeat "
             f"{state.step.repeat}, {duration_text(now - state.since)}" if state.step else f"{escape(host)}: idle"
             for host, state in progress.hosts.items())
-        console.print(f"[bold]lab:[/] {hosts} — {progress.done} of {progress.total} run(s) done, about "
-                      f"{duration_text(progress.eta)} left", highlight=False, soft_wrap=True)
+        console.print(f"[bold]lab:[/] {hosts} — {progress.text()}, about {duration_text(progress.eta)} left",
+                      highlight=False, soft_wrap=True)
 
     def on_note(text: str) -> None:
         console.print(f"lab: {escape(text)}", highlight=False, soft_wrap=True)
 
-    with connect(address, tls, insecure) as lab:
-        if lab.insecure:
-            console.print(security.INSECURE_WARNING, highlight=False, soft_wrap=True)
-        return execute_lab_sweep(parsed, password, lab, resume=resume, on_progress=on_progress,
-                                 on_run=on_run, on_note=on_note)
+    from fbbench import signals
+    from fbbench.lab.sweep import SchedulerLost
+
+    try:
+        # SIGTERM is Ctrl-C here: the hosts are told to stop and keep what they measured.
+        with signals.stop_signals_interrupt(), connect(address, tls, insecure) as lab:
+            if lab.insecure:
+                console.print(security.INSECURE_WARNING, highlight=False, soft_wrap=True)
+            return execute_lab_sweep(parsed, password, lab, resume=resume, on_progress=on_progress,
+                                     on_run=on_run, on_note=on_note)
+    except SchedulerLost as lost:
+        again = f"fbbench sweep --resume {lost.sweep_id} --lab {address}" + (f" --tls {tls}" if tls else "")
+        lost.hint = f"once the scheduler is back (its hosts rejoin by themselves): {again}"
+        raise

@@ -41,13 +41,18 @@ def trace_record(
     · `fbbench workload from-trace app.trace -o myapp/` · `fbbench replay app.trace --database-from app.fbk`
     """
     from fbbench import paths
-    from fbbench.engines import ServerEngine, parse_engine, prepare_runtime, run_in_engine
+    from fbbench.engines import ManagedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
     from fbbench.runner.settings import parse_duration
 
     seconds = parse_duration(duration, "--duration") if duration is not None else None
     if seconds is not None and seconds <= 0:
         raise FbbenchError("--duration must be longer than 0 seconds")
     server = parse_engine(engine)
+    if isinstance(server, ManagedEngine):
+        raise FbbenchError(f"fbbench trace record traces a server that is running; {server.label} is a server fbbench "
+                           "starts for a run and stops after it, so there is nothing of it to trace now",
+                           hint=f"record a run on it: fbbench run … --engine {engine} --trace FILE; or give the DSN "
+                                "of a running server")
     if not isinstance(server, ServerEngine):
         raise FbbenchError(f"fbbench trace record traces a server; {server.label} is not one",
                            hint="an embedded engine lives inside its application's process: record a trace of "

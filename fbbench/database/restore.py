@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -53,6 +54,31 @@ def _one_line(text: str) -> str:
     return "; ".join(" ".join(line.lstrip("-").split()) for line in text.strip().splitlines() if line.strip())
 
 
+# What gbak prints to a terminal when a backup ends early: a prompt for the next volume, which
+# means nothing to someone who did not run gbak (and nobody can answer it).
+_PROMPT = re.compile(r"Done with volume|Press return|name followed by return|^\s*Name:\s*$", re.IGNORECASE)
+_VERSION = re.compile(r"Expected backup version (\d+)\.\.(\d+)\. Found (\d+)")
+
+
+def _gbak_said(text: str) -> str:
+    """What gbak printed, on one line, without its prompt for another volume."""
+    return _one_line("\n".join(line for line in text.splitlines() if not _PROMPT.search(line)))
+
+
+def _refusal(name: str, error: Exception, printed: str) -> FbbenchError:
+    """Why the engine's gbak refused a backup, in one line: a newer backup format said as such."""
+    said = _one_line(str(error))
+    newer = _VERSION.search(said)
+    if newer is not None:
+        low, high, found = newer.groups()
+        return FbbenchError(f"cannot restore {name}: this backup is from a newer Firebird (backup format {found}; "
+                            f"this engine reads formats {low} to {high})",
+                            hint="restore it with the Firebird version that made it, or a newer one (--engine)")
+    return FbbenchError(f"cannot restore {name}: {said}" + (f" ({printed})" if printed else ""),
+                        hint="is it a gbak backup (not a database file or an nbackup copy), whole and made by this "
+                             "Firebird version or an older one?")
+
+
 def restore(backup: str, location: str, services_host: str, server_path: str, page_size: int | None,
             details: dict[str, Any], scratch: Path, stream: bool = False) -> dict[str, Any]:
     """gbak -c of ``backup`` into ``location`` (no database may be there), marked as fbbench's.
@@ -73,13 +99,10 @@ def restore(backup: str, location: str, services_host: str, server_path: str, pa
                 server.database.restore(backup=backup, database=server_path, page_size=page_size, verbose=True,
                                         callback=lines.append)
         except Exception as error:
-            printed = _one_line(terminal())
             if not type(error).__module__.startswith("firebird.driver"):
                 raise
-            raise FbbenchError(f"cannot restore {name}: {_one_line(str(error))}" + (f" ({printed})" if printed else ""),
-                               hint="is it a gbak backup (not a database file or an nbackup copy), whole and "
-                                    "made by this Firebird version or an older one?") from None
-        printed = _one_line(terminal())
+            raise _refusal(name, error, _gbak_said(terminal())) from None
+        printed = _gbak_said(terminal())
     seconds = time.monotonic() - started
     if not any(FINISHED in line for line in lines):
         last = next((line.strip() for line in reversed(lines) if line.strip()), "nothing")

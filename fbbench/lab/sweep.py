@@ -14,14 +14,18 @@
 - **Resume.** ``sweep --resume`` first asks every host for the sweep's runs that ended there
   meanwhile (a coordinator that crashed never got them), waits for those still running, imports
   them, and only then runs what is missing — on the host it belongs to, once that host is back.
-- **Ctrl-C.** A Dask Event tells the hosts to stop their runs (each keeps what it measured and
-  comes back interrupted); runs not yet started are cancelled.
+- **Ctrl-C** (or SIGTERM). A Dask Event tells the hosts to stop their runs (each keeps what it
+  measured and comes back interrupted); runs not yet started are cancelled.
+- **A lost scheduler.** The coordinator stops with one line (:class:`SchedulerLost`): the runs in
+  flight go on on their hosts, which keep them (their workers wait for the scheduler and rejoin),
+  and ``sweep --resume`` collects them once it is back.
 """
 
 from __future__ import annotations
 
 import secrets
 import statistics
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -43,6 +47,16 @@ HOST_AXIS = "host"
 PROGRESS_EVERY = 30.0  # seconds between progress lines while nothing changes
 STOP_GRACE = 120.0  # after Ctrl-C: how long the hosts' runs get to stop and report
 RESUME_WAIT = 2.0  # seconds between asking the hosts whether their runs of the sweep have ended
+
+
+class SchedulerLost(FbbenchError):
+    """The coordinator lost the lab's scheduler mid-sweep; ``sweep_id`` resumes once it is back."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, sweep_id: str) -> None:
+        super().__init__(message)
+        self.sweep_id = sweep_id
 
 
 @dataclass(frozen=True)
@@ -70,9 +84,20 @@ class Progress:
     the runs done and left; the sweep's estimated time left."""
 
     hosts: dict[str, HostState] = field(default_factory=dict)
-    done: int = 0
+    done: int = 0  # came back completed
     total: int = 0
     eta: float = 0.0
+    failed: int = 0  # came back failed or interrupted, or never came back
+    left: int = 0  # never started (a host that left): for sweep --resume
+
+    @property
+    def settled(self) -> int:
+        return self.done + self.failed + self.left
+
+    def text(self) -> str:
+        """``2 of 6 run(s) completed, 1 failed, 1 left for --resume``."""
+        return (f"{self.done} of {self.total} run(s) completed" + (f", {self.failed} failed" if self.failed else "")
+                + (f", {self.left} left for --resume" if self.left else ""))
 
 
 def host_axis(spec: SweepSpec) -> bool:
@@ -267,11 +292,15 @@ def _run_on_lab(spec: SweepSpec, todo: list[LabStep], sweep_id: str, password: s
             note(f"host {step.host} went away before run {run_id} (cell {step.cell.index}, repeat {step.repeat}) "
                  "started: left for fbbench sweep --resume")
             outcome.status = "failed"
+            progress.left += 1
         else:
             outcome.runs.append(run)
             if on_run is not None:
                 on_run(step, run)
-        progress.done += 1
+            if run.status == "completed":
+                progress.done += 1
+            else:
+                progress.failed += 1
         state = progress.hosts[step.host]
         if state.step == step:
             durations.append(time.monotonic() - state.since)
@@ -279,6 +308,15 @@ def _run_on_lab(spec: SweepSpec, todo: list[LabStep], sweep_id: str, password: s
 
     shown: tuple[Any, ...] = ()
     last_shown = 0.0
+
+    def lost(error: BaseException) -> SchedulerLost:
+        flight = sorted(f"{futures[f][0].host}: cell {futures[f][0].cell.index} repeat {futures[f][0].repeat}"
+                        for f in pending if futures[f][1] in started)
+        # A run its host began may not have been heard of yet: the hosts know, and keep it either way.
+        return SchedulerLost(f"lost the lab's scheduler at {lab.address} ({type(error).__name__}): the runs in flight "
+                             "go on on their hosts, which keep them" + (f" ({'; '.join(flight)})" if flight else "")
+                             + f"; {progress.text()}", sweep_id)
+
     try:
         while pending:
             try:
@@ -293,7 +331,7 @@ def _run_on_lab(spec: SweepSpec, todo: list[LabStep], sweep_id: str, password: s
             if given_up:
                 pending -= given_up
                 outcome.status = "failed"  # not every run could be made: --resume finishes it
-                progress.done += len(given_up)
+                progress.left += len(given_up)
                 for host in sorted({futures[f][0].host for f in given_up}):
                     count = sum(1 for f in given_up if futures[f][0].host == host)
                     note(f"host {host} left the lab: its {count} run(s) not yet started are left for "
@@ -301,12 +339,18 @@ def _run_on_lab(spec: SweepSpec, todo: list[LabStep], sweep_id: str, password: s
             now = time.monotonic()
             progress.eta = _eta(progress, [futures[f][0] for f in pending], statistics.median(durations)
                                 if durations else per_run, now)
-            key = (*((h, s.step.key if s.step else None) for h, s in progress.hosts.items()), progress.done)
+            key = (*((h, s.step.key if s.step else None) for h, s in progress.hosts.items()), progress.settled)
             if on_progress is not None and pending and (key != shown or now - last_shown > PROGRESS_EVERY):
                 on_progress(progress)
                 shown, last_shown = key, now
+    except Exception as error:
+        if _scheduler_gone(lab):
+            raise lost(error) from None
+        raise
     except KeyboardInterrupt:
         outcome.status = "interrupted"
+        if _scheduler_gone(lab):  # nothing to tell the hosts through: their runs go on and are kept
+            raise lost(KeyboardInterrupt()) from None
         note("stopping: the hosts' runs keep what they measured; runs not started are cancelled")
         Event(stop_event, client=client).set()
         hear_starts()
@@ -322,6 +366,12 @@ def _run_on_lab(spec: SweepSpec, todo: list[LabStep], sweep_id: str, password: s
             rest_list = list(rest)
             for future in finished:
                 settle(future)
+
+
+def _scheduler_gone(lab: Lab) -> bool:
+    """Whether the client lost its scheduler (Dask cancels every future with
+    "scheduler-connection-lost" once its reconnection gives up)."""
+    return str(getattr(lab.client, "status", "running")) not in ("running", "Status.running")
 
 
 def _abandon_gone_hosts(lab: Lab, pending: set[Any], futures: dict[Any, tuple[LabStep, str]],
@@ -361,7 +411,7 @@ def _settle(future: Any, step: LabStep, run_id: str, spec: SweepSpec, sweep_id: 
     else:
         error = future.exception()
         problem = "failed", (f"lab: host {step.host} went away during the run ({type(error).__name__}: "
-                             f"{str(error)[:300]}); fbbench sweep --resume runs it there again once it is back")
+                             f"{said_shortly(error)}); fbbench sweep --resume runs it there again once it is back")
     with ResultsStore(results) as store:
         if answer is not None and answer.get("bundle") is not None:
             document = bundle.decode(answer["bundle"], f"run {run_id} from host {step.host}")
@@ -376,6 +426,11 @@ def _settle(future: Any, step: LabStep, run_id: str, spec: SweepSpec, sweep_id: 
         status, failure = problem
         _record_here(store, spec, step, sweep_id, run_id, lab, status, failure)
     return RunOutcome(run_id, status, failure, results, repeat_index=step.repeat)
+
+
+def said_shortly(error: BaseException, width: int = 300) -> str:
+    """Dask's message on one line, at most ``width`` characters, never cut inside a word."""
+    return textwrap.shorten(" ".join(str(error).split()), width, placeholder=" …")
 
 
 def _record_here(store: ResultsStore, spec: SweepSpec, step: LabStep, sweep_id: str, run_id: str, lab: Lab,

@@ -196,11 +196,15 @@ def profile_lines(document: Mapping[str, Any], names: Mapping[str, str], shown: 
 
 
 def _paired_would_help(document: Mapping[str, Any]) -> bool:
-    """An unresolved headline between series of embedded runs that did not share the machine."""
+    """An unresolved headline between series of embedded runs that did not share the machine —
+    and on one machine: runs of a lab's hosts (hosts as blocks, or a host axis) ran on others,
+    at the same time, where time-sharing one machine is no remedy."""
     unresolved = any(not v.get("resolved") for v in document["verdicts"].values())
     series = all(side["kind"] == "series" for side in document["sides"])
     embedded = (document["conditions"].get("equal") or {}).get("protocol") == "embedded"
-    return unresolved and series and embedded and not document.get("pairing")
+    hosts = document.get("blocks") or any(row.get("key") == "host.name" for row in
+                                          (document["conditions"].get("axis") or []))
+    return unresolved and series and embedded and not document.get("pairing") and not hosts
 
 
 def print_figures(document: Mapping[str, Any], console: Console, engine: bool = False) -> None:

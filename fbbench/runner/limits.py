@@ -207,7 +207,8 @@ class PopulationEstimate:
         basis = self.basis
         at = scale_difference(basis.scale, workload.scale)
         built_in = basis.base_seconds + sum(step.seconds for step in basis.steps)
-        return (f"estimated from its build at {at} on {basis.engine} with page size {basis.page_size or 'default'}: "
+        whose = f"the build its workload declares ({basis.database.name})" if basis.declared else "its build"
+        return (f"estimated from {whose} at {at} on {basis.engine} with page size {basis.page_size or 'default'}: "
                 f"{size_text(basis.size_bytes)} in {duration_text(built_in)}, {count_text(self.basis_iterations)} "
                 f"load iterations (this scale has {count_text(self.iterations)})")
 

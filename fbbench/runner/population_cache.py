@@ -126,6 +126,43 @@ class Measurement:
     base_seconds: float
     steps: tuple[StepMeasure, ...]
     built_at: float
+    declared: bool = False  # the build its workload declares (DECLARED), not one of this cache
+
+
+# A workload directory's declared build: the load facts of one population of it (at its default
+# scale), so that a scale that could never fit or finish is refused before its first build here.
+DECLARED = "population.json"
+
+
+def declaration(workload: Workload, meta: dict[str, Any]) -> dict[str, Any]:
+    """The text of a workload's :data:`DECLARED` file, from a cache entry's facts (``meta``, the
+    JSON beside a cached population of ``workload``)."""
+    load, material = meta["load"], meta["material"]
+    return {"note": "the load facts of one build of this workload (benchmarks/population_declared.py): fbbench "
+                    "estimates a population from them before its first build on a machine",
+            "shape_sha256": hashlib.sha256(workload.population_shape().encode()).hexdigest(),
+            "scale": material["scale"], "engine": material["engine"], "page_size": material["page_size"],
+            "built_at": meta.get("built_at"),
+            **{key: load[key] for key in ("size_bytes", "base_bytes", "base_seconds", "load_connections", "steps")}}
+
+
+def declared(workload: Workload) -> list[Measurement]:
+    """The build ``workload``'s directory declares (:data:`DECLARED`), when it does and its load
+    still does per iteration what the declared one did; empty otherwise."""
+    path = workload.directory / DECLARED
+    try:
+        if not path.is_file():
+            return []
+        facts = json.loads(path.read_text())
+        if facts["shape_sha256"] != hashlib.sha256(workload.population_shape().encode()).hexdigest():
+            return []  # the workload changed since: its declaration says nothing about it now
+        steps = tuple(StepMeasure(s["name"], int(s["iterations"]), int(s["bytes"]), float(s["seconds"]))
+                      for s in facts["steps"])
+        return [Measurement(path, dict(facts["scale"]), str(facts["engine"]), facts["page_size"],
+                            int(facts["size_bytes"]), int(facts["base_bytes"]), float(facts["base_seconds"]), steps,
+                            float(facts.get("built_at") or 0), declared=True)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
 
 
 def measurements(cache: Path, workload: Workload) -> list[Measurement]:

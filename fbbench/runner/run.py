@@ -35,6 +35,7 @@ from fbbench.engines.runtime import (
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import cleanup, limits, population_cache, presence
 from fbbench.runner.host import host_facts
+from fbbench.runner.outputs import check_outputs
 from fbbench.runner.settings import RunSettings
 from fbbench.sizes import given_size_text, size_text
 from fbbench.store import ResultsStore
@@ -69,34 +70,6 @@ class RunOutcome:
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
-
-
-def numbered_output(path: str | None, repeat_index: int | None) -> str | None:
-    """The file a run of a series writes for ``path`` (--json, --report): one per repeat,
-    r.json → r-1.json, r-2.json …; ``path`` itself for a single run."""
-    if path is None or repeat_index is None:
-        return path
-    named = Path(path)
-    return str(named.with_name(f"{named.stem}-{repeat_index}{named.suffix}"))
-
-
-def check_outputs(settings: RunSettings, results: Path) -> None:
-    """Every file the run will write must be writable before it starts, or its output would be
-    lost; and an existing one must be fbbench's, or it would be lost (paths.output_file)."""
-    paths.writable_file(results, "the results store (--results)")
-    repeats = [None] if settings.repeat == 1 else list(range(1, settings.repeat + 1))
-    for setting in ("json", "report"):
-        for index in repeats if getattr(settings, setting) else []:
-            named = numbered_output(getattr(settings, setting), index)
-            assert named is not None
-            paths.output_file(Path(named), settings.where(setting), settings.overwrite)
-    if settings.trace:
-        if Path(settings.trace).expanduser().exists():
-            raise FbbenchError(f"{settings.where('trace')} {settings.trace} already exists",
-                               hint="fbbench never overwrites a file; choose a new name")
-        paths.writable_file(Path(settings.trace), settings.where("trace"))
-    if not settings.report:
-        paths.writable_file(paths.default_report(results, "report"), "the report directory")
 
 
 def run_workload(settings: RunSettings) -> Any:
@@ -273,8 +246,9 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
 
     The database is the cached population's copy (its size known), or a population still to
     build: its size and time are scaled from the nearest build of the same workload that the
-    cache measured (:func:`limits.nearest_estimate`; refused only beyond the estimate's margin).
-    A scale no build measured is watched while it builds instead (runner/engine/population.py).
+    cache measured (:func:`limits.nearest_estimate`; refused only beyond the estimate's margin),
+    or, before the first, from the build the workload declares (population_cache.declared). A
+    workload that declares none is watched while it builds instead (runner/engine/population.py).
     With ``backup`` (--database-from) the database is restored, not built: the copy of its cached
     restore is checked, a restore still to make has no estimate. With --target-size (embedded
     only) the scale is chosen when the run starts: see :func:`_target_size_room`. A sync
@@ -305,7 +279,8 @@ def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, 
                                    f"need{'s' if copies == 1 else ''} {size_text(copies * size)}: "
                                    f"{short[0].text()}", hint=limits.ROOM_HINT)
         elif backup is None:
-            measured = population_cache.measurements(cache, workload)
+            # Before its first build here, the build the workload declares (population.json).
+            measured = population_cache.measurements(cache, workload) or population_cache.declared(workload)
             estimate = limits.nearest_estimate(workload, measured, keyed_by, settings.page_size)
         if estimate is not None:
             # Embedded: built in the cache, then copied for the run; managed: built in place.

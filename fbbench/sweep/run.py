@@ -110,8 +110,11 @@ def planned_seconds(spec: SweepSpec, todo: list[Step], store: ResultsStore | Non
     return PlannedTime(sum(known), typical, len(todo) - len(known))
 
 
-def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> list[str]:
-    """What --dry-run prints: the cells, the populations they need, and the time it will take."""
+def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None,
+              hosts: dict[str, list[int]] | None = None) -> list[str]:
+    """What --dry-run prints: the cells, the populations they need, and the time it will take.
+    ``hosts`` (a lab): each host and the cells it runs — the hosts run at the same time, each
+    building its own populations, so the time is the busiest host's and the populations add up."""
     planned = planned_seconds(spec, todo, store)
     lines = [f"{len(spec.cells)} cell(s) × {spec.repeats} repeat(s) = {len(spec.cells) * spec.repeats} run(s), "
              f"{len(todo)} to do; mode {spec.mode}"]
@@ -121,13 +124,30 @@ def plan_text(spec: SweepSpec, todo: list[Step], store: ResultsStore | None) -> 
         scale = ", ".join(f"{name}={value}" for name, value in settings.scale.items()) or "default"
         lines.append(f"  cell {cell.index:>2}: {cell.label}  [{left} run(s) left; engine {settings.engine}; "
                      f"scale {scale}; page size {settings.page_size or 'default'}]")
-    populations = {(s.engine, tuple(sorted(s.scale.items())), s.page_size)
-                   for s in (spec.settings_for(cell) for cell in spec.cells)}
+    def populations(cells: list[int]) -> int:
+        return len({(s.engine, tuple(sorted(s.scale.items())), s.page_size)
+                    for s in (spec.settings_for(cell) for cell in spec.cells if cell.index in cells)})
+
     grow = spec.grow_axis
-    lines.append(f"populations needed: {len(populations)} (engine, scale, page size), each built once and then "
-                 "copied" + (f"; {grow.key} grows one database step by step" if grow else ""))
-    lines.append(f"estimated time: {duration_text(planned.seconds)} ({len(todo)} run(s) {planned.text()})"
-                 if planned.per_run is not None else f"estimated time: unknown ({len(todo)} run(s) {planned.text()})")
+    growing = f"; {grow.key} grows one database step by step" if grow else ""
+    if hosts is None:
+        lines.append(f"populations needed: {populations([c.index for c in spec.cells])} (engine, scale, page size), "
+                     f"each built once and then copied{growing}")
+        said = duration_text(planned.seconds) if planned.per_run is not None else "unknown"
+        lines.append(f"estimated time: {said} ({len(todo)} run(s) {planned.text()})")
+        return lines
+    each = {host: populations(cells) for host, cells in hosts.items()}
+    lines.append(f"populations needed: {sum(each.values())} — each host builds its own (" + ", ".join(
+        f"{host} {count}" for host, count in each.items()) + f"), once, then copies it{growing}")
+    busiest = {host: [step for step in todo if step.cell.index in cells] for host, cells in hosts.items()}
+    runs = sum(len(steps) for steps in busiest.values())
+    if planned.per_run is None:
+        lines.append(f"estimated time: unknown ({runs} run(s) on {len(hosts)} host(s) {planned.text()})")
+        return lines
+    slowest = max(busiest, key=lambda host: len(busiest[host]))
+    lines.append(f"estimated time: {duration_text(len(busiest[slowest]) * planned.per_run)} — the hosts run at the "
+                 f"same time: {runs} run(s) on {len(hosts)} host(s), the busiest ({slowest}) {len(busiest[slowest])} "
+                 f"{planned.text()}")
     return lines
 
 

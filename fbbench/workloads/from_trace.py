@@ -82,6 +82,10 @@ def fit(observations: Sequence[tuple[int, tuple[str, Any]]], attachments: int = 
                           f"each traced attachment kept a value of its own, in 1..{max(kept)}: each attachment "
                           "keeps one (home)")
     if len(seen) <= LOW_CARDINALITY and len(seen) <= total / 2:  # few values, each seen again and again
+        if kinds == {"int"} and not nulls and _uniform_range(seen):
+            low, high = min(seen), max(seen)
+            return Fitted(Generator("uniform", (low, high)),
+                          f"every whole number from {low} to {high} seen, about as often each (uniform)")
         return Fitted(Generator("choice", tuple(_weighted(seen, SAMPLE))),
                       f"the {len(seen)} values seen, as often as seen" + (" (NULL among them)" if nulls else ""))
     if kinds == {"int"} and nulls <= 0.01 * total:
@@ -97,6 +101,21 @@ def fit(observations: Sequence[tuple[int, tuple[str, Any]]], attachments: int = 
     return Fitted(Generator("choice", tuple(sample)),
                   f"{slots} of the {len(seen):,} distinct values seen, spread over their range"
                   + (", NULL as often as seen" if nulls else ""))
+
+
+UNIFORM_P = 0.01  # a chi-square test of equal counts below this: the values were not drawn evenly
+
+
+def _uniform_range(seen: Counter[Any]) -> bool:
+    """Whether whole numbers seen look drawn by uniform(low, high): every number of the range seen,
+    and their counts no further from equal than chance allows (chi-square, p ≥ UNIFORM_P). An
+    application's uniform(1, 5) was listed as a 100-element choice(…) of its traced draws."""
+    low, high = min(seen), max(seen)
+    if high - low + 1 != len(seen) or len(seen) < 2:
+        return False
+    from scipy.stats import chisquare  # only here: the workload tools start without scipy
+
+    return bool(chisquare(list(seen.values())).pvalue >= UNIFORM_P)
 
 
 def _weighted(seen: Counter[Any], slots: int) -> list[Any]:

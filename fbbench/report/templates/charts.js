@@ -508,6 +508,7 @@ const fbb = (() => {
     if (!categories.length || !given.some(s => s.values.some(isNumber))) {
       return empty(container, spec.empty || "No ratio to draw.");
     }
+    container.dataset.categories = JSON.stringify(categories);  // drawn on a canvas: the names for a reader of the DOM
     const n = categories.length, k = given.length;
     const digits = spec.digits === undefined ? 3 : spec.digits;
     const x = categories.map((_, i) => i);

@@ -113,13 +113,14 @@ const verdictCell = v => {
 };
 
 function figureTable(parent, rows, verdicts, id) {
-  const columns = ["figure", "kind", "better", ...sides.map(s => ({label: s.name, n: true}))];
+  const kinds = rows.some(row => KIND[row.kind]);  // the engine's figures have none: no empty column
+  const columns = ["figure", ...(kinds ? ["kind"] : []), "better", ...sides.map(s => ({label: s.name, n: true}))];
   others.forEach(s => {
     columns.push({label: `${s.label}/${base}`, n: true}, {label: "95 % CI", n: true});
     if (verdicts) columns.push("verdict");
   });
   return table(parent, columns, rows.map(row => {
-    const cells = [row.name, KIND[row.kind] || "", row.better === "higher" ? "↑ higher" : "↓ lower",
+    const cells = [row.name, ...(kinds ? [KIND[row.kind] || ""] : []), row.better === "higher" ? "↑ higher" : "↓ lower",
                    ...sides.map(s => fbb.withUnit(row.values[s.label], row.unit, row.kind === "latency" ? 2 : undefined))];
     others.forEach(s => {
       cells.push(ratioCell(row.ratios[s.label]), ciCell(row.ratios[s.label]));
@@ -146,13 +147,29 @@ fbb.section("results", node => {
   sides.filter(s => s.summary).forEach(s => note(node, `${s.name} repeats: ${s.summary.text}.`));
 });
 
+// Figures that are one figure (score, TPM, a unit's ok, orders and orders/s of one count) have the
+// same ratio and interval: one category names them all, instead of one interval drawn five times.
+function distinctRatios(rows) {
+  const merged = new Map();
+  rows.forEach(r => {
+    const key = JSON.stringify(others.map(s => {
+      const q = r.ratios[s.label] || {};
+      return [q.ratio, q.low, q.high].map(v => isNumber(v) ? v.toPrecision(9) : null);
+    }));
+    if (merged.has(key)) merged.get(key).names.push(r.name);
+    else merged.set(key, {...r, names: [r.name]});
+  });
+  return [...merged.values()].map(r => ({...r, name: r.names.join(" = ")}));
+}
+
 function ratioSeries(rows) {
   return others.map(s => ({label: `${nameOf[s.label]} / ${nameOf[base]}`, colour: colourOf(s.label),
     values: rows.map(r => (r.ratios[s.label] || {}).ratio), lo: rows.map(r => (r.ratios[s.label] || {}).low),
     hi: rows.map(r => (r.ratios[s.label] || {}).high)}));
 }
 fbb.section("ratios-throughput", node => {
-  const rows = (doc.figures || []).filter(r => r.kind !== "latency" && r.ratios && others.some(s => r.ratios[s.label]));
+  const rows = distinctRatios((doc.figures || []).filter(r => r.kind !== "latency" && r.ratios &&
+                                                        others.some(s => r.ratios[s.label])));
   fbb.ratioChart(node, {categories: rows.map(r => r.name), categoryName: "figure", series: ratioSeries(rows),
                         valueLabel: `ratio to ${nameOf[base]} (rates: higher is faster)`,
                         empty: "No throughput figure could be divided."});
@@ -194,7 +211,7 @@ fbb.section("engine", node => {
 // ------------------------------------------------------------------ profile
 fbb.section("profile", node => {
   const p = doc.profile;
-  if (!p) return note(node, "No run here was profiled (fbbench run --profile, Firebird 5.0 or later).");
+  if (!p) return document.getElementById("profile-part").remove();  // nothing was profiled: no section
   note(node, p.note);
   if (!p.available) return note(node, "Not comparable: the baseline and at least one other side need a profile.", "warn");
   const labels = Object.keys(p.sides).filter(label => p.sides[label]);

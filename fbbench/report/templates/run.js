@@ -374,18 +374,23 @@ fbb.section("engine-charts", node => {
                 {label: "attachments' memory allocated", values: mb(pick("memory", "attachments_allocated"))}]});
   if (readings.some(s => s.host)) {
     const pageBytes = isNumber(pageSize) ? rate("io", "page_reads").map(v => isNumber(v) ? v * pageSize / 1e6 : null) : [];
-    engineChart(node, "engine-os-cache", "The OS file cache beside the engine's reads",
-                "The host's available memory and page cache (/proc/meminfo) at each reading, and what the engine read: " +
-                "its page reads × page size against its processes' block reads (/proc/PID/io), which only count what " +
-                "reached the storage — the rest came from the OS cache.",
-                {yLabel: "MB (10⁶ bytes), MB per second", unit: "MB", digits: 1, series: [
+    // Two charts: levels of memory (tens of thousands of MB) and rates of reading (a few MB/s) on one
+    // axis left the rates flat at 0.
+    engineChart(node, "engine-os-cache", "The OS file cache beside the engine",
+                "The host's available memory and page cache (/proc/meminfo) at each reading: what the OS could hold " +
+                "of the database, beside Firebird's own page cache.",
+                {yLabel: "MB (10⁶ bytes)", unit: "MB", digits: 0, series: [
                   {label: "available memory", values: mb(pick("host", "mem_available")), width: 2.5, colour: fbb.TOTAL},
                   {label: "page cache", values: mb(pick("host", "page_cache"))},
                   {label: "dirty + writeback", values: readings.map(s => {
                     const h = s.host || {};
-                    return isNumber(h.dirty) ? (h.dirty + (h.writeback || 0)) / 1e6 : null; })},
-                  {label: "engine page reads, MB/s", values: pageBytes, dash: [6, 4]},
-                  {label: "block reads from storage, MB/s", values: rate("process", "read_bytes").map(v => isNumber(v) ? v / 1e6 : null), dash: [2, 3]}]});
+                    return isNumber(h.dirty) ? (h.dirty + (h.writeback || 0)) / 1e6 : null; })}]});
+    engineChart(node, "engine-os-reads", "The engine's reads against the storage's",
+                "What the engine read — its page reads × page size — against its processes' block reads " +
+                "(/proc/PID/io), which only count what reached the storage: the rest came from the OS cache.",
+                {yLabel: "MB per second", unit: "MB/s", digits: 1, series: [
+                  {label: "engine page reads", values: pageBytes, width: 2.5, colour: fbb.TOTAL},
+                  {label: "block reads from storage", values: rate("process", "read_bytes").map(v => isNumber(v) ? v / 1e6 : null), dash: [2, 3]}]});
   }
   engineChart(node, "engine-activity", "Active attachments and transactions",
               "Attachments running a statement and their transactions at each interval's end (fbbench's own not counted).",

@@ -55,7 +55,11 @@ function band(summary, interval, range) {
 fbb.section("curves", () => {
   const box = document.getElementById("curves");
   const numeric = axes.filter(a => a.values.every(v => isNumber(Number(v))));
-  if (!numeric.length) return note(box, "No numeric axis: see the table of cells.");
+  if (!numeric.length) {  // no curve to draw: the cells themselves come first, where the curves would be
+    const part = document.getElementById("curves-part");
+    part.replaceWith(document.getElementById("cells-part"));
+    return;
+  }
   numeric.forEach(axis => {
     const xs = [...new Set(axis.values.map(Number))].sort((a, b) => a - b);
     const others = axes.filter(a => a.key !== axis.key);
