@@ -164,6 +164,8 @@ def test_sync_commits_on_a_local_replica(replicated: Replicated, engine: str) ->
         (["--replication", "async", "--set-replication", "journal_segment_size=16M"], ["no K or M"]),
         (["--replication", "async", "--set-replication", "journal_directory=/tmp/elsewhere"],
          ["fbbench sets it itself"]),
+        (["--replication", "async", "--set-replication", "journal_archive_command=cp $(pathname) /x"],
+         ["journal_archive_command is not taken in a run", "shell command"]),
         (["--replication", "sync", "--set-replication", "source_guid=x"], ["a replica-side key"]),
         (["--set-replication", "buffer_size=4194304"], ["has no effect without replication"]),
         (["--replication", "async", "--engine", "127.0.0.1/3050:/tmp/x.fdb"], ["needs an embedded engine"]),

@@ -89,7 +89,13 @@ from typing import Any
 
 from fbbench.analysis.host_conditions import host_values, round_trip_class
 from fbbench.engines.catalog import looks_like_dsn
-from fbbench.engines.firebird_conf import ARCHITECTURES, REPLICATION_OWNED, os_cache_in_play, parse_conf_text
+from fbbench.engines.firebird_conf import (
+    ARCHITECTURES,
+    REPLICATION_OWNED,
+    REPLICATION_REFUSED,
+    os_cache_in_play,
+    parse_conf_text,
+)
 from fbbench.engines.installation import RESERVED_KEYS
 from fbbench.errors import FbbenchError
 from fbbench.store.model import StoredRun
@@ -343,7 +349,7 @@ def replication_record(run: StoredRun, protocol: str) -> dict[str, str]:
     values = {"replication": mode}
     text = (run.get("engine") or {}).get("replication_conf_text") or ""
     for key, value in parse_conf_text(text).items():
-        if key != "database" and key not in REPLICATION_OWNED:
+        if key != "database" and key not in REPLICATION_OWNED and key not in REPLICATION_REFUSED:
             values[f"replication.{key}"] = value
     return values
 

@@ -128,9 +128,12 @@ REPLICATION_OWNED = {
     "journal_directory": "fbbench puts the journal inside the run's work directory",
     "journal_archive_directory": "fbbench puts the archive inside the run's work directory",
     "sync_replica": "fbbench creates the replica of --replication sync itself",
-    "journal_archive_command": "the engine would run that command; fbbench archives with the engine's own copy, "
-                               "inside the run's work directory",
-    "plugin": "fbbench measures Firebird's built-in replication",
+}
+# Keys a run refuses for another reason than that fbbench sets them (what the key would do instead).
+REPLICATION_REFUSED = {
+    "journal_archive_command": "the engine would run that shell command for every archived segment, outside the "
+                               "run's work directory; a run archives with the engine's own copy into it",
+    "plugin": "a replication plugin replaces the built-in replication fbbench measures",
 }
 # Keys of the replica side (a server that applies journals): nothing applies them in a run.
 REPLICA_SIDE_KEYS = {"4.0": ("journal_source_directory", "source_guid", "verbose_logging", "apply_idle_timeout",

@@ -39,6 +39,7 @@ from fbbench.engines.firebird_conf import (
     REPLICATION_DEFAULTS,
     REPLICATION_KEYS,
     REPLICATION_OWNED,
+    REPLICATION_REFUSED,
     REPLICATION_SINCE,
     integer,
     replication_version,
@@ -336,6 +337,8 @@ def check_replication(engine: Engine, mode: str, conf: dict[str, str], where: st
         name = key.strip().lower()
         if name in REPLICATION_OWNED:
             raise FbbenchError(f"{where} {key}: fbbench sets it itself ({REPLICATION_OWNED[name]})")
+        if name in REPLICATION_REFUSED:
+            raise FbbenchError(f"{where} {key} is not taken in a run: {REPLICATION_REFUSED[name]}")
         if name in REPLICA_SIDE_KEYS[version]:
             raise FbbenchError(f"{where} {key} is a replica-side key: nothing applies the journal in a run "
                                "(an embedded engine has no replication server)")
