@@ -80,6 +80,13 @@ def test_a_profiled_tpcc_run_lists_its_procedures_with_their_time(profiled: Prof
         assert top["min_us"] <= top["avg_us"] <= top["max_us"], top
     assert [r["total_ms"] for r in lines] == sorted((r["total_ms"] for r in lines), reverse=True)
     assert sum(r["share"] for r in lines) <= 1.0 + 1e-9
+    # Each line's text from the workload's own scripts: the line the engine numbers, from its column on.
+    scripts = [line for path in sorted((REPO / "fbbench" / "workloads" / "builtin" / "tpcc").glob("*.sql"))
+               for line in path.read_text().splitlines()]
+    for row in lines:
+        assert row["text"], row
+        here = [line for line in scripts if line.strip() == row["text"]]
+        assert here and any(not line[row["column"] - 1:row["column"]].isspace() for line in here), row
     statements = {r["routine"]: r for r in profile["statements"]}
     assert all(statements[name]["total_ms"] > 0 for name in PROCEDURES), statements
     assert profile["record_sources"] and all(r["access_path"] for r in profile["record_sources"])
@@ -98,7 +105,8 @@ def test_the_report_shows_where_the_time_went(profiled: Profiled, tmp_path: Path
     rows = [[cell.text for cell in row.all("td")] for row in section.by_id("profile-psql").all("tr")]
     rows = [row for row in rows if row]
     assert {row[0] for row in rows} >= {f"procedure {name}" for name in PROCEDURES}, rows
-    assert all(row[4].endswith(("ms", "s")) and row[4] != "–" for row in rows), rows
+    assert all(row[5].endswith(("ms", "s")) and row[5] != "–" for row in rows), rows
+    assert all(row[3] != "–" for row in rows), rows  # each line's text, from the workload's scripts
     assert "TPCC_PAYMENT" in section.by_id("profile-statements").text
     unprofiled = chromium.render_ok(profiled.reports[2], tmp_path / "chromium").body.by_id("profile")
     assert "Not profiled" in unprofiled.text

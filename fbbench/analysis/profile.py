@@ -9,10 +9,15 @@ run's figures (docs/run-result.md says how large it was measured to be).
 
 A comparison compares rates: each line's (or statement's) time per second of profile, so that runs
 profiled for different lengths compare, and a line's average time per execution.
+
+A PSQL line is named by its routine, line and column, counted from the first line of the
+routine's CREATE statement; its text comes from the workload's own scripts, which the run stored
+(a routine of a restored backup has no script, and no text is shown).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -47,6 +52,37 @@ def _share(part: Any, whole: Any) -> float | None:
     return part / whole if part is not None and whole else None
 
 
+_KIND_WORDS = {"PROCEDURE": "procedure", "FUNCTION": "function", "TRIGGER": "trigger"}
+
+
+def routine_sources(files: Mapping[str, str]) -> dict[tuple[str, str], list[str]]:
+    """(kind, NAME) → the lines of the workload's scripts from that routine's CREATE on, for each
+    procedure, function and trigger they create (CREATE [OR ALTER] / RECREATE)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    pattern = re.compile(r'^\s*(?:create\s+or\s+alter|create|recreate|alter)\s+(procedure|function|trigger)\s+'
+                         r'("[^"]+"|[A-Za-z][A-Za-z0-9_$]*)', re.IGNORECASE | re.MULTILINE)
+    for name, text in files.items():
+        if name.endswith(".toml"):
+            continue
+        lines = text.splitlines()
+        for match in pattern.finditer(text):
+            routine = match.group(2).strip('"') if match.group(2).startswith('"') else match.group(2).upper()
+            start = text.count("\n", 0, match.start())
+            found.setdefault((match.group(1).lower(), routine), lines[start:])
+    return found
+
+
+def _line_text(row: Mapping[str, Any], sources: Mapping[tuple[str, str], list[str]]) -> str | None:
+    kind = _KIND_WORDS.get(str(row.get("statement_type") or "").upper())
+    line = row.get("line")
+    if kind is None or row.get("package") or not row.get("routine") or not isinstance(line, int) or line < 1:
+        return None
+    lines = sources.get((kind, str(row["routine"])))
+    if lines is None or line > len(lines):
+        return None
+    return lines[line - 1].strip() or None
+
+
 def profile_document(run: StoredRun) -> dict[str, Any] | None:
     """The run's profile (docs/run-result.md, ``profile``); None for a run not profiled."""
     stored = (run.get("summary") or {}).get("profile")
@@ -57,10 +93,12 @@ def profile_document(run: StoredRun) -> dict[str, Any] | None:
     for row in run.get("profile_lines") or []:
         rows.setdefault(str(row.get("kind")), []).append(row)
     psql_ns = totals.get("psql_ns")
+    sources_of_routines = routine_sources(run.get("workload_files") or {})
     lines = [{
         "rank": r["rank"], "statement": statement_name(r), "statement_type": r.get("statement_type"),
         "package": r.get("package"), "routine": r.get("routine"), "sql": r.get("sql"),
-        "line": r.get("line"), "column": r.get("column"), "count": r.get("count"),
+        "line": r.get("line"), "column": r.get("column"), "text": _line_text(r, sources_of_routines),
+        "count": r.get("count"),
         "total_ms": _ms(r.get("total_ns")), "avg_us": _us(r["total_ns"] / r["count"]) if r.get("count") else None,
         "min_us": _us(r.get("min_ns")), "max_us": _us(r.get("max_ns")), "share": _share(r.get("total_ns"), psql_ns),
     } for r in sorted(rows["psql"], key=lambda r: r["rank"])]

@@ -229,7 +229,8 @@ def profile_lines(profile: Mapping[str, Any] | None, lines: int = 5, others: int
                    "line(s) in all):")
     for row in profile.get("psql_lines", [])[:lines]:
         share = f" ({row['share']:.0%})" if row.get("share") is not None else ""
-        out.append(f"    {escape(row['statement'])} line {row['line']}:{row['column']} — {row['count']:,} × avg "
+        text = f" {escape(row['text'][:60])!r}" if row.get("text") else ""
+        out.append(f"    {escape(row['statement'])} line {row['line']}:{row['column']}{text} — {row['count']:,} × avg "
                    f"{_duration((row.get('avg_us') or 0) / 1000)} = {_duration(row.get('total_ms'))}{share}")
     statements = profile.get("statements", [])[:others]
     if statements:

@@ -583,13 +583,14 @@ fbb.section("profile", node => {
   if (!(p.psql_lines || []).length) note(node, "No PSQL line ran in the profiled attachments.");
   else {
     const t = table(el("div", {class: "wide"}, node), ["routine", {label: "line", n: true}, {label: "column", n: true},
-      {label: "executions", n: true}, {label: "total", n: true}, {label: "share", n: true}, {label: "average", n: true},
+      "text", {label: "executions", n: true}, {label: "total", n: true}, {label: "share", n: true}, {label: "average", n: true},
       {label: "min", n: true}, {label: "max", n: true}],
-      p.psql_lines.map(r => [{text: r.statement, title: r.sql || ""}, num(r.line), num(r.column), num(r.count),
+      p.psql_lines.map(r => [{text: r.statement, title: r.sql || ""}, num(r.line), num(r.column),
+                             {text: r.text || "–", cls: "sql"}, num(r.count),
                              {text: ms(r.total_ms), n: true, value: r.total_ms}, {text: isNumber(r.share) ? fmt(100 * r.share, 1) + " %" : "–", n: true},
                              {text: us(r.avg_us), n: true}, {text: us(r.min_us), n: true}, {text: us(r.max_us), n: true}]),
       {id: "profile-psql"});
-    fbb.heat(t, [4]);
+    fbb.heat(t, [5]);
   }
   el("h3", {}, node, "Statements by time");
   note(node, "A routine's time is its PSQL lines'; a statement without PSQL (a query) is timed by its cursors' top record " +
