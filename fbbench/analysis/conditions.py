@@ -46,6 +46,7 @@ key                          from
                              only when fixed; ``load.timeshare`` for runs that shared the machine
                              in turns; ``load.trace`` for runs recorded by a trace session (--trace);
                              ``load.profile`` for runs under Firebird's profiler (--profile);
+                             ``load.gstat_every`` for runs that read gstat as they went;
                              ``load.replay`` (order, speed) for a replay of a trace
                              ``load.clients``: a lab's hosts that drove the attachments (host (n), …)
 ``host.*``                   name (the stable name: --host-name, a lab worker's), cpu_model, cpus
@@ -325,6 +326,8 @@ def record(run: StoredRun) -> Conditions:
         # The engine's profiler (--profile, 5.0+) costs the engine work: a profiled run is compared with
         # profiled runs (benchmarks/profiler_overhead.py measures how much).
         "load.profile": "on" if settings.get("profile") else None,
+        # gstat at a cadence reads every data page while the load runs: a load of its own.
+        "load.gstat_every": _seconds(settings.get("gstat_every")) if settings.get("gstat_every") else None,
         # Load generators on a lab's hosts: which machines drove how many attachments.
         "load.clients": ", ".join(f"{c['host']} ({c['attachments']})" for c in engine["load_clients"])
         if engine.get("load_clients") else None,

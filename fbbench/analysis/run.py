@@ -383,6 +383,23 @@ def credibility(run: StoredRun) -> dict[str, Any]:
     return {"lint": [finite(finding.to_dict()) for finding in lint.lint_run(run)], "steady": steady_document(run)}
 
 
+def _gstat_series(stored: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """--gstat-every: each reading taken while the load ran, in order — when (seconds since the load
+    began), what it cost (gstat's own seconds), and each table's records and versions."""
+    readings = []
+    for moment, item in stored.items():
+        if not moment.startswith("during "):
+            continue
+        kept = item.get("snapshot") or {}
+        readings.append({
+            "reading": int(moment.split()[1]), "taken_at": item.get("taken_at"),
+            "offset_seconds": kept.get("offset_seconds"), "seconds": kept.get("seconds"),
+            "problem": item.get("parse_error") or kept.get("error"),
+            "tables": {name: {key: table.get(key) for key in ("records", "versions", "max_versions")}
+                       for name, table in (kept.get("tables") or {}).items()}})
+    return sorted(readings, key=lambda reading: reading["reading"])
+
+
 def _observation(run: StoredRun) -> dict[str, Any]:
     """What the engine did: samples per interval, per-table activity and gstat, firebird.log findings."""
     from fbbench.analysis import engine
@@ -402,7 +419,8 @@ def _observation(run: StoredRun) -> dict[str, Any]:
                       if not source.startswith("table:") and source != JOURNAL_SOURCE})
         per_interval.append(entry)
 
-    stored = run.get("gstat") or {}
+    every = run.get("gstat") or {}
+    stored = {moment: item for moment, item in every.items() if not moment.startswith("during ")}
     snapshots = {moment: GstatSnapshot.from_dict(kept) if (kept := item.get("snapshot")) else None
                  for moment, item in stored.items()}
     before, after = snapshots.get("before"), snapshots.get("after")
@@ -443,5 +461,6 @@ def _observation(run: StoredRun) -> dict[str, Any]:
             for moment, item in stored.items()
         },
         "gstat_flags": [vars(flag) for flag in flags(before, after)] if after is not None else [],
+        "gstat_series": _gstat_series(every),
         "log_findings": run.get("findings") or [],
     }

@@ -116,6 +116,9 @@ def run(
     profile: Annotated[bool, typer.Option(
         "--profile", help="Firebird 5.0+: run the engine's profiler (RDB$PROFILER) on every load attachment over the "
         "measured period; the summary and the report list the PSQL lines and statements that took the time.")] = False,
+    gstat_every: Annotated[str | None, typer.Option(
+        "--gstat-every", help="Also read gstat's record versions per table at this cadence while the load runs, e.g. "
+        "10m (off by default; each reading's cost is shown beside it).")] = None,
     load_connections: Annotated[int | None, typer.Option("--load-connections", help="Attachments for "
                                                          "population (default: CPU count).")] = None,
     rate: Annotated[float | None, typer.Option("--rate", help="Target units/s in total (open loop; latency "

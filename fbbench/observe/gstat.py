@@ -24,7 +24,9 @@ it always keeps the raw text.
 from __future__ import annotations
 
 import re
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -184,3 +186,46 @@ def _take_figures(snapshot: GstatSnapshot, stats: Any) -> None:
             avg_key_length=index.avg_key_length, total_dup=index.total_dup, max_dup=index.max_dup)
         if table_name in snapshot.tables:
             snapshot.tables[table_name].indices.append(index.name)
+
+
+class Cadence:
+    """gstat at a cadence while the load runs (``fbbench run --gstat-every``), on a thread of its
+    own: a reading every ``every`` seconds from the start, the next one no sooner than the last
+    one ended (gstat reads every data page: on a large database one reading may outlast the
+    cadence, which its recorded ``seconds`` say). ``record(index, offset_seconds, snapshot)`` is
+    called on that thread; a failed reading is recorded, never raised."""
+
+    def __init__(self, services_host: str, database: str, every: float,
+                 record: Callable[[int, float, GstatSnapshot], None]) -> None:
+        self.services_host, self.database, self.every, self.record = services_host, database, every, record
+        self.stopped = threading.Event()
+        self.readings = 0
+        self.thread = threading.Thread(target=self._loop, name="fbbench-gstat-cadence", daemon=True)
+        self.started = time.monotonic()
+
+    def __enter__(self) -> Cadence:
+        self.started = time.monotonic()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=60)  # a reading in progress finishes (the services API has no cancel)
+
+    def _loop(self) -> None:
+        next_at = self.started + self.every
+        while not self.stopped.wait(max(0.0, next_at - time.monotonic())):
+            offset = time.monotonic() - self.started
+            try:
+                snapshot = collect(self.services_host, self.database)
+            except Exception as error:  # collect records the engine's refusals; anything else too, here
+                snapshot = GstatSnapshot(raw="", database=self.database, taken_at=time.time(),
+                                         error=f"{type(error).__name__}: {error}")
+            if self.stopped.is_set():
+                return  # ended while the load did: the after reading is the run's
+            self.readings += 1
+            try:
+                self.record(self.readings, offset, snapshot)
+            except Exception:
+                self.readings -= 1  # not recorded; the next reading still comes
+            next_at = max(next_at + self.every, time.monotonic())

@@ -235,6 +235,9 @@ class RunSettings:
     # load attachment over the measured period (fbbench.observe.profiler): where the time went,
     # PSQL line by line and statement by statement.
     profile: bool = False
+    # gstat's record-version statistics at this cadence while the load runs (seconds; None: only
+    # before and after), as OLTP-EMUL reports record versions per table as its run goes.
+    gstat_every: float | None = None
     # A trace to replay (fbbench replay) instead of the workload's drawn units: one attachment per
     # traced attachment, at the traced times divided by ``speed``, in ``order`` (timed | strict).
     replay: str | None = None
@@ -292,6 +295,12 @@ class RunSettings:
             raise FbbenchError(f"{self.where('target_rate')} must be positive")
         if self.connect_rate < 0:
             raise FbbenchError(f"{self.where('connect_rate')} cannot be negative")
+        if self.gstat_every is not None and self.gstat_every < 1:
+            raise FbbenchError(f"{self.where('gstat_every')} must be at least 1 s, got {self.gstat_every:g} s",
+                               hint="gstat reads every data page: a cadence of minutes suits a large database")
+        if self.gstat_every is not None and not self.monitor:
+            raise FbbenchError(f"{self.where('gstat_every')} watches the engine, which --no-monitor turns off",
+                               hint="leave out one of the two")
         if self.speed <= 0:
             raise FbbenchError(f"{self.where('speed')} must be greater than 0, got {self.speed:g}")
         self.order = _order(self.order, self.where("order"))
@@ -382,6 +391,7 @@ _KINDS: dict[str, Kind] = {
     "replication_conf": _pairs, "file_cache": _on_off, "drop_caches": _flag, "target_size": _size,
     "sweep": _flag, "monitor": _flag,
     "validation": _flag, "fresh": _flag, "grow": _text, "database_from": _text, "trace": _text, "profile": _flag,
+    "gstat_every": _duration,
     "replay": _text,
     "speed": _number, "order": _order,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,

@@ -47,6 +47,7 @@ class RecordedSettings(TypedDict, total=False):
     database_from: str | None
     trace: str | None
     profile: bool
+    gstat_every: float | None
     replay: str | None
     speed: float
     order: str

@@ -507,6 +507,30 @@ fbb.section("gstat", node => {
         {id: "gstat-tables"});
 });
 
+// --gstat-every: the record versions of the tables over the run, as OLTP-EMUL shows them.
+fbb.section("gstat-series", node => {
+  const readings = run.gstat_series || [];
+  if (!readings.length) return;
+  el("h3", {}, node, "Record versions per table as the run went (--gstat-every)");
+  const cost = readings.map(r => r.seconds).filter(isNumber);
+  note(node, `${readings.length} gstat reading(s) while the load ran; each read every data page, taking ` +
+             (cost.length ? `${fmt(Math.min(...cost), 2)}–${fmt(Math.max(...cost), 2)} s` : "an unknown time") +
+             " with the load running beside it.");
+  const peak = {};
+  readings.forEach(r => Object.entries(r.tables || {}).forEach(([name, t]) => {
+    peak[name] = Math.max(peak[name] || 0, isNumber(t.versions) ? t.versions : 0);
+  }));
+  const names = Object.keys(peak).filter(n => peak[n] > 0).sort((a, b) => peak[b] - peak[a]).slice(0, 8);
+  if (!names.length) return note(node, "No table had a record version at any reading.");
+  const colour = fbb.colourOf(names);
+  fbb.lineChart(fbb.chartBox(node, "gstat-versions", "Record versions per table", null), {
+    x: readings.map(r => isNumber(r.offset_seconds) ? r.offset_seconds : null), xLabel: "seconds since the load began",
+    yLabel: "record versions", whole: true,
+    series: names.map(name => ({label: name, colour: colour(name),
+                                values: readings.map(r => ((r.tables || {})[name] || {}).versions)})),
+  });
+});
+
 fbb.section("gstat-indices", node => {
   const indices = Object.entries(run.indices || {}).sort(([a, x], [b, y]) =>
     (x.table || "").localeCompare(y.table || "") || a.localeCompare(b));

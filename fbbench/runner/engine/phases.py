@@ -8,6 +8,7 @@ removes the run's files whatever happens here, and reports from the store afterw
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import sys
@@ -173,7 +174,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             lab = _lab_clients(settings) if settings.get("lab") else None
             load_started = time.monotonic()
             with _traced(settings.get("trace"), db_plan.services_host, database_path, runtime, console) as traced, \
-                    _profiled(settings, dsn, run_id, runtime, console) as profiled:
+                    _profiled(settings, dsn, run_id, runtime, console) as profiled, \
+                    _gstat_cadence(settings, store, run_id, db_plan.services_host, database_path):
                 measured = measure.run(config, workload, store, run_id, dsn, console, settings, monitor, tables,
                                        processes=processes, barrier=plan.get("barrier"), journal=journal, lab=lab,
                                        engine_processes=_engine_processes(runtime.embedded, plan.get("engine_pid")),
@@ -405,6 +407,27 @@ def _lab_clients(settings: RecordedSettings) -> dict[str, Any]:
                            f"({', '.join(joined) or 'none'})",
                            hint="start more: fbbench lab worker ADDRESS --name NAME")
     return {"address": address, "tls": str(tls) if tls else None, "insecure": insecure, "hosts": joined[:wanted]}
+
+
+@contextmanager
+def _gstat_cadence(settings: RecordedSettings, store: ResultsStore, run_id: str, services_host: str,
+                   database: str) -> Iterator[None]:
+    """--gstat-every: gstat read at a cadence while the load runs, each reading stored as it comes
+    (moment ``during N``, with the seconds since the load began)."""
+    every = settings.get("gstat_every")
+    if not every:
+        yield
+        return
+
+    def record(index: int, offset: float, snapshot: gstat.GstatSnapshot) -> None:
+        kept = {**snapshot.to_dict(), "offset_seconds": offset}
+        # The cadence's own thread: an SQLite connection serves the thread that opened it.
+        with contextlib.suppress(StoreError), ResultsStore(store.path) as own:
+            own.record_gstat(run_id, f"during {index}", snapshot.taken_at, kept, snapshot.raw,
+                             snapshot.error or snapshot.parse_error)
+
+    with gstat.Cadence(services_host, database, float(every), record):
+        yield
 
 
 def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: str, database: str) -> None:
