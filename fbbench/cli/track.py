@@ -4,6 +4,8 @@ their changes, and a gate for CI (:mod:`fbbench.track`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -155,19 +157,28 @@ def _change_line(change: Any, point: Any) -> str:
             f"{change.after_point} (p {detail['p_value']:.2g}, {detail['method']})")
 
 
-def _document(suite: Path, results: Path | None) -> dict[str, Any]:
+@contextmanager
+def _looked_at(parsed: Any, suite: Path, results: Path | None) -> Iterator[tuple[Any, Path]]:
+    """The results store holding the suite's points, every series looked at for changes up to its
+    last point (after an import, say): (the store, its path)."""
     from fbbench.store import ResultsStore
     from fbbench.track import changes as found_changes
-    from fbbench.track.series import suite_document
-    from fbbench.track.suite import read_suite
 
-    parsed = read_suite(suite)
     store_path = (results or paths.default_results()).expanduser().resolve()
     if not store_path.exists():
         raise FbbenchError(f"no results store at {store_path}: suite {parsed.name} has no points yet",
                            hint=f"make the first: fbbench track run {suite} --engine NAME")
     with ResultsStore(store_path) as store:
         found_changes.evaluate_suite(store, parsed.name, found_changes.methods_of(parsed.method, parsed.counter_method))
+        yield store, store_path
+
+
+def _document(suite: Path, results: Path | None) -> dict[str, Any]:
+    from fbbench.track.series import suite_document
+    from fbbench.track.suite import read_suite
+
+    parsed = read_suite(suite)
+    with _looked_at(parsed, suite, results) as (store, _path):
         return suite_document(store, parsed)
 
 
@@ -244,19 +255,12 @@ def track_publish(
 
     Example: `fbbench track publish track.toml -o /var/www/fbbench`
     """
-    from fbbench.store import ResultsStore
-    from fbbench.track import changes as found_changes
     from fbbench.track.site import check_directory, publish
     from fbbench.track.suite import read_suite
 
     parsed = read_suite(suite)
     check_directory(output.expanduser().absolute(), parsed.name)  # before the store is read
-    store_path = (results or paths.default_results()).expanduser().resolve()
-    if not store_path.exists():
-        raise FbbenchError(f"no results store at {store_path}: suite {parsed.name} has no points yet",
-                           hint=f"make the first: fbbench track run {suite} --engine NAME")
-    with ResultsStore(store_path) as store:
-        found_changes.evaluate_suite(store, parsed.name, found_changes.methods_of(parsed.method, parsed.counter_method))
+    with _looked_at(parsed, suite, results) as (store, store_path):
         published = publish(store, parsed, output, store_path)
     console.print(f"published {parsed.name} in {published.directory} in {published.seconds:.1f} s: "
                   f"{len(published.written)} file(s) written, {published.unchanged} unchanged, "
