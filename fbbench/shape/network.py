@@ -163,17 +163,20 @@ class Link:
         if self.loss:
             # Counters referenced before they are declared are refused: declare them first.
             share = round(self.loss * LOSS_SCALE)
-            rules = (f"table inet {NFT_TABLE} {{ counter all_packets {{ }}\ncounter dropped {{ }}\n"
-                     f"chain arriving {{ type filter hook input priority 0; iifname \"{interface}\" "
-                     f"counter name all_packets; iifname \"{interface}\" numgen random mod {LOSS_SCALE} < {share} "
-                     f"counter name dropped drop; }} }}")
+            rules = "\n".join([
+                f"table inet {NFT_TABLE} {{", "  counter all_packets { }", "  counter dropped { }",
+                "  chain arriving {", "    type filter hook input priority 0;",
+                f'    iifname "{interface}" counter name "all_packets"',
+                f'    iifname "{interface}" numgen random mod {LOSS_SCALE} < {share} counter name "dropped" drop',
+                "  }", "}", ""])
             try:
                 done = subprocess.run(in_namespace(namespace, ["nft", "-f", "-"]), input=rules, capture_output=True,
                                       text=True, timeout=30)
             except (OSError, subprocess.TimeoutExpired) as error:
                 raise FbbenchError(f"could not drop packets with nftables: {error}") from None
             if done.returncode != 0:
-                raise FbbenchError(f"nftables refused the loss rule: {done.stderr.strip().splitlines()[-1:]}")
+                raise FbbenchError("nftables refused the loss rule: "
+                                   + next((line for line in done.stderr.splitlines() if "Error" in line), done.stderr))
 
     def start_relay(self, server_port: int, launcher: list[str]) -> tuple[str, int]:
         """Start the relay in the server's namespace (forwarding to ``server_port`` there, with

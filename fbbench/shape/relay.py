@@ -164,6 +164,7 @@ def serve(listen_host: str, forward_port: int, delay: float) -> None:
     """Relay ``listen_host:<port>`` → ``127.0.0.1:forward_port`` and echo on a second port, each
     direction held ``delay`` seconds, until SIGTERM; then print the counters."""
     _fine_timers()
+    sys.setswitchinterval(0.0002)  # a spinning hold must not keep the other direction's thread waiting
     counters = _Counters()
     relay, echo = _listen(listen_host), _listen(listen_host)
     done = threading.Event()
