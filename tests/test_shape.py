@@ -265,3 +265,36 @@ def test_a_killed_run_leaves_its_shape_to_the_next_run(tmp_path: Path, shape_wor
     assert next_run.returncode == 0, next_run.stdout[-2000:] + next_run.stderr
     assert "removed what killed runs or commands left behind" in next_run.stdout, next_run.stdout
     assert all(not Path(path).exists() for path in made)
+
+
+def test_a_sweep_takes_the_machine_as_an_axis(tmp_path: Path) -> None:
+    _skip_unless_cgroups("memory", "cpus")
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(f'workload = "{BANK}"\nwarmup = "0.5s"\nduration = "1s"\ninterval = "0.5s"\nsweep = false\n'
+                    'repeats = 1\n[scale]\naccounts = 200\n[matrix]\nmachine = ["none", "memory=256MiB, cpus=1"]\n')
+    done = run_cli("sweep", str(spec), "--results", str(tmp_path / "r.sqlite"), "--workdir", str(tmp_path / "work"),
+                   "--json", str(tmp_path / "sweep.json"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    document = json.loads((tmp_path / "sweep.json").read_text())
+    axis = {row["key"]: row for row in document["conditions"]["axis"]}
+    assert "host.shape.memory" in axis and "host.shape.cpus" in axis, document["conditions"]
+    assert "256MiB (emulated)" in json.dumps(axis["host.shape.memory"])
+
+
+def test_ctrl_c_on_a_shaped_run_removes_the_shape(tmp_path: Path, shape_work: Path) -> None:
+    _skip_unless_cgroups("memory", "disk")
+    store = tmp_path / "results.sqlite"
+    with open(tmp_path / "out.txt", "w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "fbbench", "run", str(BANK), "-c", "1", "--duration", "5m", *QUICK,
+             "--machine", "memory=512MiB, disk.write_iops=2000", "--workdir", str(shape_work), "--results", str(store)],
+            stdout=out, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
+    try:
+        _wait(lambda: _measured_intervals(store) >= 1, 120, "the measured period")
+        assert any(cgroups.PREFIX in path for path in kernel_leftovers())
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(30) == 130, (tmp_path / "out.txt").read_text()[-2000:]
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert "interrupted" in (tmp_path / "out.txt").read_text()

@@ -1,7 +1,8 @@
 """What ``--machine`` says: a shape's limits, read from text and named presets, checked.
 
 ``--machine "memory=1GiB, cpus=1, disk.read_iops=150"``, ``--machine sata-2014`` or both at
-once (``"sata-2014, memory=1GiB"``: a preset's numbers, then the keys given after it). Every
+once (``"sata-2014, memory=1GiB"``: a preset's numbers, then the keys given after it); ``none``
+is the machine as it is (a sweep's ``machine`` axis may hold it beside shapes). Every
 value needs its unit, so that ``memory=1024`` (bytes? MiB?) is never guessed. The presets and
 the sources of their numbers are in ``presets.toml`` beside this module.
 
@@ -161,6 +162,8 @@ def parse(text: str, where: str = "--machine") -> Shape:
     if not isinstance(text, str) or not text.strip():
         raise FbbenchError(f"{where} must name a preset or limits such as memory=1GiB, got {text!r}",
                            hint="presets: " + ", ".join(presets()))
+    if text.strip().lower() == "none":  # the machine as it is: a sweep's axis may compare it with shapes
+        return Shape()
     values: dict[str, Any] = {}
     preset = None
     for item in (part for part in re.split(r"[,\s]+", text.strip()) if part):
