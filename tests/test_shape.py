@@ -23,6 +23,7 @@ import pytest
 
 from fbbench.shape import cgroups, network
 from tests.conftest import REPO, assert_clean_error, run_cli
+from tests.documented import actual_paths, documented_paths, undocumented_and_missing
 from tests.fb3server import fb3_server_unavailable
 
 BANK = Path(__file__).parent / "workloads" / "bank"
@@ -152,6 +153,9 @@ def test_memory_shape_sends_the_engines_reads_to_the_storage(tmp_path: Path, sha
     measured = doc["host"]["shape"]["measured"]["memory"]
     assert measured["limit"] == 96 << 20 and 0 < measured["peak"] <= 96 << 20
     assert "machine shape: emulated: memory=96MiB" in shaped.stdout
+    documented = documented_paths(REPO / "docs" / "run-result.md")
+    undocumented, _ = undocumented_and_missing(actual_paths(doc, documented), documented)
+    assert not undocumented, f"keys not in docs/run-result.md: {undocumented}"
     # The shape is a condition: compare names it as the difference, and says it is emulated.
     compared = run_cli("compare", plain_doc["run_id"], doc["run_id"], "--results", str(tmp_path / "results.sqlite"),
                        "--json", str(tmp_path / "cmp.json"), "--force")
