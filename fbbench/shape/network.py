@@ -43,7 +43,7 @@ NFT_TABLE = "fbbench_shape"
 LOSS_SCALE = 1_000_000  # loss rules compare numgen random mod this against the share to drop
 
 
-def _run(argv: list[str], what: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run_tool(argv: list[str], what: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -77,13 +77,13 @@ def netem_available() -> bool:
     global _netem
     if _netem is None:
         name = f"{PREFIX}probe-{os.getpid()}"
-        made = _run(["ip", "netns", "add", name], "make a network namespace", check=False).returncode == 0
+        made = run_tool(["ip", "netns", "add", name], "make a network namespace", check=False).returncode == 0
         try:
-            _netem = made and _run(["ip", "netns", "exec", name, "tc", "qdisc", "add", "dev", "lo", "root", "netem",
+            _netem = made and run_tool(["ip", "netns", "exec", name, "tc", "qdisc", "add", "dev", "lo", "root", "netem",
                                     "delay", "1ms"], "try netem", check=False).returncode == 0
         finally:
             if made:
-                _run(["ip", "netns", "delete", name], "remove a network namespace", check=False)
+                run_tool(["ip", "netns", "delete", name], "remove a network namespace", check=False)
     return _netem
 
 
@@ -130,14 +130,14 @@ class Link:
     def create(self) -> None:
         server_if, client_if = self._veth()
         for name in (self.server_ns, self.client_ns):
-            _run(["ip", "netns", "add", name], f"make the network namespace {name}")
-            _run(in_namespace(name, ["ip", "link", "set", "lo", "up"]), "bring up a namespace's loopback")
-        _run(["ip", "link", "add", server_if, "netns", self.server_ns, "type", "veth", "peer", "name", client_if,
+            run_tool(["ip", "netns", "add", name], f"make the network namespace {name}")
+            run_tool(in_namespace(name, ["ip", "link", "set", "lo", "up"]), "bring up a namespace's loopback")
+        run_tool(["ip", "link", "add", server_if, "netns", self.server_ns, "type", "veth", "peer", "name", client_if,
               "netns", self.client_ns], "make the veth pair")
         for name, interface, address in ((self.server_ns, server_if, SERVER_ADDRESS),
                                          (self.client_ns, client_if, CLIENT_ADDRESS)):
-            _run(in_namespace(name, ["ip", "addr", "add", f"{address}/30", "dev", interface]), "address the veth")
-            _run(in_namespace(name, ["ip", "link", "set", interface, "up"]), "bring up the veth")
+            run_tool(in_namespace(name, ["ip", "addr", "add", f"{address}/30", "dev", interface]), "address the veth")
+            run_tool(in_namespace(name, ["ip", "link", "set", interface, "up"]), "bring up the veth")
         self.method = "netem" if (self.rtt or self.loss) and netem_available() else "relay"
         for name, interface in ((self.server_ns, server_if), (self.client_ns, client_if)):
             self._shape(name, interface)
@@ -151,13 +151,13 @@ class Link:
                 argv += ["loss", f"{self.loss * 100:g}%"]
             if self.rate:
                 argv += ["rate", f"{self.rate}bit"]
-            _run(in_namespace(namespace, argv), "shape the link with netem")
+            run_tool(in_namespace(namespace, argv), "shape the link with netem")
             return
         if self.rate:
             # The bucket must hold the largest packet the veth hands over (GSO: up to 64 KiB)
             # and about 10 ms of traffic, or tbf shapes below its rate.
             burst = max(self.rate // 8 // 100, 131072)
-            _run(in_namespace(namespace, ["tc", "qdisc", "add", "dev", interface, "root", "tbf", "rate",
+            run_tool(in_namespace(namespace, ["tc", "qdisc", "add", "dev", interface, "root", "tbf", "rate",
                                           f"{self.rate}bit", "burst", str(burst), "latency", "100ms"]),
                  "limit the link's rate with tbf")
         if self.loss:
@@ -200,7 +200,7 @@ class Link:
     def probe(self) -> dict[str, Any]:
         """The round trip through the link now, measured from the client's namespace against
         the relay's echo port (the same holds, veth, qdiscs and rules as the run's traffic)."""
-        done = _run(in_namespace(self.client_ns, [sys.executable, "-m", "fbbench.shape.relay", "probe",
+        done = run_tool(in_namespace(self.client_ns, [sys.executable, "-m", "fbbench.shape.relay", "probe",
                                                   SERVER_ADDRESS, str(self.ports["echo_port"])]),
                     "measure the link's round trip")
         return dict(json.loads(done.stdout))
@@ -240,7 +240,7 @@ class Link:
         server_if, client_if = self._veth()
         for side, namespace, interface in (("server", self.server_ns, server_if),
                                            ("client", self.client_ns, client_if)):
-            done = _run(in_namespace(namespace, ["tc", "-s", "-j", "qdisc", "show", "dev", interface]),
+            done = run_tool(in_namespace(namespace, ["tc", "-s", "-j", "qdisc", "show", "dev", interface]),
                         "read the link's counters", check=False)
             with contextlib.suppress(ValueError):
                 for qdisc in json.loads(done.stdout or "[]"):
@@ -249,8 +249,8 @@ class Link:
                         found[f"{side}_overlimits"] = qdisc.get("overlimits")
                         found[f"{side}_qdisc_drops"] = qdisc.get("drops")
             if self.loss and self.method == "relay":
-                done = _run(in_namespace(namespace, ["nft", "-j", "list", "counters"]), "read the loss rule's counters",
-                            check=False)
+                done = run_tool(in_namespace(namespace, ["nft", "-j", "list", "counters"]),
+                                "read the loss rule's counters", check=False)
                 with contextlib.suppress(ValueError):
                     for item in json.loads(done.stdout or "{}").get("nftables", []):
                         counter = item.get("counter")
@@ -274,12 +274,12 @@ def remove(path: Path, timeout: float = 10.0) -> bool:
         return True
     deadline = time.monotonic() + timeout
     while True:
-        pids = _run(["ip", "netns", "pids", path.name], "list a namespace's processes", check=False).stdout.split()
+        pids = run_tool(["ip", "netns", "pids", path.name], "list a namespace's processes", check=False).stdout.split()
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
                 os.kill(int(pid), signal.SIGKILL)
         if not pids or time.monotonic() > deadline:
             break
         time.sleep(0.05)
-    _run(["ip", "netns", "delete", path.name], f"remove the network namespace {path.name}", check=False)
+    run_tool(["ip", "netns", "delete", path.name], f"remove the network namespace {path.name}", check=False)
     return not path.exists()

@@ -38,7 +38,7 @@ CHUNK = 65536
 SPIN = 0.0003
 
 
-def _hold_until(due: float) -> None:
+def hold_until(due: float) -> None:
     wait = due - time.monotonic()
     if wait > SPIN:
         time.sleep(wait - SPIN)
@@ -46,7 +46,7 @@ def _hold_until(due: float) -> None:
         pass
 
 
-def _fine_timers() -> None:
+def fine_timers() -> None:
     """Timer slack of 1 ns for this process (PR_SET_TIMERSLACK), where the C library allows it."""
     import ctypes
 
@@ -78,7 +78,7 @@ def _pump(source: socket.socket, target: socket.socket, delay: float, counters: 
                 if not pending:
                     break
                 due, data = pending.popleft()
-            _hold_until(due)
+            hold_until(due)
             try:
                 target.sendall(data)
             except OSError:
@@ -163,7 +163,7 @@ def _accepting(listener: socket.socket, forward: tuple[str, int] | None, delay: 
 def serve(listen_host: str, forward_port: int, delay: float) -> None:
     """Relay ``listen_host:<port>`` → ``127.0.0.1:forward_port`` and echo on a second port, each
     direction held ``delay`` seconds, until SIGTERM; then print the counters."""
-    _fine_timers()
+    fine_timers()
     sys.setswitchinterval(0.0002)  # a spinning hold must not keep the other direction's thread waiting
     counters = _Counters()
     relay, echo = _listen(listen_host), _listen(listen_host)
