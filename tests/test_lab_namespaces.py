@@ -76,6 +76,15 @@ class NamespacedLab:
         self.start(name, ["lab", "worker", self.address, "--name", name, "--engine", "5.0", "--tls", str(self.tls)],
                    "joined the lab", {"FBBENCH_HOME": str(self.home(name))})
 
+    def hosts(self) -> set[str]:
+        """The hosts joined to the lab now, as ``fbbench lab hosts`` lists them."""
+        listed = subprocess.run(self.segment.command("coordinator", [
+            sys.executable, "-m", "fbbench", "lab", "hosts", self.address, "--tls", str(self.tls)]),
+            capture_output=True, text=True, cwd=REPO, env={**os.environ, "COLUMNS": "200", "PYTHONPATH": str(REPO)})
+        rows = [[cell.strip() for cell in line.split("│")[1:3]] for line in listed.stdout.splitlines()
+                if line.startswith("│")]
+        return {name for name, state in rows if state == "joined"}
+
     def home(self, name: str) -> Path:
         return self.root / f"home-{name}"
 
@@ -176,12 +185,12 @@ def test_a_partition_mid_cell_is_survived_and_resume_completes_the_rest(tmp_path
         before = _sweep_runs(lab.store)
         # The cell is recorded as failed (its host went away) or it finished.
         assert before and all(status in ("completed", "failed") for *_, status, _ in before), before
-        if lab.processes["a"].poll() is not None:  # a worker the scheduler gave up on may have left: back it comes
+        # The scheduler gave the silent worker up; once its run is over, that worker leaves: started again, it
+        # joins under its name, and the resumed sweep finds its host.
+        _wait(lambda: "a" in lab.hosts() or lab.processes["a"].poll() is not None, 120, "a back or gone",
+              tmp_path / "a.log")
+        if "a" not in lab.hosts():
             lab.worker("a")
-        _wait(lambda: "a" in subprocess.run(lab.segment.command("coordinator", [
-            sys.executable, "-m", "fbbench", "lab", "hosts", lab.address, "--tls", str(lab.tls)]),
-            capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}).stdout, 60,
-            "a back in the lab")
         resumed = lab.sweep("--resume", "last")
         assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr
         after = _sweep_runs(lab.store)
