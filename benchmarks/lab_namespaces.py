@@ -182,7 +182,8 @@ def main() -> None:
             demo.stop()
             if not args.keep:
                 shutil.rmtree(root, ignore_errors=True)
-    say(f"\nnamespaces removed{'' if args.keep else ' and ' + str(root)}; {time.monotonic() - started:.0f} s in all; load average {os.getloadavg()[0]:.2f}")
+    removed = "namespaces removed" + ("" if args.keep else f" and {root}")
+    say(f"\n{removed}; {time.monotonic() - started:.0f} s in all; load average {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
