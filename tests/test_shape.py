@@ -191,6 +191,18 @@ def test_a_read_iops_shape_holds_a_cold_scan_at_the_throttle(tmp_path: Path, sha
     assert f"(throttle {iops})" in done.stdout
 
 
+def test_classics_processes_run_inside_the_shape(tmp_path: Path, shape_work: Path) -> None:
+    _skip_unless_cgroups("memory", "cpus")
+    # Embedded Classic: the engine child forks one process per attachment; each inherits the group.
+    done, doc = _run(tmp_path, shape_work, "classic", str(BANK), "--architecture", "classic", "-c", "2",
+                     "--transactions", "20", "--machine", "memory=512MiB, cpus=1")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    measured = doc["host"]["shape"]["measured"]
+    assert measured["processes_seen"] >= 3, measured  # the engine child and its two attachment processes
+    assert measured["cpus"]["engine_may_run_on"] == [sorted(os.sched_getaffinity(0))[0]], measured["cpus"]
+    assert doc["machine_shape"]["verified"] is True
+
+
 # ------------------------------------------------------------------------------------- network
 
 

@@ -88,7 +88,6 @@ class Shaping:
     _watch: verify.Watch = field(default_factory=verify.Watch)
     _thread: threading.Thread | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
-    _relay_cpu: float | None = None
 
     def __post_init__(self) -> None:
         needs = _needs(self.shape)
@@ -137,8 +136,6 @@ class Shaping:
         self.stop_watching()
         left: list[str] = []
         if self.link is not None:
-            with contextlib.suppress(FbbenchError):
-                self._relay_cpu = self.link.relay_cpu_seconds() if self.link.relay_process else self._relay_cpu
             self.link.remove()
             left += [str(path) for path in self.link.paths if path.exists()]
         if self.group is not None:
