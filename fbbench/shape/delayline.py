@@ -22,9 +22,8 @@ import contextlib
 import socket
 import sys
 import threading
-import time
 
-from fbbench.shape.relay import fine_timers, hold_until
+from fbbench.shape.relay import fine_timers, hold_until, kernel_stamps, stamp_of
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
@@ -56,12 +55,14 @@ def _carry(source: socket.socket, target: socket.socket, delay: float) -> None:
                 target.send(frame)
 
     threading.Thread(target=sender, daemon=True).start()
+    kernel_stamps(source)
     while True:
-        frame, address = source.recvfrom(FRAME)
+        frame, ancillary, _, address = source.recvmsg(FRAME, 64)
         if address[2] == PACKET_OUTGOING:
             continue
+        arrived = stamp_of(ancillary)
         with ready:
-            pending.append((time.monotonic() + delay, frame))
+            pending.append((arrived + delay, frame))
             ready.notify()
 
 

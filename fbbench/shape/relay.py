@@ -26,12 +26,14 @@ import json
 import signal
 import socket
 import statistics
+import struct
 import sys
 import threading
 import time
 from typing import Any
 
 CHUNK = 65536
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # SCM_TIMESTAMPNS has the same number
 # A sleep ends up to the timer slack (50 µs by default) and a scheduler's wake-up late: the last
 # stretch of a hold is spun instead, which costs the relay CPU (measured with the run) but keeps a
 # 1 ms hold from becoming 1.2.
@@ -44,6 +46,36 @@ def hold_until(due: float) -> None:
         time.sleep(wait - SPIN)
     while time.monotonic() < due:
         pass
+
+
+def kernel_stamps(sock: socket.socket) -> bool:
+    """Ask the kernel to stamp what arrives on ``sock`` (SO_TIMESTAMPNS): a hold then counts from
+    the moment the bytes reached this host, not from when a busy machine woke the reading thread."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    return True
+
+
+def receive(sock: socket.socket, stamped: bool, size: int = CHUNK) -> tuple[bytes, float]:
+    """What arrived on ``sock``, and when (time.monotonic's clock): the kernel's stamp where there is one."""
+    if not stamped:
+        return sock.recv(size), time.monotonic()
+    data, ancillary, _, _ = sock.recvmsg(size, 64)
+    return data, stamp_of(ancillary)
+
+
+def stamp_of(ancillary: list[tuple[int, int, bytes]]) -> float:
+    """The kernel's arrival stamp among a recvmsg's ancillary data, on time.monotonic's clock (now,
+    when there is none)."""
+    now_monotonic, now_real = time.monotonic(), time.time()
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
+            seconds, nanoseconds = struct.unpack("qq", payload[:16])
+            # The stamp is wall-clock time: turned into the monotonic clock through the two clocks now.
+            return min(now_monotonic, now_monotonic - (now_real - (seconds + nanoseconds / 1e9)))
+    return now_monotonic
 
 
 def fine_timers() -> None:
@@ -89,10 +121,14 @@ def _pump(source: socket.socket, target: socket.socket, delay: float, counters: 
 
     thread = threading.Thread(target=sender, daemon=True)
     thread.start()
+    stamped = kernel_stamps(source)
     try:
-        while data := source.recv(CHUNK):
+        while True:
+            data, arrived = receive(source, stamped)
+            if not data:
+                break
             with ready:
-                pending.append((time.monotonic() + delay, data))
+                pending.append((arrived + delay, data))
                 ready.notify()
     except OSError:
         pass
