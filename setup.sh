@@ -25,8 +25,9 @@ available() { [ -n "$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ {pri
 # libncurses5: Firebird 3's client library; gcc: the linker Rust needs, and the C benchmark client.
 wanted=(libtommath1 libncurses5 gcc python3-venv ca-certificates curl)
 if [ "$mode" = test ]; then
-  # The loopback client/server tests and the HTML report test.
-  wanted+=(firebird3.0-server chromium)
+  # The loopback client/server tests and the HTML report test; nftables and iproute2 for the
+  # machine shapes' network tests (a link's loss where the kernel has no netem).
+  wanted+=(firebird3.0-server chromium nftables iproute2)
 fi
 missing=()
 for pkg in "${wanted[@]}"; do installed "$pkg" || missing+=("$pkg"); done

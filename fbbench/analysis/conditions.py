@@ -56,6 +56,10 @@ key                          from
                              (rotational, solid-state, memory), filesystem, mount_options,
                              scheduler (not visible for an external server's database)
 ``host.temp_disk.*``         the same for the engine's temp directory (sort files)
+``host.shape``, ``.shape.*`` a machine shape (--machine, fbbench.shape): "emulated: memory=1GiB, …",
+                             each limit (``host.shape.memory``: "1GiB (emulated)") and for a link
+                             how its round trip was made (``host.shape.net.method``: netem, relay).
+                             One factor, ``machine`` (``--axis machine``), apart from ``host``
 ``network.round_trip``       a run over the network: loopback, or the class of the client-to-server
                              round trip (a trivial query's median, measured before the run)
 ``fbbench.*``                version, python
@@ -102,13 +106,14 @@ from fbbench.errors import FbbenchError
 from fbbench.store.model import StoredRun
 
 # Keys that describe one factor a user would name as an axis.
-_FACTORS = (("engine.", "engine"), ("host.", "host"), ("replication.", "replication"))
+_FACTORS = (("engine.", "engine"), ("host.shape", "machine"), ("host.", "host"), ("replication.", "replication"))
 # Keys that follow from a factor: when the factor is the axis (or differs), they are expected to.
 _CONSEQUENCES: dict[str, tuple[str, ...]] = {
     "engine": ("database.ods", "client.version"),
     "architecture": ("database.page_buffers",),  # a per-architecture default cache (3.0)
     "conf.DefaultDbCachePages": ("database.page_buffers",),
     "protocol": ("client.version", "architecture", "engine.bits"),
+    "machine": ("network.round_trip",),  # a shaped link's round trip is the shape's
 }
 
 

@@ -82,4 +82,18 @@ def host_values(host: Mapping[str, Any]) -> dict[str, Any]:
     values |= _storage("host.disk", host.get("database_disk") or (host.get("workdir_disk")
                                                                   if "database_disk" not in host else None))
     values |= _storage("host.temp_disk", host.get("temp_disk"))
+    values |= shape_values(host.get("shape"))
+    return values
+
+
+def shape_values(shape: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``host.shape.*``: a machine shape (fbbench.shape), each limit said to be emulated wherever
+    it is shown; nothing for a host as it is."""
+    if not shape:
+        return {}
+    values: dict[str, Any] = {"host.shape": f"emulated: {shape.get('text')}"}
+    values |= {f"host.shape.{key}": f"{value} (emulated)" for key, value in (shape.get("limits") or {}).items()}
+    method = (shape.get("network") or {}).get("method")
+    if method:
+        values["host.shape.net.method"] = method
     return values

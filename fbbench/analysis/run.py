@@ -14,6 +14,7 @@ from typing import Any
 from fbbench.analysis import figures
 from fbbench.analysis.finite import finite
 from fbbench.analysis.profile import profile_document
+from fbbench.analysis.shape import shape_document
 from fbbench.engines.firebird_conf import parse_conf_text
 from fbbench.errors import FbbenchError
 from fbbench.sizes import size_text
@@ -276,6 +277,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
                                                         "next_transaction")},
         },
         "storage": _storage(run),
+        "machine_shape": shape_document((run.get("host") or {}).get("shape")),
         "population": {k: load.get(k) for k in ("source", "load_seconds", "load_connections", "total_rows",
                                                  "grown_bytes", "mb_per_second", "rows_per_second", "rows",
                                                  "copy_seconds", "cache_built_at", "restored_from",

@@ -138,6 +138,11 @@ def run(
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Free text recorded with the run.")] = None,
     host_name: Annotated[str | None, typer.Option("--host-name", help="This machine's stable name in the run's "
                                                   "conditions (default: its hostname).")] = None,
+    machine: Annotated[str | None, typer.Option("--machine", help="Shape this machine into a smaller one for the "
+                                                "engine (root): a preset (sata-2014, ssd-2024, lan-1gbit, cross-zone) "
+                                                "and/or limits: memory=1GiB, cpus=1, disk.read_iops=150, "
+                                                "disk.write_bps=100MB, net.rtt=1ms, net.rate=1gbit, net.loss=0.1% "
+                                                "(docs/machine-shapes.md).")] = None,
     lab: Annotated[str | None, typer.Option("--lab", help="Drive the attachments from a lab's hosts (its scheduler, "
                                             "e.g. tcp://127.0.0.1:8786) against a server DSN; with --clients.")] = None,
     clients: Annotated[int | None, typer.Option("--clients", help="With --lab: how many of the lab's hosts split "

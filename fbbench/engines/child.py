@@ -42,11 +42,14 @@ from fbbench.errors import FbbenchError, FirebirdError, Interrupted
 
 
 def run_in_engine(runtime: Runtime, target: str, *args: Any,
-                  on_start: Callable[[subprocess.Popen[bytes]], None] | None = None, **kwargs: Any) -> Any:
+                  on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+                  launcher: Callable[[list[str]], list[str]] | None = None, **kwargs: Any) -> Any:
     """Call ``target`` ("package.module:function") in a child process using ``runtime``.
 
     ``on_start(process)``: called once the child is started (its process group is its pid), for
     a caller that controls it while it runs (time-shared runs: :mod:`fbbench.runner.timeshare`).
+    ``launcher``: a prefix for the child's command that execs it in place (a machine shape's
+    cgroup or network namespace: :mod:`fbbench.shape`), so the child is its process all the same.
     """
     request = json.dumps({
         "target": target, "args": args, "kwargs": kwargs,
@@ -58,6 +61,8 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any,
     try:
         command = signals.child_command("fbbench.engines.child:child_main", str(request_read), str(result_write),
                                         unblock=True)
+        if launcher is not None:
+            command = launcher(command)
         with signals.blocked_while_starting():
             process = subprocess.Popen(command, env=runtime.env(), pass_fds=(request_read, result_write),
                                        **platform.in_own_process_group())

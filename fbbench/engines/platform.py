@@ -376,3 +376,17 @@ def storage_of(path: Path) -> dict[str, Any]:
     if rotational:
         facts["rotational"] = rotational == "1"
     return facts
+
+
+def listening_ports(pid: int) -> set[int]:
+    """The TCP ports ``pid`` listens on, read in the process's own network namespace
+    (/proc/PID/net/tcp*, matched to its socket inodes): psutil reads this process's namespace, where
+    a server in a namespace of its own holds nothing."""
+    inodes = {target[8:-1] for target in open_paths(pid) if target.startswith("socket:[")}
+    ports: set[int] = set()
+    for table in ("tcp", "tcp6"):
+        for line in _read(f"/proc/{pid}/net/{table}").splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports

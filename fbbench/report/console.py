@@ -101,6 +101,8 @@ def print_summary(document: dict[str, Any], console: Console) -> None:
                   highlight=False)
     if storage.get("temp"):
         console.print(escape(f"temp files: {storage_text(storage['temp'])}"), highlight=False)
+    for line in (document.get("machine_shape") or {}).get("lines") or []:
+        console.print(escape(f"machine shape: {line}"), highlight=False, soft_wrap=True)
     architecture = engine.get("architecture") or {}
     if architecture.get("requested") or architecture.get("verified"):
         evidence = architecture.get("evidence") or {}

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import psutil
 
-from fbbench import paths
+from fbbench import paths, shape
 from fbbench.database import ownership
 from fbbench.engines.managed import stop_abandoned_servers
 from fbbench.engines.platform import process_alive
@@ -145,7 +145,10 @@ def _remove(store: ResultsStore, workdir: paths.WorkDir, run_id: str, files: dic
 def _delete(target: Path, kind: str, workdir: Path) -> bool | None:
     """Delete one recorded path of ``workdir``: True when it was removed, False when there was
     nothing of ours to remove (already gone, or no longer in the work directory: moved, or a link
-    now points out), None when it is still there (tried again next time)."""
+    now points out), None when it is still there (tried again next time). A machine shape's
+    kernel objects (a cgroup, a network namespace) are removed by :mod:`fbbench.shape`."""
+    if kind in shape.KERNEL_KINDS:
+        return shape.remove_recorded(kind, str(target))
     if not target.resolve().is_relative_to(workdir):
         return False
     existed = target.exists()

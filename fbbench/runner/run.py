@@ -33,7 +33,7 @@ from fbbench.engines.runtime import (
     write_replication_conf,
 )
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner import cleanup, limits, population_cache, presence
+from fbbench.runner import cleanup, limits, population_cache, presence, shaped
 from fbbench.runner.host import host_facts
 from fbbench.runner.outputs import check_outputs
 from fbbench.runner.settings import RunSettings
@@ -154,6 +154,7 @@ class Checked:
     results: Path
     replication_conf: dict[str, str] = field(default_factory=dict)  # replication.conf but its paths
     backup: dict[str, Any] | None = None  # --database-from: the backup's facts (runner/backup.py)
+    shape: Any = None  # --machine: the fbbench.shape.Shape to run under (runner/shaped.py)
 
 
 def check(settings: RunSettings, password: str | None = None) -> Checked:
@@ -216,7 +217,9 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
         backup = for_engine(backup_facts(settings.database_from, settings.where("database_from")), engine)
     # Before the work directory is made: a refused run leaves nothing behind.
     check_room_and_time(settings, workload, engine, workdir, backup)
-    return Checked(workload, engine, conf, paths.own_workdir(settings.workdir), results, replication_conf, backup)
+    machine = shaped.checked(settings, engine, workdir, conf) if settings.machine else None
+    return Checked(workload, engine, conf, paths.own_workdir(settings.workdir), results, replication_conf, backup,
+                   machine)
 
 
 def _check_profile(settings: RunSettings, workload: Any, engine: Any, local_major: str | None) -> None:
@@ -434,6 +437,10 @@ def execute(settings: RunSettings, password: str | None = None,
     made = cleanup.run_files(checked.workdir, run_id,
                              database=not settings.keep_database and not isinstance(engine, ServerEngine),
                              replication=settings.replication != "off")
+    # A machine shape's cgroups and namespaces are recorded with the run's files, before they exist.
+    shaping = shaped.for_run(checked.shape, settings, engine, workdir, conf, run_id) if checked.shape else None
+    if shaping is not None:
+        made.paths.update(shaping.kernel_objects())
 
     with ResultsStore(results) as store:
         removed = cleanup.remove_leftovers(store, checked.workdir)
@@ -446,14 +453,24 @@ def execute(settings: RunSettings, password: str | None = None,
         try:
             with contextlib.ExitStack() as stack:
                 managed = None
+                if shaping is not None:  # removed when this block ends, however it ends, after the engine
+                    stack.enter_context(shaping)
+                launcher = shaping.engine_launcher if shaping is not None else None
                 if isinstance(engine, ManagedEngine):
                     # Stopped when this block ends, however it ends, before clean_run removes its files.
-                    managed = stack.enter_context(managed_servers.running(engine, workdir, conf, run_id))
+                    managed = stack.enter_context(managed_servers.running(engine, workdir, conf, run_id, launcher))
                     runtime = managed.runtime
+                    if shaping is not None:
+                        launcher = shaping.client_launcher  # the load runs on the client's side of the link
+                        if shaping.link is not None:
+                            managed.reached_at = shaping.serve(managed.server.port)
                 else:
                     runtime = prepare_runtime(engine, workdir, conf, name=run_id, user=settings.user,
                                               password=password)
-                store.update_run(run_id, host=_host(settings, engine, runtime, workdir, run_id))
+                host = _host(settings, engine, runtime, workdir, run_id)
+                if shaping is not None:
+                    host["shape"] = shaping.record()
+                store.update_run(run_id, host=host)
                 pair = (settings.timeshare or {}).get("pair")
                 stack.enter_context(presence.holding(runtime.base, run_id, results, pair))
                 # Found once this run's own lock and row are there: of two runs starting at once,
@@ -477,12 +494,23 @@ def execute(settings: RunSettings, password: str | None = None,
                     plan["engine_pid"] = managed.server.pid
                 if barrier is not None:
                     plan |= {"barrier": barrier, "quiet": True}
+                if shaping is not None:
+                    shaping.start_watching()
                 try:
                     outcome: dict[str, Any] = run_in_engine(runtime, "fbbench.runner.engine.phases:execute", plan,
-                                                            on_start=on_engine)
+                                                            on_start=on_engine, launcher=launcher)
+                except FbbenchError as error:
+                    raise error if shaping is None else shaped.explained(shaping, error) from None
                 finally:
                     if managed is not None:
                         _own_by_path(managed, plan["database"]["location"], cleanup.run_paths(workdir, run_id).database)
+                if shaping is not None:
+                    host, unshaped = shaped.verified(shaping, host, outcome)
+                    store.update_run(run_id, host=host)
+                    if unshaped is not None:
+                        store.finish_run(run_id, "failed", unshaped)
+                        outcome = {"status": "failed", "failure": unshaped,
+                                   "hint": "the run's figures are kept, but they are not the shape's"}
         except (KeyboardInterrupt, Interrupted) as error:  # before the child's phases took over, or as it ended
             message = getattr(error, "message", "interrupted by the user")
             store.finish_run(run_id, "interrupted", message)

@@ -149,6 +149,15 @@ def _host_name(value: Any, what: str) -> str:
     return text
 
 
+def _machine(value: Any, what: str) -> str:
+    """A machine shape (--machine): presets and limits, read and checked by fbbench.shape.spec."""
+    from fbbench.shape.spec import parse
+
+    text = _text(value, what).strip()
+    parse(text, what)
+    return text
+
+
 def _names(value: Any, what: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise FbbenchError(f'{what} must be a list of strings such as ["nightly", "nvme"], got {_shown(value)}')
@@ -256,6 +265,9 @@ class RunSettings:
     # The machine's stable name in the conditions (host.name): the hostname unless given. A lab
     # worker's name (fbbench lab worker --name); a sweep's "host" axis.
     host_name: str | None = None
+    # A machine shape (fbbench.shape): "memory=1GiB, disk.read_iops=150", a preset ("sata-2014"), or
+    # both; the engine's processes run inside it, and the run verifies each limit took effect.
+    machine: str | None = None
     # Load generators on a lab's hosts (fbbench.lab.clients): the lab's scheduler, how many of its
     # hosts drive the attachments, and its TLS (an insecure lab is recorded as such).
     lab: str | None = None
@@ -396,7 +408,7 @@ _KINDS: dict[str, Kind] = {
     "speed": _number, "order": _order,
     "load_connections": _whole, "connect_rate": _number, "target_rate": _number, "keep_database": _flag,
     "allow_many_connections": _flag, "yes": _flag, "fail_on_checks": _flag, "fail_on_audits": _flag, "user": _text,
-    "tags": _names, "host_name": _host_name, "lab": _text, "clients": _whole, "lab_tls": _text,
+    "tags": _names, "host_name": _host_name, "machine": _machine, "lab": _text, "clients": _whole, "lab_tls": _text,
     "lab_insecure": _flag, "workdir": _text, "results": _text, "json": _text, "report": _text, "overwrite": _flag,
 }
 assert set(_KINDS) == {f.name for f in fields(RunSettings)} - {"origins", "seed_fixed", "timeshare"}

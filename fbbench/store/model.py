@@ -63,6 +63,7 @@ class RecordedSettings(TypedDict, total=False):
     user: str | None
     tags: list[str]
     host_name: str | None
+    machine: str | None
     lab: str | None
     clients: int | None
     lab_tls: str | None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,8 @@ class ManagedRun:
     engine: ManagedEngine
     server: ManagedServer
     runtime: Runtime  # the Firebird 5 client that reaches the server, its user and password set
+    # Where clients reach the server when not on its own loopback (a machine shape's link).
+    reached_at: tuple[str, int] | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -36,10 +38,14 @@ class ManagedRun:
         return self.server.data_dir
 
     def dsn(self, path: Path | str) -> str:
+        if self.reached_at is not None:
+            return f"{self.reached_at[0]}/{self.reached_at[1]}:{Path(path).resolve()}"
         return self.server.dsn(path)
 
     @property
     def services_host(self) -> str:
+        if self.reached_at is not None:
+            return f"{self.reached_at[0]}/{self.reached_at[1]}"
         return self.server.services_host
 
     @property
@@ -57,15 +63,17 @@ def server_home(runtime_base: Path) -> Path:
 
 
 @contextlib.contextmanager
-def running(engine: ManagedEngine, workdir: Path, conf: Mapping[str, str] | None, name: str) -> Iterator[ManagedRun]:
+def running(engine: ManagedEngine, workdir: Path, conf: Mapping[str, str] | None, name: str,
+            launcher: Callable[[list[str]], list[str]] | None = None) -> Iterator[ManagedRun]:
     """A managed server for one run named ``name``, with the client runtime that reaches it.
 
     The client runtime (Firebird 5 client library, as for any server) is the run's runtime root
     ``workdir/runtimes/<name>``; the server lives in its ``server`` directory. The server is
     stopped when the block ends, whatever ends it; the files stay for the run's clean-up.
+    ``launcher``: a machine shape's prefix for the server's command (its cgroup, its network namespace).
     """
     runtime = prepare_runtime(engine, workdir, dict(conf or {}), name=name)
-    server = ManagedServer.start(engine, server_home(runtime.base), conf=runtime.conf)
+    server = ManagedServer.start(engine, server_home(runtime.base), conf=runtime.conf, launcher=launcher)
     runtime.user, runtime.password = server.user, server.password
     try:
         yield ManagedRun(engine, server, runtime)

@@ -97,7 +97,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -116,6 +116,7 @@ from fbbench.engines.platform import (
     dying_with_owner,
     in_own_session,
     kill_group,
+    listening_ports,
     open_paths,
     private_mount_namespace,
     process_alive,
@@ -226,8 +227,11 @@ class ManagedServer:
     user = USER
 
     def __init__(self, engine: ManagedEngine, home: Path, *, conf: Mapping[str, str] | None = None,
-                 port: int | None = None) -> None:
+                 port: int | None = None, launcher: Callable[[list[str]], list[str]] | None = None) -> None:
         self.engine = engine
+        # A machine shape's (fbbench.shape): the server started inside its cgroup and network
+        # namespace, where it listens on that namespace's loopback.
+        self.launcher = launcher
         self.layout = layout_of(engine)
         self.home = Path(home).absolute()
         self.root = self.home / "root"
@@ -262,12 +266,12 @@ class ManagedServer:
 
     @classmethod
     def start(cls, engine: ManagedEngine, home: Path, *, conf: Mapping[str, str] | None = None,
-              port: int | None = None) -> ManagedServer:
+              port: int | None = None, launcher: Callable[[list[str]], list[str]] | None = None) -> ManagedServer:
         """Build the instance in ``home`` and start its server; returns once it serves.
 
         ``port`` None takes a free one; a given port that is taken is an error.
         """
-        server = cls(engine, home, conf=conf, port=port)
+        server = cls(engine, home, conf=conf, port=port, launcher=launcher)
         try:
             server._prepare()
             server._launch()
@@ -487,8 +491,11 @@ class ManagedServer:
         argv = dying_with_owner([str(self._binary("firebird"))])
         # Its own session: a Ctrl-C on the terminal is fbbench's to handle, and the process group
         # holds Classic's per-attachment servers. Output goes to the instance directory.
+        command = self._command(*argv)
+        if self.launcher is not None:
+            command = self.launcher(command)
         with open(self.home / "server.out", "ab") as out:
-            process = subprocess.Popen(self._command(*argv), env=self._env(), cwd=self.home,
+            process = subprocess.Popen(command, env=self._env(), cwd=self.home,
                                        stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                        **in_own_session())
         record = {"owner_pid": os.getpid(), "owner_create_time": psutil.Process().create_time(), "pid": process.pid,
@@ -505,9 +512,12 @@ class ManagedServer:
             if self._process.poll() is not None:
                 raise FbbenchError(f"the {self.engine.label} exited with status {self._process.returncode} while "
                                    f"starting{self._last_log_line()}", hint=f"its log: {self.log_path}")
-            if _listens(self._process.pid, self.port):
+            if self.launcher is not None:  # in a namespace of its own, where no one else listens
+                if self.port in listening_ports(self._process.pid):
+                    return True
+            elif _listens(self._process.pid, self.port):
                 return True
-            if time.monotonic() - started > 1.0 and _port_held(self.port):
+            if self.launcher is None and time.monotonic() - started > 1.0 and _port_held(self.port):
                 return False
             time.sleep(0.02)
         raise FbbenchError(f"the {self.engine.label} did not listen on {self.host}:{self.port} within "

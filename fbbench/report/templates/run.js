@@ -678,6 +678,7 @@ fbb.section("conditions", node => {
              `kernel ${h.kernel || "?"}, ${h.client_bits || "?"}-bit client`],
     ["disk (database)", disk(h.database_disk || h.workdir_disk)],
     ["disk (temp)", disk(h.temp_disk)],
+    ["machine shape", run.machine_shape ? run.machine_shape.lines.join("; ") : "–"],
     ["network", e.round_trip ? `round trip to ${e.round_trip.server || "?"}: median ${fmt(e.round_trip.median_ms, 3)} ms, ` +
                                `p99 ${fmt(e.round_trip.p99_ms, 3)} ms` + (e.round_trip.loopback ? " (loopback)" : "") : "–"],
     ["fbbench", `${h.fbbench || "?"}, Python ${h.python || "?"}`],
