@@ -1,7 +1,7 @@
 """Write the build each built-in workload declares (``population.json`` in its directory): the load
 facts of one population at its default scale — the size after its scripts and after each load step,
 and the time each took — from which fbbench estimates a population before its first build on a
-machine, so that ``--scale warehouses=1e9`` is refused at once there too (runner/run.py,
+machine, so that ``--scale warehouses=1e9`` is refused at once there too (runner/room.py,
 ``check_room_and_time``; runner/population_cache.py, ``declared``).
 
 Builds each workload through the CLI (``fbbench run … --transactions 1``, or the workload's own

@@ -33,14 +33,13 @@ from fbbench.engines.runtime import (
     write_replication_conf,
 )
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.runner import cleanup, limits, population_cache, presence, shaped
+from fbbench.runner import cleanup, limits, population_cache, presence, room, shaped
 from fbbench.runner.host import host_facts
 from fbbench.runner.outputs import check_outputs
 from fbbench.runner.settings import RunSettings
-from fbbench.sizes import given_size_text, size_text
 from fbbench.store import ResultsStore
 from fbbench.store.model import RunPlan
-from fbbench.workloads.spec import Workload, load_workload
+from fbbench.workloads.spec import load_workload
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,6 @@ def static_findings(settings: RunSettings) -> list[Any]:
 def _replay_settings(settings: RunSettings, workload: Any, engine: Any) -> None:
     """A replay's load is its trace's: one attachment per traced session, no warm-up, as long
     as the trace at its speed."""
-    import json
 
     facts = json.loads(workload.files["replay.json"])
     if settings.architecture == "classic" and isinstance(engine, EmbeddedEngine):
@@ -216,7 +214,7 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
 
         backup = for_engine(backup_facts(settings.database_from, settings.where("database_from")), engine)
     # Before the work directory is made: a refused run leaves nothing behind.
-    check_room_and_time(settings, workload, engine, workdir, backup)
+    room.check_room_and_time(settings, workload, engine, workdir, backup)
     machine = shaped.checked(settings, engine, workdir, conf) if settings.machine else None
     return Checked(workload, engine, conf, paths.own_workdir(settings.workdir), results, replication_conf, backup,
                    machine)
@@ -240,111 +238,6 @@ def _check_profile(settings: RunSettings, workload: Any, engine: Any, local_majo
         raise FbbenchError(f"{settings.where('profile')} profiles a timed run's measured period, and {fixed}: each "
                            "attachment detaches when its work is done, and the engine drops its profile with it",
                            hint="give --duration instead" if workload.counted is None else None)
-
-
-def check_room_and_time(settings: RunSettings, workload: Workload, engine: Any, workdir: Path,
-                        backup: dict[str, Any] | None = None) -> None:
-    """Refuse a run whose database would not fit the work directory's disk, or that is planned to
-    take more than a day without --yes.
-
-    The database is the cached population's copy (its size known), or a population still to
-    build: its size and time are scaled from the nearest build of the same workload that the
-    cache measured (:func:`limits.nearest_estimate`; refused only beyond the estimate's margin),
-    or, before the first, from the build the workload declares (population_cache.declared). A
-    workload that declares none is watched while it builds instead (runner/engine/population.py).
-    With ``backup`` (--database-from) the database is restored, not built: the copy of its cached
-    restore is checked, a restore still to make has no estimate. With --target-size (embedded
-    only) the scale is chosen when the run starts: see :func:`_target_size_room`. A sync
-    replicated run makes a second copy beside the run's, its replica. An external server's disk
-    is not this machine's."""
-    estimate = None
-    # --replication sync: the run's replica, a copy of the populated database, lies beside it.
-    copies = 2 if settings.replication == "sync" else 1
-    if isinstance(engine, EmbeddedEngine | ManagedEngine):
-        cache, databases = population_cache.cache_dir(workdir), cleanup.databases_dir(workdir)
-        keyed_by = population_cache.engine_key(engine)
-        if backup is not None:
-            material = population_cache.restore_material(backup["sha256"], settings.page_size, keyed_by)
-            name, what = population_cache.RESTORED, f"restore of {backup['name']}"
-            key = population_cache.restore_key(material)
-        else:
-            name, what = workload.name, f"{workload.name} population"
-            key = population_cache.cache_key(workload, settings.page_size, keyed_by)
-        cached = population_cache.entry(cache, name, key).database
-        if settings.target_size is not None and backup is None:
-            _target_size_room(settings, workload, keyed_by, cache, databases, copies)
-        elif isinstance(engine, EmbeddedEngine) and cached.exists() and not settings.fresh:
-            size = cached.stat().st_size
-            short = limits.shortfall([(databases, copies * size)])
-            if short is not None:
-                copy = "copy" if copies == 1 else "copy and its sync replica"
-                raise FbbenchError(f"the run's {copy} of the cached {what} "
-                                   f"need{'s' if copies == 1 else ''} {size_text(copies * size)}: "
-                                   f"{short[0].text()}", hint=limits.ROOM_HINT)
-        elif backup is None:
-            # Before its first build here, the build the workload declares (population.json).
-            measured = population_cache.measurements(cache, workload) or population_cache.declared(workload)
-            estimate = limits.nearest_estimate(workload, measured, keyed_by, settings.page_size)
-        if estimate is not None:
-            # Embedded: built in the cache, then copied for the run; managed: built in place.
-            places = [cache, databases] if isinstance(engine, EmbeddedEngine) else [databases]
-            places += [databases] * (copies - 1)
-            short = limits.shortfall([(place, estimate.size_bytes) for place in places], limits.ESTIMATE_MARGIN)
-            if short is not None:
-                twice = ", built in the cache and copied for the run" if isinstance(engine, EmbeddedEngine) else ""
-                twice += ", and again for its sync replica" if copies == 2 else ""
-                wanted = limits.scale_difference(workload.scale, estimate.basis.scale)
-                raise FbbenchError(
-                    f"the {workload.name} population at {wanted} needs about "
-                    f"{size_text(estimate.size_bytes)}{twice}: {short[0].text()} — "
-                    f"{estimate.basis_text(workload)}", hint=limits.ROOM_HINT)
-    timed = settings.transactions is None
-    load = settings.repeat * (settings.warmup + settings.duration) if timed else 0.0
-    parts = [f"{settings.repeat} × {limits.duration_text(settings.warmup + settings.duration)} of warm-up and "
-             "measurement" if timed else "fixed work, its time unknown"]
-    if estimate is not None:
-        parts.insert(0, f"the population about {limits.duration_text(estimate.seconds)}, "
-                        f"{estimate.basis_text(workload)}")
-    limits.check_planned(load + (estimate.seconds if estimate else 0.0), "this run", "; ".join(parts), settings.yes)
-
-
-def _target_size_room(settings: RunSettings, workload: Workload, cache_engine: str, cache: Path,
-                      databases: Path, copies: int = 1) -> None:
-    """Refuse a --target-size run whose population would not fit the work directory's disk.
-
-    ``workload`` is at its size scale's default (--target-size refuses a --scale of it): the
-    population the size per unit is measured on (runner/engine/population.scale_for_size). Once it
-    is cached, the scale chosen and whether its population is cached too are known here: then only
-    what is still to be built or copied counts. Before that, the measuring population is built
-    (its size estimated as any other's, when the cache measured one of the same shape), and a
-    population of about the size asked is built in the cache and copied for the run. ``copies``:
-    2 when a sync replica of the run's copy lies beside it (--replication sync)."""
-    target = float(settings.target_size or 0)
-    needs: list[tuple[Path, float]] = []
-    probe = population_cache.entry(cache, workload.name,
-                                   population_cache.cache_key(workload, settings.page_size, cache_engine))
-    cached: Path | None = None  # the cached population at the scale --target-size will choose
-    if probe.database.exists() and probe.meta.exists() and not settings.fresh:
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, FbbenchError):
-            sizing = population_cache.scale_for_size(workload, target, json.loads(probe.meta.read_text())["load"])
-            sized = load_workload(str(workload.directory), {**workload.scale, **sizing["scale"]})
-            key = population_cache.cache_key(sized, settings.page_size, cache_engine)
-            cached = population_cache.entry(cache, sized.name, key).database
-    else:
-        measured = population_cache.measurements(cache, workload)
-        estimate = limits.nearest_estimate(workload, measured, cache_engine, settings.page_size)
-        needs.append((cache, estimate.size_bytes if estimate is not None else 0.0))
-    if cached is not None and cached.exists():
-        needs.append((databases, copies * float(cached.stat().st_size)))
-    else:
-        needs += [(cache, target), (databases, copies * target)]
-    short = limits.shortfall(needs)
-    if short is not None:
-        raise FbbenchError(f"{settings.where('target_size')} {given_size_text(int(target))} needs about "
-                           f"{size_text(short[1])} in the work directory (the population built in its cache "
-                           f"and the run's copy{' and its sync replica' if copies == 2 else ''}): "
-                           f"{short[0].text()}",
-                           hint="choose a smaller --target-size, or a --workdir on a larger disk")
 
 
 def _check_disk_settings(settings: RunSettings, workload: Any, engine: Any, local_major: str | None,
