@@ -70,8 +70,14 @@ def track_run(
         _refuse_a_build_on_a_lab(engine)
     kind = (f"each {planned[0].benchmark.pairs} time-shared pair(s) against {reference}" if reference
             else "each its benchmark's repeats")
+    from fbbench.runner.limits import duration_text
+
+    seconds, unknown = making.planned_seconds(planned, reference)
+    when = f"about {duration_text(seconds)}" + (f" and {', '.join(unknown)} (fixed work not yet run here: its time "
+                                               "unknown)" if unknown else "")
     console.print(f"[bold]track[/] {escape(parsed.name)}: {len(planned)} point(s) labelled {escape(label)} on "
-                  f"{escape(engine)}, {kind}", highlight=False, soft_wrap=True)
+                  f"{escape(engine)}, {kind}: {escape(when)}" + (" on each host" if lab else ""), highlight=False,
+                  soft_wrap=True)
 
     def on_point(point: Any) -> None:
         console.print(escape(_point_line(point, label)), highlight=False, soft_wrap=True)

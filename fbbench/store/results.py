@@ -81,7 +81,7 @@ class StoreError(FbbenchError):
     """The results store cannot be read or written (disk full, read-only, not a store)."""
 
 
-def _store_error(path: Path, error: Exception, action: str) -> StoreError:
+def store_error(path: Path, error: Exception, action: str) -> StoreError:
     text = str(error)
     hint = None
     if "full" in text:
@@ -105,14 +105,14 @@ class ResultsStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise _store_error(self.path, error, "create") from None
+            raise store_error(self.path, error, "create") from None
         try:
             self.db = sqlite3.connect(self.path, timeout=OPEN_TIMEOUT_SECONDS, isolation_level=None)
             self._write_ahead_log()
             self.db.execute("pragma foreign_keys = on")
             schema.migrate(self.db, self.path)
         except sqlite3.DatabaseError as error:
-            raise _store_error(self.path, error, "open") from None
+            raise store_error(self.path, error, "open") from None
 
     def close(self) -> None:
         self.db.close()
@@ -151,7 +151,7 @@ class ResultsStore:
         except BaseException as error:
             self._roll_back_leftover()
             if isinstance(error, sqlite3.DatabaseError):
-                raise _store_error(self.path, error, "write") from None
+                raise store_error(self.path, error, "write") from None
             raise
 
     def _roll_back_leftover(self) -> None:

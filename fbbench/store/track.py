@@ -8,11 +8,12 @@ come keeps its row, with its state saying what became of it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import sqlite3
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fbbench.store.results import ResultsStore
+from fbbench.store.results import ResultsStore, store_error
 
 
 @dataclass
@@ -62,6 +63,14 @@ class ChangeRow:
     detail: dict[str, Any]
 
 
+def _rows(store: ResultsStore, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """The rows of a read, or one line when the store cannot give them (damaged, locked, not ours)."""
+    try:
+        return store.db.execute(sql, tuple(args)).fetchall()
+    except sqlite3.DatabaseError as error:
+        raise store_error(store.path, error, "read") from None
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, default=str)  # in the order made: a point's figures are listed as the suite names them
 
@@ -98,11 +107,11 @@ def series_of(store: ResultsStore, suite: str, benchmark: str | None = None) -> 
     if benchmark is not None:
         sql += " and benchmark = ?"
         args.append(benchmark)
-    return [SeriesRow(*row) for row in store.db.execute(sql + " order by created_at, series_id", args)]
+    return [SeriesRow(*row) for row in _rows(store, sql + " order by created_at, series_id", args)]
 
 
 def suites(store: ResultsStore) -> list[str]:
-    return [row[0] for row in store.db.execute("select distinct suite from track_series order by suite")]
+    return [row[0] for row in _rows(store, "select distinct suite from track_series order by suite")]
 
 
 def _point(row: tuple[Any, ...]) -> PointRow:
@@ -114,12 +123,12 @@ def _point(row: tuple[Any, ...]) -> PointRow:
 
 def points_of(store: ResultsStore, series_id: str) -> list[PointRow]:
     """A series' points in the order they were made."""
-    return [_point(row) for row in store.db.execute(
+    return [_point(row) for row in _rows(store,
         f"select {_POINT_COLUMNS} from track_points where series_id = ? order by created_at, point_id", (series_id,))]
 
 
 def points_of_suite(store: ResultsStore, suite: str) -> list[PointRow]:
-    return [_point(row) for row in store.db.execute(
+    return [_point(row) for row in _rows(store,
         f"select {_POINT_COLUMNS} from track_points where suite = ? order by created_at, point_id", (suite,))]
 
 
@@ -130,7 +139,7 @@ def _change(row: tuple[Any, ...]) -> ChangeRow:
 
 def changes_of(store: ResultsStore, series_id: str) -> list[ChangeRow]:
     """Every change ever found in a series (current, moved and withdrawn), in the order found."""
-    return [_change(row) for row in store.db.execute(
+    return [_change(row) for row in _rows(store,
         f"select {_CHANGE_COLUMNS} from track_changes where series_id = ? order by first_seen, change_id",
         (series_id,))]
 

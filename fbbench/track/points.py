@@ -119,6 +119,34 @@ def plan(suite: Suite, engine: str, reference: str | None, results: Path | None,
     return planned
 
 
+def planned_seconds(planned: list[Planned], reference: str | None) -> tuple[float, list[str]]:
+    """What the points are planned to take: warm-up, measurement and each run's set-up as the
+    results store's recent runs took them (fixed work: its recent runs of the same spec), and
+    the benchmarks whose time cannot be planned yet (fixed work never run here)."""
+    from fbbench.runner import limits
+
+    results = results_of(planned)
+    store = ResultsStore(results, create=False) if results.exists() else None
+    try:
+        setup = limits.overhead_per_run(store) if store is not None else limits.STARTUP_GUESS
+        total, unknown = 0.0, []
+        for item in planned:
+            runs = item.benchmark.pairs if reference else item.benchmark.repeats
+            settings = item.settings
+            if settings.transactions is None:
+                total += runs * (settings.warmup + settings.duration + setup)
+                continue
+            known = limits.fixed_work_time(store, settings.recorded(), settings.transactions)
+            if known is None:
+                unknown.append(item.benchmark.name)
+            else:
+                total += runs * known.seconds
+        return total, unknown
+    finally:
+        if store is not None:
+            store.close()
+
+
 def results_of(planned: list[Planned]) -> Path:
     first = planned[0].settings
     return Path(first.results or paths.default_results()).expanduser().resolve()
