@@ -207,10 +207,11 @@ def cause(changes: Sequence[Mapping[str, Any]], plans: Sequence[Mapping[str, Any
         parts.append("; ".join(other))
     work = ", ".join(_moved(c) for c in counted)
     if timed and counted:
-        parts.append(f"time and the engine's work per unit moved together ({work}): "
-                     + ("the plan change" if plan_names else "a plan or access-path change"))
+        parts.append(f"with it, time and the engine's work per unit moved ({work})" if plan_names else
+                     f"time and the engine's work per unit moved together ({work}): a plan or access-path change")
     elif counted:
-        parts.append(f"the engine's work per unit moved ({work}); no time figure resolved a change")
+        parts.append(f"{'with it, ' if plan_names else ''}the engine's work per unit moved ({work}); no time figure "
+                     "resolved a change")
     elif timed:
         parts.append("time alone moved, no counter" + (" (a plan changed)" if plan_names else " and no plan")
                      + ": CPU or I/O, not the work the engine did per unit")
