@@ -221,7 +221,8 @@ def test_a_round_trip_shape_delays_a_managed_servers_link(tmp_path: Path, shape_
     assert shaped.returncode == 0, shaped.stdout[-3000:] + shaped.stderr
     # The recorded round trip of the link itself (the relay's echo, through the veth and its qdisc) …
     link = doc["host"]["shape"]["measured"]
-    assert abs(link["round_trip"]["median_ms"] - 2.0) <= 0.5, link["round_trip"]
+    assert abs(link["round_trip"]["min_ms"] - 2.0) <= 0.5, link["round_trip"]
+    assert link["round_trip"]["median_ms"] >= 2.0 - 0.5, link["round_trip"]
     assert link["relay_cpu_seconds"] is not None
     # … and a trivial query's, measured by the run through Firebird: it rose by the link's round trip.
     rise = doc["engine"]["round_trip"]["median_ms"] - plain_doc["engine"]["round_trip"]["median_ms"]

@@ -60,7 +60,9 @@ def shape_document(shape: Mapping[str, Any] | None) -> dict[str, Any] | None:
         trip = measured.get("round_trip") or {}
         text = f"link: {network.get('link')}, round trip and loss by {network.get('method')}"
         if trip:
-            text += f"; round trip measured {trip['median_ms']:.2f} ms (median of {trip['exchanges']})"
+            text += (f"; round trip measured {trip['median_ms']:.2f} ms median, {trip['min_ms']:.2f} ms fastest "
+                     f"(of {trip['exchanges']})" if "min_ms" in trip else
+                     f"; round trip measured {trip['median_ms']:.2f} ms (median of {trip['exchanges']})")
         loss = measured.get("loss")
         if loss and loss.get("share") is not None:
             text += f"; {loss['dropped']:,} of {loss['packets']:,} packets dropped ({loss['share']:.2%})"

@@ -8,7 +8,8 @@
 - ``disk.*``: the I/O the group did on each throttled device, per second while it did any —
   the mean of those seconds within the throttle (10 % for the kernel's slices), its peak second;
 - ``net.rtt``: a small message's round trip through the very link (the relay's echo port, or
-  netem's qdiscs), within 0.5 ms or a quarter of the round trip, whichever is more;
+  netem's qdiscs), its fastest of 60 within 0.5 ms or a quarter of the round trip, whichever is
+  more (slower ones waited for a busy CPU too: the median is recorded beside it);
 - ``net.rate``: the qdisc is in place, and what it sent; ``net.loss``: the packets the rule saw
   and dropped.
 """
@@ -135,9 +136,14 @@ def link(shape: Shape, link: Link) -> tuple[dict[str, Any], list[str]]:
     if shape.net_rtt and trip is not None:
         wanted = shape.net_rtt * 1000
         tolerance = max(0.5, wanted / 4)
-        if not wanted - tolerance <= trip["median_ms"] <= wanted + tolerance:
+        # The link's own round trip is its floor: no exchange comes back sooner than the hold, and
+        # one that waited for a busy CPU (the load's, on a small machine) came back later for a
+        # reason any network would share. The median is recorded and shown beside it.
+        floor = trip.get("min_ms", trip["median_ms"])
+        if not wanted - tolerance <= floor <= wanted + tolerance:
             failures.append(f"net.rtt={shown('net.rtt', shape.net_rtt)}: the link's round trip measured "
-                            f"{trip['median_ms']:.2f} ms (median of {trip['exchanges']})")
+                            f"{floor:.2f} ms at its fastest, {trip['median_ms']:.2f} ms median "
+                            f"(of {trip['exchanges']})")
     counters = link.counters()
     measured["counters"] = counters
     if shape.net_rate and not any(key.endswith("_sent_bytes") for key in counters):
