@@ -206,6 +206,7 @@ def _paired_spec(directory: Path, side: str, external: Path) -> Path:
     return path
 
 
+@pytest.mark.alone  # measures rates: A's within 2× over six pairs, B's falling 3×
 def test_paired_ratios_that_trend_on_a_real_paired_series(tmp_path: Path) -> None:
     """A real compare --paired whose B gets slower from pair to pair while A does not: each side
     counts the rows of an external table, A's file fixed at 20,000 rows and B's starting equal
