@@ -140,6 +140,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.alone  # times the end: within 10 s of Ctrl-C
 def test_ctrl_c_during_a_classic_run(results: Path, tmp_path: Path) -> None:
     command = [sys.executable, "-m", "fbbench", "run", *TPCC[:7], "-c", "3", "--warmup", "1s", "--duration", "120s",
                "--interval", "1s", "--no-sweep", "--architecture", "classic", "--results", str(results),

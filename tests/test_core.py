@@ -204,6 +204,7 @@ def test_transaction_parameters(embedded: Target) -> None:
         assert tuple(totals["tally"][column] / ok for column in tally) == expected[name], name
 
 
+@pytest.mark.alone  # times the stop: within 2 s of the flag, 1.5–2.6 s measured
 def test_stop_flag_ends_a_long_run_quickly(tmp_path: Path) -> None:
     target = embedded_target("5.0", tmp_path)
     units = [
@@ -272,6 +273,7 @@ def server_target(server: Fb3Server, tmp_path: Path) -> Target:
 
 
 @pytest.mark.server
+@pytest.mark.alone  # times the end: within 6 s of a killed server
 def test_client_server_outcomes_and_a_killed_server(fb3: Fb3Server, tmp_path: Path) -> None:
     target = server_target(fb3, tmp_path)
     assert target.engine_version.startswith("3.0")

@@ -21,6 +21,10 @@ from fbbench.loadcore.classic import PROCESS_GRACE
 from fbbench.workloads.figures import OUTCOMES
 from tests.test_core import Target, logging_units, statement, unit
 
+# Alone: each test times the processes' ends (a crash, a hang killed within its bound, a refused
+# attach within 10 s) or holds a target rate within 20 %, which another test's load would disturb.
+pytestmark = pytest.mark.alone
+
 SELECT = [unit("select", statement("select qty from items where id = ?", ("uniform", [1, 100])))]
 
 

@@ -20,6 +20,10 @@ from fbbench.engines import prepare_runtime, run_in_engine
 from fbbench.workloads.figures import OUTCOMES
 from tests.test_core import Target, embedded_target
 
+# Alone: each test times the end of a run (at once on a full disk, within the watchdog's bound of
+# an attachment not given back), which another test's load would stretch.
+pytestmark = pytest.mark.alone
+
 CHILD = "tests.workloads_core.watchdog_child"
 MiB = 1 << 20
 

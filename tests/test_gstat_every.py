@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests import chromium
 from tests.conftest import REPO, assert_clean_error, run_cli
 from tests.documented import actual_paths, documented_paths, undocumented_and_missing
 
 
+@pytest.mark.alone  # times the first reading: 0.9–4.5 s into the load
 def test_record_versions_are_read_as_the_run_goes(tmp_path: Path) -> None:
     out, report = tmp_path / "run.json", tmp_path / "run.html"
     result = run_cli("run", "orders", "-c", "2", "--scale", "orders=10", "--warmup", "0s", "--duration", "4s",

@@ -339,6 +339,7 @@ def _limit_files_and_ignore_sigxfsz(limit: int) -> Callable[[], None]:
     return apply
 
 
+@pytest.mark.alone  # times the failure: a full disk ends a 20 s run within 60 s
 def test_a_full_disk_during_measure_fails_the_run_within_its_bound(tmp_path: Path) -> None:
     """The user's report: a full disk while measuring hung the run for ever. Now the engine's
     write error fails the run at once, and the watchdog bounds how long it may take to end.

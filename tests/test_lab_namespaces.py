@@ -27,6 +27,10 @@ from fbbench.shape import network
 from fbbench.shape.segment import Segment
 from tests.conftest import REPO
 
+# Alone: network namespaces on the whole machine, a partition timed against WORKER_TTL (a worker
+# silent that long is given up), and a probe of the 200 ms link's round trip.
+pytestmark = pytest.mark.alone
+
 BANK = REPO / "tests" / "workloads" / "bank"
 PORT = 8786
 WORKER_TTL = "6s"  # the scheduler gives a silent worker up after this (Dask's default: 5 minutes)

@@ -120,6 +120,7 @@ def _evict_in_turns(databases: Path, stop: threading.Event, span: float = 2.0, e
     return turns
 
 
+@pytest.mark.alone  # times the OS cache's turns against the sampler's 0.5 s readings
 def test_os_cache_that_moves_during_a_run(tmp_path: Path) -> None:
     """A table larger than Firebird's cache, scanned again and again through the OS cache, in
     turns of 2 s: in one the table's pages are evicted from the OS cache every 20 ms, so every
@@ -205,6 +206,7 @@ def _paired_spec(directory: Path, side: str, external: Path) -> Path:
     return path
 
 
+@pytest.mark.alone  # measures rates: A's within 2× over six pairs, B's falling 3×
 def test_paired_ratios_that_trend_on_a_real_paired_series(tmp_path: Path) -> None:
     """A real compare --paired whose B gets slower from pair to pair while A does not: each side
     counts the rows of an external table, A's file fixed at 20,000 rows and B's starting equal

@@ -288,6 +288,7 @@ def test_bad_engines_and_settings_are_one_line_errors(engine: ManagedEngine, tmp
     assert not (work / "runtimes").exists() or list((work / "runtimes").iterdir()) == []
 
 
+@pytest.mark.alone  # times the refusal: within 10 s
 def test_a_taken_port_is_a_one_line_error_not_a_minute_of_retries(engine: ManagedEngine, tmp_path: Path) -> None:
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))

@@ -30,6 +30,7 @@ def spec(directory: Path, name: str, loops: int, **extra: object) -> Path:
     return path
 
 
+@pytest.mark.alone  # measures turns: each run 30–70 % of the shared seconds
 def test_pairs_share_the_same_seconds_and_are_compared_pair_by_pair(tmp_path: Path) -> None:
     store_path, document = tmp_path / "results.sqlite", tmp_path / "paired.json"
     a, b = spec(tmp_path, "a", 10), spec(tmp_path, "b", 20)
@@ -71,6 +72,7 @@ def test_pairs_share_the_same_seconds_and_are_compared_pair_by_pair(tmp_path: Pa
         assert first["settings"]["timeshare"]["turn"] == second["settings"]["timeshare"]["turn"] == 0.1
 
 
+@pytest.mark.alone  # measures turns: wall/own seconds 1.6–2.4, B/A 2.4–3.6
 def test_fixed_work_in_a_pair_is_timed_by_its_own_turns(tmp_path: Path) -> None:
     # B does three times A's work. Timed by the clock, A's seconds would hold B's turns (about
     # twice its own), and B's would hold A's while A ran: each run's seconds must be its own turns.
@@ -124,6 +126,7 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path: Path) -> None:
     assert not store_path.exists() or not ResultsStore(store_path, create=False).list_runs(5)
 
 
+@pytest.mark.alone  # counts the machine's processes (pgrep -f) after Ctrl-C
 def test_ctrl_c_stops_both_runs_and_keeps_them(tmp_path: Path) -> None:
     store_path = tmp_path / "results.sqlite"
     a = spec(tmp_path, "a", 10, duration="60s")

@@ -107,6 +107,7 @@ def _files(folder: Path) -> list[str]:
     return sorted(path.name for path in folder.iterdir()) if folder.is_dir() else []
 
 
+@pytest.mark.alone  # times the refusal: within 15 s
 def test_warehouses_1e9_is_refused_in_seconds_from_a_measured_build(tmp_path: Path) -> None:
     work, store = tmp_path / "work", tmp_path / "r.sqlite"
     common = ["--workdir", str(work), "--results", str(store)]
@@ -125,6 +126,7 @@ def test_warehouses_1e9_is_refused_in_seconds_from_a_measured_build(tmp_path: Pa
     assert len(_runs(store)) == 1  # refused before the run was recorded
 
 
+@pytest.mark.alone  # times the refusal: within 15 s
 def test_warehouses_1e9_is_refused_at_once_on_a_fresh_machine_from_the_declared_build(tmp_path: Path) -> None:
     """Issue 31: with no build to estimate from, 1e9 warehouses built for seconds and failed; now the
     build tpcc declares (its population.json) refuses it before anything is made. A workload whose

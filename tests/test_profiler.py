@@ -242,6 +242,7 @@ def test_a_profile_that_cannot_be_read_is_recorded_with_why(tmp_path: Path) -> N
     assert profile["psql_lines"] == [] and "no profile: the profile could not be read" in cli.stdout
 
 
+@pytest.mark.alone  # times the end: within 10 s of Ctrl-C
 def test_ctrl_c_ends_a_profiled_run_within_seconds(tmp_path: Path) -> None:
     store = tmp_path / "results.sqlite"
     run = subprocess.Popen([sys.executable, "-m", "fbbench", "run", "tpcc", *SCALE, "--profile", "--connections", "2",

@@ -192,6 +192,7 @@ def test_a_table_without_a_primary_key_is_named(tmp_path: Path) -> None:
     assert not list((tmp_path / "work" / "databases").iterdir())
 
 
+@pytest.mark.alone  # times the end: within EXIT_WITHIN of Ctrl-C
 def test_ctrl_c_leaves_nothing_behind(tmp_path: Path, background: Callable[..., RunningCli]) -> None:  # noqa: F811
     work = tmp_path / "work"
     run = background(tmp_path, work, "orders", *SMALL, "--engine", "5.0", "--replication", "async",

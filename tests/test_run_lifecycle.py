@@ -205,6 +205,7 @@ LONG_BANK_RUN = (str(BANK), "--connections", "2", "--warmup", "1s", "--duration"
 
 
 @pytest.mark.parametrize("target", ["process group", "fbbench alone"])
+@pytest.mark.alone  # times the end: within EXIT_WITHIN of Ctrl-C
 def test_ctrl_c_during_measure_keeps_what_was_measured(target: str, tmp_path: Path, shared_work: Path,
                                                        background: Callable[..., RunningCli]) -> None:
     run = background(tmp_path, shared_work, *LONG_BANK_RUN)
@@ -249,6 +250,7 @@ def test_ctrl_c_during_measure_keeps_what_was_measured(target: str, tmp_path: Pa
     assert not _query(run.store, "select * from phases where name = 'after'")
 
 
+@pytest.mark.alone  # times the end: within EXIT_WITHIN of Ctrl-C
 def test_ctrl_c_during_the_warm_up_shows_nothing_measured_not_zeros(tmp_path: Path, shared_work: Path,
                                                                    background: Callable[..., RunningCli]) -> None:
     # Stopped in its warm-up, a run counted nothing: its per-unit table says so with "–" in every
@@ -279,6 +281,7 @@ def test_ctrl_c_during_the_warm_up_shows_nothing_measured_not_zeros(tmp_path: Pa
     assert "Nothing was measured: the run interrupted before its measured period." in units.text
 
 
+@pytest.mark.alone  # times the end: within EXIT_WITHIN of Ctrl-C
 def test_ctrl_c_while_populating_is_an_interruption_not_a_failure(tmp_path: Path,
                                                                   background: Callable[..., RunningCli]) -> None:
     # libfbclient answers SIGINT by shutting down every attachment: the population then fails with
@@ -354,6 +357,7 @@ def test_kill_9_during_measure_leaves_an_incomplete_run(victims: str, tmp_path: 
     assert _show_json(run.store, run_id, tmp_path)["status"] == "incomplete"  # what it measured stays
 
 
+@pytest.mark.alone  # times the orphan's end: within EXIT_WITHIN of its parent's
 def test_kill_9_while_the_engine_child_starts_leaves_no_orphan(tmp_path: Path, shared_work: Path,
                                                                background: Callable[..., RunningCli]) -> None:
     # Killed before the child could ask for a death signal: the child must not run the load unobserved.

@@ -26,6 +26,10 @@ from tests.conftest import REPO, assert_clean_error, run_cli
 from tests.documented import actual_paths, documented_paths, undocumented_and_missing
 from tests.fb3server import fb3_server_unavailable
 
+# Alone: real cgroups, device throttles and network namespaces; the runs measure what the shape
+# let through (the storage's share of reads, IOPS within 10 %, a 2 ms round trip within 0.5 ms).
+pytestmark = pytest.mark.alone
+
 BANK = Path(__file__).parent / "workloads" / "bank"
 TPCC_TINY = ["--scale", "items=2000", "--scale", "customers=300", "--scale", "orders=300"]
 QUICK = ["--warmup", "1s", "--interval", "1s", "--no-validate"]

@@ -48,6 +48,7 @@ def _interrupted(wait: Callable[[], object], function: str) -> None:
         sys.settrace(None)
 
 
+@pytest.mark.alone  # times the wait: ends within 2 s of a Ctrl-C
 def test_off_main_hands_over_the_outcome_and_a_ctrl_c_leaves_the_call_behind() -> None:
     # fbbench trace record attaches off the main thread: an attach to a server that does not
     # answer held the Ctrl-C in C (the recorder never ended); the wait must end at the signal.

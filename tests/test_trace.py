@@ -180,6 +180,7 @@ def _recording(recorder: subprocess.Popen[str], trace: Path) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.alone  # times the end: within 5 s of a second Ctrl-C
 def test_trace_record_stops_on_ctrl_c_at_any_moment(tmp_path: Path) -> None:
     """fbbench trace record of the loopback Debian 3.0 server, stopped at chosen moments. Ctrl-C
     right after a load (the reader behind): the session is read to the end and stopped, every
@@ -268,6 +269,7 @@ def _applications_commits(trace: Path) -> int:
 
 
 @pytest.mark.parametrize("gone", ["stopped", "killed", "session stopped elsewhere"])
+@pytest.mark.alone  # times the end: within 10 s of the server going away
 def test_trace_record_ends_when_the_server_goes_away_and_tells_what_it_captured(gone: str, tmp_path: Path) -> None:
     """fbbench trace record -d 5m of the loopback Debian 3.0 server, which is shut down (SIGTERM:
     it ends the session's output or breaks its connection, either) or killed (SIGKILL: the

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The pytest suite in two phases, as ./setup.sh test runs it:
+#
+#   1. parallel: the tests that time nothing, on two pytest-xdist workers (one file per worker at a
+#      time, so a module's fixtures are built once);
+#   2. serial:   the tests marked `alone` — they assert how long something took, measure a rate, or
+#      load or watch the whole machine (processes, cgroups, namespaces) — one at a time, with
+#      nothing of the suite beside them.
+#
+#   tests/run.sh                      # the whole suite
+#   tests/run.sh --fast               # the fast subset: what tests/slow.txt does not list
+#   tests/run.sh --durations=0 -x     # anything else is given to pytest in both phases
+#   tests/run.sh tests/test_core.py   # (without a path: pyproject.toml's testpaths, tests/)
+#
+# Each phase's wall time and the total are printed at the end; the exit status is the first
+# failing phase's (both phases always run). PYTHON names the interpreter (default .venv/bin/python).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+python="${PYTHON:-.venv/bin/python}"
+only=""  # a marker expression both phases also select by
+if [ "${1:-}" = "--fast" ]; then
+  only="not slow and "; shift
+fi
+
+clock() { date +%s.%N; }
+took() { awk -v a="$1" -v b="$2" 'BEGIN { s = b - a; printf "%d min %04.1f s", s / 60, s - 60 * int(s / 60) }'; }
+
+start=$(clock)
+printf '\033[1m==> tests, phase 1 of 2: in parallel on 2 workers (not alone)\033[0m\n'
+"$python" -m pytest -q -ra -n 2 --dist loadfile -m "${only}not alone" "$@"
+parallel=$?
+middle=$(clock)
+printf '\033[1m==> tests, phase 2 of 2: one at a time (alone)\033[0m\n'
+"$python" -m pytest -q -ra -m "${only}alone" "$@"
+serial=$?
+end=$(clock)
+
+# Exit 5 is pytest's "no test collected": a phase the given arguments left empty.
+[ "$parallel" = 5 ] && [ "$serial" != 5 ] && parallel=0
+[ "$serial" = 5 ] && [ "$parallel" != 5 ] && serial=0
+echo "suite wall time: parallel phase $(took "$start" "$middle") (exit $parallel), serial phase" \
+     "$(took "$middle" "$end") (exit $serial), total $(took "$start" "$end")"
+[ "$parallel" != 0 ] && exit "$parallel"
+exit "$serial"
