@@ -170,6 +170,9 @@ def _cache_entry(plan: DatabasePlan, name: str, key: str, material: dict[str, An
             load = {**stats, "source": stats.get("source", built)}
         else:
             stored = json.loads(meta.read_text())
+            if "cache_sweep_seconds" not in stored["load"]:  # cached before caches were swept: once, now
+                stored["load"]["cache_sweep_seconds"] = facts.sweep(plan.services_host, str(cached))
+                meta.write_text(json.dumps(stored, indent=2, default=str))
             load = {**stored["load"], "source": copied, "cache_built_at": stored.get("built_at")}
         yield cached, load
 
