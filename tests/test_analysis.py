@@ -626,16 +626,19 @@ def test_a_30_unit_tpcc_run_is_too_short_to_fail_its_audits(tmp_path: Path) -> N
     assert {f.rule for f in lint.lint_run(run)} >= {"FB054"}
 
 
-def test_clopper_pearson_from_scipy_special_equals_binomtest() -> None:
-    """audits reads the exact interval from scipy.special (a lighter import on every run's path)."""
+def test_clopper_pearson_without_scipy_equals_binomtest() -> None:
+    """audits computes the exact interval itself (analysis/beta.py: no scipy import on every run's path)."""
     from scipy.stats import binomtest
 
     from fbbench.analysis.audits import clopper_pearson
 
-    for k, n in [(0, 10), (3, 10), (10, 10), (5, 400), (397, 400), (1, 1)]:
+    cases = [(0, 10), (3, 10), (10, 10), (5, 400), (397, 400), (1, 1), (0, 1), (1, 2), (12, 1234), (50_000, 100_000),
+             (1, 10**6), (999_990, 10**6), (123_457, 9_876_543)]
+    for k, n in cases:
         low, high = clopper_pearson(k, n, 0.95)
         exact = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
-        assert abs(low - exact.low) < 1e-9 and abs(high - exact.high) < 1e-9, (k, n)
+        assert low == pytest.approx(exact.low, rel=1e-7, abs=1e-12), (k, n, low, exact.low)
+        assert high == pytest.approx(exact.high, rel=1e-7, abs=1e-12), (k, n, high, exact.high)
 
 
 def test_what_a_run_never_recorded_is_no_difference_to_choose_an_axis_by() -> None:

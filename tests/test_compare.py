@@ -509,6 +509,9 @@ def test_harness_share_needs_a_second_of_cpu() -> None:
 def test_the_run_path_does_not_import_scipy() -> None:
     """scipy takes over a second to import; every engine process imports the run's modules."""
     code = ("import sys, fbbench.runner.engine.phases, fbbench.runner.run, fbbench.cli, fbbench.analysis.run; "
+            "from fbbench.analysis.audits import sampling; "  # what every run's end computes
+            "sampling('100 * a.rolled_back / a.ok', {'a.rolled_back': 3, 'a.ok': 400}); "
+            "sampling('b.tally.LINES / b.ok', {'b.tally.LINES': 4000, 'b.ok': 400}); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr

@@ -176,3 +176,54 @@ def test_a_million_pairs_are_refused_unless_yes(tmp_path: Path) -> None:
     announced = next(line for line in accepted.stdout.splitlines() if line.startswith("paired:"))
     assert announced.startswith("paired: about ") and " days " in announced.split("—")[0], announced
     assert "1,000,000 pair(s)" in announced
+
+
+def test_until_resolved_stops_at_its_time_limit_and_the_store_says_why(tmp_path: Path) -> None:
+    # Fewer than 5 pairs fit in 20 s: the sequence has no interval yet, so the time limit ends the pairs.
+    store_path, document = tmp_path / "results.sqlite", tmp_path / "until.json"
+    a, b = spec(tmp_path, "a", 10, duration="2s"), spec(tmp_path, "b", 20, duration="2s")
+    result = run_cli("compare", "--paired", str(a), str(b), "--until-resolved", "--max-time", "20s", "--axis",
+                     "scale.loops", "--results", str(store_path), "--json", str(document), timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "paired: until resolved, at most 20.0 s — pairs of A" in result.stdout
+    compared = json.loads(document.read_text())
+    pairs, until = compared["pairing"]["complete"], compared["sequential"]
+    assert 1 <= pairs < 5 and len(until["looks"]) == pairs and until["stopped_because"] == "max_time", until
+    assert f"  look {pairs}: B/A " in result.stdout
+    assert f"until resolved: not resolved within --max-time ({pairs} pair(s))" in result.stdout
+    assert until["design"]["max_seconds"] == 20 and until["design"]["threshold"] == 0.01
+    assert "confidence sequence" in compared["figures"][0]["ratios"]["B"]["method"]
+    # Ordinary pairs in the store: compared again from there, the same looks and the same reason.
+    series = [side["id"] for side in compared["sides"]]
+    again = run_cli("compare", *series, "--results", str(store_path), "--json", str(tmp_path / "again.json"))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert json.loads((tmp_path / "again.json").read_text())["sequential"] == until
+
+
+def test_ctrl_c_until_resolved_keeps_every_pair_measured(tmp_path: Path) -> None:
+    store_path, document = tmp_path / "results.sqlite", tmp_path / "until.json"
+    a = spec(tmp_path, "a", 10, duration="3s")
+    process = subprocess.Popen([sys.executable, "-m", "fbbench", "compare", "--paired", str(a), str(a),
+                                "--until-resolved", "--max-time", "10m", "--results", str(store_path), "--json",
+                                str(document)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=os.environ.copy())
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # wait until the second pair runs
+        time.sleep(0.3)
+        if store_path.exists():
+            with ResultsStore(store_path, create=False) as store:
+                statuses = [run["status"] for run in store.list_runs(5)]
+            if statuses.count("completed") == 2 and statuses.count("running") == 2:
+                break
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, out[-2000:] + err[-2000:]
+    assert "until resolved: interrupted by the user after 1 complete pair(s)" in out, out[-2000:]
+    until = json.loads(document.read_text())["sequential"]
+    assert until["stopped_because"] == "interrupted" and len(until["looks"]) == 1, until
+    with ResultsStore(store_path, create=False) as store:
+        runs = [store.load_run(run["run_id"]) for run in store.list_runs(5)]
+    assert sorted(run["status"] for run in runs) == ["completed", "completed", "interrupted", "interrupted"]
+    for run in runs:  # the reason is on the last pair's runs
+        recorded = next((p["detail"] for p in run["phases"] if p["name"] == "until_resolved"), None)
+        assert (recorded or {}).get("stopped_because") == ("interrupted" if run["status"] == "interrupted" else None)

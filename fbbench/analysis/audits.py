@@ -11,7 +11,7 @@ their sampling interval, so that a short run is not failed by chance.
   - a **proportion** when X counts some of the Y trials — X's names are among Y's, or X ≤ Y
     (rolled back among submitted New-Orders, remote Payments among Payments, remote lines among
     order lines): each trial is taken as an independent yes/no, and the interval is the exact
-    Clopper–Pearson binomial interval of X successes in n = Y trials (``scipy.stats.binomtest``);
+    Clopper–Pearson binomial interval of X successes in n = Y trials (as ``scipy.stats.binomtest``);
     exact means its coverage is at least 95 % for every n, which is what a verdict needs;
   - a **mean** per unit otherwise (X > Y, e.g. order lines per New-Order): the sum of a tally
     over n = Y units has no stored spread, so the per-unit variance is taken equal to the mean
@@ -38,11 +38,12 @@ from __future__ import annotations
 
 import ast
 import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fbbench.analysis import figures
+from fbbench.analysis import beta, figures
 from fbbench.workloads.expressions import ExpressionError, dotted_name, evaluate
 from fbbench.workloads.spec import Workload
 
@@ -131,21 +132,18 @@ def sampling(expression: str, available: Mapping[str, float], confidence: float 
     if n < MIN_MEAN_UNITS:
         return Sampling("mean", None, None, n)
     mean = x / y
-    from scipy.special import ndtri  # the standard normal quantile
-
-    half = float(ndtri(0.5 + confidence / 2)) * math.sqrt(mean / y)
+    half = statistics.NormalDist().inv_cdf(0.5 + confidence / 2) * math.sqrt(mean / y)
     return Sampling("mean", scale * (mean - half), scale * (mean + half), n)
 
 
 def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
     """The exact (Clopper–Pearson) interval of k successes in n trials: the Beta quantiles that
-    scipy.stats.binomtest(k, n).proportion_ci(method="exact") gives, read from scipy.special, whose
-    import costs a third of scipy.stats' — it runs at the end of every run, in the engine process."""
-    from scipy.special import betaincinv
-
+    scipy.stats.binomtest(k, n).proportion_ci(method="exact") gives, computed by
+    :mod:`fbbench.analysis.beta` — it runs at the end of every run, in the engine process, where
+    importing scipy would cost more than the rest of the audits."""
     alpha = 1 - confidence
-    low = 0.0 if k == 0 else float(betaincinv(k, n - k + 1, alpha / 2))
-    high = 1.0 if k == n else float(betaincinv(k + 1, n - k, 1 - alpha / 2))
+    low = 0.0 if k == 0 else beta.quantile(k, n - k + 1, alpha / 2)
+    high = 1.0 if k == n else beta.quantile(k + 1, n - k, 1 - alpha / 2)
     return low, high
 
 

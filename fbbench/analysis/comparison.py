@@ -12,8 +12,10 @@ histograms gave them; the workload's metrics as stored; the engine's work per un
 :mod:`~fbbench.analysis.stats` — over the repeats when a side is a series, over the measured
 intervals of each run when both sides are single runs (weaker: the drift between runs is not in
 it), pair by pair when two series ran as time-shared pairs (``fbbench compare --paired``: each
-run records its pair, :func:`pairs_of`). Only completed runs are used; a failed, interrupted or
-incomplete one is shown and flagged (and in pairs, so is its partner).
+run records its pair, :mod:`fbbench.analysis.subjects`) — and when they ran until resolved, the
+headline by the confidence sequence they stopped by (:mod:`fbbench.analysis.sequential`). Only
+completed runs are used; a failed, interrupted or incomplete one is shown and flagged (and in
+pairs, so is its partner).
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fbbench.analysis import conditions as cond
-from fbbench.analysis import engine, figures, lint, lint_disk, lint_rules, stats, steady
+from fbbench.analysis import engine, figures, lint, lint_disk, lint_rules, sequential, stats, steady
 from fbbench.analysis.finite import finite
 from fbbench.analysis.host_conditions import host_name
 from fbbench.analysis.profile import compare_profiles
+from fbbench.analysis.subjects import Subject, paired
 from fbbench.store.model import MetricRow, StoredRun
 
 SCHEMA_VERSION = 1  # of the comparison document: docs/compare-result.md
@@ -36,35 +39,6 @@ SCHEMA_VERSION = 1  # of the comparison document: docs/compare-result.md
 # A figure of one run in each measured interval: (value, seconds), None where it has none.
 RunValue = Callable[[StoredRun], float | None]  # one figure of one run
 PerInterval = Callable[[StoredRun], list[tuple[float | None, float]] | None]
-
-
-@dataclass
-class Subject:
-    """One side of a comparison: a single run or a series, with its stored runs in repeat order."""
-
-    label: str  # A, B, C … in the order the user named them
-    kind: str  # run / series
-    ident: str  # the run id or the series id
-    argument: str  # as the user wrote it (last~1, a prefix, …)
-    runs: list[StoredRun]
-    # Paired with the other side (compare --paired): runs whose partner did not complete are not
-    # used either, so that the used runs of both sides are the complete pairs, in pair order.
-    paired: bool = False
-    unpaired: frozenset[str] = frozenset()
-
-    @property
-    def used(self) -> list[StoredRun]:
-        """The runs whose figures count: completed ones only (in pairs: whose partner completed too)."""
-        return [run for run in self.runs if run.get("status") == "completed" and str(run.get("run_id")) not in
-                self.unpaired]
-
-    def describe(self) -> str:
-        if self.kind == "run":
-            run = self.runs[0]
-            return f"run {self.ident}" + ("" if run.get("status") == "completed" else f" ({run.get('status')})")
-        used = len(self.used)
-        shown = f"{len(self.runs)} runs" if used == len(self.runs) else f"{used} of {len(self.runs)} runs completed"
-        return f"series {self.ident} ({shown})"
 
 
 @dataclass(frozen=True)
@@ -286,43 +260,6 @@ def _ratio(base: stats.Side | None, other: stats.Side | None, paired: bool = Fal
     return stats.compare(base, other, paired=paired, seed=0)
 
 
-def pair_of(run: StoredRun) -> str | None:
-    """The pair a time-shared run belonged to (``fbbench compare --paired``), None for any other run."""
-    timeshare = (run.get("settings") or {}).get("timeshare")
-    return str(timeshare["pair"]) if isinstance(timeshare, Mapping) and timeshare.get("pair") else None
-
-
-def pairs_of(base: Subject, other: Subject) -> list[tuple[StoredRun, StoredRun]] | None:
-    """The runs of two series that ran as time-shared pairs, matched by the pair each run
-    recorded, in the base's order; None unless every run of each side has its partner on the
-    other (then the sides are compared as series)."""
-    if base.kind != "series" or other.kind != "series":
-        return None
-    runs_a = {pair_of(run): run for run in base.runs}
-    runs_b = {pair_of(run): run for run in other.runs}
-    if (None in runs_a or None in runs_b or runs_a.keys() != runs_b.keys() or len(runs_a) != len(base.runs)
-            or len(runs_b) != len(other.runs)):
-        return None
-    return [(runs_a[pair], runs_b[pair]) for pair in (pair_of(run) for run in base.runs)]
-
-
-def _paired(base: Subject, other: Subject) -> tuple[Subject, Subject, dict[str, Any]] | None:
-    """The two sides as pairs (the other's runs in the base's pair order, runs whose partner did
-    not complete set aside), and what the document says of the pairing; None when not paired."""
-    pairs = pairs_of(base, other)
-    if pairs is None:
-        return None
-    complete = [(a, b) for a, b in pairs if a.get("status") == "completed" and b.get("status") == "completed"]
-    unpaired = frozenset(str(run.get("run_id")) for pair in pairs for run in pair
-                         if pair not in complete and run.get("status") == "completed")
-    turns = {str(((run.get("settings") or {}).get("timeshare") or {}).get("turn")) for pair in pairs for run in pair}
-    info = {"pairs": len(pairs), "complete": len(complete), "turn_seconds": float(turns.pop()) if len(turns) == 1
-            else None, "runs": [[a.get("run_id"), b.get("run_id")] for a, b in pairs],
-            "unused_because_partner": sorted(unpaired)}
-    return (Subject(base.label, base.kind, base.ident, base.argument, [a for a, _ in pairs], True, unpaired),
-            Subject(other.label, other.kind, other.ident, other.argument, [b for _, b in pairs], True, unpaired), info)
-
-
 def _series_spread(values: Sequence[float | None]) -> dict[str, Any] | None:
     present = [float(v) for v in values if v is not None]
     if len(present) < 2 or len(present) != len(values):
@@ -431,7 +368,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
     axis is not a difference, or none is named among several differences."""
     base = next(s for s in subjects if s.label == (baseline or subjects[0].label))
     others = [s for s in subjects if s is not base]
-    pairing = _paired(base, others[0]) if len(others) == 1 else None
+    pairing = paired(base, others[0]) if len(others) == 1 else None
     if pairing is not None:
         base, other, _info = pairing
         subjects = [base, other] if subjects[0].label == base.label else [other, base]
@@ -452,6 +389,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
     engine_rows = [row for row in engine_rows if any(v is not None for v in row["values"].values())]
 
     headline = next((row for row in figure_rows if row["kind"] == "headline"), figure_rows[0] if figure_rows else None)
+    until = _until_resolved(headline, base, others[0], names, withheld) if pairing is not None else None
     verdicts = {other.label: _verdict(headline, base, other, names, errors, force) for other in others}
     keys = list(dict.fromkeys(k for r in records.values() for k in r))
     differing = {row.key for row in [*split.axis, *split.others]}
@@ -472,6 +410,7 @@ def compare(subjects: Sequence[Subject], *, baseline: str | None = None, axis: S
         },
         "figures": figure_rows,
         "pairing": pairing[2] if pairing is not None else None,
+        "sequential": until,
         "blocks": _blocks_document(subjects, hosts) if hosts else None,
         "verdicts": verdicts,
         "engine": {"available": bool(engine_rows), "figures": engine_rows},
@@ -531,15 +470,34 @@ def _figure_row(figure: FigureDef, base: Subject, others: Sequence[Subject], nam
             row["verdicts"][other.label] = None
             continue
         row["ratios"][other.label] = estimate.to_dict()
-        if not verdicts:
-            continue
-        said = stats.verdict(estimate, figure.better, rate=figure.rate, a=names[base.label], b=names[other.label])
-        hidden = withheld and said.resolved  # an invalid comparison gets no verdict word, only its interval
-        row["verdicts"][other.label] = {
-            "resolved": said.resolved, "word": None if hidden else said.word, "better": None if hidden else said.better,
+        if verdicts:
+            row["verdicts"][other.label] = _said(estimate, row, names[base.label], names[other.label], withheld)
+    return row
+
+
+def _said(estimate: stats.Ratio, row: Mapping[str, Any], a: str, b: str, withheld: bool) -> dict[str, Any]:
+    """A figure's verdict on one ratio (an invalid comparison gets no verdict word, only its interval)."""
+    said = stats.verdict(estimate, row["better"], rate=row["rate"], a=a, b=b)
+    hidden = withheld and said.resolved
+    return {"resolved": said.resolved, "word": None if hidden else said.word, "better": None if hidden else said.better,
             "change": said.change, "low": said.low, "high": said.high, "spread": said.spread,
             "text": "verdict withheld: the comparison is invalid" if hidden else said.text, "withheld": hidden}
-    return row
+
+
+def _until_resolved(headline: dict[str, Any] | None, base: Subject, other: Subject, names: Mapping[str, str],
+                    withheld: bool) -> dict[str, Any] | None:
+    """Pairs run until resolved (compare --paired --until-resolved): the headline's ratio is the
+    confidence sequence's, valid at the look the pairs stopped at (a fixed-sample interval is not,
+    after looking at every pair); the document's ``sequential`` says how it got there."""
+    design = sequential.design_of_runs([*base.runs, *other.runs])
+    if design is None or headline is None:
+        return None
+    pairs = zip(headline["runs"][base.label], headline["runs"][other.label], strict=True)
+    ratios = [b / a if a and b else math.nan for a, b in pairs]
+    estimate = sequential.interval(ratios, design)
+    headline["ratios"][other.label] = estimate.to_dict()
+    headline["verdicts"][other.label] = _said(estimate, headline, names[base.label], names[other.label], withheld)
+    return sequential.document(headline["name"], ratios, design, sequential.recorded_stop([*base.runs, *other.runs]))
 
 
 def _verdict(headline: Mapping[str, Any] | None, base: Subject, other: Subject, names: Mapping[str, str],

@@ -34,7 +34,7 @@ from fbbench.cli.common import (
 from fbbench.errors import FbbenchError
 
 if TYPE_CHECKING:  # imported where used, so that every command starts without the analysis (numpy) or the store
-    from fbbench.analysis.comparison import Subject
+    from fbbench.analysis.subjects import Subject
     from fbbench.store import ResultsStore
 
 LABELS = string.ascii_uppercase
@@ -42,7 +42,7 @@ LABELS = string.ascii_uppercase
 
 def resolve(store: ResultsStore, arguments: Sequence[str]) -> list[Subject]:
     """One :class:`Subject` per argument, labelled A, B, C … in the order given."""
-    from fbbench.analysis.comparison import Subject
+    from fbbench.analysis.subjects import Subject
 
     if len(arguments) > len(LABELS):
         raise FbbenchError(f"at most {len(LABELS)} runs or series at once, got {len(arguments)}")
@@ -147,7 +147,18 @@ def compare(
     paired: Annotated[bool, typer.Option("--paired", help="Run A and B now, from two run spec files (as run --spec "
                                          "reads), at the same time in pairs, time-shared, and compare them pair by "
                                          "pair.")] = False,
-    pairs: Annotated[int, typer.Option("--pairs", help="With --paired: how many pairs of runs.")] = 6,
+    pairs: Annotated[int | None, typer.Option("--pairs", help="With --paired: how many pairs of runs (default 6); "
+                                              "with --until-resolved, the most it may run.")] = None,
+    until_resolved: Annotated[bool, typer.Option("--until-resolved", help="With --paired: run pairs until the "
+                                                 "headline's comparison is resolved — its confidence sequence, "
+                                                 "valid at every look, excludes no change or lies within "
+                                                 "±--threshold — or --max-time is up.")] = False,
+    max_time: Annotated[str | None, typer.Option("--max-time", metavar="DURATION", help="With --until-resolved: "
+                                                 "start no pair that would not end within this, from the start "
+                                                 "(e.g. 15m, 1h; default 1h).")] = None,
+    threshold: Annotated[float | None, typer.Option("--threshold", metavar="PERCENT", help="With --until-resolved: "
+                                                    "the smallest difference that matters (default 1): the pairs "
+                                                    "also stop once the interval lies within ±this per cent.")] = None,
     turn: Annotated[float, typer.Option("--turn", help="With --paired: seconds each run's engine runs while the "
                                         "other is stopped.")] = 0.1,
     results: ResultsOption = None,
@@ -164,8 +175,10 @@ def compare(
 
     With `--paired SPEC_A SPEC_B`, A and B are run first: N pairs, both runs of a pair at the same
     time on their own database copies, their engines taking turns of 0.1 s, recorded as two series;
-    then compared pair by pair. Exit code 1 when a run failed, 130 after Ctrl-C (what was measured
-    is kept).
+    then compared pair by pair. With `--until-resolved`, pairs run until the headline's confidence
+    sequence (valid at every look) excludes no change or lies within ±`--threshold` per cent, or
+    until another pair would not end within `--max-time`. Exit code 1 when a run failed, 130 after
+    Ctrl-C (what was measured is kept).
 
     Examples:
 
@@ -173,17 +186,26 @@ def compare(
     * `fbbench compare last~1 last --axis engine --report cmp.html`
     * `fbbench compare A B C --baseline B --axis conf.DefaultDbCachePages --json cmp.json`
     * `fbbench compare --paired base.toml new.toml --pairs 8`
+    * `fbbench compare --paired base.toml new.toml --until-resolved --max-time 15m`
     """
     from fbbench.report import compare as shown
     from fbbench.report.outputs import write_outputs
     from fbbench.store import ResultsStore
 
     code = 0
+    design = None
+    if until_resolved or max_time is not None or threshold is not None:
+        from fbbench.runner.until_resolved import design_of
+
+        design = design_of(until_resolved, paired, max_time, threshold, pairs)
+    if pairs is not None and not paired:
+        raise FbbenchError("--pairs belongs to --paired, which was not given",
+                           hint="e.g. fbbench compare --paired a.toml b.toml --pairs 8")
     check_output_files(json_file, report, overwrite)
     if paired:
         from fbbench.cli.paired import run_pairs
 
-        items, store_path, code = run_pairs(items, pairs, turn, force, results, workdir, yes)
+        items, store_path, code = run_pairs(items, pairs, turn, force, results, workdir, yes, design)
         if not items:
             raise typer.Exit(code)
     else:

@@ -104,6 +104,12 @@ def print_comparison(document: Mapping[str, Any], console: Console) -> None:
         console.print(f"  paired: {pairing['complete']} of {pairing['pairs']} pair(s) complete — each pair's runs "
                       f"shared the same seconds{turn}, and every figure is compared pair by pair", highlight=False,
                       soft_wrap=True)
+    until = document.get("sequential")
+    if until:
+        console.print(f"  until resolved: {escape(until['text'])}; {len(until['looks'])} look(s), one after each "
+                      f"complete pair — the {until['figure']}'s interval is a "
+                      f"{until['design']['confidence'] * 100:g} % confidence sequence, valid at every look",
+                      highlight=False, soft_wrap=True)
     conditions = document["conditions"]
     rows = condition_rows(document, followers=False)
     following = [row for row in conditions["axis"] if row["follows"]]

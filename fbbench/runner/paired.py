@@ -8,7 +8,7 @@ does to both, so the ratio B/A of one pair is free of the drift between runs tha
 shows (±20 % from one run to the next). Who takes the first turn alternates from pair to pair;
 both runs of a pair draw the same seed (the same units in the same order) unless a spec fixes
 one. The pairs run one after another and are recorded as two series in the results store, each
-run with its pair (``settings.timeshare``): :func:`fbbench.analysis.comparison.pairs_of` finds
+run with its pair (``settings.timeshare``): :func:`fbbench.analysis.subjects.pairs_of` finds
 them again, so ``fbbench compare SERIES_A SERIES_B`` later compares them pair by pair too.
 
 Ending: Ctrl-C (or SIGTERM) stops both runs of the pair in progress — each keeps what it
@@ -73,6 +73,7 @@ class PairedOutcome:
     results: Path
     pairs: list[PairResult] = field(default_factory=list)
     stopped: bool = False  # the user stopped the pairs (Ctrl-C, SIGTERM), perhaps between two of them
+    stopped_because: str | None = None  # what ``stop_after`` said when it ended the pairs
 
     @property
     def interrupted(self) -> bool:
@@ -213,8 +214,12 @@ def check_counts(pairs: int, turn: float) -> None:
 
 def execute_pairs(a: RunSettings, b: RunSettings, pairs: int, *, turn: float = timeshare.TURN_SECONDS,
                   force: bool = False, notices: Notices = UNTOLD,
-                  on_pair: Callable[[PairResult], None] | None = None) -> PairedOutcome:
-    """``pairs`` pairs of A and B, time-shared; stops at the first pair that does not complete."""
+                  on_pair: Callable[[PairResult], None] | None = None,
+                  stop_after: Callable[[PairedOutcome], str | None] | None = None,
+                  recorded: dict[str, Any] | None = None) -> PairedOutcome:
+    """At most ``pairs`` pairs of A and B, time-shared; stops at the first pair that does not
+    complete, or once ``stop_after`` (asked after each complete pair) gives a reason to.
+    ``recorded`` goes into every run's ``settings.timeshare`` (what the pairs ran under)."""
     check_counts(pairs, turn)
     checked_a, _ = check_pair(a, b, force=force)
     outcome = PairedOutcome({label: new_series_id() for label in LABELS}, checked_a.results)
@@ -225,18 +230,21 @@ def execute_pairs(a: RunSettings, b: RunSettings, pairs: int, *, turn: float = t
                 break  # a Ctrl-C between pairs: no further pair starts
             first = LABELS[(index - 1) % 2]  # alternates, so that neither side always follows the other
             result = _run_pair(index, {"A": a, "B": b}, outcome.series, first, turn, checked_a.workdir.path,
-                               notices, request)
+                               notices, request, recorded or {})
             outcome.pairs.append(result)
             if on_pair is not None:
                 on_pair(result)
             if not result.complete:
+                break
+            if stop_after is not None and (reason := stop_after(outcome)) is not None:
+                outcome.stopped_because = reason
                 break
         outcome.stopped = request.requested
     return outcome
 
 
 def _run_pair(index: int, sides: dict[str, RunSettings], series: dict[str, str], first: str, turn: float,
-              workdir: Path, notices: Notices, request: _StopRequest) -> PairResult:
+              workdir: Path, notices: Notices, request: _StopRequest, recorded: dict[str, Any]) -> PairResult:
     pair_id = "p" + new_run_id()
     seed = secrets.randbits(63)  # both runs draw the same units, unless a spec fixes the seed
     result = PairResult(index, pair_id, first, dict.fromkeys(LABELS))
@@ -249,7 +257,7 @@ def _run_pair(index: int, sides: dict[str, RunSettings], series: dict[str, str],
         def work(label: str) -> None:
             settings = replace(sides[label], origins=sides[label].origins,
                                timeshare={"turn": turn, "runs": len(LABELS), "pair": pair_id, "side": label,
-                                          "first": label == first})
+                                          "first": label == first, **recorded})
 
             def engine_started(process: subprocess.Popen[bytes]) -> None:
                 stop.started(label, process)

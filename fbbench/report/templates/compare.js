@@ -78,6 +78,10 @@ fbb.section("verdicts", node => {
     box.appendChild(document.createTextNode(v.text));
   });
   if (doc.forced) note(node, "Forced (--force): the lint found errors, the verdict is shown anyway.", "warn");
+  const until = doc.sequential;
+  if (until) note(node, `Until resolved: ${until.text}; ${until.looks.length} look(s), one after each complete pair. ` +
+    `The ${until.figure}'s interval is a ${fmt(until.design.confidence * 100)} % confidence sequence, valid at every ` +
+    `look (${until.design.method}), not a fixed-sample interval, which looking after every pair would make too narrow.`);
 });
 
 // The headline's ratio for each side, with its interval and how it was taken (the verdict's ground).

@@ -141,7 +141,7 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             if settings["sweep"]:
                 detail["sweep_seconds"] = facts.sweep(db_plan.services_host, database_path)
             if monitor:
-                _record_gstat(store, run_id, "before", db_plan.services_host, database_path)
+                detail["gstat_seconds"] = _record_gstat(store, run_id, "before", db_plan.services_host, database_path)
             engine = facts.engine_facts(dsn, runtime)
             if not runtime.embedded:  # over the network: the round trip is a condition of the run
                 engine["round_trip"] = facts.round_trip(dsn, db_plan.services_host.split("/")[0])
@@ -221,9 +221,12 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                 after = facts.snapshot(dsn)
                 store.update_run(run_id, database={"location": dsn, "before": before, "after": after})
                 if monitor:
-                    _record_gstat(store, run_id, "after", db_plan.services_host, database_path)
+                    detail["gstat_seconds"] = _record_gstat(store, run_id, "after", db_plan.services_host,
+                                                            database_path)
+                checking = time.monotonic()
                 for check in workload_sql.run_checks(dsn, workload):
                     store.record_check(run_id, "check", check["name"], check["passed"], check["value"], check["detail"])
+                detail["checks_seconds"] = time.monotonic() - checking
                 if replicated and replicated.get("replica"):
                     in_step, said = replication.replica_in_step(dsn, replicated["replica"]["path"])
                     store.record_check(run_id, "check", REPLICA_CHECK, in_step, None, said)
@@ -430,11 +433,14 @@ def _gstat_cadence(settings: RecordedSettings, store: ResultsStore, run_id: str,
         yield
 
 
-def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: str, database: str) -> None:
-    """gstat through the services API; a failure to collect or parse is recorded, never raised."""
+def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: str, database: str) -> float:
+    """gstat through the services API; a failure to collect or parse is recorded, never raised.
+    Returns the seconds it took (what a run spends besides its load: benchmarks/sweep_overhead.py)."""
+    started = time.monotonic()
     snapshot = gstat.collect(services_host, database)
     problem = snapshot.error or snapshot.parse_error
     store.record_gstat(run_id, moment, snapshot.taken_at, snapshot.to_dict(), snapshot.raw, problem)
+    return time.monotonic() - started
 
 
 def _validate(phases: _Phases, settings: RecordedSettings, loaded: float, abandoned: bool, services_host: str,

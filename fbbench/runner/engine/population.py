@@ -31,6 +31,7 @@ from fbbench.analysis.run import COPIED_POPULATION
 from fbbench.database import driver, lifecycle, ownership, scripts
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import limits, population_cache
+from fbbench.runner.engine import facts
 from fbbench.runner.engine.build_watch import Watch
 from fbbench.runner.population_cache import cache_key, cache_material
 from fbbench.sizes import size_text
@@ -153,6 +154,10 @@ def _cache_entry(plan: DatabasePlan, name: str, key: str, material: dict[str, An
             creating(building)
             try:
                 stats = make(str(building))
+                # Swept once here, forced writes still off: the load leaves garbage (back versions),
+                # which each run's own sweep would otherwise collect again in every copy, with the
+                # run's forced writes on (seconds a run, for the same state).
+                stats["cache_sweep_seconds"] = facts.sweep(plan.services_host, str(building))
             except BaseException:  # interrupted or failed: a half-built cache is never kept
                 ownership.unregister(str(building))
                 building.unlink(missing_ok=True)
@@ -165,6 +170,9 @@ def _cache_entry(plan: DatabasePlan, name: str, key: str, material: dict[str, An
             load = {**stats, "source": stats.get("source", built)}
         else:
             stored = json.loads(meta.read_text())
+            if "cache_sweep_seconds" not in stored["load"]:  # cached before caches were swept: once, now
+                stored["load"]["cache_sweep_seconds"] = facts.sweep(plan.services_host, str(cached))
+                meta.write_text(json.dumps(stored, indent=2, default=str))
             load = {**stored["load"], "source": copied, "cache_built_at": stored.get("built_at")}
         yield cached, load
 
