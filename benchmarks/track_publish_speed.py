@@ -11,8 +11,13 @@ pages exist, and plans at every point. Then, through the real command:
 2. one more point in one series, and ``track publish`` again: only what changed (target: under 1 s).
 
 The points are made without an engine (their figures are drawn around fixed levels); the
-change detection, the site and the run pages are the real ones. Printed with the host's CPUs and
-load average.
+change detection, the site and the run pages are the real ones. ``track run`` looks at a series
+for changes as it adds each point, so the store is looked at before the first publish, as
+``track run`` would have left it (that time is printed apart: 1,000 points looked at from scratch
+replay every length of every series), and the one more point is looked at as ``track run`` does
+before the publish after it. Each publish is timed as the whole command and as its site step (what
+the command says); the command's fixed cost (Python and fbbench starting: ``fbbench --version``) is
+printed beside them. Printed with the host's CPUs and load average.
 
     .venv/bin/python benchmarks/track_publish_speed.py [--points 1000] [--series 5]
 """
@@ -35,8 +40,11 @@ sys.path.insert(0, str(HERE.parent))
 
 from fbbench import paths  # noqa: E402
 from fbbench.analysis import track as tracking  # noqa: E402
+from fbbench.analysis.changepoints import Method  # noqa: E402
 from fbbench.store import ResultsStore  # noqa: E402
 from fbbench.store import track as stored  # noqa: E402
+from fbbench.track import changes  # noqa: E402
+from fbbench.track.suite import read_suite  # noqa: E402
 
 COUNTERS = list(tracking.counter_names().values())
 PAGE = (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n{paths.HTML_GENERATOR}\n'
@@ -67,7 +75,13 @@ def add_point(store: ResultsStore, results: Path, series_id: str, number: int, l
                          "value": value, "low": value, "high": value, "n": 3}
     stored.add_point(store, stored.PointRow(f"p{series_id}-{number:05d}", series_id, "speed", series_id,
                                             f"build {number}", "5.0", "LI-V5.0.4.1812 Firebird 5.0", None, None, at,
-                                            None, run_series, {"data": {"host.name": "synthetic"}}, figures, PLANS))
+                                            None, run_series, {"data": {"host.name": "synthetic"}}, figures, PLANS,
+                                            {"B": runs}))
+
+
+def _suite_methods(suite: Path) -> tuple[Method, Method]:
+    parsed = read_suite(suite)
+    return parsed.method, parsed.counter_method
 
 
 def main() -> None:
@@ -105,15 +119,32 @@ def main() -> None:
                 sys.exit(done.stdout[-2000:] + done.stderr[-2000:])
             return seconds, done.stdout.strip()
 
-        first, said = publish()  # the first look at each series (the changes) and the whole site
-        print(f"{args.points} points in {args.series} series (3 runs each): publish into a new directory "
-              f"{first:.2f} s (the command, Python's start included)\n  {said}")
+        methods = changes.methods_of(*_suite_methods(suite))
+
+        def look() -> float:  # what track run does after adding a point
+            clock = time.monotonic()
+            with ResultsStore(results) as store:
+                changes.evaluate_suite(store, "speed", methods)
+            return time.monotonic() - clock
+
+        clock = time.monotonic()
+        started_only = subprocess.run([sys.executable, "-m", "fbbench", "--version"], capture_output=True, env=env,
+                                      cwd=HERE.parent)
+        start = time.monotonic() - clock
+        assert started_only.returncode == 0, started_only.stderr
+        print(f"{args.points} points in {args.series} series (3 runs each, a report each): looked at for changes from "
+              f"scratch (every length, as if they came one by one) {look():.1f} s — track run does it a point at a "
+              f"time\nthe command's fixed cost (fbbench --version): {start:.2f} s")
+        first, said = publish()
+        print(f"publish into a new directory: {first:.2f} s (the command)\n  {said}")
         again, said = publish()
         print(f"publish again, nothing new: {again:.2f} s\n  {said}")
         with ResultsStore(results) as store:
             add_point(store, results, "t0", per_series, 1.3, rng, time.time())
+        looked = look()
         one, said = publish()
-        print(f"one more point, publish again: {one:.2f} s\n  {said}")
+        print(f"one more point: looked at for changes {looked:.2f} s (in track run), then publish again: "
+              f"{one:.2f} s (the command)\n  {said}")
         load = os.getloadavg()
         print(f"host: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; the site on the "
               f"store's file system (run reports hard-linked)")

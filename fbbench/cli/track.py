@@ -265,9 +265,9 @@ def track_publish(
     from fbbench.track.suite import read_suite
 
     parsed = read_suite(suite)
-    check_directory(output.expanduser().absolute(), parsed.name)  # before the store is read
+    record = check_directory(output.expanduser().absolute(), parsed.name)  # before the store is read
     with _looked_at(parsed, suite, results) as (store, store_path):
-        published = publish(store, parsed, output, store_path)
+        published = publish(store, parsed, output, store_path, record)
     console.print(f"published {parsed.name} in {published.directory} in {published.seconds:.1f} s: "
                   f"{len(published.written)} file(s) written, {published.unchanged} unchanged, "
                   f"{len(published.removed)} removed ({published.runs_rendered} run report(s) rendered); "

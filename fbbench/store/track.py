@@ -127,6 +127,10 @@ def points_of(store: ResultsStore, series_id: str) -> list[PointRow]:
         f"select {_POINT_COLUMNS} from track_points where series_id = ? order by created_at, point_id", (series_id,))]
 
 
+def point_count(store: ResultsStore, series_id: str) -> int:
+    return int(store.db.execute("select count(*) from track_points where series_id = ?", (series_id,)).fetchone()[0])
+
+
 def points_of_suite(store: ResultsStore, suite: str) -> list[PointRow]:
     return [_point(row) for row in _rows(store,
         f"select {_POINT_COLUMNS} from track_points where suite = ? order by created_at, point_id", (suite,))]

@@ -56,9 +56,9 @@ def _found(series_id: str, points: list[stored.PointRow], methods: dict[str, Met
 def evaluate(store: ResultsStore, series: stored.SeriesRow, methods: dict[str, Method]) -> list[stored.ChangeRow]:
     """Look at the series for each length it has not been looked at yet; returns the changes
     first found now (in the order found). ``methods``: figure kind → how changes are found."""
-    points = stored.points_of(store, series.series_id)
-    if series.evaluated >= len(points):
+    if series.evaluated >= stored.point_count(store, series.series_id):  # nothing new: the points stay unread
         return []
+    points = stored.points_of(store, series.series_id)
     every = {c.change_id: c for c in stored.changes_of(store, series.series_id)}
     current = {identity: c for identity, c in every.items() if c.state == "current"}
     added: list[stored.ChangeRow] = []

@@ -94,11 +94,12 @@ def change_document(change: stored.ChangeRow, points: dict[str, dict[str, Any]])
 
 
 def series_document(store: ResultsStore, series: stored.SeriesRow) -> dict[str, Any]:
-    points = [point_document(p) for p in stored.points_of(store, series.series_id)]
+    rows = stored.points_of(store, series.series_id)
+    points = [point_document(p) for p in rows]
     by_id = {p["point_id"]: p for p in points}
     changes = [change_document(c, by_id) for c in stored.changes_of(store, series.series_id)]
     current = [c for c in changes if c["state"] == "current"]
-    first = stored.points_of(store, series.series_id)[:1]
+    first = rows[:1]
     record = cond.from_json(first[0].conditions) if first else None
     factor = AXIS_FACTORS.get(series.axis, series.axis)
     shared = {key: value for key, value in (record or {}).items() if cond.factor_of(key) != factor}

@@ -63,6 +63,17 @@ def _marker(directory: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
 
+def _files_under(directory: Path) -> list[str]:
+    """Every file below ``directory`` (links included, not followed), relative to it."""
+    found = []
+    for root, folders, files in os.walk(directory):
+        base = os.path.relpath(root, directory)
+        prefix = "" if base == "." else base + os.sep
+        found += [prefix + name for name in files]
+        found += [prefix + name for name in folders if os.path.islink(os.path.join(root, name))]
+    return found
+
+
 def check_directory(directory: Path, suite: str) -> dict[str, Any]:
     """The site's record of its files, or a refusal: a directory that holds files fbbench did not
     write here (or another suite's site) is never published into."""
@@ -71,7 +82,7 @@ def check_directory(directory: Path, suite: str) -> dict[str, Any]:
     if not directory.exists():
         return {"format": FORMAT, "schema_version": SCHEMA_VERSION, "suite": suite, "files": {}}
     marker = _marker(directory)
-    present = sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file() or p.is_symlink())
+    present = sorted(_files_under(directory))
     if marker is None:
         if present:
             shown = ", ".join(present[:3]) + (f" and {len(present) - 3} more" if len(present) > 3 else "")
@@ -136,12 +147,16 @@ class _Writer:
         self.published.written.append(name)
 
 
-def _runs_of(store: ResultsStore, point: dict[str, Any]) -> list[tuple[str, str]]:
+def _held_runs(store: ResultsStore) -> set[str]:
+    """The runs the store holds, read once: a site of 1,000 points asks about 3,000 runs twice."""
+    return {row[0] for row in store.db.execute("select run_id from runs")}
+
+
+def _runs_of(held: set[str], point: dict[str, Any]) -> list[tuple[str, str]]:
     """(side, run id) of a point's runs that the store holds: B, and A (the reference's) for a
     relative point."""
     found = [(side, run) for side in ("B", "A") for run in (point.get("runs") or {}).get(side, [])]
-    return [(side, run) for side, run in found
-            if store.db.execute("select 1 from runs where run_id = ?", (run,)).fetchone()]
+    return [(side, run) for side, run in found if run in held]
 
 
 def _run_page(store: ResultsStore, writer: _Writer, results: Path, run_id: str) -> None:
@@ -162,12 +177,12 @@ def _run_page(store: ResultsStore, writer: _Writer, results: Path, run_id: str) 
     writer.published.runs_rendered += 1
 
 
-def _tables(store: ResultsStore, point: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _tables(store: ResultsStore, held: set[str], point: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Table by table for a point's first run: record operations per unit, and gstat's records and
     versions after the run."""
     from fbbench.analysis.run import result_document
 
-    runs = [run for side, run in _runs_of(store, point) if side == "B"]
+    runs = [run for side, run in _runs_of(held, point) if side == "B"]
     if not runs:
         return {}
     document = result_document(store.load_run(runs[0]))
@@ -183,22 +198,26 @@ def _tables(store: ResultsStore, point: dict[str, Any]) -> dict[str, dict[str, A
     return found
 
 
-def publish(store: ResultsStore, suite: Suite, directory: Path, results: Path) -> Published:
-    """Publish (or bring up to date) the site of ``suite`` in ``directory``."""
+def publish(store: ResultsStore, suite: Suite, directory: Path, results: Path,
+            record: dict[str, Any] | None = None) -> Published:
+    """Publish (or bring up to date) the site of ``suite`` in ``directory``; ``record``: what
+    :func:`check_directory` returned for it, when the caller has checked it already."""
     started = time.monotonic()
     directory = directory.expanduser().absolute()
-    record = check_directory(directory, suite.name)
+    if record is None:
+        record = check_directory(directory, suite.name)
     published = Published(directory)
     document = suite_document(store, suite)
+    held = _held_runs(store)
     directory.mkdir(parents=True, exist_ok=True)
     writer = _Writer(directory, record, published)
     pages = track_site.Pages(document, time.time())
     for series in document["series"]:
         writer.text(pages.series_name(series), pages.series_page(series, {
             p["point_id"]: [{"side": side, "run_id": run, "page": f"../runs/{run}.html"}
-                            for side, run in _runs_of(store, p)] for p in series["points"]}))
+                            for side, run in _runs_of(held, p)] for p in series["points"]}))
         for point in series["points"]:
-            for _side, run in _runs_of(store, point):
+            for _side, run in _runs_of(held, point):
                 _run_page(store, writer, results, run)
         points = {p["point_id"]: p for p in series["points"]}
         for event in series["events"]:
@@ -207,7 +226,7 @@ def publish(store: ResultsStore, suite: Suite, directory: Path, results: Path) -
             if writer.unchanged(name, inputs):
                 continue
             before, after = points[event["before"]["point_id"]], points[event["after"]["point_id"]]
-            tables = {"before": _tables(store, before), "after": _tables(store, after)}
+            tables = {"before": _tables(store, held, before), "after": _tables(store, held, after)}
             writer.text(name, pages.change_page(series, event, before, after, tables), inputs=inputs)
     writer.text("index.html", pages.index_page())
     writer.text("regressions.json", json.dumps(pages.regressions(), indent=2, default=str) + "\n")
