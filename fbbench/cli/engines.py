@@ -108,9 +108,10 @@ def engines_add(
     other = "server" if isinstance(engine, EmbeddedEngine) else "embedded"
     also = f"; {other}: --engine {other}:{name}" if entry.get("server") and entry.get("embedded") else ""
     if entry.get("layout") == "debian":
-        console.print(f"{name}: {engine.label} in {entry['directory']} — use --engine {name}", highlight=False)
+        console.print(f"{name}: {engine.label} in {entry['directory']} — use --engine {name}", highlight=False,
+                      soft_wrap=True)
     else:
-        console.print(f"{name}: {what}, from {where} — use --engine {name}{also}", highlight=False)
+        console.print(f"{name}: {what}, from {where} — use --engine {name}{also}", highlight=False, soft_wrap=True)
 
 
 @engines_app.command("remove")
@@ -124,7 +125,7 @@ def engines_remove(
     """
     from fbbench.runner.builds import remove
 
-    console.print(remove(name), highlight=False)
+    console.print(remove(name), highlight=False, soft_wrap=True)
 
 
 @engines_app.command("install")
@@ -147,7 +148,7 @@ def engines_install(
                                hint="fbbench engines install takes the embedded versions from PyPI: 3.0 4.0 5.0")
         already = installer.is_installed(engine)
         root = installer.install(engine)
-        console.print(f"{engine.label}: {'already installed' if already else 'installed'} at {root}")
+        console.print(f"{engine.label}: {'already installed' if already else 'installed'} at {root}", soft_wrap=True)
 
 
 def doctor(
