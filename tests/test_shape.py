@@ -134,6 +134,9 @@ def test_without_root_a_shape_is_one_line_naming_what_is_missing(tmp_path: Path)
                                "from fbbench.shape import cgroups, network; print(cgroups.missing({'memory'})); "
                                "print(network.missing(False))"], capture_output=True, text=True, cwd=REPO,
                               env={**os.environ, "PYTHONPATH": str(REPO)})
+    if "No module named 'fbbench'" in done.stderr or "Permission denied" in done.stderr:
+        # A checkout in a directory only root may enter (mktemp -d makes one): nobody cannot import it.
+        pytest.skip(f"user nobody cannot read the checkout at {REPO}")
     lines = done.stdout.splitlines()
     assert done.returncode == 0, done.stderr
     assert all("needs root" in line and "uid" in line for line in lines), lines
