@@ -106,7 +106,7 @@ case "$mode" in
     (cd core && cargo fmt --check && cargo clippy --quiet --all-targets -- -D warnings && cargo test --quiet)
     checked=$SECONDS
     say "tests on real engines"
-    # Two phases (tests/run.sh): the tests that time nothing on two workers, then those that time
+    # Two phases (tests/run.sh): the tests that time nothing on four workers, then those that time
     # something or load the whole machine, alone. The slowest of each are listed: the suite must stay
     # under 20 minutes on a 2-core machine with nothing beside it.
     status=0

@@ -5,8 +5,10 @@ output of a whole-suite run with `--durations=0`.
     .venv/bin/python tests/list_slow.py /tmp/suite.log
 
 A test function (all its parameters together, setup and teardown included) that took more than
---seconds is slow; tests/conftest.py marks the functions listed. A test not yet listed counts as
-fast until the list is written again.
+--seconds (default 8, as the first phase's four workers on two cores time it) is slow;
+tests/conftest.py marks the functions listed. A test not yet listed counts as fast until the list
+is written again. A module's fixture is timed with its first test: a module whose first test is
+slow runs its fixture in the fast subset too, so time `tests/run.sh --fast` after writing the list.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ LINE = re.compile(r"^(?P<seconds>[0-9.]+)s (?:call|setup|teardown) +(?P<node>tes
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("log", type=Path, help="the output of pytest --durations=0")
-    parser.add_argument("--seconds", type=float, default=3.0, help="slower than this is slow")
+    parser.add_argument("--seconds", type=float, default=8.0, help="slower than this is slow")
     args = parser.parse_args()
     spent: dict[str, float] = defaultdict(float)
     for line in args.log.read_text().splitlines():

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The pytest suite in two phases, as ./setup.sh test runs it:
 #
-#   1. parallel: the tests that time nothing, on two pytest-xdist workers (one file per worker at a
-#      time, so a module's fixtures are built once);
+#   1. parallel: the tests that time nothing, on four pytest-xdist workers (one file per worker at
+#      a time, so a module's fixtures are built once). Four on two cores: these tests wait more than
+#      they compute (runs of fixed seconds, servers starting, engines stopping) — the suite used
+#      1.05 of the 2 CPUs on two workers; on four its first phase took 22 min instead of 30;
 #   2. serial:   the tests marked `alone` — they assert how long something took, measure a rate, or
 #      load or watch the whole machine (processes, cgroups, namespaces) — one at a time, with
 #      nothing of the suite beside them.
@@ -13,7 +15,8 @@
 #   tests/run.sh tests/test_core.py   # (without a path: pyproject.toml's testpaths, tests/)
 #
 # Each phase's wall time and the total are printed at the end; the exit status is the first
-# failing phase's (both phases always run). PYTHON names the interpreter (default .venv/bin/python).
+# failing phase's (both phases always run). PYTHON names the interpreter (default .venv/bin/python),
+# FBBENCH_TEST_WORKERS the first phase's workers (default 4).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python="${PYTHON:-.venv/bin/python}"
@@ -26,8 +29,9 @@ clock() { date +%s.%N; }
 took() { awk -v a="$1" -v b="$2" 'BEGIN { s = b - a; printf "%d min %04.1f s", s / 60, s - 60 * int(s / 60) }'; }
 
 start=$(clock)
-printf '\033[1m==> tests, phase 1 of 2: in parallel on 2 workers (not alone)\033[0m\n'
-"$python" -m pytest -q -ra -n 2 --dist loadfile -m "${only}not alone" "$@"
+workers="${FBBENCH_TEST_WORKERS:-4}"
+printf '\033[1m==> tests, phase 1 of 2: in parallel on %s workers (not alone)\033[0m\n' "$workers"
+"$python" -m pytest -q -ra -n "$workers" --dist loadfile -m "${only}not alone" "$@"
 parallel=$?
 middle=$(clock)
 printf '\033[1m==> tests, phase 2 of 2: one at a time (alone)\033[0m\n'
