@@ -9,9 +9,11 @@ column, creates a new database with the same page size and forced writes off (as
 is built), runs the workload's scripts there (schema: not timed), and then times:
 
 - **inserts**: N attachments (N = the population's load attachments), each on a thread of its
-  own, each running for every table one plain PSQL loop (one EXECUTE BLOCK, one transaction)
-  that inserts its share of the table's rows — keys from the loop counter, CHARs and VARCHARs of
-  the population's lengths cut from a random pool, numbers and timestamps from the counter: the
+  own, each running for every table plain PSQL loops (EXECUTE BLOCKs of at most ``block_rows``
+  rows, one transaction each: population_speed.py gives 30,000, about the population's largest
+  call, so the ceiling pays for no larger transaction than the population does) that insert its
+  share of the table's rows — keys from the loop counter, CHARs and VARCHARs of the
+  population's lengths cut from a random pool, numbers and timestamps from the counter: the
   same number of rows of the same width, and none of the population's random-number work;
 - **indices**: the workload's index step (indexes.sql), on one attachment as the population
   runs it.
@@ -106,9 +108,9 @@ def loop_block(table: dict[str, Any], first: int, count: int) -> str:
             "  g = g + 1;\n end\nend")
 
 
-def _insert(connection: Any, block: str | None, failures: list[BaseException]) -> None:
+def _insert(connection: Any, blocks: list[str], failures: list[BaseException]) -> None:
     try:
-        if block is not None:
+        for block in blocks:
             connection.execute_immediate(block)
             connection.commit()
     except BaseException as error:  # raised by the caller once every attachment is done
@@ -116,9 +118,10 @@ def _insert(connection: Any, block: str | None, failures: list[BaseException]) -
 
 
 def ceiling(population: str, target: str, workload_dir: str, scale: dict[str, Any], page_size: int,
-            attachments: int, tables: list[str], index_script: str) -> dict[str, Any]:
-    """Engine child: the same tables filled by plain PSQL loops on ``attachments`` attachments,
-    then ``index_script``; rows, seconds, bytes."""
+            attachments: int, tables: list[str], index_script: str, block_rows: int | None = None) -> dict[str, Any]:
+    """Engine child: the same tables filled by plain PSQL loops on ``attachments`` attachments
+    (each attachment's share in loops of at most ``block_rows`` rows, one transaction each; None:
+    one loop), then ``index_script``; rows, seconds, bytes."""
     from fbbench.database import driver, scripts
     from fbbench.workloads.spec import load_workload
 
@@ -137,10 +140,13 @@ def ceiling(population: str, target: str, workload_dir: str, scale: dict[str, An
     try:
         for table in described:
             share, extra = divmod(table["rows"], attachments)
-            blocks, first = [], 1
+            blocks: list[list[str]] = []
+            first = 1
             for index in range(attachments):
                 count = share + (index < extra)
-                blocks.append(loop_block(table, first, count) if count else None)
+                step = block_rows or max(count, 1)
+                blocks.append([loop_block(table, at, min(step, first + count - at))
+                               for at in range(first, first + count, step)])
                 first += count
             failures: list[BaseException] = []
             threads = [threading.Thread(target=_insert, args=(connections[i], block, failures))
