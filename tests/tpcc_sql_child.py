@@ -55,6 +55,49 @@ def new_order_rolls_back(seed: int) -> bool:
     return (x - 1) * 100 // (_MODULUS - 1) == 0
 
 
+def load_seed(scale: dict[str, Any], step_name: str, *iteration: int) -> int:
+    """The seed fbbench's population passes to the call of load step ``step_name`` for ``iteration``."""
+    workload = _workload(scale)
+    step = next(step for step in workload.load if step.name == step_name)
+    rng = random.Random(generators.derived_seed(workload.name, step.index, *iteration))
+    return int(generators.value(step.params[0], rng, 1, {}))
+
+
+class Draws:
+    """The population's generator drawing one number at a time, as random.sql describes it (what
+    load.sql's loaders, which jump ahead, must give in the same order)."""
+
+    def __init__(self, state: int) -> None:
+        self.x = state
+
+    def next(self) -> int:
+        self.x = self.x * 48271 % _MODULUS
+        return self.x
+
+    def pick(self, low: int, count: int) -> int:
+        """low .. low + count - 1 from the next state."""
+        return low + (self.next() - 1) * count // (_MODULUS - 1)
+
+
+def alnum_pool(state: int) -> str:
+    """tpcc_alnum_pool."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    draws = Draws(state)
+    return "".join(alphabet[draws.pick(0, 62)] for _ in range(2048))
+
+
+def cut(pool: str, draws: Draws, length: int) -> str:
+    """A random a-string of ``length`` characters cut from the pool at the next draw's offset."""
+    start = (draws.next() - 1) * (2049 - length) // (_MODULUS - 1)
+    return pool[start:start + length]
+
+
+def query(path: str, sql: str) -> list[list[Any]]:
+    with driver.connect(path) as connection, connection.cursor() as cursor:
+        cursor.execute(sql)
+        return [[_plain(value) for value in row] for row in cursor.fetchall()]
+
+
 # --- building the database as the workload describes it -------------------------------------
 
 def _workload(scale: dict[str, Any]) -> Workload:
@@ -126,6 +169,62 @@ def run_checks(path: str, scale: dict[str, Any]) -> dict[str, int]:
             results[check.name] = cursor.fetchone()[0]
         connection.commit()
     return results
+
+
+def checks_on_attachments(path: str, scale: dict[str, Any], attachments: list[int | None]) -> dict[str, Any]:
+    """fbbench's run_checks (fbbench.runner.engine.workload_sql) on the database at ``path`` with
+    each number of ``attachments``, beside the checks run one after the other on one attachment
+    as fbbench ran them before: the workload's checks plus one that cannot run and one that
+    returns more than its count. Each result list, and how many attachments each call opened."""
+    import dataclasses
+
+    from fbbench.runner.engine import workload_sql
+    from fbbench.workloads.spec import Check
+
+    spec = _workload(scale)
+    spec = dataclasses.replace(spec, checks=(*spec.checks, Check("no such table", "select count(*) from no_such_table"),
+                                             Check("with detail", "select 2, 'two', 3 from rdb$database")))
+    serial: list[dict[str, Any]] = []
+    with driver.connect(path) as connection, connection.cursor() as cursor:
+        for check in spec.checks:
+            try:
+                cursor.execute(check.sql)
+                row = cursor.fetchone()
+            except Exception as error:
+                serial.append({"name": check.name, "passed": False, "value": None,
+                               "detail": f"could not run: {driver.explain(error, path).message}"})
+                continue
+            violations = int(row[0] or 0)
+            extra = [str(v) for v in row[1:]]
+            serial.append({"name": check.name, "passed": violations == 0, "value": violations,
+                           "detail": f"{violations} violation(s)" + (f"; {', '.join(extra)}" if extra else "")})
+    opened = [0]
+    connect = driver.connect
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        opened[0] += 1
+        return connect(*args, **kwargs)
+
+    runs: list[dict[str, Any]] = []
+    driver.connect = counted
+    try:
+        for count in attachments:
+            opened[0] = 0
+            runs.append({"attachments": count, "results": workload_sql.run_checks(path, spec, count),
+                         "opened": opened[0]})
+    finally:
+        driver.connect = connect
+    return {"serial": serial, "names": [check.name for check in spec.checks], "runs": runs}
+
+
+def break_consistency(path: str) -> None:
+    """Violations of some checks and not others: one warehouse's W_YTD off by a cent (3.3.2.1,
+    3.3.2.8), one undelivered order's NEW_ORDER row gone (3.3.2.3, 3.3.2.5, 3.3.2.11)."""
+    with driver.connect(path) as connection, connection.cursor() as cursor:
+        cursor.execute("update warehouse set w_ytd = w_ytd + 0.01 where w_id = 1")
+        cursor.execute("delete from new_order where no_w_id = 2 and no_d_id = 3 and no_o_id = "
+                       "(select min(no_o_id) + 1 from new_order where no_w_id = 2 and no_d_id = 3)")
+        connection.commit()
 
 
 def row_counts(path: str) -> dict[str, int]:
