@@ -566,6 +566,7 @@ def test_run_against_a_server_keeps_the_password_off_disk(fb3: Fb3Server, tmp_pa
             assert _files_containing(root, secret.encode()) == [], root
 
 
+@pytest.mark.alone  # times Ctrl-C against the interpreter's start: on a loaded machine 0.1 s is still in Python's own
 @pytest.mark.parametrize("delay", [0.1, 0.2])
 def test_ctrl_c_while_the_cli_loads_is_quiet(delay: float) -> None:
     # Loading typer, rich and the runner takes a few tenths of a second on these machines.
