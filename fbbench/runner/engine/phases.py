@@ -142,19 +142,18 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                 detail["sweep_seconds"] = facts.sweep(db_plan.services_host, database_path)
             # gstat reads while the set-up below, read-only as it is, runs beside it.
             reading = gstat.Beside(db_plan.services_host, database_path) if monitor else None
-            with _gstat_kept_on_failure(store, run_id, "before", reading):
-                engine = facts.engine_facts(dsn, runtime)
-                before = facts.snapshot(dsn)
-                store.update_run(run_id, engine=engine, engine_version=engine["server_version"],
-                                 architecture=engine.get("server_mode") or engine["architecture"],
-                                 database={"location": dsn, "before": before})
-                workload_sql.prepare_all(dsn, workload)
-                engine["plans"] = workload_sql.plans(dsn, workload)
-                store.update_run(run_id, engine=engine)
-                exceptions = workload_sql.exception_numbers(dsn, workload)
-                constants = workload_sql.constants(dsn, workload, seed)
-                detail["constants"] = constants
-                tables = workload_sql.tables(dsn)
+            engine = facts.engine_facts(dsn, runtime)
+            before = facts.snapshot(dsn)
+            store.update_run(run_id, engine=engine, engine_version=engine["server_version"],
+                             architecture=engine.get("server_mode") or engine["architecture"],
+                             database={"location": dsn, "before": before})
+            workload_sql.prepare_all(dsn, workload)
+            engine["plans"] = workload_sql.plans(dsn, workload)
+            store.update_run(run_id, engine=engine)
+            exceptions = workload_sql.exception_numbers(dsn, workload)
+            constants = workload_sql.constants(dsn, workload, seed)
+            detail["constants"] = constants
+            tables = workload_sql.tables(dsn)
             if reading is not None:
                 detail.update(_record_gstat(store, run_id, "before", reading))
             if not runtime.embedded:  # over the network: the round trip is a condition of the run (timed alone)
@@ -228,8 +227,7 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                 # gstat counts is the load's).
                 reading = gstat.Beside(db_plan.services_host, database_path) if monitor else None
                 checking = time.monotonic()
-                with _gstat_kept_on_failure(store, run_id, "after", reading):
-                    checked = workload_sql.run_checks(dsn, workload)
+                checked = workload_sql.run_checks(dsn, workload)
                 detail["checks_seconds"] = time.monotonic() - checking
                 if reading is not None:
                     detail.update(_record_gstat(store, run_id, "after", reading))
@@ -439,21 +437,6 @@ def _gstat_cadence(settings: RecordedSettings, store: ResultsStore, run_id: str,
 
     with gstat.Cadence(services_host, database, float(every), record):
         yield
-
-
-@contextmanager
-def _gstat_kept_on_failure(store: ResultsStore, run_id: str, moment: str,
-                           reading: gstat.Beside | None) -> Iterator[None]:
-    """The work beside a gstat reading failed (a statement that does not prepare, a check that
-    cannot write): the reading is still recorded before the failure goes on, as it was when gstat
-    ran first — a failed run's page shows the tables as they were. Ctrl-C does not wait for it."""
-    try:
-        yield
-    except Exception:
-        if reading is not None:
-            with contextlib.suppress(Exception):
-                _record_gstat(store, run_id, moment, reading)
-        raise
 
 
 def _record_gstat(store: ResultsStore, run_id: str, moment: str, reading: gstat.Beside) -> dict[str, float]:
