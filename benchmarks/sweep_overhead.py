@@ -9,11 +9,10 @@ whole wall time. Targets: below 5 % at 60 s cells, below 15 % at 15 s cells.
 Then where that time goes, per run (the median over the runs, and the total over all of them),
 from what the results store recorded of each run's phases: the runtime root, the engine
 process's start, the database (a copy of the cached population; the first run of a population
-builds it), the sweep and gstat before (what the run waited for it beyond the set-up it reads
-beside), the rest of the phase before (engine facts, statements prepared), the load's own set-up
-and end beyond its warm-up and measured seconds (attachments connecting, the last interval's
-sample), gstat after (what it added beyond the checks it reads beside), the workload's checks,
-the rest of the phase after (audits), the validation, and the end (firebird.log findings, the summary stored);
+builds it), the sweep and gstat before, the rest of the phase before (engine facts, statements
+prepared), the load's own set-up and end beyond its warm-up and measured seconds (attachments
+connecting, the last interval's sample), gstat after, the workload's checks, the rest of the
+phase after (audits), the validation, and the end (firebird.log findings, the summary stored);
 and between the runs, the sweep's own work (each run's checks before it starts, the clean-up
 after it, the report at the end).
 
@@ -59,10 +58,10 @@ def where_the_time_goes(run: Mapping[str, Any]) -> dict[str, float]:
     parts["engine process start"] = phases["database"]["started_at"] - run["started_at"] - parts["runtime root"]
     parts["database (copy or build)"] = seconds.get("database", 0.0)
     parts["sweep before"] = float(detail["before"].get("sweep_seconds") or 0)
-    parts["gstat before"] = _gstat_waited(detail["before"])
+    parts["gstat before"] = float(detail["before"].get("gstat_seconds") or 0)
     parts["rest of before"] = seconds.get("before", 0.0) - parts["sweep before"] - parts["gstat before"]
     parts["load set-up and end"] = seconds.get("measure", 0.0) - load
-    parts["gstat after"] = _gstat_waited(detail.get("after", {}))
+    parts["gstat after"] = float(detail.get("after", {}).get("gstat_seconds") or 0)
     parts["checks"] = float(detail.get("after", {}).get("checks_seconds") or 0)
     parts["rest of after"] = seconds.get("after", 0.0) - parts["gstat after"] - parts["checks"]
     parts["validation"] = seconds.get("validate", 0.0)
@@ -74,12 +73,6 @@ def where_the_time_goes(run: Mapping[str, Any]) -> dict[str, float]:
     last = ordered[-1]
     parts["end (log findings, summary)"] = run["ended_at"] - last["started_at"] - float(last.get("seconds") or 0)
     return parts
-
-
-def _gstat_waited(detail: Mapping[str, Any]) -> float:
-    """What gstat added to its phase: the wait for it beyond the work it ran beside (runs that
-    read it alone recorded only its seconds)."""
-    return float(detail.get("gstat_waited_seconds", detail.get("gstat_seconds")) or 0)
 
 
 def breakdown(store: ResultsStore, run_ids: list[str]) -> tuple[dict[str, list[float]], float, float]:

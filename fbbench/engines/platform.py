@@ -217,6 +217,17 @@ _MEMINFO_KEYS = {"MemTotal": "total", "MemAvailable": "available", "Cached": "pa
                  "Writeback": "writeback"}
 
 
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident set (VmHWM). Not getrusage's ru_maxrss: that one survives exec
+    and would be the peak of the process that spawned this one; psutil has no peak RSS on Linux
+    (it reports one on Windows only)."""
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 def os_name() -> str | None:
     """The distribution's own name for itself (os-release's PRETTY_NAME), None where there is none."""
     for line in _read("/etc/os-release").splitlines():

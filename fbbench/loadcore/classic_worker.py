@@ -16,20 +16,9 @@ from typing import Any
 import psutil
 
 from fbbench import _core, signals
+from fbbench.engines import platform
 
 STREAM_SECONDS = 0.25  # how often a worker sends its live counters (and closed intervals)
-
-
-def _peak_rss_bytes() -> int | None:
-    """This process's peak resident set (VmHWM). Not getrusage's ru_maxrss: that one survives exec
-    and would be the peak of the process that spawned this one; psutil has no peak RSS on Linux
-    (it reports one on Windows only). Read here rather than imported from fbbench.engines, whose
-    package costs each of a Classic run's attachment processes 0.1 s of CPU to import."""
-    try:
-        with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
 
 
 def _pss_bytes() -> int | None:
@@ -115,7 +104,7 @@ def _work(run: Any, first: dict[str, Any]) -> int:
         # engine, say), which only the parent's watchdog ends. Its attachment is detached.
         while True:
             time.sleep(60)
-    emit({"result": result, "process": {"pid": os.getpid(), "peak_rss_bytes": _peak_rss_bytes(),
+    emit({"result": result, "process": {"pid": os.getpid(), "peak_rss_bytes": platform.peak_rss_bytes(),
                                         "peak_pss_bytes": peak_pss or None, "threads": threads or None,
                                         "cpu_seconds": _process_cpu()}})
     sys.stderr.flush()

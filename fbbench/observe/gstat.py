@@ -229,33 +229,3 @@ class Cadence:
             except Exception:
                 self.readings -= 1  # not recorded; the next reading still comes
             next_at = max(next_at + self.every, time.monotonic())
-
-
-class Beside:
-    """One gstat reading on a thread of its own, started now, while the caller does other
-    read-only work on the same database (a run's set-up before its load, its checks after it):
-    the run waits for the longer of the two instead of their sum. :meth:`result` waits for the
-    reading; how long that wait was is what gstat added to the caller's time."""
-
-    def __init__(self, services_host: str, database: str) -> None:
-        self.services_host, self.database = services_host, database
-        self.snapshot: GstatSnapshot | None = None
-        self.failure: BaseException | None = None
-        # A daemon: an interrupted run ends without waiting for a reading nobody will store.
-        self.thread = threading.Thread(target=self._read, name="fbbench-gstat-beside", daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        try:
-            self.snapshot = collect(self.services_host, self.database)
-        except BaseException as error:  # collect records the engine's refusals; anything else is raised by result()
-            self.failure = error
-
-    def result(self) -> tuple[GstatSnapshot, float]:
-        """The reading, and the seconds this call waited for it."""
-        started = time.monotonic()
-        self.thread.join()
-        if self.failure is not None:
-            raise self.failure
-        assert self.snapshot is not None
-        return self.snapshot, time.monotonic() - started

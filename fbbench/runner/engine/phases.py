@@ -140,9 +140,11 @@ def execute(plan: RunPlan) -> dict[str, Any]:
         with phases.phase("before", "before: sweep, gstat, snapshot") as detail:
             if settings["sweep"]:
                 detail["sweep_seconds"] = facts.sweep(db_plan.services_host, database_path)
-            # gstat reads while the set-up below, read-only as it is, runs beside it.
-            reading = gstat.Beside(db_plan.services_host, database_path) if monitor else None
+            if monitor:
+                detail["gstat_seconds"] = _record_gstat(store, run_id, "before", db_plan.services_host, database_path)
             engine = facts.engine_facts(dsn, runtime)
+            if not runtime.embedded:  # over the network: the round trip is a condition of the run
+                engine["round_trip"] = facts.round_trip(dsn, db_plan.services_host.split("/")[0])
             before = facts.snapshot(dsn)
             store.update_run(run_id, engine=engine, engine_version=engine["server_version"],
                              architecture=engine.get("server_mode") or engine["architecture"],
@@ -154,11 +156,6 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             constants = workload_sql.constants(dsn, workload, seed)
             detail["constants"] = constants
             tables = workload_sql.tables(dsn)
-            if reading is not None:
-                detail.update(_record_gstat(store, run_id, "before", reading))
-            if not runtime.embedded:  # over the network: the round trip is a condition of the run (timed alone)
-                engine["round_trip"] = facts.round_trip(dsn, db_plan.services_host.split("/")[0])
-                store.update_run(run_id, engine=engine)
             if settings.get("drop_caches"):
                 # Last before the load attaches: what it reads first, it reads from the disk.
                 detail["drop_caches"] = host_os.drop_page_cache()
@@ -223,16 +220,13 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             with phases.phase("after", "after: snapshot, gstat, checks, audits") as detail:
                 after = facts.snapshot(dsn)
                 store.update_run(run_id, database={"location": dsn, "before": before, "after": after})
-                # gstat reads while the checks run beside it (their attachments collect no garbage: what
-                # gstat counts is the load's).
-                reading = gstat.Beside(db_plan.services_host, database_path) if monitor else None
+                if monitor:
+                    detail["gstat_seconds"] = _record_gstat(store, run_id, "after", db_plan.services_host,
+                                                            database_path)
                 checking = time.monotonic()
-                checked = workload_sql.run_checks(dsn, workload)
-                detail["checks_seconds"] = time.monotonic() - checking
-                if reading is not None:
-                    detail.update(_record_gstat(store, run_id, "after", reading))
-                for check in checked:
+                for check in workload_sql.run_checks(dsn, workload):
                     store.record_check(run_id, "check", check["name"], check["passed"], check["value"], check["detail"])
+                detail["checks_seconds"] = time.monotonic() - checking
                 if replicated and replicated.get("replica"):
                     in_step, said = replication.replica_in_step(dsn, replicated["replica"]["path"])
                     store.record_check(run_id, "check", REPLICA_CHECK, in_step, None, said)
@@ -439,14 +433,14 @@ def _gstat_cadence(settings: RecordedSettings, store: ResultsStore, run_id: str,
         yield
 
 
-def _record_gstat(store: ResultsStore, run_id: str, moment: str, reading: gstat.Beside) -> dict[str, float]:
-    """gstat through the services API, read beside other work; a failure to collect or parse is
-    recorded, never raised. Returns the seconds it took and the seconds the run waited for it
-    beyond the work beside it (what a run spends besides its load: benchmarks/sweep_overhead.py)."""
-    snapshot, waited = reading.result()
+def _record_gstat(store: ResultsStore, run_id: str, moment: str, services_host: str, database: str) -> float:
+    """gstat through the services API; a failure to collect or parse is recorded, never raised.
+    Returns the seconds it took (what a run spends besides its load: benchmarks/sweep_overhead.py)."""
+    started = time.monotonic()
+    snapshot = gstat.collect(services_host, database)
     problem = snapshot.error or snapshot.parse_error
     store.record_gstat(run_id, moment, snapshot.taken_at, snapshot.to_dict(), snapshot.raw, problem)
-    return {"gstat_seconds": snapshot.seconds or 0.0, "gstat_waited_seconds": waited}
+    return time.monotonic() - started
 
 
 def _validate(phases: _Phases, settings: RecordedSettings, loaded: float, abandoned: bool, services_host: str,

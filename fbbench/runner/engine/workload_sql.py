@@ -137,9 +137,7 @@ def run_checks(dsn: str, workload: Workload, attachments: int | None = None) -> 
     refused: list[BaseException] = []
 
     def work() -> None:
-        # No garbage collection: the checks read, and change nothing, not even the back versions a
-        # gstat beside them counts (phases.py); what they see is the same.
-        with driver.connect(dsn, no_gc=True) as connection, connection.cursor() as cursor:
+        with driver.connect(dsn) as connection, connection.cursor() as cursor:
             while not refused:
                 try:
                     index, check = pending.get_nowait()
