@@ -8,7 +8,6 @@ claimed; a short concurrent mix leaves the checks passing.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -125,26 +124,6 @@ def test_checks_pass_after_a_concurrent_mix(tpcc: Tpcc) -> None:
     assert mix["outcomes"].get("new_order.ok", 0) > 0 and mix["outcomes"].get("delivery.ok", 0) > 0, mix
     checks = tpcc.call("run_checks", path, SCALE)
     assert checks == dict.fromkeys(checks, 0)
-
-
-def test_checks_on_parallel_attachments_answer_as_one_after_the_other(tpcc: Tpcc) -> None:
-    # fbbench runs a workload's checks on several attachments at once (workload_sql.run_checks):
-    # each check's result must be what the checks run one after the other on one attachment gave,
-    # in the workload's order, for a database that breaks some checks, with a check that cannot
-    # run and one that says more than its count.
-    path = tpcc.copy("broken.fdb")
-    tpcc.call("break_consistency", path)
-    found = tpcc.call("checks_on_attachments", path, SCALE, [1, 2, 5, None, 100])
-    serial, names = found["serial"], found["names"]
-    failed = {result["name"] for result in serial if not result["passed"]}
-    assert {"3.3.2.1 W_YTD = sum(D_YTD)", "3.3.2.8 W_YTD = sum(H_AMOUNT)", "no such table"} <= failed, serial
-    assert 0 < len(failed) < len(names) - 2, serial
-    assert serial[-1]["detail"] == "2 violation(s); two, 3" and serial[-2]["value"] is None, serial
-    for run in found["runs"]:
-        assert run["results"] == serial, run["attachments"]
-        assert [result["name"] for result in run["results"]] == names
-        wanted = run["attachments"] or os.cpu_count() or 1
-        assert run["opened"] == min(wanted, len(names)), run
 
 
 def test_delivery_never_delivers_an_order_a_concurrent_delivery_claimed(tpcc: Tpcc) -> None:

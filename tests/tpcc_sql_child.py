@@ -128,62 +128,6 @@ def run_checks(path: str, scale: dict[str, Any]) -> dict[str, int]:
     return results
 
 
-def checks_on_attachments(path: str, scale: dict[str, Any], attachments: list[int | None]) -> dict[str, Any]:
-    """fbbench's run_checks (fbbench.runner.engine.workload_sql) on the database at ``path`` with
-    each number of ``attachments``, beside the checks run one after the other on one attachment
-    as fbbench ran them before: the workload's checks plus one that cannot run and one that
-    returns more than its count. Each result list, and how many attachments each call opened."""
-    import dataclasses
-
-    from fbbench.runner.engine import workload_sql
-    from fbbench.workloads.spec import Check
-
-    spec = _workload(scale)
-    spec = dataclasses.replace(spec, checks=(*spec.checks, Check("no such table", "select count(*) from no_such_table"),
-                                             Check("with detail", "select 2, 'two', 3 from rdb$database")))
-    serial: list[dict[str, Any]] = []
-    with driver.connect(path) as connection, connection.cursor() as cursor:
-        for check in spec.checks:
-            try:
-                cursor.execute(check.sql)
-                row = cursor.fetchone()
-            except Exception as error:
-                serial.append({"name": check.name, "passed": False, "value": None,
-                               "detail": f"could not run: {driver.explain(error, path).message}"})
-                continue
-            violations = int(row[0] or 0)
-            extra = [str(v) for v in row[1:]]
-            serial.append({"name": check.name, "passed": violations == 0, "value": violations,
-                           "detail": f"{violations} violation(s)" + (f"; {', '.join(extra)}" if extra else "")})
-    opened = [0]
-    connect = driver.connect
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        opened[0] += 1
-        return connect(*args, **kwargs)
-
-    runs: list[dict[str, Any]] = []
-    driver.connect = counted
-    try:
-        for count in attachments:
-            opened[0] = 0
-            runs.append({"attachments": count, "results": workload_sql.run_checks(path, spec, count),
-                         "opened": opened[0]})
-    finally:
-        driver.connect = connect
-    return {"serial": serial, "names": [check.name for check in spec.checks], "runs": runs}
-
-
-def break_consistency(path: str) -> None:
-    """Violations of some checks and not others: one warehouse's W_YTD off by a cent (3.3.2.1,
-    3.3.2.8), one undelivered order's NEW_ORDER row gone (3.3.2.3, 3.3.2.5, 3.3.2.11)."""
-    with driver.connect(path) as connection, connection.cursor() as cursor:
-        cursor.execute("update warehouse set w_ytd = w_ytd + 0.01 where w_id = 1")
-        cursor.execute("delete from new_order where no_w_id = 2 and no_d_id = 3 and no_o_id = "
-                       "(select min(no_o_id) + 1 from new_order where no_w_id = 2 and no_d_id = 3)")
-        connection.commit()
-
-
 def row_counts(path: str) -> dict[str, int]:
     with driver.connect(path) as connection, connection.cursor() as cursor:
         counts = {}

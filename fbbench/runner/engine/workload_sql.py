@@ -5,14 +5,11 @@ the engine chose for each of the units' statements (what ``fbbench track`` follo
 
 from __future__ import annotations
 
-import os
-import queue
-import threading
 from typing import Any
 
 from fbbench.database import driver
 from fbbench.errors import FbbenchError
-from fbbench.workloads.spec import Check, Workload
+from fbbench.workloads.spec import Workload
 
 
 def prepare_all(dsn: str, workload: Workload) -> None:
@@ -120,61 +117,23 @@ def constants(dsn: str, workload: Workload, seed: int) -> dict[str, float]:
     return values
 
 
-def run_checks(dsn: str, workload: Workload, attachments: int | None = None) -> list[dict[str, Any]]:
-    """Each check's outcome, in the workload's order. The checks are independent read-only
-    queries, so they share out over ``attachments`` attachments (default: one per CPU, at most
-    one per check), each on a thread of its own: the engine runs them side by side, and a run's
-    end does not wait for TPC-C's twelve full scans one after the other. The same queries and
-    answers, sooner."""
-    checks = list(workload.checks)
-    if not checks:
-        return []
-    workers = max(1, min(attachments or os.cpu_count() or 1, len(checks)))
-    pending = queue.SimpleQueue[tuple[int, Check]]()
-    for item in enumerate(checks):
-        pending.put(item)
-    results: list[dict[str, Any] | None] = [None] * len(checks)
-    refused: list[BaseException] = []
-
-    def work() -> None:
-        with driver.connect(dsn) as connection, connection.cursor() as cursor:
-            while not refused:
-                try:
-                    index, check = pending.get_nowait()
-                except queue.Empty:
-                    return
-                results[index] = _run_check(cursor, dsn, check)
-
-    def guarded() -> None:
-        try:
-            work()
-        except BaseException as error:  # the database cannot be written, no attachment, or a bug: raised below
-            refused.append(error)
-
-    threads = [threading.Thread(target=guarded, name=f"fbbench-checks-{n}", daemon=True) for n in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if refused:
-        raise refused[0]
-    missing = [check.name for check, result in zip(checks, results, strict=True) if result is None]
-    if missing:  # every worker ended without an error, so this cannot be: never drop a check silently
-        raise RuntimeError(f"checks not run: {', '.join(missing)}")
-    return [result for result in results if result is not None]
-
-
-def _run_check(cursor: Any, dsn: str, check: Check) -> dict[str, Any]:
-    try:
-        cursor.execute(check.sql)
-        row = cursor.fetchone()
-        violations = int(row[0] or 0) if row else 0
-        extra = [str(v) for v in (row[1:] if row else ())]
-        detail = f"{violations} violation(s)" + (f"; {', '.join(extra)}" if extra else "")
-        return {"name": check.name, "passed": violations == 0, "value": violations, "detail": detail}
-    except Exception as error:
-        explained = driver.explain(error, dsn)
-        if driver.cannot_write(explained):
-            raise FbbenchError(f"the database cannot be written (check '{check.name}'): {explained.message}",
-                               hint=explained.hint) from None
-        return {"name": check.name, "passed": False, "value": None, "detail": f"could not run: {explained.message}"}
+def run_checks(dsn: str, workload: Workload) -> list[dict[str, Any]]:
+    results = []
+    with driver.connect(dsn) as connection, connection.cursor() as cursor:
+        for check in workload.checks:
+            try:
+                cursor.execute(check.sql)
+                row = cursor.fetchone()
+                violations = int(row[0] or 0) if row else 0
+                extra = [str(v) for v in (row[1:] if row else ())]
+                detail = f"{violations} violation(s)" + (f"; {', '.join(extra)}" if extra else "")
+                results.append({"name": check.name, "passed": violations == 0, "value": violations,
+                                "detail": detail})
+            except Exception as error:
+                explained = driver.explain(error, dsn)
+                if driver.cannot_write(explained):
+                    raise FbbenchError(f"the database cannot be written (check '{check.name}'): {explained.message}",
+                                       hint=explained.hint) from None
+                results.append({"name": check.name, "passed": False, "value": None,
+                                "detail": f"could not run: {explained.message}"})
+    return results
