@@ -254,8 +254,11 @@ def test_ctrl_c_ends_a_profiled_run_within_seconds(tmp_path: Path) -> None:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and run.poll() is None:
             if store.exists():
-                with closing(sqlite3.connect(store)) as db:
-                    measured = db.execute("select count(*) from intervals where phase = 'measure'").fetchone()[0]
+                try:
+                    with closing(sqlite3.connect(store)) as db:
+                        measured = db.execute("select count(*) from intervals where phase = 'measure'").fetchone()[0]
+                except sqlite3.OperationalError:  # the run is still making the store's tables
+                    measured = 0
                 if measured >= 2:  # the sessions are started: the measured period is on
                     break
             time.sleep(0.2)
