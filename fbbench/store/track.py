@@ -128,7 +128,7 @@ def points_of(store: ResultsStore, series_id: str) -> list[PointRow]:
 
 
 def point_count(store: ResultsStore, series_id: str) -> int:
-    return int(store.db.execute("select count(*) from track_points where series_id = ?", (series_id,)).fetchone()[0])
+    return int(_rows(store, "select count(*) from track_points where series_id = ?", (series_id,))[0][0])
 
 
 def points_of_suite(store: ResultsStore, suite: str) -> list[PointRow]:
