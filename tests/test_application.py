@@ -104,11 +104,16 @@ def test_a_strict_replay_replays_every_transaction_and_diverges_in_few(app: dict
     # docflow at the scale it was traced, every action in the order the engine logged it: the same
     # work, nearly. The engine logs a commit a moment after it became visible, so a snapshot taken
     # in that moment saw rows the trace's order puts after it; docflow's service units aggregate
-    # what every attachment committed, and documents flow between workers. Those few transactions
-    # are listed, each with what was traced and what was replayed; no error, no failed commit.
+    # what every attachment committed, and documents flow between workers. For the same reason a
+    # statement may meet a row lock the trace's order has not yet released (docflow waits 3 s,
+    # then counts a conflict; seen once in CI, on a loaded machine). Those few transactions are
+    # listed, each with what was traced and what was replayed; no other error, no failed commit.
     for item in replay["divergence_list"]:
-        assert item["kind"] == "rows changed", item
-        assert set(item["detail"]) == {"traced", "replayed"}
+        if item["kind"] == "error":
+            assert item["detail"]["conflict"] and item["detail"]["traced_gdscode"] is None, json.dumps(item)
+            continue
+        assert item["kind"] == "rows changed", json.dumps(item)
+        assert set(item["detail"]) == {"traced", "replayed"}, json.dumps(item)
     assert replay["divergences"] <= 0.02 * replay["transactions"]["replayed"]
     assert replay["stalls"] == 0
     units = document["units"]

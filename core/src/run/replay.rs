@@ -259,6 +259,7 @@ impl<'s> Worker<'s> {
                             stats.diverged(
                                 "error",
                                 with(where_.clone(), json!({"gdscode": code, "traced_gdscode": e.error,
+                                                            "conflict": outcome == Outcome::Conflict,
                                                             "message": first_line(&att.error_text())})),
                             );
                             failure = Some((outcome, code));
