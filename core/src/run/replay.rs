@@ -20,7 +20,7 @@ use super::state::lock;
 use super::worker::Worker;
 use crate::config::{Order, Replay, ReplayExecution};
 use crate::conn::{Attachment, Statement};
-use crate::ffi::Handle;
+use crate::ffi::{exception_number, Handle};
 use crate::outcome::{classify, Failure, Outcome};
 use crate::stats::record_local;
 
@@ -256,11 +256,17 @@ impl<'s> Worker<'s> {
                         self.message(att, code);
                         // -1: the trace saw it fail without logging the error; any error is that.
                         if e.error != Some(code) && e.error != Some(-1) {
+                            let text = att.error_text();
+                            // fb_interpret's lines of a PSQL exception: its number, its name, its text.
+                            let exception = exception_number(&att.status)
+                                .and_then(|_| text.lines().nth(1))
+                                .map(str::to_string);
                             stats.diverged(
                                 "error",
                                 with(where_.clone(), json!({"gdscode": code, "traced_gdscode": e.error,
                                                             "conflict": outcome == Outcome::Conflict,
-                                                            "message": first_line(&att.error_text())})),
+                                                            "exception": exception,
+                                                            "message": first_line(&text)})),
                             );
                             failure = Some((outcome, code));
                         }
