@@ -9,15 +9,19 @@ to a module — :mod:`.run`, :mod:`.compare` (with ``lint``), :mod:`.sweep`, :mo
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Annotated, Any
 
 import typer
-import typer.rich_utils
 from rich.table import Table
 
 from fbbench import __version__, signals
-from fbbench.cli import compare, db, engines, lab, replay, results, run, sweep, trace, track, workload
 from fbbench.cli.common import _print_error, console
 from fbbench.errors import FbbenchError
 
@@ -36,7 +40,33 @@ class _HelpOptions(Table):
         super().add_row(*renderables, **options)
 
 
-typer.rich_utils.Table = _HelpOptions  # type: ignore[misc]
+class _OnceTyperRichUtilsLoads(importlib.abc.MetaPathFinder):
+    """Gives typer's help its _HelpOptions table as typer.rich_utils loads: typer imports that
+    module (rich's Markdown with it, a tenth of a second) only to print help or an error, so a
+    command that prints neither never loads it."""
+
+    def find_spec(self, name: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if name != "typer.rich_utils":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        load = spec.loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            load(module)
+            module.Table = _HelpOptions  # type: ignore[attr-defined]
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+if "typer.rich_utils" in sys.modules:
+    sys.modules["typer.rich_utils"].Table = _HelpOptions  # type: ignore[attr-defined]
+else:
+    sys.meta_path.insert(0, _OnceTyperRichUtilsLoads())
 
 app = typer.Typer(
     name="fbbench",
@@ -48,22 +78,55 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},  # every command inherits it (click)
 )
-app.add_typer(engines.engines_app, name="engines")
-app.add_typer(db.db_app, name="db")
-app.command()(engines.doctor)
-app.add_typer(results.results_app, name="results")
+
+
+def _command(module: str, function: str, name: str | None = None, **options: Any) -> Callable[[], None]:
+    def add() -> None:
+        loaded = importlib.import_module(f"fbbench.cli.{module}")
+        if "help" in options and options["help"] is None:
+            options["help"] = loaded.HELP
+        app.command(name, **options)(getattr(loaded, function))
+    return add
+
+
+def _group(module: str, attribute: str, name: str) -> Callable[[], None]:
+    return lambda: app.add_typer(getattr(importlib.import_module(f"fbbench.cli.{module}"), attribute), name=name)
+
+
+# The commands in the order fbbench --help lists them, each with how it is added. A command line
+# naming one loads only that one's module and builds only its options (typer turns every option of
+# every command it holds into click's, a tenth of a second for all of them): the test suite starts
+# fbbench some thousand times. Help, an unknown name or none at all loads every one.
 # The list fbbench --help shows takes one line a command (short_help); each command's own --help has all.
-app.command(help=run.HELP, short_help="Run a benchmark: build, fill and drive a database, watch the engine, "
-            "record and report.")(run.run)
-app.command(help=sweep.HELP)(sweep.sweep)
-app.command(short_help="Compare runs or series: every figure as a ratio with its 95 % interval, conditions "
-            "and lint first.")(compare.compare)
-app.command("lint", short_help="The credibility lint alone (exit 1 on an error, for CI).")(compare.lint_command)
-app.add_typer(trace.trace_app, name="trace")
-app.add_typer(workload.workload_app, name="workload")
-app.command(short_help="Replay an application's trace on a copy restored from its backup, as a run.")(replay.replay)
-app.add_typer(track.track_app, name="track")
-app.add_typer(lab.lab_app, name="lab")
+_COMMANDS: dict[str, Callable[[], None]] = {
+    "engines": _group("engines", "engines_app", "engines"),
+    "db": _group("db", "db_app", "db"),
+    "doctor": _command("engines", "doctor"),
+    "results": _group("results", "results_app", "results"),
+    "run": _command("run", "run", help=None, short_help="Run a benchmark: build, fill and drive a database, "
+                    "watch the engine, record and report."),
+    "sweep": _command("sweep", "sweep", help=None),
+    "compare": _command("compare", "compare", short_help="Compare runs or series: every figure as a ratio with "
+                        "its 95 % interval, conditions and lint first."),
+    "lint": _command("compare", "lint_command", "lint",
+                     short_help="The credibility lint alone (exit 1 on an error, for CI)."),
+    "trace": _group("trace", "trace_app", "trace"),
+    "workload": _group("workload", "workload_app", "workload"),
+    "replay": _command("replay", "replay", short_help="Replay an application's trace on a copy restored from "
+                       "its backup, as a run."),
+    "track": _group("track", "track_app", "track"),
+    "lab": _group("lab", "lab_app", "lab"),
+}
+
+
+def _add_commands(arguments: list[str]) -> None:
+    """The command the arguments name, or every command (see _COMMANDS)."""
+    named = next((a for a in arguments if not a.startswith("-")), None)
+    if named in _COMMANDS and not any(a in ("-h", "--help") for a in arguments[: arguments.index(named)]):
+        _COMMANDS[named]()
+    else:
+        for add in _COMMANDS.values():
+            add()
 
 
 @app.callback(invoke_without_command=True)
@@ -77,6 +140,7 @@ def _version(
 
 
 def main() -> None:
+    _add_commands(sys.argv[1:])
     try:
         app()
     except FbbenchError as error:
