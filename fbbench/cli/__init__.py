@@ -122,8 +122,13 @@ _COMMANDS: dict[str, Callable[[], None]] = {
 def _add_commands(arguments: list[str]) -> None:
     """The command the arguments name, or every command (see _COMMANDS)."""
     named = next((a for a in arguments if not a.startswith("-")), None)
-    if named in _COMMANDS and not any(a in ("-h", "--help") for a in arguments[: arguments.index(named)]):
+    options = arguments if named is None else arguments[: arguments.index(named)]
+    if "-h" in options or "--help" in options:
+        named = None
+    if named in _COMMANDS:
         _COMMANDS[named]()
+    elif named is None and "--version" in options:
+        pass  # the callback prints it and exits before any command is looked at
     else:
         for add in _COMMANDS.values():
             add()
