@@ -10,6 +10,9 @@ pages exist, and plans at every point. Then, through the real command:
    points under 10 s);
 2. one more point in one series, and ``track publish`` again: only what changed (target: under 1 s).
 
+Publishing again with nothing new, one more point (each in the next series) and the fixed cost are
+each measured ``--repeat`` times (5): their median and range are printed.
+
 The points are made without an engine (their figures are drawn around fixed levels); the
 change detection, the site and the run pages are the real ones. ``track run`` looks at a series
 for changes as it adds each point, so the store is looked at before the first publish, as
@@ -89,6 +92,8 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=1000)
     parser.add_argument("--series", type=int, default=5)
     parser.add_argument("--keep", type=Path, help="keep the store and the site here")
+    parser.add_argument("--repeat", type=int, default=5, help="times the fixed cost, publishing again with "
+                        "nothing new, and one more point are each measured (median and range printed)")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="fbbench-publish-speed-"))
     try:
@@ -127,24 +132,34 @@ def main() -> None:
                 changes.evaluate_suite(store, "speed", methods)
             return time.monotonic() - clock
 
-        clock = time.monotonic()
-        started_only = subprocess.run([sys.executable, "-m", "fbbench", "--version"], capture_output=True, env=env,
-                                      cwd=HERE.parent)
-        start = time.monotonic() - clock
-        assert started_only.returncode == 0, started_only.stderr
+        def started_only() -> float:
+            clock = time.monotonic()
+            done = subprocess.run([sys.executable, "-m", "fbbench", "--version"], capture_output=True, env=env,
+                                  cwd=HERE.parent)
+            assert done.returncode == 0, done.stderr
+            return time.monotonic() - clock
+
+        def spread(times: list[float]) -> str:
+            return (f"{float(np.median(times)):.2f} s (median of {len(times)}, {min(times):.2f}–{max(times):.2f})"
+                    if len(times) > 1 else f"{times[0]:.2f} s")
+
         print(f"{args.points} points in {args.series} series (3 runs each, a report each): looked at for changes from "
               f"scratch (every length, as if they came one by one) {look():.1f} s — track run does it a point at a "
-              f"time\nthe command's fixed cost (fbbench --version): {start:.2f} s")
+              f"time\nthe command's fixed cost (fbbench --version): "
+              f"{spread([started_only() for _ in range(args.repeat)])}")
         first, said = publish()
         print(f"publish into a new directory: {first:.2f} s (the command)\n  {said}")
-        again, said = publish()
-        print(f"publish again, nothing new: {again:.2f} s\n  {said}")
-        with ResultsStore(results) as store:
-            add_point(store, results, "t0", per_series, 1.3, rng, time.time())
-        looked = look()
-        one, said = publish()
-        print(f"one more point: looked at for changes {looked:.2f} s (in track run), then publish again: "
-              f"{one:.2f} s (the command)\n  {said}")
+        again = [publish() for _ in range(args.repeat)]
+        print(f"publish again, nothing new: {spread([seconds for seconds, _ in again])}\n  {again[-1][1]}")
+        looked, one = [], []
+        for extra in range(args.repeat):
+            with ResultsStore(results) as store:
+                add_point(store, results, f"t{extra % args.series}", per_series + extra // args.series, 1.3, rng,
+                          time.time())
+            looked.append(look())
+            one.append(publish())
+        print(f"one more point: looked at for changes {spread(looked)} (in track run), then publish again: "
+              f"{spread([seconds for seconds, _ in one])} (the command)\n  {one[-1][1]}")
         load = os.getloadavg()
         print(f"host: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; the site on the "
               f"store's file system (run reports hard-linked)")

@@ -213,9 +213,13 @@ def publish(store: ResultsStore, suite: Suite, directory: Path, results: Path,
     writer = _Writer(directory, record, published)
     pages = track_site.Pages(document, time.time())
     for series in document["series"]:
-        writer.text(pages.series_name(series), pages.series_page(series, {
-            p["point_id"]: [{"side": side, "run_id": run, "page": f"../runs/{run}.html"}
-                            for side, run in _runs_of(held, p)] for p in series["points"]}))
+        runs = {p["point_id"]: [{"side": side, "run_id": run, "page": f"../runs/{run}.html"}
+                                for side, run in _runs_of(held, p)] for p in series["points"]}
+        # A series page is made from its series and its runs alone: kept when neither changed.
+        name = pages.series_name(series)
+        inputs = _digest(json.dumps([series, runs], sort_keys=True, default=str).encode())
+        if not writer.unchanged(name, inputs):
+            writer.text(name, pages.series_page(series, runs), inputs=inputs)
         for point in series["points"]:
             for _side, run in _runs_of(held, point):
                 _run_page(store, writer, results, run)
