@@ -28,7 +28,7 @@ fi
 clock() { date +%s.%N; }
 took() { awk -v a="$1" -v b="$2" 'BEGIN { s = b - a; printf "%d min %04.1f s", s / 60, s - 60 * int(s / 60) }'; }
 
-# Bytecode written once for the thousands of fbbench processes the suite starts: where
+# Bytecode written once for the hundreds of fbbench processes the suite starts: where
 # PYTHONDONTWRITEBYTECODE is set, each would otherwise compile what changed since (setup.sh does it too).
 "$python" -m compileall -q fbbench tests >/dev/null
 

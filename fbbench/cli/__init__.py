@@ -96,7 +96,7 @@ def _group(module: str, attribute: str, name: str) -> Callable[[], None]:
 # The commands in the order fbbench --help lists them, each with how it is added. A command line
 # naming one loads only that one's module and builds only its options (typer turns every option of
 # every command it holds into click's, a tenth of a second for all of them): the test suite starts
-# fbbench some thousand times. Help, an unknown name or none at all loads every one.
+# fbbench hundreds of times. Help, an unknown name or none at all loads every one.
 # The list fbbench --help shows takes one line a command (short_help); each command's own --help has all.
 _COMMANDS: dict[str, Callable[[], None]] = {
     "engines": _group("engines", "engines_app", "engines"),
