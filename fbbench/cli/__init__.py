@@ -80,12 +80,12 @@ app = typer.Typer(
 )
 
 
-def _command(module: str, function: str, name: str | None = None, **options: Any) -> Callable[[], None]:
+def _command(module: str, function: str, name: str | None = None, *, module_help: bool = False,
+             **options: Any) -> Callable[[], None]:
+    """``module_help``: the command's help is the module's HELP (longer than its docstring could hold)."""
     def add() -> None:
         loaded = importlib.import_module(f"fbbench.cli.{module}")
-        if "help" in options and options["help"] is None:
-            options["help"] = loaded.HELP
-        app.command(name, **options)(getattr(loaded, function))
+        app.command(name, **options, **({"help": loaded.HELP} if module_help else {}))(getattr(loaded, function))
     return add
 
 
@@ -103,9 +103,9 @@ _COMMANDS: dict[str, Callable[[], None]] = {
     "db": _group("db", "db_app", "db"),
     "doctor": _command("engines", "doctor"),
     "results": _group("results", "results_app", "results"),
-    "run": _command("run", "run", help=None, short_help="Run a benchmark: build, fill and drive a database, "
+    "run": _command("run", "run", module_help=True, short_help="Run a benchmark: build, fill and drive a database, "
                     "watch the engine, record and report."),
-    "sweep": _command("sweep", "sweep", help=None),
+    "sweep": _command("sweep", "sweep", module_help=True),
     "compare": _command("compare", "compare", short_help="Compare runs or series: every figure as a ratio with "
                         "its 95 % interval, conditions and lint first."),
     "lint": _command("compare", "lint_command", "lint",

@@ -52,6 +52,11 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _inputs(*made_from: Any) -> str:
+    """The digest of what a page is made from, kept beside it to know it is still up to date."""
+    return _digest(json.dumps(made_from, sort_keys=True, default=str).encode())
+
+
 def _marker(directory: Path) -> dict[str, Any] | None:
     path = directory / MARKER
     if not path.is_file():
@@ -217,16 +222,16 @@ def publish(store: ResultsStore, suite: Suite, directory: Path, results: Path,
                                 for side, run in _runs_of(held, p)] for p in series["points"]}
         # A series page is made from its series and its runs alone: kept when neither changed.
         name = pages.series_name(series)
-        inputs = _digest(json.dumps([series, runs], sort_keys=True, default=str).encode())
+        inputs = _inputs(series, runs)
         if not writer.unchanged(name, inputs):
             writer.text(name, pages.series_page(series, runs), inputs=inputs)
-        for point in series["points"]:
-            for _side, run in _runs_of(held, point):
-                _run_page(store, writer, results, run)
+        for of_point in runs.values():
+            for run in of_point:
+                _run_page(store, writer, results, run["run_id"])
         points = {p["point_id"]: p for p in series["points"]}
         for event in series["events"]:
             name = pages.change_name(series, event)
-            inputs = _digest(json.dumps([event, series["series_id"]], sort_keys=True, default=str).encode())
+            inputs = _inputs(event, series["series_id"])
             if writer.unchanged(name, inputs):
                 continue
             before, after = points[event["before"]["point_id"]], points[event["after"]["point_id"]]
