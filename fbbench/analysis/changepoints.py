@@ -33,11 +33,13 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
-from fbbench.analysis import stats
+# numpy and the statistics are imported in the functions that compute: a site's publish reads a
+# suite (and its Method) without computing anything, and numpy's import was a third of it.
 
 POINT_AGAINST_POINT = "point against point: the later point's samples against the earlier's"
 CHANGE_POINT = "change point: Apache Otava's e-divisive means with a t-test between segments"
@@ -91,6 +93,9 @@ class Change:
 
 
 def _positive(values: Sequence[float]) -> np.ndarray | None:
+    import numpy as np
+
+
     array = np.asarray([float(v) for v in values], dtype=float)
     if len(array) == 0 or not np.all(np.isfinite(array)) or np.any(array <= 0):
         return None
@@ -99,6 +104,10 @@ def _positive(values: Sequence[float]) -> np.ndarray | None:
 
 def _welch_p(before: np.ndarray, after: np.ndarray) -> float:
     """Welch's t-test on log values; NaN when either side has a single sample."""
+    import numpy as np
+
+    from fbbench.analysis import stats
+
     if len(before) < 2 or len(after) < 2:
         return math.nan
     logs_a, logs_b = np.log(before), np.log(after)
@@ -113,6 +122,10 @@ def _welch_p(before: np.ndarray, after: np.ndarray) -> float:
 def compare_points(before: Sequence[float], after: Sequence[float], index: int) -> Change | None:
     """One point's samples against the previous point's; None when either has no usable sample
     (a figure the run did not produce, zero or negative values)."""
+    import numpy as np
+
+    from fbbench.analysis import stats
+
     xa, xb = _positive(before), _positive(after)
     if xa is None or xb is None:
         return None
@@ -127,6 +140,10 @@ def compare_points(before: Sequence[float], after: Sequence[float], index: int) 
 
 
 def _segment_change(values: np.ndarray, start: int, index: int, end: int, p_value: float) -> Change:
+    import numpy as np
+
+    from fbbench.analysis import stats
+
     before, after = values[start:index], values[index:end]
     ratio, low, high = stats.ratio_of_geometric_means(list(before), list(after))
     level_a = float(np.exp(np.log(before).mean()))
@@ -135,7 +152,9 @@ def _segment_change(values: np.ndarray, start: int, index: int, end: int, p_valu
 
 def change_points(values: Sequence[float], method: Method) -> list[Change]:
     """Otava's change points in one series of point values (every value positive and finite)."""
+    import numpy as np
     from otava.analysis import compute_change_points
+
 
     series = np.asarray([float(v) for v in values], dtype=float)
     with warnings.catch_warnings():
@@ -170,6 +189,8 @@ def find_changes(points: Sequence[Sequence[float] | None], method: Method,
     exactly between neighbours that each repeat one value. ``memo``: the comparisons of
     neighbours made for a shorter prefix of the same points (by the later point's index), which a
     longer prefix does not change — looking at a series one length at a time stays linear."""
+    import numpy as np
+
     present = [(i, list(p)) for i, p in enumerate(points) if p is not None and _positive(p) is not None]
     if len(present) < 2:
         return []

@@ -25,8 +25,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fbbench.analysis import stats
-from fbbench.analysis.comparison import engine_defs, figure_defs
 from fbbench.errors import FbbenchError
 from fbbench.store.model import StoredRun
 
@@ -42,6 +40,10 @@ FIGURE, COUNTER = "figure", "counter"
 
 def counter_names() -> dict[str, str]:
     """The counters as ``compare`` names them ("page fetches per unit"), by their short names."""
+    # Imported here, as in every function that needs them: publishing a site reads stored figures
+    # and needs neither compare's definitions nor numpy, whose import cost a third of a publish.
+    from fbbench.analysis.comparison import engine_defs
+
     defs = {d.definition: d.name for d in engine_defs()}
     return {key: defs[key] for key in COUNTERS}
 
@@ -85,6 +87,8 @@ def resolve_figures(wanted: Sequence[str], workload: Any, fixed_work: bool, wher
 
 
 def _center(samples: Sequence[float]) -> dict[str, Any]:
+    from fbbench.analysis import stats
+
     estimate = stats.ratio_of_ratios(samples)
     return {"value": estimate.ratio, "low": estimate.low, "high": estimate.high, "n": len(samples),
             "method": estimate.method.replace("per-pair ratios", "samples")}
@@ -95,6 +99,8 @@ def read_point(names: Sequence[str], runs_b: Sequence[StoredRun],
     """Each tracked figure of a point: its samples (per run, or per pair build / reference), value
     and interval, unit, which way is better, whether it is a counter; ``missing`` when a run did
     not produce it (a counter without the sampler, a unit that never ran)."""
+    from fbbench.analysis.comparison import engine_defs, figure_defs
+
     runs = [*runs_b, *(runs_a or [])]
     defs = {d.name: d for d in [*figure_defs(runs), *engine_defs()]}
     counters = set(counter_names().values())

@@ -79,6 +79,22 @@ def _files_under(directory: Path) -> list[str]:
     return found
 
 
+def _files_in(directory: Path, prefix: str = "") -> set[str]:
+    """The files below ``directory`` (a link to a file counts, as Path.is_file says), relative to
+    it; from the directory entries, without a stat for each."""
+    found: set[str] = set()
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            found |= _files_in(Path(entry.path), prefix + entry.name + os.sep)
+        elif entry.is_file():
+            found.add(prefix + entry.name)
+    return found
+
+
 def check_directory(directory: Path, suite: str) -> dict[str, Any]:
     """The site's record of its files, or a refusal: a directory that holds files fbbench did not
     write here (or another suite's site) is never published into."""
@@ -115,11 +131,17 @@ class _Writer:
     def __init__(self, directory: Path, record: dict[str, Any], published: Published) -> None:
         self.directory, self.record, self.published = directory, record, published
         self.files: dict[str, dict[str, str]] = {}
+        # What is there, listed once: a site of 1,000 points asked the file system about 3,000
+        # run pages one by one, a tenth of publishing one more point.
+        self.present = _files_in(directory)
+
+    def holds(self, name: str) -> bool:
+        return name in self.present
 
     def unchanged(self, name: str, inputs: str) -> bool:
         """A page whose inputs are those it was made from, and which is still there: kept as it is."""
         earlier = self.record["files"].get(name) or {}
-        if earlier.get("inputs") == inputs and (self.directory / name).is_file():
+        if earlier.get("inputs") == inputs and self.holds(name):
             self.files[name] = earlier
             self.published.unchanged += 1
             return True
@@ -132,7 +154,7 @@ class _Writer:
         target = self.directory / name
         entry = {"sha256": digest, **({"inputs": inputs} if inputs else {})}
         self.files[name] = entry
-        if earlier.get("sha256") == digest and target.is_file():
+        if earlier.get("sha256") == digest and self.holds(name):
             self.published.unchanged += 1
             return
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -166,7 +188,7 @@ def _runs_of(held: set[str], point: dict[str, Any]) -> list[tuple[str, str]]:
 
 def _run_page(store: ResultsStore, writer: _Writer, results: Path, run_id: str) -> None:
     name = f"runs/{run_id}.html"
-    if name in writer.record["files"] and (writer.directory / name).is_file():
+    if name in writer.record["files"] and writer.holds(name):
         writer.files[name] = writer.record["files"][name]
         writer.published.unchanged += 1
         return
@@ -247,7 +269,8 @@ def publish(store: ResultsStore, suite: Suite, directory: Path, results: Path,
         published.removed.append(name)
     record["files"] = writer.files
     record["published_at"] = time.time()
-    paths.write_whole(directory / MARKER, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    # Compact: indented, json takes its pure-Python encoder, 0.09 s for the 3,000 files of 1,000 points.
+    paths.write_whole(directory / MARKER, json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
     published.seconds = time.monotonic() - started
     return published
 
