@@ -93,6 +93,13 @@ def _replay(app: dict[str, Path], directory: Path, *args: str) -> dict[str, Any]
     return document
 
 
+# Alone: a statement the trace shows still running when the next action began runs beside that
+# action in the replay too (ordered at its start), so how many such overlaps change rows depends on
+# the machine's pace. The same trace replayed strictly diverged in 4 of 454 transactions on a quiet
+# machine (twice) and in 23 in the suite's parallel phase (four workers on two cores); a timed
+# replay of it, quiet, in 24. The module's traced run is made in the serial phase anyway (the
+# double-speed replay is alone).
+@pytest.mark.alone
 def test_a_strict_replay_replays_every_transaction_and_diverges_in_few(app: dict[str, Path],
                                                                         tmp_path: Path) -> None:
     trace = parse_file(app["trace"])
