@@ -95,7 +95,6 @@ class Change:
 def _positive(values: Sequence[float]) -> np.ndarray | None:
     import numpy as np
 
-
     array = np.asarray([float(v) for v in values], dtype=float)
     if len(array) == 0 or not np.all(np.isfinite(array)) or np.any(array <= 0):
         return None
@@ -154,7 +153,6 @@ def change_points(values: Sequence[float], method: Method) -> list[Change]:
     """Otava's change points in one series of point values (every value positive and finite)."""
     import numpy as np
     from otava.analysis import compute_change_points
-
 
     series = np.asarray([float(v) for v in values], dtype=float)
     with warnings.catch_warnings():

@@ -68,30 +68,20 @@ def _marker(directory: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
 
-def _files_under(directory: Path) -> list[str]:
-    """Every file below ``directory`` (links included, not followed), relative to it."""
-    found = []
-    for root, folders, files in os.walk(directory):
-        base = os.path.relpath(root, directory)
-        prefix = "" if base == "." else base + os.sep
-        found += [prefix + name for name in files]
-        found += [prefix + name for name in folders if os.path.islink(os.path.join(root, name))]
-    return found
-
-
-def _files_in(directory: Path, prefix: str = "") -> set[str]:
-    """The files below ``directory`` (a link to a file counts, as Path.is_file says), relative to
-    it; from the directory entries, without a stat for each."""
-    found: set[str] = set()
+def _entries_under(directory: Path, prefix: str = "") -> dict[str, bool]:
+    """Every entry below ``directory`` but its folders (links included, not followed), relative to
+    it, and whether it is a file (a link to a file is, as Path.is_file says); read from the
+    directory entries, without a stat for each."""
+    found: dict[str, bool] = {}
     try:
         entries = list(os.scandir(directory))
     except OSError:
         return found
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
-            found |= _files_in(Path(entry.path), prefix + entry.name + os.sep)
-        elif entry.is_file():
-            found.add(prefix + entry.name)
+            found.update(_entries_under(Path(entry.path), prefix + entry.name + os.sep))
+        else:
+            found[prefix + entry.name] = entry.is_file()
     return found
 
 
@@ -103,7 +93,7 @@ def check_directory(directory: Path, suite: str) -> dict[str, Any]:
     if not directory.exists():
         return {"format": FORMAT, "schema_version": SCHEMA_VERSION, "suite": suite, "files": {}}
     marker = _marker(directory)
-    present = sorted(_files_under(directory))
+    present = sorted(_entries_under(directory))
     if marker is None:
         if present:
             shown = ", ".join(present[:3]) + (f" and {len(present) - 3} more" if len(present) > 3 else "")
@@ -132,8 +122,9 @@ class _Writer:
         self.directory, self.record, self.published = directory, record, published
         self.files: dict[str, dict[str, str]] = {}
         # What is there, listed once: a site of 1,000 points asked the file system about 3,000
-        # run pages one by one, a tenth of publishing one more point.
-        self.present = _files_in(directory)
+        # run pages one by one, a tenth of publishing one more point. Listed again, not taken from
+        # check_directory: the store was looked at in between, and a page removed meanwhile is made.
+        self.present = {name for name, is_file in _entries_under(directory).items() if is_file}
 
     def holds(self, name: str) -> bool:
         return name in self.present
