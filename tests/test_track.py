@@ -27,6 +27,7 @@ from tests.builds import official_installation
 from tests.chromium import first_screen, render_ok
 from tests.conftest import REPO, assert_clean_error, run_cli
 from tests.documented import actual_paths, documented_paths, undocumented_and_missing
+from tests.test_hardening import _tmpfs
 
 OUTER_JOIN = REPO / "tests" / "workloads" / "outer_join"
 # Fixed work, one attachment, a fixed seed: the engine's work per unit repeats run to run.
@@ -186,6 +187,60 @@ def test_publish_shows_the_change_first_and_again_adds_nothing(builds: dict[str,
     (site / "stray.html").write_text("someone's page\n")
     assert_clean_error(_track("publish", str(builds["suite"]), "-o", str(site), store=builds["store"],
                               home=builds["home"]), "stray.html")
+
+
+def test_a_publish_cut_short_leaves_a_site_the_next_publish_completes(builds: dict[str, Any],
+                                                                      tmp_path: Path) -> None:
+    """A publish cut short — a full file system, kill -9 part way — says so in one line (the
+    full file system) or not at all (kill -9), and the next publish takes the files it wrote as the site's own
+    (each is journalled before it is written), completes the site and leaves nothing of the cut.
+    Before, the next publish refused its own directory as holding files fbbench did not write."""
+    whole = tmp_path / "whole"
+    assert _track("publish", str(builds["suite"]), "-o", str(whole), store=builds["store"],
+                  home=builds["home"]).returncode == 0
+
+    def files(directory: Path) -> list[str]:
+        return sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if not p.is_dir())
+
+    def completes(site: Path) -> None:
+        (site / "notes.txt").write_text("mine\n")  # a file of the user's is still not the site's
+        assert_clean_error(_track("publish", str(builds["suite"]), "-o", str(site), store=builds["store"],
+                                  home=builds["home"]), "notes.txt")
+        (site / "notes.txt").unlink()
+        again = _track("publish", str(builds["suite"]), "-o", str(site), store=builds["store"], home=builds["home"])
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert files(site) == files(whole)  # the journal gone, no part of a write left
+
+    # A full file system part way: a tmpfs of half the site's size, mounted as root (skipped where
+    # mounting is not allowed); run reports are copied there, not linked (another file system).
+    full = tmp_path / "full"
+    size = sum((whole / name).stat().st_size for name in files(whole))
+    with _tmpfs(full, size // 2):
+        cut = _track("publish", str(builds["suite"]), "-o", str(full), store=builds["store"], home=builds["home"])
+        assert_clean_error(cut, f"cannot publish into {full}", "free space")
+        assert len(cut.stderr.strip().splitlines()) == 2, cut.stderr  # the error and its hint
+        assert (full / "fbbench-site.pending").is_file() and any((full / "runs").iterdir()), files(full)
+        subprocess.run(["mount", "-o", f"remount,size={2 * size}", str(full)], check=True)
+        completes(full)
+    # kill -9 once a few files are journalled (a fresh site journals every file it writes).
+    killed = tmp_path / "killed"
+    journal = killed / "fbbench-site.pending"
+    command = [sys.executable, "-m", "fbbench", "track", "publish", str(builds["suite"]), "--results",
+               str(builds["store"]), "-o"]
+    env = {**os.environ, "COLUMNS": "200", "FBBENCH_HOME": str(builds["home"])}
+    for _attempt in range(20):
+        shutil.rmtree(killed, ignore_errors=True)
+        publishing = subprocess.Popen([*command, str(killed)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      env=env)
+        while publishing.poll() is None:
+            if journal.is_file() and journal.read_text().count("\n") >= 3:
+                publishing.kill()
+                break
+            time.sleep(0.0005)
+        if publishing.wait(60) == -signal.SIGKILL:
+            break
+    assert publishing.returncode == -signal.SIGKILL and journal.is_file(), "never caught part way in 20 publishes"
+    completes(killed)
 
 
 def test_a_bundle_of_track_points_gives_the_same_series_and_changes(builds: dict[str, Any], tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from fbbench import __version__, signals
 from fbbench.cli.common import _print_error, console
-from fbbench.errors import FbbenchError
+from fbbench.errors import FbbenchError, Interrupted
 
 
 class _HelpOptions(Table):
@@ -151,3 +151,6 @@ def main() -> None:
     except FbbenchError as error:
         _print_error(error.message, error.hint)
         sys.exit(error.exit_code)
+    except KeyboardInterrupt:  # a command that keeps something says so itself (Interrupted)
+        _print_error("interrupted", None)
+        sys.exit(Interrupted.exit_code)

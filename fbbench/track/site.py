@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -27,13 +28,18 @@ from pathlib import Path
 from typing import Any
 
 from fbbench import paths
-from fbbench.errors import FbbenchError
+from fbbench.errors import FbbenchError, Interrupted
 from fbbench.report import track_site
 from fbbench.store import ResultsStore
 from fbbench.track.series import suite_document
 from fbbench.track.suite import Suite
 
 MARKER = "fbbench-site.json"
+# The files a publish is about to write, a line each, written before each one: a publish cut short
+# (Ctrl-C, kill -9, a full disk) leaves nothing the next publish would take for someone else's.
+JOURNAL = "fbbench-site.pending"
+# What a write cut short leaves beside its file: paths.write_whole's part, _Writer.copy's link.
+_LEFTOVER = re.compile(r"^\.(?P<name>.+)\.\d+(?:-[0-9a-f]{8}\.part|\.tmp)$")
 FORMAT = "fbbench-site"
 SCHEMA_VERSION = 1
 
@@ -85,6 +91,24 @@ def _entries_under(directory: Path, prefix: str = "") -> dict[str, bool]:
     return found
 
 
+def _pending(directory: Path) -> set[str]:
+    """The files an earlier publish was about to write when it was cut short (JOURNAL)."""
+    try:
+        text = (directory / JOURNAL).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    return {line for line in text.splitlines() if line}
+
+
+def _ours(name: str, known: set[str]) -> bool:
+    """A file of the site, or what a write of one cut short left beside it."""
+    if name in known:
+        return True
+    folder, _, base = name.rpartition(os.sep)
+    leftover = _LEFTOVER.match(base)
+    return leftover is not None and (folder + os.sep if folder else "") + leftover["name"] in known
+
+
 def check_directory(directory: Path, suite: str) -> dict[str, Any]:
     """The site's record of its files, or a refusal: a directory that holds files fbbench did not
     write here (or another suite's site) is never published into."""
@@ -105,8 +129,8 @@ def check_directory(directory: Path, suite: str) -> dict[str, Any]:
     if marker.get("suite") != suite:
         raise FbbenchError(f"-o {directory} holds the site of suite {marker.get('suite')!r}, not {suite!r}",
                            hint="publish each suite into a directory of its own")
-    known = set(marker.get("files") or {}) | {MARKER}
-    foreign = [name for name in present if name not in known]
+    known = set(marker.get("files") or {}) | {MARKER, JOURNAL} | _pending(directory)
+    foreign = [name for name in present if not _ours(name, known)]
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise FbbenchError(f"-o {directory} holds files fbbench did not write ({shown}): nothing is published there",
@@ -124,7 +148,26 @@ class _Writer:
         # What is there, listed once: a site of 1,000 points asked the file system about 3,000
         # run pages one by one, a tenth of publishing one more point. Listed again, not taken from
         # check_directory: the store was looked at in between, and a page removed meanwhile is made.
-        self.present = {name for name, is_file in _entries_under(directory).items() if is_file}
+        self.entries = _entries_under(directory)
+        self.present = {name for name, is_file in self.entries.items() if is_file}
+        self.intended = _pending(directory)
+        self._journal: Any = None
+
+    def _intend(self, name: str) -> None:
+        """Journals ``name`` before it is written (JOURNAL), unless the site's record or the
+        journal names it already."""
+        if name in self.record["files"] or name in self.intended:
+            return
+        if self._journal is None:
+            self._journal = open(self.directory / JOURNAL, "a", encoding="utf-8")  # noqa: SIM115 (closed by close())
+        self._journal.write(name + "\n")
+        self._journal.flush()
+        self.intended.add(name)
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
 
     def holds(self, name: str) -> bool:
         return name in self.present
@@ -148,11 +191,13 @@ class _Writer:
         if earlier.get("sha256") == digest and self.holds(name):
             self.published.unchanged += 1
             return
+        self._intend(name)
         target.parent.mkdir(parents=True, exist_ok=True)
         paths.write_whole(target, text)
         self.published.written.append(name)
 
     def copy(self, name: str, source: Path) -> None:
+        self._intend(name)
         target = self.directory / name
         target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -227,8 +272,51 @@ def publish(store: ResultsStore, suite: Suite, directory: Path, results: Path,
     published = Published(directory)
     document = suite_document(store, suite)
     held = _held_runs(store)
+    try:
+        _publish(store, directory, results, record, published, document, held)
+    except OSError as error:
+        raise paths.file_error(error, f"publish into {directory}", directory, "give -o another directory") from None
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: {directory} holds the pages written so far",
+                          hint="publish again to bring the whole site up to date") from None
+    published.seconds = time.monotonic() - started
+    return published
+
+
+def _publish(store: ResultsStore, directory: Path, results: Path, record: dict[str, Any], published: Published,
+             document: dict[str, Any], held: set[str]) -> None:
     directory.mkdir(parents=True, exist_ok=True)
+    if not (directory / MARKER).is_file():  # marked as a site before its first file is written
+        _write_record(directory, record)
     writer = _Writer(directory, record, published)
+    try:
+        _write_pages(store, writer, results, document, held)
+    finally:
+        writer.close()
+    known = set(record["files"]) | writer.intended
+    for name in sorted(known - set(writer.files)):
+        target = paths.assert_inside(directory / name, directory)
+        existed = target.is_file()
+        if existed:
+            target.unlink()
+        if existed or name in record["files"]:
+            published.removed.append(name)
+    for name in sorted(set(writer.entries) - known - {MARKER, JOURNAL}):
+        if _ours(name, known):  # what a write cut short left beside its file
+            paths.assert_inside(directory / name, directory).unlink(missing_ok=True)
+    record["files"] = writer.files
+    record["published_at"] = time.time()
+    _write_record(directory, record)
+    (directory / JOURNAL).unlink(missing_ok=True)
+
+
+def _write_record(directory: Path, record: dict[str, Any]) -> None:
+    # Compact: indented, json takes its pure-Python encoder, 0.09 s for the 3,000 files of 1,000 points.
+    paths.write_whole(directory / MARKER, json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
+
+
+def _write_pages(store: ResultsStore, writer: _Writer, results: Path, document: dict[str, Any],
+                 held: set[str]) -> None:
     pages = track_site.Pages(document, time.time())
     for series in document["series"]:
         runs = {p["point_id"]: [{"side": side, "run_id": run, "page": f"../runs/{run}.html"}
@@ -253,15 +341,3 @@ def publish(store: ResultsStore, suite: Suite, directory: Path, results: Path,
     writer.text("index.html", pages.index_page())
     writer.text("regressions.json", json.dumps(pages.regressions(), indent=2, default=str) + "\n")
     writer.text("feed.xml", pages.feed())
-    for name in sorted(set(record["files"]) - set(writer.files)):
-        target = paths.assert_inside(directory / name, directory)
-        if target.is_file():
-            target.unlink()
-        published.removed.append(name)
-    record["files"] = writer.files
-    record["published_at"] = time.time()
-    # Compact: indented, json takes its pure-Python encoder, 0.09 s for the 3,000 files of 1,000 points.
-    paths.write_whole(directory / MARKER, json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n")
-    published.seconds = time.monotonic() - started
-    return published
-
