@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from fbbench.engines import EmbeddedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
+from fbbench.engines.runtime import Runtime, found_libraries_file, missing_native_libraries
 from fbbench.errors import FbbenchError
 from tests.conftest import ENGINES, run_cli
 
@@ -45,6 +46,26 @@ def test_runtime_root_is_private(workdir: Path) -> None:
     assert "ServerMode" not in two.conf_file.read_text()
     assert one.env()["FIREBIRD"] == str(one.root)
     assert one.env()["FIREBIRD_LOCK"] != two.env()["FIREBIRD_LOCK"]
+
+
+def test_a_library_check_is_taken_again_only_while_what_it_found_is_there(workdir: Path) -> None:
+    """ldd's answer is kept for the next runtime of the same files, but not once a library it
+    resolved has gone, and never for a runtime whose own links differ."""
+    def kept_for(runtime: Runtime) -> Path | None:
+        return found_libraries_file(runtime, [runtime.client_library, *sorted(runtime.root.glob("plugins/libEngine*"))])
+
+    runtime = prepare_runtime("3.0", workdir)
+    kept = kept_for(runtime)
+    assert kept is not None and kept.is_file()
+    found = kept.read_text().split()
+    assert any(path.endswith("/libc.so.6") for path in found) and "<run>/lib/libtommath.so.0" in found, found
+    assert kept_for(prepare_runtime("3.0", workdir)) == kept  # the same files: the same key
+    kept.write_text("/nonexistent/libgone.so.1\n")  # a library it found is gone: ldd is asked again
+    assert missing_native_libraries(runtime) == {}
+    assert kept.read_text().split() == found
+    (runtime.lib_dir / "libtommath.so.0").unlink()  # Firebird 3 needs it: this runtime cannot load
+    (runtime.lib_dir / "libtommath.so.0").symlink_to("/nonexistent/libtommath.so.1")
+    assert "libtommath.so.0" in missing_native_libraries(runtime)
 
 
 @pytest.mark.parametrize("version", ["4.0", "5.0"])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fbbench.analysis import conditions
-from fbbench.engines.platform import storage_of
+from fbbench.engines.platform import storage_of, virtualization
 from fbbench.store import ResultsStore
 from tests.conftest import REPO, assert_clean_error, run_cli
 from tests.fb3server import fb3_server_unavailable
@@ -81,6 +81,23 @@ def test_a_run_records_its_host_name_and_the_storage_under_database_and_temp(tmp
     # Where the space is free and which mount point is not a condition.
     assert not any("free" in key or "mount_point" in key for key in record)
     assert "network.round_trip" not in record  # embedded: no network
+
+
+def test_virtualization_is_asked_once_per_boot_and_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """systemd-detect-virt is asked once per boot; a kept answer that is not one is asked again."""
+    monkeypatch.setenv("FBBENCH_CACHE", str(tmp_path / "cache"))
+    found = virtualization()
+    assert set(found) == {"hypervisor", "container"} and all(found.values()), found
+    [kept] = (tmp_path / "cache" / "virtualization").iterdir()
+    assert json.loads(kept.read_text()) == found
+    kept.write_text(json.dumps({"hypervisor": "kept", "container": "kept"}))
+    assert virtualization() == {"hypervisor": "kept", "container": "kept"}  # not asked again
+    kept.write_text("{not json")
+    assert virtualization() == found and json.loads(kept.read_text()) == found
+    kept.unlink()
+    (tmp_path / "cache" / "virtualization").rmdir()
+    (tmp_path / "cache" / "virtualization").write_text("")  # where the cache would go is a file: asked, no error
+    assert virtualization() == found
 
 
 def test_a_bad_host_name_is_refused_in_one_line(tmp_path: Path) -> None:

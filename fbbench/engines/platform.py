@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import resource
 import shutil
@@ -32,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+from fbbench import paths
 
 # ----------------------------------------------------------------------------- process groups
 
@@ -296,7 +299,29 @@ def cpu_governor() -> str | None:
 
 def virtualization() -> dict[str, str | None]:
     """The hypervisor and the container this process runs in ("none" when bare), as
-    systemd-detect-virt tells them, else from the CPU's hypervisor flag and container marks."""
+    systemd-detect-virt tells them, else from the CPU's hypervisor flag and container marks.
+    Asked once per boot (and per container: the boot id and this process's root mount decide):
+    the answer is kept in the engine cache, as every run's conditions read it."""
+    boot = _read("/proc/sys/kernel/random/boot_id").strip()
+    root = _mount_of(Path("/")) or {}
+    key = f"{boot}-{root.get('device_number', '')}-{os.stat('/').st_ino}".replace(":", ".")
+    kept = paths.cache_dir() / "virtualization" / f"{key}.json" if boot else None
+    if kept is not None:
+        with contextlib.suppress(OSError, ValueError):
+            answer = json.loads(kept.read_text())
+            if isinstance(answer, dict) and set(answer) == {"hypervisor", "container"}:
+                return answer
+    found = _detect_virtualization()
+    if kept is not None:
+        with contextlib.suppress(OSError):  # a cache: unwritable, it is asked again next time
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            temporary = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(found))
+            temporary.replace(kept)
+    return found
+
+
+def _detect_virtualization() -> dict[str, str | None]:
     found: dict[str, str | None] = {"hypervisor": None, "container": None}
     detect = shutil.which("systemd-detect-virt")
     if detect is not None:

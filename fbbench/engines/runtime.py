@@ -9,7 +9,9 @@ built of hard links to the wheel's files (:mod:`fbbench.engines.rootfs` says why
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import hashlib
 import json
 import os
 import re
@@ -47,7 +49,7 @@ from fbbench.engines.firebird_conf import (
 from fbbench.engines.installation import check_reserved, conf_docs
 from fbbench.engines.rootfs import link_file, link_tree, native_fix, prepare_lib_dir
 from fbbench.errors import FbbenchError
-from fbbench.paths import assert_inside, file_error
+from fbbench.paths import assert_inside, cache_dir, file_error
 
 _CONF_KEY = re.compile(r"^#?\s*([A-Z][A-Za-z0-9]+)\s*=", re.MULTILINE)
 REPLICATION_CONF = "replication.conf"
@@ -393,9 +395,18 @@ def write_replication_conf(runtime: Runtime, database: Path, paths: dict[str, Pa
 
 
 def missing_native_libraries(runtime: Runtime) -> dict[str, str]:
-    """Shared libraries the runtime cannot find → the command that installs them."""
+    """Shared libraries the runtime cannot find → the command that installs them.
+
+    ``ldd`` answers (a shell script and the dynamic loader, twice for each object); when it found
+    everything, the answer is kept in the engine cache under a key of the objects' files, the
+    system's loader cache and where the runtime looks, with the libraries it resolved — and taken
+    again only while each of them is still there. The suite prepares a runtime for every run."""
     objects = [runtime.client_library, *sorted((runtime.root / "plugins").glob("libEngine*.so"))]
+    kept = found_libraries_file(runtime, objects)
+    if kept is not None and _still_found(kept, runtime):
+        return {}
     missing: dict[str, str] = {}
+    resolved: set[str] = set()
     for obj in objects:
         result = subprocess.run(["ldd", str(obj)], capture_output=True, text=True, env=runtime.env(),
                                 check=False)
@@ -403,7 +414,45 @@ def missing_native_libraries(runtime: Runtime) -> dict[str, str]:
             if "not found" in line:
                 name = line.strip().split(" ")[0]
                 missing[name] = native_fix(name)
+            elif " => /" in line:
+                resolved.add(line.split(" => ", 1)[1].rsplit(" (", 1)[0].strip())
+    if not missing and kept is not None:
+        inside = str(runtime.base) + os.sep
+        shown = ("<run>/" + path[len(inside):] if path.startswith(inside) else path for path in resolved)
+        text = "\n".join(sorted(shown))
+        with contextlib.suppress(OSError):  # a cache: a read-only one only costs the ldd next time
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            temporary = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
+            temporary.write_text(text + "\n")
+            temporary.replace(kept)
     return missing
+
+
+def found_libraries_file(runtime: Runtime, objects: list[Path]) -> Path | None:
+    """The engine cache's file for this check, named by what decides its answer (None where an
+    object cannot be read: ldd will say why)."""
+    inside = str(runtime.base)
+    key: list[object] = [runtime.env({}).get("LD_LIBRARY_PATH", "").replace(inside, "<run>")]
+    try:
+        for path in (*objects, Path("/etc/ld.so.cache")):
+            found = path.stat()
+            key.append([os.path.realpath(path).replace(inside, "<run>"), found.st_dev, found.st_ino,
+                        found.st_size, found.st_mtime_ns])
+        for entry in sorted(runtime.lib_dir.iterdir()):  # the compatibility links fbbench made
+            key.append([entry.name, os.readlink(entry) if entry.is_symlink() else entry.stat().st_ino])
+    except OSError:
+        return None
+    digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
+    return cache_dir() / "libraries-found" / digest
+
+
+def _still_found(kept: Path, runtime: Runtime) -> bool:
+    try:
+        paths = kept.read_text().split()
+    except OSError:
+        return False
+    return bool(paths) and all(os.path.exists(str(runtime.base) + path[5:] if path.startswith("<run>/") else path)
+                               for path in paths)
 
 
 def runtime_base(workdir: Path, name: str) -> Path:
