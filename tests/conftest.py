@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.fb3server import Fb3Server, fb3_server_unavailable
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,9 +50,14 @@ def workdir(tmp_path: Path) -> Path:
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
             cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``fbbench`` as a user would, in a separate process."""
+    """Run ``fbbench`` as a user would, in a separate process (forked from one that has imported
+    the CLI already where it can: :mod:`tests.forkserver`)."""
+    environment = {**os.environ, "COLUMNS": "200", **(env or {})}
+    served = forkserver.run(list(args), environment, cwd, timeout)
+    if served is not None:
+        return served
     return subprocess.run([sys.executable, "-m", "fbbench", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=timeout, cwd=cwd)
+                          env=environment, timeout=timeout, cwd=cwd)
 
 
 def assert_clean_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
