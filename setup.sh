@@ -76,6 +76,17 @@ fi
 if [ "$mode" = test ] && command -v rustup >/dev/null; then
   rustup component add rustfmt clippy >/dev/null 2>&1 || true
 fi
+if [ "$mode" = test ]; then
+  # The native core's own checks run beside the release build that pip starts next, in a target
+  # directory of their own (cargo locks one; theirs are other profiles anyway): that build's last
+  # crate (one codegen unit, thin LTO) keeps one core busy for most of a minute, the checks the other.
+  mkdir -p core/target
+  core_log=core/target/checks.log
+  (cd core && export CARGO_TARGET_DIR=target/checks && cargo fmt --check && cargo clippy --quiet --all-targets -- \
+     -D warnings && cargo test --quiet) >"$core_log" 2>&1 &
+  core_checks=$!
+  trap 'kill "$core_checks" ${type_check:-} 2>/dev/null || true' EXIT
+fi
 
 # --- the fbbench environment -----------------------------------------------------------------
 if [ ! -x .venv/bin/python ]; then
@@ -91,6 +102,8 @@ say "building fbbench and its native core (maturin, release)"
 
 if [ "$mode" = test ]; then
   engines=(3.0 4.0 5.0)
+  .venv/bin/mypy >core/target/mypy.log 2>&1 &  # beside the engines' download; waited for below
+  type_check=$!
 else
   engines=(5.0)
 fi
@@ -105,9 +118,16 @@ case "$mode" in
   test)
     say "lint and type check"
     .venv/bin/ruff check fbbench tests benchmarks
-    .venv/bin/mypy
-    say "native core: cargo fmt, clippy, test"
-    (cd core && cargo fmt --check && cargo clippy --quiet --all-targets -- -D warnings && cargo test --quiet)
+    typed=0
+    wait "$type_check" || typed=$?
+    cat core/target/mypy.log
+    [ "$typed" = 0 ] || exit "$typed"
+    say "native core: cargo fmt, clippy, test (started before the build)"
+    core_status=0
+    wait "$core_checks" || core_status=$?
+    cat "$core_log"
+    [ "$core_status" = 0 ] || { echo "the native core's checks failed (exit $core_status)" >&2; exit "$core_status"; }
+    trap - EXIT  # both waited for: their pids may be another process's from here on
     checked=$SECONDS
     say "tests on real engines"
     # Two phases (tests/run.sh): the tests that time nothing on four workers, then those that time
