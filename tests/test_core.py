@@ -72,6 +72,9 @@ def outcome_units(target: Target) -> list[dict[str, Any]]:
     return [
         unit("by_design", statement("execute procedure by_design"), rollback_on=[by_design]),
         unit("other_exception", statement("execute procedure other_exception"), rollback_on=[by_design]),
+        # The by-design exception where it is not by design: an error of the same gdscode as
+        # other_exception's (every PSQL exception is isc_except), shown with its own text.
+        unit("by_design_elsewhere", statement("execute procedure by_design")),
         unit("div_zero", statement("select 1 / (cast(? as integer) - cast(? as integer)) from rdb$database",
                                    ("const", [1]), ("const", [1]))),
         # Both attachments update row 1 without waiting and keep their transaction open a
@@ -95,6 +98,10 @@ def check_outcomes(result: dict[str, Any]) -> None:
     assert other["errors"] > 0 and other["rolled_back"] == 0
     assert [e["gdscode"] for e in other["errors_by_code"]] == [ISC_EXCEPT]
     assert "EX_OTHER" in other["errors_by_code"][0]["message"]
+    elsewhere = units["by_design_elsewhere"]
+    assert elsewhere["errors"] > 0 and [e["gdscode"] for e in elsewhere["errors_by_code"]] == [ISC_EXCEPT]
+    assert "EX_BY_DESIGN" in elsewhere["errors_by_code"][0]["message"], elsewhere["errors_by_code"]
+    assert "EX_OTHER" not in elsewhere["errors_by_code"][0]["message"]
 
     div = units["div_zero"]
     assert div["errors"] > 0 and div["ok"] == 0

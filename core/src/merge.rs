@@ -41,6 +41,8 @@ fn add_counts(stats: &mut UnitStats, unit: &Value) -> Result<(), String> {
 struct Total {
     stats: UnitStats,
     columns: Vec<String>,
+    /// The first message of each of this unit's codes.
+    messages: HashMap<i64, String>,
 }
 
 impl Total {
@@ -165,8 +167,7 @@ pub fn merge_results(parts: &[Value]) -> Result<Value, String> {
         .map(|same| merge_intervals(same))
         .collect::<Result<Vec<_>, _>>()?;
 
-    // Unit totals of the measured period.
-    let mut messages: HashMap<i64, String> = HashMap::new();
+    // Unit totals of the measured period, each with the first message of each of its codes.
     let mut totals: Vec<(String, Total)> = Vec::new();
     let total_of = |name: &str, totals: &mut Vec<(String, Total)>| -> usize {
         match totals.iter().position(|(n, _)| n == name) {
@@ -175,6 +176,7 @@ pub fn merge_results(parts: &[Value]) -> Result<Value, String> {
                 let total = Total {
                     stats: merged_unit(),
                     columns: Vec::new(),
+                    messages: HashMap::new(),
                 };
                 totals.push((name.to_string(), total));
                 totals.len() - 1
@@ -190,12 +192,12 @@ pub fn merge_results(parts: &[Value]) -> Result<Value, String> {
                     add_counts(&mut total.stats, unit)?;
                     add_codes(
                         &mut total.stats.errors_by_code,
-                        &mut messages,
+                        &mut total.messages,
                         unit.get("errors_by_code"),
                     );
                     add_codes(
                         &mut total.stats.conflicts_by_code,
-                        &mut messages,
+                        &mut total.messages,
                         unit.get("conflicts_by_code"),
                     );
                     for (column, value) in unit
@@ -233,7 +235,7 @@ pub fn merge_results(parts: &[Value]) -> Result<Value, String> {
     for (name, total) in &totals {
         units.insert(
             name.clone(),
-            total.stats.total_json(&total.columns, &messages),
+            total.stats.total_json(&total.columns, &total.messages),
         );
     }
 
@@ -360,6 +362,29 @@ mod tests {
             json!([{"gdscode": 335544345, "count": 3, "message": "lock conflict"},
                    {"gdscode": 335544321, "count": 2, "message": "arithmetic"}])
         );
+    }
+
+    #[test]
+    fn each_unit_keeps_its_own_message_of_a_shared_code() {
+        // Every PSQL exception is isc_except: one unit's text must not be shown for another's.
+        let except = 335544517;
+        let part = |first: &str, second: &str| {
+            let (a, _) = unit(&[10], Outcome::Error, except, 0.0);
+            let total = |message: &str| {
+                let mut total = a.as_object().unwrap().clone();
+                total.insert(
+                    "errors_by_code".into(),
+                    json!([{"gdscode": except, "count": 1, "message": message}]),
+                );
+                Value::Object(total)
+            };
+            json!({"status": "completed", "failure": null, "attachments": [], "abandoned": [],
+                   "intervals": [], "units": {"one": total(first), "two": total(second)}})
+        };
+        let merged = merge_results(&[part("", "EX_TWO"), part("EX_ONE", "EX_TWO again")]).unwrap();
+        let message = |name: &str| merged["units"][name]["errors_by_code"][0]["message"].clone();
+        assert_eq!(message("one"), "EX_ONE");
+        assert_eq!(message("two"), "EX_TWO");
     }
 
     #[test]

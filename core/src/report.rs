@@ -52,8 +52,8 @@ pub struct Ended {
     pub abandoned: Vec<u32>,
     pub abandon_note: Option<String>,
     pub attachments: Vec<AttachmentEnd>,
-    /// The first message seen for each gdscode, over all attachments.
-    pub messages: HashMap<i64, String>,
+    /// The first message seen for each unit (by index) and gdscode, over all attachments.
+    pub messages: HashMap<(usize, i64), String>,
     pub clock: WallClock,
     pub zero: Option<Instant>,
     /// A replay's own measurements (docs/core-api.md, "Replay").
@@ -174,8 +174,13 @@ pub fn result_json(config: &Config, ended: Ended, collected: Option<Collected>) 
             .collect()
     });
     let mut units = Map::new();
-    for (unit, stats) in config.units.iter().zip(&totals) {
-        units.insert(unit.name.clone(), stats.total_json(&unit.tally, &messages));
+    for (index, (unit, stats)) in config.units.iter().zip(&totals).enumerate() {
+        let own: HashMap<i64, String> = messages
+            .iter()
+            .filter(|((of, _), _)| *of == index)
+            .map(|((_, code), message)| (*code, message.clone()))
+            .collect();
+        units.insert(unit.name.clone(), stats.total_json(&unit.tally, &own));
     }
 
     let mut result = json!({

@@ -116,6 +116,7 @@ impl<'s> Worker<'s> {
                     &mut tr,
                     replay,
                     tx.trace_id,
+                    tx.unit,
                     e,
                     stats,
                     prepared,
@@ -135,7 +136,7 @@ impl<'s> Worker<'s> {
                 if att.commit(&mut tr).is_err() {
                     match classify(&att.status, &[]) {
                         Failure::Counted(outcome, code) => {
-                            self.message(att, code);
+                            self.message(att, tx.unit, code);
                             stats.diverged(
                                 "commit failed",
                                 json!({"attachment": self.index, "transaction": tx.trace_id,
@@ -182,6 +183,7 @@ impl<'s> Worker<'s> {
         tr: &mut Handle,
         replay: &Replay,
         trace_id: Option<u64>,
+        unit: usize,
         e: &ReplayExecution,
         stats: &mut ReplayStats,
         prepared: &mut HashMap<usize, Statement>,
@@ -253,7 +255,7 @@ impl<'s> Worker<'s> {
                 stats.templates[e.template].errors += 1;
                 match classify(&att.status, &[]) {
                     Failure::Counted(outcome, code) => {
-                        self.message(att, code);
+                        self.message(att, unit, code);
                         // -1: the trace saw it fail without logging the error; any error is that.
                         if e.error != Some(code) && e.error != Some(-1) {
                             let text = att.error_text();
@@ -341,9 +343,10 @@ impl<'s> Worker<'s> {
         !shared.stopping()
     }
 
-    fn message(&mut self, att: &Attachment, code: i64) {
-        if self.known_codes.insert(code) {
-            self.shared.add_message(self.index, code, att.error_text());
+    fn message(&mut self, att: &Attachment, unit: usize, code: i64) {
+        if self.known_codes.insert((unit, code)) {
+            self.shared
+                .add_message(self.index, unit, code, att.error_text());
         }
     }
 }

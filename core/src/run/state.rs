@@ -42,7 +42,9 @@ pub struct WorkerStats {
     pub(super) closed: bool,
     pub live: Vec<[u64; 4]>,
     pub live_measure: Vec<[u64; 4]>,
-    pub messages: HashMap<i64, String>,
+    /// The first message of each code, per unit (by its index): every PSQL exception is one
+    /// gdscode (isc_except), so one unit's text must not be shown for another's.
+    pub messages: HashMap<(usize, i64), String>,
     pub finished: Option<Finished>,
 }
 
@@ -345,10 +347,10 @@ impl Shared {
         }
     }
 
-    pub fn add_message(&self, index: u32, code: i64, message: String) {
+    pub fn add_message(&self, index: u32, unit: usize, code: i64, message: String) {
         lock(&self.slot(index).stats)
             .messages
-            .entry(code)
+            .entry((unit, code))
             .or_insert(message);
     }
 
@@ -462,12 +464,12 @@ impl Shared {
         let abandoned = state.abandoned.clone();
         let abandon_note = state.abandon_note.clone();
         drop(state);
-        let mut messages: HashMap<i64, String> = HashMap::new();
+        let mut messages: HashMap<(usize, i64), String> = HashMap::new();
         let mut attachments = Vec::new();
         for (index, slot) in self.indices().zip(&self.slots) {
             let stats = lock(&slot.stats);
-            for (code, message) in &stats.messages {
-                messages.entry(*code).or_insert_with(|| message.clone());
+            for (key, message) in &stats.messages {
+                messages.entry(*key).or_insert_with(|| message.clone());
             }
             attachments.push(AttachmentEnd {
                 index,

@@ -70,7 +70,8 @@ pub(super) struct Worker<'s> {
     core_ns: u64,
     pub(super) units_done: u64,
     /// gdscodes whose message this attachment already handed in (fb_interpret runs once each).
-    pub(super) known_codes: HashSet<i64>,
+    /// The units and codes whose first message was handed in (one per unit and code).
+    pub(super) known_codes: HashSet<(usize, i64)>,
     /// transaction = "per_n_units": each unit's open transaction and the executions it holds.
     open: Vec<Option<OpenTransaction>>,
     /// Fixed work in phases: the unit being run and how many executions of it are left.
@@ -465,7 +466,7 @@ impl<'s> Worker<'s> {
                 return Ok(UnitEnd::Counted(Outcome::Ok, 0));
             }
         }
-        let end = self.failure(att, unit)?;
+        let end = self.failure(att, unit, picked)?;
         att.rollback(&mut tr);
         if let Some(open) = self.open[picked].as_mut() {
             open.tr = 0; // rolled back just above
@@ -499,7 +500,7 @@ impl<'s> Worker<'s> {
                     }
                 };
                 if att.execute(&mut tr, statement, tally).is_err() || att.commit(&mut tr).is_err() {
-                    let end = self.failure(att, unit)?;
+                    let end = self.failure(att, unit, picked)?;
                     att.rollback(&mut tr);
                     self.draw_rest(unit, si, r + 1, statements, work, draws);
                     return Ok(end);
@@ -524,11 +525,12 @@ impl<'s> Worker<'s> {
 
     /// What a failed statement or commit means; classified before anything else touches the
     /// client library (the vector's strings live in its buffers).
-    fn failure(&mut self, att: &Attachment, unit: &Unit) -> Result<UnitEnd, String> {
+    fn failure(&mut self, att: &Attachment, unit: &Unit, picked: usize) -> Result<UnitEnd, String> {
         match classify(&att.status, &unit.rollback_on) {
             Failure::Counted(outcome, code) => {
-                if self.known_codes.insert(code) {
-                    self.shared.add_message(self.index, code, att.error_text());
+                if self.known_codes.insert((picked, code)) {
+                    self.shared
+                        .add_message(self.index, picked, code, att.error_text());
                 }
                 Ok(UnitEnd::Counted(outcome, code))
             }
