@@ -314,10 +314,7 @@ def virtualization() -> dict[str, str | None]:
     found = _detect_virtualization()
     if kept is not None:
         with contextlib.suppress(OSError):  # a cache: unwritable, it is asked again next time
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            temporary = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(found))
-            temporary.replace(kept)
+            paths.write_whole(kept, json.dumps(found))
     return found
 
 

@@ -49,7 +49,7 @@ from fbbench.engines.firebird_conf import (
 from fbbench.engines.installation import check_reserved, conf_docs
 from fbbench.engines.rootfs import link_file, link_tree, native_fix, prepare_lib_dir
 from fbbench.errors import FbbenchError
-from fbbench.paths import assert_inside, cache_dir, file_error
+from fbbench.paths import assert_inside, cache_dir, file_error, write_whole
 
 _CONF_KEY = re.compile(r"^#?\s*([A-Z][A-Za-z0-9]+)\s*=", re.MULTILINE)
 REPLICATION_CONF = "replication.conf"
@@ -394,6 +394,9 @@ def write_replication_conf(runtime: Runtime, database: Path, paths: dict[str, Pa
     return text
 
 
+_RUN = "<run>"  # the runtime's base directory, in what is kept: each run has its own
+
+
 def missing_native_libraries(runtime: Runtime) -> dict[str, str]:
     """Shared libraries the runtime cannot find → the command that installs them.
 
@@ -417,14 +420,9 @@ def missing_native_libraries(runtime: Runtime) -> dict[str, str]:
             elif " => /" in line:
                 resolved.add(line.split(" => ", 1)[1].rsplit(" (", 1)[0].strip())
     if not missing and kept is not None:
-        inside = str(runtime.base) + os.sep
-        shown = ("<run>/" + path[len(inside):] if path.startswith(inside) else path for path in resolved)
-        text = "\n".join(sorted(shown))
+        text = "".join(f"{path.replace(str(runtime.base), _RUN)}\n" for path in sorted(resolved))
         with contextlib.suppress(OSError):  # a cache: a read-only one only costs the ldd next time
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            temporary = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
-            temporary.write_text(text + "\n")
-            temporary.replace(kept)
+            write_whole(kept, text)
     return missing
 
 
@@ -432,14 +430,16 @@ def found_libraries_file(runtime: Runtime, objects: list[Path]) -> Path | None:
     """The engine cache's file for this check, named by what decides its answer (None where an
     object cannot be read: ldd will say why)."""
     inside = str(runtime.base)
-    key: list[object] = [runtime.env({}).get("LD_LIBRARY_PATH", "").replace(inside, "<run>")]
+    key: list[object] = [runtime.env({}).get("LD_LIBRARY_PATH", "").replace(inside, _RUN)]
     try:
         for path in (*objects, Path("/etc/ld.so.cache")):
             found = path.stat()
-            key.append([os.path.realpath(path).replace(inside, "<run>"), found.st_dev, found.st_ino,
-                        found.st_size, found.st_mtime_ns])
+            # Not the inode: a runtime on another file system than the engine's is a copy (with
+            # the same size and times), and each run's copy would be a key of its own.
+            key.append([os.path.realpath(path).replace(inside, _RUN), found.st_size, found.st_mtime_ns])
         for entry in sorted(runtime.lib_dir.iterdir()):  # the compatibility links fbbench made
-            key.append([entry.name, os.readlink(entry) if entry.is_symlink() else entry.stat().st_ino])
+            same = os.readlink(entry) if entry.is_symlink() else [entry.stat().st_size, entry.stat().st_mtime_ns]
+            key.append([entry.name, same])
     except OSError:
         return None
     digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
@@ -451,8 +451,7 @@ def _still_found(kept: Path, runtime: Runtime) -> bool:
         paths = kept.read_text().split()
     except OSError:
         return False
-    return bool(paths) and all(os.path.exists(str(runtime.base) + path[5:] if path.startswith("<run>/") else path)
-                               for path in paths)
+    return bool(paths) and all(os.path.exists(path.replace(_RUN, str(runtime.base))) for path in paths)
 
 
 def runtime_base(workdir: Path, name: str) -> Path:
