@@ -93,8 +93,25 @@ if [ ! -x .venv/bin/python ]; then
   say "creating .venv with $python"
   "$python" -m venv .venv
 fi
-say "building fbbench and its native core (maturin, release)"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+# uv installs the ninety-odd packages in 16 s where pip 23 (Debian 12's, and this venv's) takes
+# 53 s; pip stays the way wherever uv cannot be had or cannot reach the index (uv reads no pip.conf).
+# Compiled to bytecode as pip does: where PYTHONDONTWRITEBYTECODE is set, every process would
+# otherwise compile what it imports from source.
+say "installing fbbench's Python dependencies"
+if .venv/bin/python -m pip install --quiet --disable-pip-version-check uv &&
+   .venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python -r pyproject.toml --extra dev; then
+  if [ "$mode" = test ]; then
+    mkdir -p core/target
+    .venv/bin/mypy >core/target/mypy.log 2>&1 &  # beside the build; waited for below
+    type_check=$!
+  fi
+  say "building fbbench and its native core (maturin, release)"
+  .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -e .
+else
+  echo "note: uv could not install the dependencies; pip does, more slowly" >&2
+  say "building fbbench and its native core (maturin, release)"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+fi
 # An editable install leaves fbbench's own modules uncompiled, and where PYTHONDONTWRITEBYTECODE
 # is set (as on the project's machines) every fbbench process would compile them again from
 # source, 0.1 s of CPU each, and the test suite starts many. Written once here, then read.
@@ -102,8 +119,10 @@ say "building fbbench and its native core (maturin, release)"
 
 if [ "$mode" = test ]; then
   engines=(3.0 4.0 5.0)
-  .venv/bin/mypy >core/target/mypy.log 2>&1 &  # beside the engines' download; waited for below
-  type_check=$!
+  if [ -z "${type_check:-}" ]; then
+    .venv/bin/mypy >core/target/mypy.log 2>&1 &  # beside the engines' download; waited for below
+    type_check=$!
+  fi
 else
   engines=(5.0)
 fi
