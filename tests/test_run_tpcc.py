@@ -356,7 +356,12 @@ def test_new_order_rollbacks_on_3_0_with_conflicts_are_counted_among_every_new_o
     # Firebird 3.0 SuperClassic with 2 attachments: New-Orders meet on their district's D_NEXT_O_ID
     # and end in conflicts (deadlock reports), which the core does not retry. Each attempt is a
     # New-Order entered; the by-design 1 % is counted among all of them (README, "Input audits").
-    run = run_tpcc(tmp_path, "--engine", "3.0", "--architecture", "superclassic", *TIMED)
+    # A fixed seed and fixed work: the same 428 New-Orders every time, 2 to 4 of them rolled back in
+    # six runs (a New-Order drawn to roll back can meet a conflict on a stock row first). A random
+    # seed made the audit's chance the test's: none rolled back among ~420, about 3 % of runs at
+    # this conflict rate, and the audit failed (fresh clone, 2026-11-29).
+    run = run_tpcc(tmp_path, "--engine", "3.0", "--architecture", "superclassic", "--connections", "2",
+                   "--warmup", "0s", "--transactions", "500", "--seed", "1", "--interval", "1s")
     doc = run.doc
     assert doc["engine"]["architecture"]["verified"] == "superclassic", doc["engine"]["architecture"]
     new_order = doc["units"]["new_order"]
