@@ -94,3 +94,41 @@ def test_doctor_passes_for_installed_engines(workdir: Path) -> None:
     for version in ("3.0.14", "4.0.7", "5.0.4"):
         assert f"LI-V{version}" in result.stdout
     assert "FAILED" not in result.stdout
+
+
+# The parent process of the test below: a SIGINT reaches it while an engine child starts (sent to
+# itself while the stop signals are blocked, so it is delivered the moment the child is there).
+STOPPED_AS_THE_CHILD_STARTS = """
+import os, signal, sys
+from pathlib import Path
+import psutil
+from fbbench.engines import child, prepare_runtime
+from fbbench.engines import platform as engine_platform
+
+runtime = prepare_runtime("5.0", Path(sys.argv[1]))
+real = engine_platform.in_own_process_group
+def interrupted_while_starting():
+    os.kill(os.getpid(), signal.SIGINT)  # held back until the child has started
+    return real()
+child.platform.in_own_process_group = interrupted_while_starting
+try:
+    child.run_in_engine(runtime, "tests.foundation_child:config_values", "unused", ["ServerMode"])
+except KeyboardInterrupt:
+    print("interrupted; children left:", len(psutil.Process().children(recursive=True)))
+"""
+
+
+def test_a_ctrl_c_as_an_engine_child_starts_ends_it_quietly(workdir: Path) -> None:
+    """A Ctrl-C raised in the parent just after an engine child started, before its request was
+    sent: the child had read an empty request and printed a JSONDecodeError traceback (seen
+    when `fbbench track run` was stopped). Now it ends quietly, and the parent waits for it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    done = subprocess.run([sys.executable, "-c", STOPPED_AS_THE_CHILD_STARTS, str(workdir)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "interrupted; children left: 0", done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.strip() == "", done.stderr

@@ -58,6 +58,7 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any,
     }).encode()
     request_read, request_write = os.pipe()
     result_read, result_write = os.pipe()
+    process: subprocess.Popen[bytes] | None = None
     try:
         command = signals.child_command("fbbench.engines.child:child_main", str(request_read), str(result_write),
                                         unblock=True)
@@ -67,8 +68,12 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any,
             process = subprocess.Popen(command, env=runtime.env(), pass_fds=(request_read, result_write),
                                        **platform.in_own_process_group())
     except BaseException:
+        # A Ctrl-C held back while the child started is raised as the signals are unblocked: the
+        # child is there but has no request. The request pipe closed, it ends at once (child_main).
         for fd in (request_read, request_write, result_read, result_write):
             os.close(fd)
+        if process is not None:
+            _reap(process)
         raise
     os.close(request_read)
     os.close(result_write)
@@ -79,6 +84,16 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any,
             on_start(process)
         returncode = process.wait()
     return _read_result(result.text(), returncode, runtime)
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    """Waits for a child that got no request (it ends by itself at once); killed if it does not."""
+    try:
+        process.wait(timeout=10)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
 
 
 def _send(fd: int, data: bytes) -> None:
@@ -203,7 +218,13 @@ def child_main(request_fd: str, result_fd: str) -> NoReturn:
     global _current_runtime
     sys.unraisablehook = _quiet_driver_finalizers
     with open(int(request_fd), "rb") as pipe:
-        request = json.loads(pipe.read())
+        sent = pipe.read()
+    try:
+        request = json.loads(sent)
+    except ValueError:
+        # No request, or part of one: the parent was stopped (a Ctrl-C as this process started)
+        # or killed before it sent it all. Nothing was begun; nobody waits for a result.
+        os._exit(Interrupted.exit_code)
     result = int(result_fd)
     os.set_inheritable(result, False)  # the parent reads until every writer is gone: only this process
     for entry in reversed(request["sys_path"]):
