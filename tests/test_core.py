@@ -184,6 +184,22 @@ def test_same_seed_same_units_and_parameters(embedded: Target) -> None:
         assert all(1 <= r[1] <= 1_000_000 and 0 <= r[2] <= 999 and len(r[4]) == 12 for r in rows if r[0] == "A")
 
 
+def test_an_open_loop_behind_its_schedule_stops_serving_at_the_end(embedded: Target) -> None:
+    """Arrivals far faster than the engine serves them: each attachment falls behind its schedule.
+    Once the measured period is over it serves no more of them (a unit counts when it ends, so
+    they would never be counted): every unit that reached the engine is counted, but the one each
+    attachment was running as the period ended."""
+    units = logging_units()[:1]
+    units[0]["statements"][0]["params"][0]["args"] = [100]
+    result = embedded.run({"connections": 2, "warmup_seconds": 0.0, "measure_seconds": 1.0, "interval_seconds": 0.5,
+                           "seed": 5, "target_rate": 1_000_000.0, "units": units})
+    assert result["status"] == "completed", result["failure"]
+    counted = sum(totals[key] for totals in result["units"].values() for key in OUTCOMES)
+    (served,) = embedded.query("select count(*) from param_log where run_no = 100")[0]
+    assert counted > 100, counted
+    assert counted <= served <= counted + 2, (counted, served)
+
+
 def test_transaction_parameters(embedded: Target) -> None:
     """Each isolation / wait mode reaches the engine as MON$TRANSACTIONS shows it."""
     me = "select mon$isolation_mode, mon$lock_timeout, mon$read_only from mon$transactions " \

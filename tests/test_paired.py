@@ -72,7 +72,7 @@ def test_pairs_share_the_same_seconds_and_are_compared_pair_by_pair(tmp_path: Pa
         assert first["settings"]["timeshare"]["turn"] == second["settings"]["timeshare"]["turn"] == 0.1
 
 
-@pytest.mark.alone  # measures turns: wall/own seconds 1.6–2.4, B/A 2.4–3.6
+@pytest.mark.alone  # measures turns: wall/own seconds 1.6–2.4, thread CPU/own 0.75–1.1, B/A 2.3–4.2
 def test_fixed_work_in_a_pair_is_timed_by_its_own_turns(tmp_path: Path) -> None:
     # B does three times A's work. Timed by the clock, A's seconds would hold B's turns (about
     # twice its own), and B's would hold A's while A ran: each run's seconds must be its own turns.
@@ -91,12 +91,21 @@ def test_fixed_work_in_a_pair_is_timed_by_its_own_turns(tmp_path: Path) -> None:
         own, wall = turns[label]["own_seconds"], turns[label]["wall_seconds"]
         assert run["summary"]["measured_seconds"] == own < wall, (label, turns)
         assert turns[label]["turns"] >= 5
+        # Its one attachment spins on a CPU whenever it may run, so a run's own seconds are the
+        # seconds its thread ran; by the clock A's would hold B's turns too (about half would be
+        # its thread's). The machine's steal, or a wait, can only lower the ratio.
+        thread = run["summary"]["thread_cpu_seconds"]
+        assert 0.75 < thread / own < 1.1, (label, thread, turns)
     # A finished first: while it measured, B had every other turn.
     assert 1.6 < turns["A"]["wall_seconds"] / turns["A"]["own_seconds"] < 2.4, turns
     # B's clock also holds A's turns, during A's work and after it (A's checks, its end): by the
     # clock B would seem more than 4 times as slow; by its own turns it did 3 times the work.
     assert turns["B"]["wall_seconds"] > turns["A"]["own_seconds"] + turns["B"]["own_seconds"], turns
-    assert 2.4 < turns["B"]["own_seconds"] / turns["A"]["own_seconds"] < 3.6, turns
+    # B did three times the work in its own seconds, the last two thirds of it after A ended: on other
+    # seconds of a machine whose speed drifts by 14-25 % from one second to the next (a fresh clone
+    # saw 3.74), so this bound is as wide as that drift. The exact check of whose seconds they are is
+    # the CPU one above.
+    assert 2.3 < turns["B"]["own_seconds"] / turns["A"]["own_seconds"] < 4.2, turns
     # The headline is each run's own seconds (elapsed: the score over them).
     headline = compared["figures"][0]
     assert headline["kind"] == "headline"

@@ -217,7 +217,13 @@ impl<'s> Worker<'s> {
                     // Open loop: arrivals follow their own schedule; a late start is queueing
                     // and stays in the latency.
                     scheduled += Duration::from_secs_f64(timing.exponential(mean, f64::INFINITY));
-                    if end.is_some_and(|e| scheduled >= e) || !shared.sleep_until(scheduled) {
+                    // An attachment behind its schedule would otherwise go on serving arrivals
+                    // due before the end after the end, back to back and never counted (a unit
+                    // counts when it ends), until the control thread's stop reached it: late
+                    // arrivals are not served once the measured period is over.
+                    if end.is_some_and(|e| scheduled >= e || Instant::now() >= e)
+                        || !shared.sleep_until(scheduled)
+                    {
                         break Ok(());
                     }
                     (scheduled, Instant::now())
