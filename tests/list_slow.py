@@ -6,9 +6,11 @@ output of a whole-suite run with `--durations=0`.
 
 A test function (all its parameters together, setup and teardown included) that took more than
 --seconds (default 8, as the first phase's four workers on two cores time it) is slow;
-tests/conftest.py marks the functions listed. A test not yet listed counts as fast until the list
-is written again. A module's fixture is timed with its first test: a module whose first test is
-slow runs its fixture in the fast subset too, so time `tests/run.sh --fast` after writing the list.
+tests/conftest.py marks the functions listed, and orders the files by the seconds their slow
+tests took (written beside each: 0 where a run did not time it), the longest first. A test not
+yet listed counts as fast until the list is written again. A module's fixture is timed with its
+first test: a module whose first test is slow runs its fixture in the fast subset too, so time
+`tests/run.sh --fast` after writing the list.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def main() -> None:
     fast = sum(seconds for seconds in spent.values() if seconds <= args.seconds)
     target = Path(__file__).with_name("slow.txt")
     target.write_text("# Written by tests/list_slow.py from a whole-suite run; see its docstring.\n"
-                      + "".join(f"{node}\n" for node in slow))
+                      + "".join(f"{node} {spent[node]:.1f}\n" for node in slow))
     print(f"{len(slow)} slow test functions ({sum(spent[n] for n in slow):,.0f} s), "
           f"{len(spent) - len(slow)} fast ({fast:,.0f} s) -> {target}")
 

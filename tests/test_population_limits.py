@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -67,6 +68,16 @@ class Watched:
             time.sleep(0.2)
         return False
 
+    def watch_until(self, reached: Callable[[], bool], seconds: float) -> bool:
+        """Sample until ``reached()`` (True), fbbench ends or ``seconds`` pass (False)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and self.process.poll() is None:
+            self.sample()
+            if reached():
+                return True
+            time.sleep(0.2)
+        return False
+
     def interrupt(self, within: float = 20) -> int:
         """Ctrl-C as a terminal sends it; the exit code."""
         os.killpg(self.process.pid, signal.SIGINT)
@@ -87,8 +98,21 @@ def test_a_huge_load_step_is_not_listed_in_memory(tmp_path: Path) -> None:
     run = Watched(tmp_path, "run", str(BANK), "--scale", "branches=5000000", "--scale", "accounts=5000000",
                   "--load-connections", "2", "--connections", "1", "--duration", "5s",
                   "--workdir", str(work), "--results", str(tmp_path / "r.sqlite"))
+    first_size: list[int] = []
+
+    def rows_going_in() -> bool:
+        """The step's rows are going in: the database grew 1 MB past its size when first seen. The old
+        list of the iterations was made before the first of them ran, and was held all the step."""
+        building = list((work / "dbcache").glob("*.building.fdb"))
+        if not building:
+            return False
+        size = building[0].stat().st_size
+        first_size[:1] = first_size[:1] or [size]
+        return size >= first_size[0] + MB
+
     try:
-        ended = run.watch(25)  # the schema, then well inside the step of 5,000,000 iterations
+        assert run.watch_until(rows_going_in, 60), run.output()
+        ended = run.watch(1)  # a few more samples, well inside the step of 5,000,000 iterations
         assert not ended, run.output()
         assert run.interrupt() == 130, run.output()
     finally:
