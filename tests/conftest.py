@@ -4,6 +4,7 @@ directory) while sharing the engine cache, so engines download once per machine.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections import defaultdict
@@ -17,6 +18,13 @@ from tests import forkserver
 from tests.fb3server import Fb3Server, fb3_server_unavailable
 
 REPO = Path(__file__).resolve().parent.parent
+
+# A suite started by a script in the background (`cmd &` without job control) inherits SIGINT
+# ignored, and so would every process it starts: the tests that press Ctrl-C on fbbench, an engine
+# child or a lab worker need it as a terminal has it. (Seen: those tests failed, and each lab
+# test's workers took 40 s to be killed, only when the first file a worker ran was one of them.)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 SLOW = Path(__file__).with_name("slow.txt")
 
 
