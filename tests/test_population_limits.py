@@ -60,13 +60,8 @@ class Watched:
 
     def watch(self, seconds: float) -> bool:
         """Sample for up to ``seconds``; True when fbbench ended meanwhile."""
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.sample()
-            if self.process.poll() is not None:
-                return True
-            time.sleep(0.2)
-        return False
+        self.watch_until(lambda: False, seconds)
+        return self.process.poll() is not None
 
     def watch_until(self, reached: Callable[[], bool], seconds: float) -> bool:
         """Sample until ``reached()`` (True), fbbench ends or ``seconds`` pass (False)."""
@@ -107,7 +102,8 @@ def test_a_huge_load_step_is_not_listed_in_memory(tmp_path: Path) -> None:
         if not building:
             return False
         size = building[0].stat().st_size
-        first_size[:1] = first_size[:1] or [size]
+        if not first_size:
+            first_size.append(size)
         return size >= first_size[0] + MB
 
     try:
