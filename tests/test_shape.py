@@ -272,8 +272,9 @@ def test_a_killed_run_leaves_its_shape_to_the_next_run(tmp_path: Path, shape_wor
              str(shape_work), "--results", str(store)], stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
             start_new_session=True)
     try:
-        made = _wait(lambda: [p for p in kernel_leftovers() if "fbbench-" in p and "netns" in p], 120,
-                     "the run's namespaces")
+        # The run's own pair (…-srv, …-cli), not the throw-away namespace its netem probe makes and removes.
+        made = _wait(lambda: [p for p in kernel_leftovers() if "fbbench-" in p and "netns" in p
+                              and p.endswith(("-srv", "-cli"))], 120, "the run's namespaces")
         _wait(lambda: _measured_intervals(store) >= 1, 120, "the measured period")
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(10)
