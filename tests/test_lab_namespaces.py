@@ -27,9 +27,9 @@ from fbbench.shape import network
 from fbbench.shape.segment import Segment
 from tests.conftest import REPO
 
-# Alone: network namespaces on the whole machine, a partition timed against WORKER_TTL (a worker
-# silent that long is given up), and a probe of the 200 ms link's round trip.
-pytestmark = pytest.mark.alone
+# Beside other tests: the namespaces are the segment's own (fbbench-seg-TOKEN-*, no other test makes
+# or counts them), the partition outlasts WORKER_TTL by 9 s and the 200 ms link's probe is a lower
+# bound, which a busy machine only exceeds. Checked under load: see the closing note of stop 39.
 
 BANK = REPO / "tests" / "workloads" / "bank"
 PORT = 8786
