@@ -29,7 +29,7 @@ from tests.conftest import REPO
 
 # Beside other tests: the namespaces are the segment's own (fbbench-seg-TOKEN-*, no other test makes
 # or counts them), the partition outlasts WORKER_TTL by 9 s and the 200 ms link's probe is a lower
-# bound, which a busy machine only exceeds. Checked under load: see the closing note of stop 39.
+# bound, which a busy machine only exceeds.
 
 BANK = REPO / "tests" / "workloads" / "bank"
 PORT = 8786
