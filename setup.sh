@@ -149,7 +149,7 @@ case "$mode" in
     trap - EXIT  # both waited for: their pids may be another process's from here on
     checked=$SECONDS
     say "tests on real engines"
-    # Two phases (tests/run.sh): the tests that time nothing on four workers, then those that time
+    # Two phases (tests/run.sh): the tests that time nothing on five workers, then those that time
     # something or load the whole machine, alone. The slowest of each are listed: the suite must stay
     # under 20 minutes on a 2-core machine with nothing beside it.
     status=0
