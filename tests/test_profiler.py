@@ -44,6 +44,12 @@ class Profiled:
     reports: list[Path]
 
 
+# The tests of these runs are in the serial phase. In the parallel phase of 2026-11-29, 2 of 3 runs of
+# the suite saw the first profiled run fail: the profiler's second remote FINISH_SESSION (after the
+# first had returned) did not return, and its target attachment stayed inside the engine (5.0.4)
+# through a cancel; fbbench failed the run 25 s later, as it should. That needs TPC-C's lock waits
+# (33 a second here) to meet the remote command; 24 such runs beside stress-ng (CPU, then CPU and
+# fsync) did not hang. The cause is not known yet.
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory: pytest.TempPathFactory) -> Profiled:
     out = tmp_path_factory.mktemp("profiled")
@@ -62,6 +68,7 @@ def profiled(tmp_path_factory: pytest.TempPathFactory) -> Profiled:
     return Profiled(store, runs, docs, outputs, reports)
 
 
+@pytest.mark.alone  # the profiled TPC-C runs: see the fixture
 def test_a_profiled_tpcc_run_lists_its_procedures_with_their_time(profiled: Profiled) -> None:
     doc = profiled.docs[0]
     profile = doc["profile"]
@@ -103,6 +110,7 @@ def test_a_profiled_tpcc_run_lists_its_procedures_with_their_time(profiled: Prof
     assert profiled.docs[2]["profile"] is None and "where the time went" not in profiled.outputs[2]
 
 
+@pytest.mark.alone  # the profiled TPC-C runs: see the fixture
 def test_the_report_shows_where_the_time_went(profiled: Profiled, tmp_path: Path) -> None:
     body = chromium.render_ok(profiled.reports[0], tmp_path / "chromium").body
     section = body.by_id("profile")
@@ -116,6 +124,7 @@ def test_the_report_shows_where_the_time_went(profiled: Profiled, tmp_path: Path
     assert "Not profiled" in unprofiled.text
 
 
+@pytest.mark.alone  # the profiled TPC-C runs: see the fixture
 def test_a_profiled_run_matches_its_documentation(profiled: Profiled) -> None:
     documented = documented_paths(REPO / "docs" / "run-result.md")
     undocumented, missing = undocumented_and_missing(actual_paths(profiled.docs[0], documented), documented)
@@ -123,6 +132,7 @@ def test_a_profiled_run_matches_its_documentation(profiled: Profiled) -> None:
     assert not missing, f"documented keys the profiled run does not have: {missing}"
 
 
+@pytest.mark.alone  # the profiled TPC-C runs: see the fixture
 def test_compare_of_two_profiled_runs_shows_the_changes(profiled: Profiled, tmp_path: Path) -> None:
     json_path, page = tmp_path / "compare.json", tmp_path / "compare.html"
     cli = run_cli("compare", profiled.runs[0], profiled.runs[1], "--results", str(profiled.store),
@@ -150,6 +160,7 @@ def test_compare_of_two_profiled_runs_shows_the_changes(profiled: Profiled, tmp_
     assert not undocumented, f"keys not in docs/compare-result.md: {undocumented}"
 
 
+@pytest.mark.alone  # the profiled TPC-C runs: see the fixture
 def test_a_profiled_run_against_an_unprofiled_one_is_a_difference_outside_the_axis(profiled: Profiled,
                                                                                     tmp_path: Path) -> None:
     json_path = tmp_path / "compare.json"
@@ -164,6 +175,7 @@ def test_a_profiled_run_against_an_unprofiled_one_is_a_difference_outside_the_ax
     assert "not comparable" in cli.stdout
 
 
+@pytest.mark.alone  # the profiled TPC-C runs: see the fixture
 def test_a_bundle_carries_the_profile(profiled: Profiled, tmp_path: Path) -> None:
     bundle = tmp_path / "profiled.fbbundle"
     exported = run_cli("results", "export", profiled.runs[0], "-o", str(bundle), "--results", str(profiled.store))
