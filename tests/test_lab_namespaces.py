@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from fbbench.shape import network
+from fbbench.shape.segment import PREFIX as SEGMENT_PREFIX
 from fbbench.shape.segment import Segment
 from tests.conftest import REPO
 
@@ -132,7 +133,7 @@ def namespaced_lab(root: Path, delays: dict[str, float] | None = None) -> Iterat
             yield lab
         finally:
             lab.stop()
-    assert not [p for p in network.NETNS_DIR.glob(f"{network.PREFIX}seg-{segment.token}-*")]
+    assert not [p for p in network.NETNS_DIR.glob(f"{SEGMENT_PREFIX}{segment.token}-*")]
 
 
 def _spec(root: Path, top: str, hosts: str) -> Path:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from fbbench.shape import cgroups, network
+from fbbench.shape import cgroups, network, segment
 from tests.conftest import REPO, assert_clean_error, run_cli
 from tests.documented import actual_paths, documented_paths, undocumented_and_missing
 from tests.fb3server import fb3_server_unavailable
@@ -56,9 +56,6 @@ def _skip_unless_network() -> None:
         pytest.skip(reason)
 
 
-SEGMENTS = network.PREFIX + "seg-"  # a lab's namespaces (fbbench/shape/segment.py), not a run's
-
-
 def kernel_leftovers() -> list[str]:
     """fbbench's cgroups and network namespaces that exist now."""
     found: list[str] = []
@@ -67,7 +64,7 @@ def kernel_leftovers() -> list[str]:
     else:
         for mount in cgroups.v1_mounts().values():
             found += [str(p) for p in mount.glob(cgroups.PREFIX + "*")]
-    found += [str(p) for p in network.NETNS_DIR.glob(network.PREFIX + "*") if not p.name.startswith(SEGMENTS)]
+    found += [str(p) for p in network.NETNS_DIR.glob(network.PREFIX + "*") if not p.name.startswith(segment.PREFIX)]
     veths = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     found += [line.split(":")[1].strip() for line in veths.splitlines() if ": fb" in line and "@" in line]
     return found

@@ -31,6 +31,7 @@ from fbbench.shape.network import in_namespace, run_tool
 
 LEDGER = "segment.json"
 SUBNET = "169.254.78"
+PREFIX = f"{network.PREFIX}seg-"  # every segment's namespaces: PREFIX + token + "-" + member (or "hub")
 
 
 @dataclass
@@ -42,11 +43,11 @@ class Segment:
     _lines: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     def namespace(self, member: str) -> str:
-        return f"{network.PREFIX}seg-{self.token}-{member}"
+        return f"{PREFIX}{self.token}-{member}"
 
     @property
     def hub(self) -> str:
-        return f"{network.PREFIX}seg-{self.token}-hub"
+        return f"{PREFIX}{self.token}-hub"
 
     def address(self, member: str) -> str:
         return f"{SUBNET}.{self.members.index(member) + 1}"
