@@ -227,6 +227,46 @@ def test_transaction_parameters(embedded: Target) -> None:
         assert tuple(totals["tally"][column] / ok for column in tally) == expected[name], name
 
 
+def test_closing_sql_runs_on_each_attachment_once_the_end_is_read(tmp_path: Path) -> None:
+    """closing_sql (--profile's FINISH_SESSION): each attachment runs it once after its load, in a
+    transaction of its own, only once the caller has read the end (open_closing); without that it
+    is skipped after half the watchdog bound, and after a stop it does not run at all."""
+    target = embedded_target("5.0", tmp_path)
+    closing = "insert into param_log values (next value for log_seq, 900, current_connection, 'Z', 0, 0, 0, '')"
+    units = [unit("select", statement("select qty from items where id = ?", ("uniform", [1, 100])))]
+    settings = {"connections": 3, "warmup_seconds": 0.0, "measure_seconds": 1.0, "interval_seconds": 0.5,
+                "seed": 4, "watchdog_seconds": 2.0, "closing_sql": closing, "units": units}
+
+    def counted() -> int:
+        return int(target.query("select count(*) from param_log where run_no = 900")[0][0])
+
+    result = target.call("run", target.dsn, settings, None, False, True)
+    assert result["status"] == "completed", result["failure"]
+    opened = result["_test"]["opened_at"]
+    ends = [a["closing"] for a in result["attachments"]]
+    assert all(c is not None and c["error"] is None for c in ends), ends
+    # After the planned end was read, never before it.
+    assert 1.0 <= opened <= min(c["at_seconds"] for c in ends), (opened, ends)
+    assert counted() == 3
+
+    # Nobody reads the end: each attachment waits half the watchdog bound, then detaches without it.
+    result = target.call("run", target.dsn, settings)
+    assert result["status"] == "completed", result["failure"]
+    ends = [a["closing"] for a in result["attachments"]]
+    assert all(c is not None and c["error"].startswith("not run: the caller did not read the end") for c in ends), ends
+    assert all(1.9 < c["at_seconds"] < 3.5 for c in ends), ends
+    assert counted() == 3
+
+    # Stopped: no closing statement, and the stop is as quick as ever.
+    result = target.call("run", target.dsn, {**settings, "measure_seconds": 30.0}, 1.0, False, True)
+    assert result["status"] == "stopped" and result["_test"]["after_interrupt"] < 2.5, result["_test"]
+    assert [a["closing"] for a in result["attachments"]] == [None] * 3
+    assert counted() == 3
+    # A plain run's attachments carry no closing at all.
+    plain = target.call("run", target.dsn, {k: v for k, v in settings.items() if k != "closing_sql"})
+    assert all("closing" not in a for a in plain["attachments"])
+
+
 @pytest.mark.alone  # times the stop: within 2 s of the flag, 1.5–2.6 s measured
 def test_stop_flag_ends_a_long_run_quickly(tmp_path: Path) -> None:
     target = embedded_target("5.0", tmp_path)

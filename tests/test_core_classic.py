@@ -134,12 +134,17 @@ def test_an_attachment_process_that_does_not_return_is_killed_and_named(tmp_path
 
 def test_ramp_up_and_target_rate_span_the_processes(tmp_path: Path) -> None:
     """Under a ramp-up the go comes first and attachment k connects at its slot of one ramp;
-    a target rate is shared out, so the processes together arrive at the run's rate."""
+    a target rate is shared out, so the processes together arrive at the run's rate. The
+    parent's open_closing reaches every process: each attachment runs its closing statement."""
     classic = target(tmp_path, "Classic", "ramp")
+    closing = "insert into param_log values (next value for log_seq, 900, current_connection, 'Z', 0, 0, 0, '')"
     settings = {"connections": 2, "connect_rate": 2.0, "warmup_seconds": 1.0, "measure_seconds": 2.0,
-                "interval_seconds": 0.5, "target_rate": 200.0, "seed": 8, "units": SELECT}
-    result = run_processes(classic, settings)
+                "interval_seconds": 0.5, "target_rate": 200.0, "seed": 8, "units": SELECT, "closing_sql": closing}
+    result = classic.call("run", classic.dsn, settings, None, True, True)
     assert result["status"] == "completed", result["failure"]
+    ends = [a["closing"] for a in result["attachments"]]
+    assert all(c is not None and c["error"] is None and c["at_seconds"] >= 3.0 for c in ends), ends
+    assert classic.query("select count(*) from param_log where run_no = 900") == [[2]]
     ok = result["units"]["select"]["ok"]
     assert 200 * 2.0 * 0.8 < ok < 200 * 2.0 * 1.2, ok  # open loop: the rate, not the machine's speed
     assert all(a["units"] > 0 for a in result["attachments"])

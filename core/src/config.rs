@@ -44,6 +44,8 @@ struct RawConfig {
     attachment_index: Option<u32>,
     #[serde(default)]
     hold: bool,
+    #[serde(default)]
+    closing_sql: Option<String>,
     units: Vec<RawUnit>,
     #[serde(default)]
     replay: Option<RawReplay>,
@@ -169,6 +171,11 @@ pub struct Config {
     /// After connecting, wait for `go(start)` instead of starting at once (Classic's processes
     /// start together on a common zero).
     pub hold: bool,
+    /// Run by each attachment once, in a transaction of its own, when its load ended as planned
+    /// (the measured period or its work over; not after a stop or a failure), before it detaches:
+    /// `--profile`'s `RDB$PROFILER.FINISH_SESSION`, which must run on the profiled attachment
+    /// itself (a remote finish can meet the attachment inside a lock wait).
+    pub closing_sql: Option<String>,
     pub units: Vec<Unit>,
     /// Cumulative weights for the unit draw.
     pub cumulative_weights: Vec<f64>,
@@ -399,6 +406,13 @@ impl Config {
                 .max(),
             None => units.iter().filter_map(|u| u.lock_timeout).max(),
         };
+        let closing_sql = match raw.closing_sql {
+            Some(sql) if sql.trim().is_empty() => {
+                return Err("closing_sql is empty: leave it out instead".into())
+            }
+            Some(sql) if sql.contains('\0') => return Err("closing_sql contains NUL".into()),
+            other => other,
+        };
         let watchdog = Duration::from_secs_f64(watchdog_seconds)
             + Duration::from_secs(longest_lock_wait.unwrap_or(0).into());
         Ok(Config {
@@ -421,6 +435,7 @@ impl Config {
             watchdog,
             first_attachment,
             hold: raw.hold,
+            closing_sql,
             units,
             cumulative_weights,
             replay,

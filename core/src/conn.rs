@@ -15,6 +15,13 @@ use crate::rng::Rng;
 use crate::sqlda::SqlDa;
 use crate::tpb::{build_tpb, Isolation};
 
+/// A failed call: its first gdscode and the engine's text.
+#[derive(Debug)]
+pub struct CallError {
+    pub code: i64,
+    pub text: String,
+}
+
 pub struct Attachment<'a> {
     pub api: &'a FbApi,
     pub db: Handle,
@@ -158,6 +165,38 @@ impl<'a> Attachment<'a> {
             // SAFETY: as for commit.
             unsafe { (self.api.rollback_transaction)(self.scratch.as_mut_ptr(), tr) };
             *tr = 0;
+        }
+    }
+
+    /// Runs one SQL text once, in a read-committed transaction of its own, committed; nothing
+    /// is bound and any rows are read and dropped. On an error the transaction is rolled back.
+    pub fn run_once(&mut self, sql: &str) -> Result<(), CallError> {
+        let mut tr = self
+            .start(&build_tpb(Isolation::ReadCommitted, false, None))
+            .map_err(|_| self.call_error())?;
+        let ran = match self.prepare_sql(&mut tr, sql) {
+            Ok(mut statement) => {
+                let executed = self.execute(&mut tr, &mut statement, &mut []);
+                let error = executed.err().map(|()| self.call_error());
+                self.drop_statement(&mut statement);
+                error.map_or(Ok(()), Err)
+            }
+            Err(text) => Err(CallError {
+                code: first_gdscode(&self.status),
+                text,
+            }),
+        };
+        let committed = ran.and_then(|()| self.commit(&mut tr).map_err(|_| self.call_error()));
+        if committed.is_err() {
+            self.rollback(&mut tr);
+        }
+        committed
+    }
+
+    fn call_error(&self) -> CallError {
+        CallError {
+            code: first_gdscode(&self.status),
+            text: self.error_text(),
         }
     }
 

@@ -100,6 +100,12 @@ impl LoadRun {
         Ok(())
     }
 
+    /// closing_sql: the caller has read the end of the measured period; the attachments run
+    /// their closing statements now (each waits for this at most half the watchdog bound).
+    fn open_closing(&self) {
+        self.shared.open_closing();
+    }
+
     /// The intervals closed so far from `start` on (JSON array, in the result's interval shape),
     /// so that a caller can stream every interval as it closes, none skipped.
     fn intervals(&self, start: usize) -> String {

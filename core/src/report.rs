@@ -24,6 +24,16 @@ pub struct Finished {
     pub core_ns: u64,
     pub cpu_ns: u64,
     pub error: Option<String>,
+    /// The config's `closing_sql`, when the attachment ran it (its load ended as planned).
+    pub closing: Option<Closing>,
+}
+
+/// An attachment's `closing_sql`: when it was done, and why it failed if it did.
+#[derive(Clone)]
+pub struct Closing {
+    /// Seconds from the run's zero to the end of the statement's commit (or its failure).
+    pub at_seconds: f64,
+    pub error: Option<String>,
 }
 
 /// What `poll` reads of the run, taken in one go.
@@ -137,19 +147,25 @@ pub fn result_json(config: &Config, ended: Ended, collected: Option<Collected>) 
     let (mut core_ns, mut cpu_ns) = (0u64, 0u64);
     for end in ends {
         let index = end.index;
-        let (units, error) = match end.finished {
+        let (units, error, closing) = match end.finished {
             // What it recorded so far; its time and CPU are not known.
-            _ if abandoned.contains(&index) => (end.recorded, abandon_note.clone()),
+            _ if abandoned.contains(&index) => (end.recorded, abandon_note.clone(), None),
             Some(f) => {
                 core_ns += f.core_ns;
                 cpu_ns += f.cpu_ns;
-                (f.units, f.error)
+                (f.units, f.error, f.closing)
             }
-            None => (0, None),
+            None => (0, None, None),
         };
-        attachments.push(
-            json!({"index": index, "home": config.home_of(index), "units": units, "error": error}),
-        );
+        let mut attachment =
+            json!({"index": index, "home": config.home_of(index), "units": units, "error": error});
+        if config.closing_sql.is_some() {
+            attachment["closing"] = match closing {
+                Some(c) => json!({"at_seconds": c.at_seconds, "error": c.error}),
+                None => Value::Null,
+            };
+        }
+        attachments.push(attachment);
     }
 
     let warmup = config.timeline.warmup;

@@ -126,7 +126,7 @@ def profile_document(run: StoredRun) -> dict[str, Any] | None:
         "window_seconds": stored.get("window_seconds"),
         "measure_seconds": (run.get("summary") or {}).get("measured_seconds"),
         "start_delay_seconds": stored.get("start_delay_seconds"),
-        "end_margin_seconds": stored.get("end_margin_seconds"),
+        "end_delay_seconds": stored.get("end_delay_seconds"),
         "psql_ms": _ms(psql_ns), "cursor_ms": _ms(totals.get("cursor_ns")),
         "counts": {"psql_lines": totals.get("psql_lines"), "statements": totals.get("statements"),
                    "record_sources": totals.get("record_sources")},

@@ -100,6 +100,8 @@ def relay_main() -> int:
                     commands.put({"go_wall": time.time() + (float(argument) - time.monotonic())})
                 elif word == "stop":
                     commands.put({"stop": True})
+                elif word == "close":
+                    commands.put({"close": True})
             with contextlib.suppress(Exception):
                 commands.put({"stop": True})
 

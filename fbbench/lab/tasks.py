@@ -180,6 +180,8 @@ def drive_load(request: dict[str, Any]) -> dict[str, Any]:
                     continue
                 if "go_wall" in command:  # the coordinator's start, on this machine's monotonic clock
                     text = f"go {time.monotonic() + (command['go_wall'] - time.time())!r}\n"
+                elif command.get("close"):  # the end of the measured period was read: closing_sql
+                    text = "close\n"
                 else:
                     text = "stop\n"
                 with contextlib.suppress(OSError):

@@ -113,7 +113,7 @@ def units_completed(result: LoadResult) -> int:
 ProgressCallback = Callable[[LiveCounters], None]
 
 
-BoundaryCallback = Callable[[int, float, bool], None]
+BoundaryCallback = Callable[[int, float, bool], bool | None]  # True: the closing statements may run
 
 
 def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = None,
@@ -142,7 +142,9 @@ def run_load(config: Mapping[str, Any], on_progress: ProgressCallback | None = N
     passes a boundary — 1 is the run's zero, 1 + k the end of interval k, 0 only for a last
     call that brings no boundary — with the boundary's wall-clock time; ``last`` is true exactly
     once, when the run is over. Observers (the engine sampler) read right at the boundaries this
-    way, not whenever the next poll happens to come.
+    way, not whenever the next poll happens to come. When it returns True (once the end of the
+    measured period has been read), the attachments run the config's ``closing_sql``: they wait
+    for that at most half the watchdog bound.
 
     ``hold``: start in the core's hold mode. Once every attachment is connected (under a ramp-up:
     at once, the ramp being part of the warm-up), ``hold()`` is called on this thread and returns
@@ -202,7 +204,8 @@ HOLD_POLL_SECONDS = 0.02  # while connecting: how soon a held run's readiness is
 def _watch_boundaries(run: Any, on_boundary: BoundaryCallback) -> threading.Thread:
     def call(boundary: int, at: float, last: bool) -> None:
         with contextlib.suppress(Exception):  # an observer's failure is its own
-            on_boundary(boundary, at, last)
+            if on_boundary(boundary, at, last):
+                run.open_closing()
 
     def watch() -> None:
         seen = 0

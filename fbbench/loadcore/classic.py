@@ -154,6 +154,13 @@ class ProcessRun:
                 self._go_at = float(start_monotonic)
             self._cond.notify_all()
 
+    def open_closing(self) -> None:
+        """closing_sql: the end of the measured period has been read; every worker's attachments
+        run their closing statements now."""
+        with self._cond:
+            for worker in self._workers:
+                worker.send("close")
+
     def stop(self) -> None:
         with self._cond:
             if self._ended is None:

@@ -74,6 +74,8 @@ def _work(run: Any, first: dict[str, Any]) -> int:
                 run.go(float(argument))
             elif word == "stop":
                 run.stop()
+            elif word == "close":
+                run.open_closing()
         run.stop()  # the parent is gone (EOF): nobody would take this run's figures
 
     run.start()

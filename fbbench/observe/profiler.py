@@ -11,12 +11,19 @@ firebird.conf's ``DefaultProfilerPlugin`` defaults to ``Default_Profiler``):
   own attachment only: every load attachment gets one, started from the profiler's attachment.
 - A session's data stays in its attachment's memory until a flush writes it into the
   ``PLG$PROF_*`` tables of the profiled database (the run's own copy: fbbench never runs on a
-  user's file). An attachment that detaches with its session unfinished takes the data with it
-  (nothing was flushed), and ``FINISH_SESSION`` for one that has gone fails with "attachment is
-  not active". So the sessions are finished, and flushed, a little *before* the planned end of
-  the measured period, while the load's attachments are still there (:func:`finish_margin`):
-  the profile covers the measured period less that margin, and says so. A run that ends before
-  then (Ctrl-C, a failure) loses its sessions with its attachments, and says so too.
+  user's file), and an attachment that detaches with its session unfinished takes the data with
+  it. Two ways of finishing hung on 5.0.4. A *remote* ``FINISH_SESSION(TRUE, ATTACHMENT_ID)``
+  runs the flush on the target through its listener thread, which takes the attachment while it
+  is idle — and one inside a lock wait counts as idle: under TPC-C's lock waits such a finish
+  never returned in 2 of 3 suite runs, its target stuck inside the engine (cause not shown). A
+  local finish whose flush ran beside a MON$ snapshot (the sampler's reading of the end of the
+  measured period) hung in 3 of 3 runs of a load that had dropped one of the profiler's views,
+  and in none of 3 with the snapshot out of the way. So each load attachment finishes its own session with
+  no request of it running, and only after the end of the measured period has been read: the
+  core runs :data:`CLOSING_SQL` on it once its load has ended as planned and the runner has
+  read the end (the core's ``closing_sql`` and ``open_closing``). The profile covers the measured
+  period from the sessions' start to the load's end. A run that ends otherwise (Ctrl-C, a
+  failure) runs no closing statement and loses its sessions with its attachments, and says so.
 - The first session ever creates the ``PLG$PROF_*`` tables, views and sequence in the database
   (the plugin's own DDL): done here before the load starts, through a session of the profiler's
   own attachment that is cancelled at once, so that no DDL falls into the measured period.
@@ -41,7 +48,7 @@ import contextlib
 import statistics
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,17 +62,11 @@ if TYPE_CHECKING:
 PLUGIN = "Default_Profiler"
 SINCE = (5, 0)
 TOP = 50  # lines, statements and record sources kept per run, by time
-MARGIN_SECONDS = 0.5  # finished this long before the planned end of the measured period …
-MARGIN_PER_ATTACHMENT = 0.02  # … plus this per attachment (each finish waits for it and flushes)
+# Each load attachment's last statement before it detaches (the core's closing_sql): its own
+# session finished, and flushed into the PLG$PROF tables, by the attachment itself.
+CLOSING_SQL = "execute procedure rdb$profiler.finish_session(true)"
 CLOCK_SOURCE = Path("/sys/devices/system/clocksource/clocksource0/current_clocksource")
 SQL_KEPT = 2000  # characters of a statement's SQL text kept
-
-
-def finish_margin(connections: int, measure_seconds: float) -> float:
-    """How long before the planned end of the measured period the sessions are finished: the
-    finishes must be done while the load's attachments are still attached. At most half the
-    measured period."""
-    return min(MARGIN_SECONDS + MARGIN_PER_ATTACHMENT * connections, measure_seconds / 2)
 
 
 def clock_source() -> str | None:
@@ -103,7 +104,8 @@ class Session:
     attachment_id: int
     profile_id: int | None = None
     started: float | None = None  # time.monotonic() once START_SESSION returned
-    finished: float | None = None  # time.monotonic() once FINISH_SESSION (with its flush) returned
+    finished: bool = False  # its attachment finished it, flushed (PLG$PROF_SESSIONS.FINISH_TIMESTAMP)
+    seconds: float | None = None  # the engine's FINISH_TIMESTAMP - START_TIMESTAMP
     error: str | None = None
 
 
@@ -111,9 +113,26 @@ class Session:
 class _Plan:
     start: threading.Event = field(default_factory=threading.Event)
     started: threading.Event = field(default_factory=threading.Event)
-    finish_at: float | None = None  # time.monotonic()
-    measure_start: float | None = None
-    measure_end: float | None = None  # planned
+    measure_start: float | None = None  # time.monotonic()
+
+
+@dataclass
+class LoadEnd:
+    """How the load ended, from the core's result: its status, and each attachment's closing
+    statement (:data:`CLOSING_SQL`) — ``None`` where it did not run."""
+
+    status: str
+    closings: list[tuple[int, dict[str, Any] | None]]  # (the core's attachment index, its closing)
+    end_delay_seconds: float | None  # the last closing's end after the planned end of the measured period
+
+    @classmethod
+    def of(cls, result: Mapping[str, Any], planned_end: float | None) -> LoadEnd:
+        """``planned_end``: seconds from the run's zero to the measured period's planned end
+        (None for fixed work)."""
+        closings = [(int(a.get("index") or 0), a.get("closing")) for a in result.get("attachments") or []]
+        ends = [float(c["at_seconds"]) for _, c in closings if c and c.get("at_seconds") is not None]
+        delay = max(ends) - planned_end if ends and planned_end is not None else None
+        return cls(str(result.get("status")), closings, delay)
 
 
 def _error(error: BaseException) -> str:
@@ -123,8 +142,9 @@ def _error(error: BaseException) -> str:
 
 class ProfilerThread:
     """The profiler's attachment and thread: it attaches and prepares the profiler's tables when
-    made; :meth:`start` starts a session on every load attachment; the sessions are finished at
-    the moment :meth:`finish_at` names; :meth:`close` (after the load ended) reads the profile.
+    made; :meth:`start` starts a session on every load attachment; each load attachment finishes
+    its own (the core's closing statement); :meth:`close`, after :meth:`load_ended`, reads the
+    profile of the sessions that were finished.
 
     Nothing here raises into the run: what went wrong is the profile's ``status`` and ``reason``.
     """
@@ -137,6 +157,7 @@ class ProfilerThread:
         self.failure: str | None = None  # why there is no profile (or only part of one)
         self.profile: dict[str, Any] | None = None  # what :meth:`close` returns
         self._plan = _Plan()
+        self._ended: LoadEnd | None = None
         self._wake = threading.Condition()
         self._closing = False
         self._reading = False
@@ -161,13 +182,15 @@ class ProfilerThread:
         if wait is not None:
             self._plan.started.wait(wait)
 
-    def plan(self, measure_start: float, measure_end: float | None, finish_at: float | None) -> None:
-        """The measured period (time.monotonic(); its end as planned, None for fixed work) and
-        when to finish the sessions."""
+    def plan(self, measure_start: float) -> None:
+        """Where the measured period starts (time.monotonic())."""
         with self._wake:
-            self._plan.measure_start, self._plan.measure_end = measure_start, measure_end
-            self._plan.finish_at = finish_at
+            self._plan.measure_start = measure_start
             self._wake.notify_all()
+
+    def load_ended(self, ended: LoadEnd) -> None:
+        """The load has ended (its attachments detached): how, and what their closing statements did."""
+        self._ended = ended
 
     def close(self, timeout: float = 30.0, stuck: float = 5.0) -> dict[str, Any]:
         """After the load ended: read the profile, detach; the profile's record (see :meth:`_record`).
@@ -208,12 +231,6 @@ class ProfilerThread:
             else:
                 self.failure = "the run's load ended before its measured period began: nothing was profiled"
             self._plan.started.set()
-            self._wait(lambda: self._plan.finish_at is not None and time.monotonic() >= self._plan.finish_at,
-                       until=lambda: self._plan.finish_at)
-            if self._closing and not self._finished_any():
-                self._finish_missed()
-            elif any(s.profile_id is not None for s in self.sessions):
-                self._finish_sessions()
             self._wait(lambda: False)  # the read waits for the load's end: never inside the measured period
             self._reading = True
             self.profile = self._read()
@@ -226,9 +243,6 @@ class ProfilerThread:
             if connection is not None:
                 with contextlib.suppress(Exception):
                     connection.close()
-
-    def _finished_any(self) -> bool:
-        return any(s.finished is not None for s in self.sessions)
 
     def _wait(self, done: Any, until: Any = None) -> None:
         """Until ``done()`` or the run's end; ``until()``: a time.monotonic() to wake up at."""
@@ -305,51 +319,71 @@ class ProfilerThread:
         if not found:
             self.failure = "no load attachment was there to profile when the measured period began"
 
-    def _finish_sessions(self) -> None:
+    def _finished_by_attachments(self, started: list[Session]) -> None:
+        """Which of the sessions their attachments finished (and flushed): the engine's record."""
         assert self._connection is not None
-        for session in self.sessions:
-            if session.profile_id is None:
-                continue
-            try:
-                with self._connection.cursor() as cursor:
-                    cursor.execute("execute procedure rdb$profiler.finish_session(true, ?)", (session.attachment_id,))
-                self._connection.commit()
-                session.finished = time.monotonic()
-            except Exception as error:
-                session.error = (f"not finished: {_error(error)} (an attachment that detaches before its session is "
-                                 "finished takes the session's data with it)")
-                with contextlib.suppress(Exception):
-                    self._connection.rollback()
-
-    def _finish_missed(self) -> None:
-        started = [s for s in self.sessions if s.profile_id is not None]
-        if started:
-            self.failure = (f"the run's load ended before the profiler finished its {len(started)} session(s): the "
-                            "engine drops a session's data when its attachment detaches (a run stopped or failed "
-                            "before the end of its measured period has no profile)")
-        for session in started:
-            session.error = session.error or "not finished: the load ended first"
+        by_id = {s.profile_id: s for s in started}
+        with self._connection.cursor() as cursor:
+            for ids in _chunks([s.profile_id for s in started if s.profile_id is not None]):
+                cursor.execute("select profile_id, start_timestamp, finish_timestamp from plg$prof_sessions "
+                               f"where profile_id in ({ids})")
+                for profile_id, began, ended in cursor.fetchall():
+                    session = by_id.get(int(profile_id))
+                    if session is not None and ended is not None:
+                        session.finished = True
+                        session.seconds = (ended - began).total_seconds() if began is not None else None
+        self._connection.commit()
 
     # -- reading --------------------------------------------------------------------------------------
 
     def _read(self) -> dict[str, Any]:
-        finished = [s.profile_id for s in self.sessions if s.finished is not None and s.profile_id is not None]
-        if not finished:
+        started = [s for s in self.sessions if s.profile_id is not None]
+        if not started:
             errors = [s.error for s in self.sessions if s.error]
-            return self._record(self.failure or (f"none of the {len(self.sessions)} session(s) could be finished"
+            return self._record(self.failure or (f"none of the {len(self.sessions)} session(s) could be started"
                                                  + (f" — {errors[0]}" if errors else "")), {})
+        ended = self._ended
+        if ended is None or ended.status != "completed":
+            for session in started:
+                session.error = session.error or "not finished: the load did not end as planned"
+            self.failure = self.failure or (
+                f"the run's load ended before the profiler finished its {len(started)} session(s): the engine drops "
+                "a session's data when its attachment detaches, and each load attachment finishes its own session "
+                "only once the load has ended as planned (a run stopped or failed has no profile)")
+            return self._record(self.failure, {})
         assert self._connection is not None
+        try:
+            self._finished_by_attachments(started)
+        except Exception as error:
+            with contextlib.suppress(Exception):
+                self._connection.rollback()
+            return self._record(f"the profiler's sessions could not be read from PLG$PROF_SESSIONS: {_error(error)}",
+                                {})
+        closing_errors = [f"attachment {index}: {closing['error']}" for index, closing in ended.closings
+                          if closing and closing.get("error")]
+        not_run = [index for index, closing in ended.closings if closing is None]
+        why_not = ("; ".join(closing_errors[:3]) if closing_errors
+                   else f"attachment(s) {', '.join(map(str, not_run[:10]))} ran no closing statement" if not_run
+                   else "")
+        for session in started:
+            if not session.finished:
+                session.error = session.error or ("not finished by its attachment"
+                                                  + (f" ({why_not})" if why_not else ""))
+        finished = [s.profile_id for s in started if s.finished and s.profile_id is not None]
+        if not finished:
+            return self._record(self.failure or (f"none of the {len(started)} session(s) was finished by its attachment"
+                                                 + (f" — {why_not}" if why_not else "")), {})
         try:
             found = read_profile(self._connection, finished)
         except Exception as error:
             with contextlib.suppress(Exception):
                 self._connection.rollback()
             return self._record(f"the profile could not be read from the PLG$PROF tables: {_error(error)}", {})
-        lost = [s for s in self.sessions if s.finished is None]
+        lost = [s for s in started if not s.finished]
         reason = self.failure
         if lost and not reason:
             reason = (f"{len(lost)} of {len(self.sessions)} session(s) were not finished: their data is not in the "
-                      "profile")
+                      "profile" + (f" — {why_not}" if why_not else ""))
         if len(self.sessions) < self.connections and not reason:
             reason = (f"{len(self.sessions)} of {self.connections} attachment(s) were there to profile when the "
                       "measured period began")
@@ -358,9 +392,8 @@ class ProfilerThread:
     def _record(self, reason: str | None, found: dict[str, Any], complete: bool = False) -> dict[str, Any]:
         """The profile's record: what was profiled, over which part of the measured period, and
         what was found (``lines``: psql, statement and record_source rows, each kind by time)."""
-        windows = [s.finished - s.started for s in self.sessions if s.started is not None and s.finished is not None]
+        windows = [s.seconds for s in self.sessions if s.finished and s.seconds is not None]
         started = [s.started for s in self.sessions if s.started is not None]
-        finished = [s.finished for s in self.sessions if s.finished is not None]
         plan = self._plan
         status = "failed" if not complete else "partial" if reason else "complete"
         return {
@@ -370,11 +403,11 @@ class ProfilerThread:
             "clock_source": self.clock_source,
             "attachments": self.connections,
             "sessions": sum(1 for s in self.sessions if s.profile_id is not None),
-            "finished": len(finished),
+            "finished": sum(1 for s in self.sessions if s.finished),
             "lost": [{"attachment_id": s.attachment_id, "why": s.error} for s in self.sessions if s.error][:50],
             "window_seconds": statistics.median(windows) if windows else None,
             "start_delay_seconds": (max(started) - plan.measure_start) if started and plan.measure_start else None,
-            "end_margin_seconds": (plan.measure_end - min(finished)) if finished and plan.measure_end else None,
+            "end_delay_seconds": self._ended.end_delay_seconds if self._ended and windows else None,
             "totals": found.get("totals") or {},
             "lines": found.get("lines") or [],
         }

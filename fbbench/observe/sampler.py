@@ -452,9 +452,15 @@ class SamplerThread:
         self._ready.wait(timeout)
         return self.baseline is not None
 
-    def boundary(self, interval: int, at: float | None = None, full: bool = False) -> None:
-        """Interval ``interval`` closed (at ``at``, time.monotonic(); default: now)."""
-        self._queue.put(_Boundary(interval, time.monotonic() if at is None else at, full))
+    def boundary(self, interval: int, at: float | None = None, full: bool = False, wait: float | None = None) -> bool:
+        """Interval ``interval`` closed (at ``at``, time.monotonic(); default: now). ``wait``:
+        seconds to wait for its reading; True once it was made (or when not waiting)."""
+        boundary = _Boundary(interval, time.monotonic() if at is None else at, full,
+                             threading.Event() if wait is not None else None)
+        self._queue.put(boundary)
+        if boundary.answered is None:
+            return True
+        return boundary.answered.wait(wait) and boundary.made
 
     def zero(self, at: float | None = None, wait: float | None = None) -> bool:
         """The run's zero: the next reading replaces the baseline (reported as interval -1, its

@@ -6,6 +6,7 @@ same functions serve embedded 3.0/4.0/5.0 and the loopback server.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -40,9 +41,24 @@ def core_config(dsn: str, **settings: Any) -> dict[str, Any]:
 
 
 def run(dsn: str, settings: dict[str, Any], interrupt_after: float | None = None,
-        processes: bool = False) -> dict[str, Any]:
+        processes: bool = False, open_closing: bool = False) -> dict[str, Any]:
     """One load run; with ``interrupt_after``, Ctrl-C arrives (SIGINT to this process) after that many seconds.
-    ``processes``: Classic's one process per attachment (the runtime must be ServerMode Classic)."""
+    ``processes``: Classic's one process per attachment (the runtime must be ServerMode Classic).
+    ``open_closing``: the boundary callback opens the closing statements (closing_sql) at the
+    measured period's planned end, as the runner does once it has read it; the seconds since the
+    run's zero when it did are ``_test.opened_at``."""
+    from fbbench import _core
+
+    config = core_config(dsn, **settings)
+    timeline = _core.Timeline(json.dumps(config))
+    opened: list[float] = []
+
+    def on_boundary(boundary: int, at: float, last: bool) -> bool:
+        end = boundary > 0 and timeline.end is not None and timeline.boundary_offset(boundary + 1) is None
+        if end and open_closing:
+            opened.append(time.time())
+        return end and open_closing
+
     signalled: list[float] = []
 
     def interrupt() -> None:
@@ -55,8 +71,8 @@ def run(dsn: str, settings: dict[str, Any], interrupt_after: float | None = None
     if timer:
         timer.start()
     try:
-        result = run_load(core_config(dsn, **settings), on_progress=lambda live: polls.append(live["phase"]),
-                          poll_seconds=0.2, processes=processes)
+        result = run_load(config, on_progress=lambda live: polls.append(live["phase"]),
+                          poll_seconds=0.2, processes=processes, on_boundary=on_boundary)
     finally:
         if timer:
             timer.cancel()
@@ -66,6 +82,9 @@ def run(dsn: str, settings: dict[str, Any], interrupt_after: float | None = None
         "seconds": returned - started,
         "after_interrupt": returned - signalled[0] if signalled else None,
         "phases_seen": sorted(set(polls)),
+        # measure_started_at: the wall-clock time of the zero plus the warm-up.
+        "opened_at": (opened[0] - result["measure_started_at"] + float(config.get("warmup_seconds") or 0.0)
+                      if opened and result.get("measure_started_at") else None),
     }
     return document
 

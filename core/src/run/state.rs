@@ -12,7 +12,7 @@ use super::replay_stats::{OrderGate, ReplayStats};
 use crate::config::{Config, Replay};
 use crate::ffi::{FbApi, Handle, StatusVector, FB_CANCEL_RAISE, STATUS_LEN};
 use crate::outcome::Outcome;
-use crate::report::{AttachmentEnd, Ended, Finished, Live};
+use crate::report::{AttachmentEnd, Closing, Ended, Finished, Live};
 use crate::signals::SavedSignals;
 use crate::stats::{local_histogram, Overflow, UnitStats};
 use crate::timeline::{WallClock, ZERO_BOUNDARY};
@@ -46,6 +46,8 @@ pub struct WorkerStats {
     /// gdscode (isc_except), so one unit's text must not be shown for another's.
     pub messages: HashMap<(usize, i64), String>,
     pub finished: Option<Finished>,
+    /// The attachment's closing_sql, once it ran it (handed in with what it finished).
+    pub closing: Option<Closing>,
 }
 
 pub struct WorkerSlot {
@@ -75,6 +77,9 @@ pub struct RunState {
     pub ready: bool,
     /// Hold mode: the zero `go` asked for.
     pub go_at: Option<Instant>,
+    /// closing_sql: the caller has read the end of the measured period (`open_closing`); the
+    /// attachments' closing statements may run.
+    pub closing_open: bool,
     /// Every closed interval so far, for a caller that streams them (Classic's processes).
     pub closed: Vec<Value>,
     /// Boundaries passed: 1 once the run's zero is set, then one more per closed interval.
@@ -135,6 +140,7 @@ impl Shared {
                     live_measure: vec![[0; 4]; config.units.len()],
                     messages: HashMap::new(),
                     finished: None,
+                    closing: None,
                 }),
             })
             .collect();
@@ -210,6 +216,23 @@ impl Shared {
         self.cond.notify_all();
     }
 
+    /// closing_sql: the observers have read the end of the measured period, so the attachments'
+    /// closing statements change none of its figures, and no engine snapshot (MON$) is taken
+    /// while they run: on 5.0.4 a MON$ snapshot taken during a profiler's flush once hung both.
+    pub fn open_closing(&self) {
+        lock(&self.state).closing_open = true;
+        self.cond.notify_all();
+    }
+
+    /// Waits up to `bound` for `open_closing`, or a stop; true if it came.
+    pub(super) fn wait_closing(&self, bound: Duration) -> bool {
+        let state = lock(&self.state);
+        self.wait_while(state, Instant::now() + bound, |state| {
+            !state.closing_open && !self.user_stopped()
+        })
+        .closing_open
+    }
+
     /// Hold mode: waits for `go` (None if the run stops first), then until its moment.
     pub(super) fn wait_go(&self) -> Option<Instant> {
         let mut state = lock(&self.state);
@@ -239,6 +262,15 @@ impl Shared {
         let _state = lock(&self.state);
         self.stop.store(true, Ordering::Relaxed);
         self.cond.notify_all();
+    }
+
+    /// The run failed (not only stopping): an attachment then runs no closing_sql.
+    pub fn failed(&self) -> bool {
+        lock(&self.state).failure.is_some()
+    }
+
+    pub fn closed(&self, index: u32, closing: Closing) {
+        lock(&self.slot(index).stats).closing = Some(closing);
     }
 
     pub fn fail(&self, message: String) {
@@ -362,12 +394,16 @@ impl Shared {
         cpu_ns: u64,
         error: Option<String>,
     ) {
-        lock(&self.slot(index).stats).finished = Some(Finished {
+        let mut stats = lock(&self.slot(index).stats);
+        let closing = stats.closing.take();
+        stats.finished = Some(Finished {
             units,
             core_ns,
             cpu_ns,
             error,
+            closing,
         });
+        drop(stats);
         lock(&self.state).finished += 1;
         self.cond.notify_all();
     }

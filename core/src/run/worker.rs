@@ -8,8 +8,9 @@ use super::state::Shared;
 use crate::config::{Commit, Config, Unit};
 use crate::conn::{Attachment, Statement};
 use crate::ffi::{FbApi, Handle};
-use crate::outcome::{classify, Failure, Outcome};
+use crate::outcome::{classify, Failure, Outcome, CANCELLED};
 use crate::params::{choose_unit, Draws};
+use crate::report::Closing;
 use crate::rng::{Rng, Stream};
 
 /// Think times are negative-exponential with this cap (in multiples of the mean), as TPC-C has it.
@@ -118,6 +119,7 @@ impl<'s> Worker<'s> {
         shared.set_cancel_handle(self.index, att.db);
         if config.replay.is_some() {
             let outcome = self.replay(&mut att);
+            self.close(&mut att, &outcome);
             shared.set_cancel_handle(self.index, 0);
             att.detach();
             return outcome;
@@ -143,9 +145,64 @@ impl<'s> Worker<'s> {
             }
             Err(e) => Err(format!("cannot prepare {e}")),
         };
+        if !config.units.iter().all(|u| u.connect_per_unit) {
+            self.close(&mut att, &outcome);
+        }
         shared.set_cancel_handle(self.index, 0);
         att.detach();
         outcome
+    }
+
+    /// The config's closing_sql, on this attachment, once its load ended as planned: not after
+    /// a stop or a failure (a stop must end the run within seconds), and never on an attachment
+    /// that was not there for the load (it connected too late to start).
+    fn close(&mut self, att: &mut Attachment, outcome: &Result<(), String>) {
+        let shared = self.shared;
+        let Some(sql) = shared.config.closing_sql.as_deref() else {
+            return;
+        };
+        let Some(zero) = shared.zero() else { return };
+        if outcome.is_err() || shared.user_stopped() || shared.failed() {
+            return;
+        }
+        // Half the watchdog's bound for the caller's reading of the end, half for the statement.
+        let opened = shared.wait_closing(shared.config.watchdog / 2);
+        if shared.user_stopped() {
+            return;
+        }
+        if !opened {
+            let at_seconds = Instant::now().saturating_duration_since(zero).as_secs_f64();
+            let error = format!(
+                "not run: the caller did not read the end of the measured period within {:.1} s \
+                 (open_closing)",
+                (shared.config.watchdog / 2).as_secs_f64()
+            );
+            shared.closed(
+                self.index,
+                Closing {
+                    at_seconds,
+                    error: Some(error),
+                },
+            );
+            return;
+        }
+        // The core's own cancel at the end of the measured period can land just after the
+        // attachment's last call returned: the engine then raises it on the next call, this
+        // one. Once more then; a second cancel cannot come (the end's cancel is sent once).
+        let mut error = att.run_once(sql);
+        if let Err(e) = &error {
+            if e.code == CANCELLED {
+                error = att.run_once(sql);
+            }
+        }
+        let at_seconds = Instant::now().saturating_duration_since(zero).as_secs_f64();
+        shared.closed(
+            self.index,
+            Closing {
+                at_seconds,
+                error: error.err().map(|e| e.text),
+            },
+        );
     }
 
     fn drive(

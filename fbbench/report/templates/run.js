@@ -600,7 +600,7 @@ fbb.section("profile", node => {
   if (p.status === "failed") return;
   const timing = [];
   if (isNumber(p.start_delay_seconds)) timing.push(`the sessions started ${seconds(p.start_delay_seconds)} s into the measured period`);
-  if (isNumber(p.end_margin_seconds)) timing.push(`were finished ${seconds(p.end_margin_seconds)} s before its end (while the load's attachments were attached: one that detaches takes its session's data with it)`);
+  if (isNumber(p.end_delay_seconds)) timing.push(`were finished by their own attachments ${seconds(p.end_delay_seconds)} s after its planned end, once the load had ended`);
   if (timing.length) note(node, timing.join(" and ") + ".");
   (p.lost || []).slice(0, 10).forEach(l => note(node, `attachment ${l.attachment_id}: ${l.why}`, "warn"));
   el("h3", {}, node, `PSQL lines by time (${ms(p.psql_ms)} in ${fmt((p.counts || {}).psql_lines)} line(s) in all)`);

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from fbbench.observe.profiler import ProfilerThread, finish_margin
+from fbbench.observe.profiler import CLOSING_SQL, LoadEnd, ProfilerThread
 from fbbench.observe.sampler import Sampler, SamplerThread
 from fbbench.runner.engine import facts
 from fbbench.runner.engine.live import LiveDisplay
@@ -163,10 +163,13 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
     and the metrics are read here, once.
     ``profiler``: ``--profile`` (:mod:`fbbench.observe.profiler`): its sessions start with the
     measured period — before the zero of a load held connected without a warm-up, else at the
-    boundary that opens it — and are finished :func:`finish_margin` before its planned end."""
+    boundary that opens it — and each load attachment finishes its own once its load has ended
+    (the core's ``closing_sql``)."""
     from fbbench import _core, loadcore
     from fbbench.runner import barrier as start_barrier
 
+    if profiler is not None:
+        config = {**config, "closing_sql": CLOSING_SQL}
     timeline = _core.Timeline(json.dumps(config))
     measure_start = timeline.measure_start_boundary  # where the metric window opens
     opening = timeline.interval_closed_by(measure_start)
@@ -201,11 +204,15 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
         zero = start_barrier.arrive(start_barrier.Barrier.from_json(barrier)) if barrier is not None \
             else time.monotonic()
         if profiler is not None:
-            _plan_profile(profiler, timeline, zero, measure_start, int(config["connections"]))
+            profiler.plan(zero + (timeline.boundary_offset(measure_start) or 0.0))
         return zero
 
-    def on_boundary(boundary: int, at: float, last: bool) -> None:
-        """Straight from the core at each boundary: the sampler reads right then."""
+    def on_boundary(boundary: int, at: float, last: bool) -> bool:
+        """Straight from the core at each boundary: the sampler reads right then. True at the
+        planned end of the measured period once that is read (under --profile the attachments
+        then finish their sessions: never beside a MON$ snapshot, nor inside the period's figures)."""
+        period_end = boundary > 0 and timeline.end is not None and timeline.boundary_offset(boundary + 1) is None
+        closing = period_end and profiler is not None  # the core's closing_sql may run
         if journal is not None:
             journal.boundary(boundary, last)
         if profiler is not None and boundary == measure_start and not profile_at_hold and not last:
@@ -213,18 +220,19 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
         if not last:
             architecture.boundary(boundary)
         if thread is None or boundary == 0:
-            return
+            return closing
         at_monotonic = time.monotonic() - (time.time() - at)
         interval = timeline.interval_closed_by(boundary)
         if interval is None:  # the run's zero
             if not baseline_before_zero:
                 thread.zero(at_monotonic)
-            return
+            return False
         # The end-only metrics are read where the measured window starts and at the last boundary:
         # the one the run ends with, or a timed run's planned end (which the watcher may report
         # before it knows the run is over, and then only says so with a call for no boundary).
-        planned_end = timeline.end is not None and timeline.boundary_offset(boundary + 1) is None
-        thread.boundary(interval, at_monotonic, full=last or planned_end or boundary == measure_start)
+        thread.boundary(interval, at_monotonic, full=last or period_end or boundary == measure_start,
+                        wait=END_READING_WAIT_SECONDS if closing else None)
+        return closing
 
     stored = [0]
 
@@ -253,6 +261,8 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
             result = loadcore.run_load(config, on_progress=lambda live: on_progress(live, display),
                                      on_boundary=on_boundary, processes=processes,
                                      hold=hold if held else None, make_run=make_run)
+        if profiler is not None:
+            profiler.load_ended(LoadEnd.of(result, timeline.end))
         if barrier is not None and zero is not None:  # first: the coordinator waits for it
             _own_turns(result, start_barrier.Barrier.from_json(barrier), zero, settings)
     finally:
@@ -275,15 +285,9 @@ def run(config: dict[str, Any], workload: Workload, store: ResultsStore, run_id:
 
 
 PROFILER_START_WAIT_SECONDS = 60.0  # for the sessions of a load held at its start
-
-
-def _plan_profile(profiler: ProfilerThread, timeline: Any, zero: float, measure_start: int, connections: int) -> None:
-    """The profiler's part of the timeline: where the measured period starts and is planned to
-    end, and the moment its sessions are finished (before that end, while the load is attached)."""
-    start = zero + (timeline.boundary_offset(measure_start) or 0.0)
-    end = None if timeline.end is None else zero + timeline.end
-    finish = None if end is None else end - finish_margin(connections, end - start)
-    profiler.plan(start, end, finish)
+# --profile: how long the attachments' closing statements wait for the end's reading (the core
+# waits at most half its watchdog bound for it anyway).
+END_READING_WAIT_SECONDS = 4.0
 
 
 def _own_turns(result: LoadResult, shared: Any, zero: float, settings: RecordedSettings) -> None:
