@@ -18,6 +18,12 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Chromium's background services (extensions, component updates, sync, crash reporting, network
+# fetches) do nothing for a local page and cost each of the suite's ~60 launches about a fifth of
+# its CPU (1.15 s against 1.4 s per launch, measured with /usr/bin/time on a run's report).
+QUIET = ["--disable-extensions", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-default-apps", "--no-default-browser-check", "--mute-audio", "--disable-breakpad",
+         "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication"]
 VOID = frozenset({"meta", "link", "br", "hr", "img", "input", "source", "wbr", "col", "area", "base", "embed"})
 
 
@@ -99,7 +105,7 @@ class Rendered:
 def render(page: Path, profile: Path) -> Rendered:
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (as root: apt-get install -y chromium); the report is not rendered")
-    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", *QUIET,
                            f"--user-data-dir={profile}", "--virtual-time-budget=3000", "--window-size=1280,2000",
                            "--enable-logging=stderr", "--v=0", "--dump-dom", page.resolve().as_uri()],
                           capture_output=True, text=True, timeout=120)
@@ -181,7 +187,7 @@ def first_screen(page: Path, profile: Path) -> FirstScreen:
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (as root: apt-get install -y chromium); the report is not rendered")
     width, height = FIRST_SCREEN
-    common = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
+    common = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", *QUIET, "--hide-scrollbars",
               f"--user-data-dir={profile}", "--virtual-time-budget=3000", f"--window-size={width},{height}"]
     screenshot = profile.parent / f"{page.stem}-first-screen.png"
     shot = subprocess.run([*common, f"--screenshot={screenshot}", page.resolve().as_uri()],

@@ -153,6 +153,9 @@ def _problems(shape: Shape) -> list[str]:
     return sorted(found)
 
 
+TRACE_DIGITS = 4  # a trace's timestamps are to 0.1 ms (…T10:00:00.1234)
+
+
 def _gaps(selection: Selection) -> tuple[dict[int, float], dict[int, float]]:
     """Per transaction id, the gap to its attachment's next transaction, and from its previous one."""
     gaps: dict[int, float] = {}
@@ -162,7 +165,10 @@ def _gaps(selection: Selection) -> tuple[dict[int, float], dict[int, float]]:
                       key=lambda t: t.started_at or 0.0)
         for current, following in itertools.pairwise(done):
             assert current.ended_at is not None and following.started_at is not None
-            gaps[current.id] = before[following.id] = max(0.0, following.started_at - current.ended_at)
+            # The trace's times are to 0.1 ms; the difference of two epoch floats is not: a gap of
+            # exactly 5 ms came out as 4.9999… ms, below NO_THINK_BELOW, and printed as "5.00 ms".
+            gap = round(following.started_at - current.ended_at, TRACE_DIGITS)
+            gaps[current.id] = before[following.id] = max(0.0, gap)
     return gaps, before
 
 
