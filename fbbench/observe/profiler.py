@@ -244,12 +244,11 @@ class ProfilerThread:
                 with contextlib.suppress(Exception):
                     connection.close()
 
-    def _wait(self, done: Any, until: Any = None) -> None:
-        """Until ``done()`` or the run's end; ``until()``: a time.monotonic() to wake up at."""
+    def _wait(self, done: Any) -> None:
+        """Until ``done()`` or the run's end."""
         with self._wake:
             while not self._closing and not done():
-                when = until() if until is not None else None
-                self._wake.wait(None if when is None else max(0.0, when - time.monotonic()))
+                self._wake.wait()
 
     def _attach(self) -> None:
         from fbbench.database.ownership import read_mark

@@ -455,12 +455,7 @@ class SamplerThread:
     def boundary(self, interval: int, at: float | None = None, full: bool = False, wait: float | None = None) -> bool:
         """Interval ``interval`` closed (at ``at``, time.monotonic(); default: now). ``wait``:
         seconds to wait for its reading; True once it was made (or when not waiting)."""
-        boundary = _Boundary(interval, time.monotonic() if at is None else at, full,
-                             threading.Event() if wait is not None else None)
-        self._queue.put(boundary)
-        if boundary.answered is None:
-            return True
-        return boundary.answered.wait(wait) and boundary.made
+        return self._ask(interval, at, full, wait)
 
     def zero(self, at: float | None = None, wait: float | None = None) -> bool:
         """The run's zero: the next reading replaces the baseline (reported as interval -1, its
@@ -469,9 +464,14 @@ class SamplerThread:
         ``wait``: seconds to wait for that reading — for a load held at its start, so that the
         baseline is read before any of its work (a reading after the zero races the first units).
         True once it was made (or when not waiting); False if it failed or took longer."""
+        return self._ask(-1, at, True, wait)
+
+    def _ask(self, interval: int, at: float | None, full: bool, wait: float | None) -> bool:
+        """Queue a reading; with ``wait``, wait that long for it: True once it was made (or when
+        not waiting), False if it failed, took longer, or the thread has ended."""
         if wait is not None and not self.running:
             return False
-        boundary = _Boundary(-1, time.monotonic() if at is None else at, True,
+        boundary = _Boundary(interval, time.monotonic() if at is None else at, full,
                              threading.Event() if wait is not None else None)
         self._queue.put(boundary)
         if boundary.answered is None:

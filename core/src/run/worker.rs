@@ -166,41 +166,37 @@ impl<'s> Worker<'s> {
             return;
         }
         // Half the watchdog's bound for the caller's reading of the end, half for the statement.
-        let opened = shared.wait_closing(shared.config.watchdog / 2);
+        let bound = shared.config.watchdog / 2;
+        let opened = shared.wait_closing(bound);
         if shared.user_stopped() {
             return;
         }
-        if !opened {
-            let at_seconds = Instant::now().saturating_duration_since(zero).as_secs_f64();
-            let error = format!(
+        let ran = if opened {
+            // The core's own cancel at the end of the measured period can land just after the
+            // attachment's last call returned: the engine then raises it on the next call, this
+            // one. Once more then: the canceller sends no more to an attachment between units.
+            att.run_once(sql)
+                .or_else(|e| {
+                    if e.code == CANCELLED {
+                        att.run_once(sql)
+                    } else {
+                        Err(e)
+                    }
+                })
+                .map_err(|e| e.text)
+        } else {
+            Err(format!(
                 "not run: the caller did not read the end of the measured period within {:.1} s \
                  (open_closing)",
-                (shared.config.watchdog / 2).as_secs_f64()
-            );
-            shared.closed(
-                self.index,
-                Closing {
-                    at_seconds,
-                    error: Some(error),
-                },
-            );
-            return;
-        }
-        // The core's own cancel at the end of the measured period can land just after the
-        // attachment's last call returned: the engine then raises it on the next call, this
-        // one. Once more then; a second cancel cannot come (the end's cancel is sent once).
-        let mut error = att.run_once(sql);
-        if let Err(e) = &error {
-            if e.code == CANCELLED {
-                error = att.run_once(sql);
-            }
-        }
+                bound.as_secs_f64()
+            ))
+        };
         let at_seconds = Instant::now().saturating_duration_since(zero).as_secs_f64();
         shared.closed(
             self.index,
             Closing {
                 at_seconds,
-                error: error.err().map(|e| e.text),
+                error: ran.err(),
             },
         );
     }
