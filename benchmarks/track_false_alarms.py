@@ -5,8 +5,9 @@ through the real commands (``fbbench track run`` / ``show`` / ``check``) in a pr
 FBBENCH_HOME, with a three-benchmark suite:
 
 - ``spin``: a CPU-bound PSQL loop (benchmarks/workloads/spin), timed, 2 attachments;
-- ``orders``: the single-thread order generation, fixed work (100 units, 1 attachment, a fixed
-  seed): its headline is the seconds the work took, and the engine's work per unit repeats;
+- ``orders``: the single-thread order generation, fixed work (``--orders-units``, 100 by default;
+  1 attachment, a fixed seed; ``--orders-pairs`` pairs a relative point, 6 by default): its
+  headline is the seconds the work took, and the engine's work per unit repeats;
 - ``tpcc``: TPC-C at 1 warehouse, timed, 2 attachments.
 
 Two kinds of series, each N points of the build:
@@ -27,7 +28,8 @@ reference pairs: at most 10 minutes), and the smallest change resolved:
   the pooled standard deviation of the log samples.
 
     .venv/bin/python benchmarks/track_false_alarms.py [--points 6] [--kind both|absolute|relative]
-        [--engine 5.0] [--repeats 3] [--pairs 6] [--warmup 5s] [--duration 15s] [--keep DIR]
+        [--engine 5.0] [--repeats 3] [--pairs 6] [--orders-units 100] [--orders-pairs 6]
+        [--warmup 5s] [--duration 15s] [--keep DIR]
     .venv/bin/python benchmarks/track_false_alarms.py --from DIR   # the figures of a kept home again
 """
 
@@ -68,8 +70,9 @@ def suite(home: Path, kind: str, args: argparse.Namespace) -> Path:
     timed = f'warmup = "{args.warmup}"\nduration = "{args.duration}"\ninterval = "5s"\n'
     text = (f'name = "{kind}"\nrepeats = {args.repeats}\npairs = {args.pairs}\nthreshold = "5%"\n'
             f'[[benchmark]]\nname = "spin"\nworkload = "{SPIN}"\nconnections = 2\n{timed}validate = false\n'
-            f'[[benchmark]]\nname = "orders"\nworkload = "orders"\ntransactions = 100\nconnections = 1\n'
-            'seed = 1\nvalidate = false\nfigures = ["headline", "generate_orders p95"]\n'
+            f'[[benchmark]]\nname = "orders"\nworkload = "orders"\ntransactions = {args.orders_units}\n'
+            f'connections = 1\npairs = {args.orders_pairs}\nseed = 1\nvalidate = false\n'
+            'figures = ["headline", "generate_orders p95"]\n'
             f'[[benchmark]]\nname = "tpcc"\nworkload = "tpcc"\nconnections = 2\n{timed}validate = false\n'
             'scale = { warehouses = 1 }\nfigures = ["headline", "NEW_ORDER p95"]\n')
     path = home / f"{kind}.toml"
@@ -152,8 +155,8 @@ def report(home: Path, kind: str, seconds: list[float] | None, args: argparse.Na
                           f"{smallest * 100:.1f} % (Welch on logs at p ≤ {method['p_value']:g}, this spread)")
     load = os.getloadavg()
     print(f"  host: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end"
-          + (f"; {args.warmup} warm-up + {args.duration} measured, repeats {args.repeats}, pairs {args.pairs}"
-             if args else ""))
+          + (f"; {args.warmup} warm-up + {args.duration} measured, repeats {args.repeats}, pairs {args.pairs}; "
+             f"orders {args.orders_units} units, {args.orders_pairs} pairs" if args else ""))
 
 
 def main() -> None:
@@ -163,6 +166,8 @@ def main() -> None:
     parser.add_argument("--engine", default="5.0")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pairs", type=int, default=6)
+    parser.add_argument("--orders-units", type=int, default=100)
+    parser.add_argument("--orders-pairs", type=int, default=6)
     parser.add_argument("--warmup", default="5s")
     parser.add_argument("--duration", default="15s")
     parser.add_argument("--keep", type=Path)
