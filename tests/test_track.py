@@ -317,6 +317,12 @@ def _bisect(builds: dict[str, Any], *args: str) -> subprocess.CompletedProcess[s
     return _track("bisect", str(builds["suite"]), "--pairs", "2", *args, store=builds["store"], home=builds["home"])
 
 
+def _run_count(store: Path) -> int:
+    with closing(sqlite3.connect(store)) as db:
+        count: int = db.execute("select count(*) from runs").fetchone()[0]
+    return count
+
+
 def test_bisect_finds_the_first_bad_build_among_aliases(builds: dict[str, Any]) -> None:
     """Five names, three builds: 4.0.7 and 5.0.4 registered a second time under other names."""
     for alias, version in (("fb4b", "4.0.7"), ("fb5b", "5.0.4")):
@@ -328,13 +334,24 @@ def test_bisect_finds_the_first_bad_build_among_aliases(builds: dict[str, Any]) 
     assert found.returncode == 0, found.stdout[-3000:] + found.stderr
     assert "first bad build: fb5.0 (after fb4b; 2 step(s))" in found.stdout, found.stdout
     assert "step 1: fb4b is good" in found.stdout and "step 2: fb5.0 is bad" in found.stdout
+    assert "used again" not in found.stdout
     # Page reads per unit rise at 4.0 and again at 5.0: the middle build differs from both ends.
+    # The same builds under their first names: every comparison is a pair series the first
+    # bisection made (fb3.0 against fb5b is fb3.0 against fb5.0), used again; read on another figure.
+    runs = _run_count(builds["store"])
     undecided = _bisect(builds, "--good", "fb3.0", "--bad", "fb5.0", "fb4.0", "--figure", "page reads per unit")
     assert undecided.returncode == 1, undecided.stdout[-2000:] + undecided.stderr
     assert "cannot decide at fb4.0: it differs from both ends" in undecided.stderr
     assert "Traceback" not in undecided.stderr
+    assert undecided.stdout.count("used again") == 3 and _run_count(builds["store"]) == runs, undecided.stdout
     same = _bisect(builds, "--good", "fb5.0", "--bad", "fb5b", "--figure", "page fetches per unit")
     assert same.returncode == 1 and "the ends do not differ in page fetches per unit" in same.stderr, same.stderr
+    # Step 2 above had 5.0.4 on both sides (fb5.0 against fb5b): the same two builds, used again.
+    assert same.stdout.count("used again") == 1 and _run_count(builds["store"]) == runs, same.stdout
+    # --remeasure measures a comparison the store holds anew.
+    again = _bisect(builds, "--good", "fb5.0", "--bad", "fb5b", "--figure", "page fetches per unit", "--remeasure")
+    assert again.returncode == 1 and "the ends do not differ in page fetches per unit" in again.stderr, again.stderr
+    assert "used again" not in again.stdout and _run_count(builds["store"]) == runs + 4, again.stdout
     backwards = _bisect(builds, "--good", "fb5.0", "--bad", "fb3.0", "fb4.0")
     assert_clean_error(backwards, "not in the order given: fb4.0 (4.0.7.3271) comes after fb5.0 (5.0.4.1812)")
     assert_clean_error(_bisect(builds, "--good", "fb3.0", "--bad", "fb5.0", "--figure", "NOPM"),
@@ -498,3 +515,30 @@ def test_an_unknown_engine_or_a_store_from_a_newer_fbbench_is_one_line(tmp_path:
         db.execute("pragma user_version = 99")
     assert_clean_error(_track("show", str(suite), store=store, home=home), "written by a newer fbbench")
     assert_clean_error(_track("check", str(suite), store=tmp_path / "none.sqlite", home=home), "no points yet")
+
+
+def test_a_bisection_uses_again_only_pairs_of_the_same_builds_files_and_settings(tmp_path: Path) -> None:
+    """The tag a bisection's pair series carries (what a later bisection looks it up by): the same
+    for the same builds under any name, another for other builds, settings or workload files."""
+    from fbbench.track.bisect import pairs_key
+    from fbbench.track.suite import read_suite
+
+    for version in ("4.0.7", "5.0.4"):
+        installer.install(EmbeddedEngine(version), quiet=True)
+    workload = tmp_path / "outer_join"
+    shutil.copytree(OUTER_JOIN, workload)
+
+    def key(suite_text: str, build: str = "5.0", against: str = "4.0") -> str | None:
+        suite = read_suite(_suite(tmp_path, suite_text, f"s{time.monotonic_ns()}.toml"))
+        benchmark = suite.benchmarks[0]
+        return pairs_key(suite, benchmark, benchmark.settings(build), build, against, 0.1)
+
+    text = 'name = "k"\n' + BENCHMARK.format(name="outer_join", workload=workload)
+    first = key(text)
+    assert first is not None and first.startswith("track-bisect-pairs:") and key(text) == first
+    assert key(text, "5.0.4", "4.0.7") == first  # the same files under other names
+    assert key(text, "4.0", "5.0") != first  # the other way round
+    assert key(text.replace("transactions = 200", "transactions = 100")) != first
+    assert key(text.replace('name = "k"', 'name = "other"')) != first
+    (workload / "schema.sql").write_text((workload / "schema.sql").read_text() + "\n-- changed\n")
+    assert key(text) != first

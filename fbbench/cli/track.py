@@ -287,11 +287,15 @@ def track_bisect(
                                         "unit, NEW_ORDER p95 …")] = "headline",
     pairs: Annotated[int | None, typer.Option("--pairs", help="Time-shared pairs per comparison (default: the "
                                               "suite's pairs).")] = None,
+    remeasure: Annotated[bool, typer.Option("--remeasure", help="Measure every comparison anew, even one whose "
+                                            "pairs the results store holds from an earlier bisection.")] = False,
     results: ResultsOption = None,
     workdir: WorkdirOption = None,
 ) -> None:
     """Find the first bad build between a good and a bad one in about log2 N steps, each build
     measured as time-shared pairs against both ends; a step that cannot decide stops, and says so.
+    Pairs an earlier bisection of the same builds, benchmark and settings made on this host are
+    used again (another figure, or after a Ctrl-C, measures only what is missing).
 
     Example: `fbbench track bisect track.toml --good fb5-1700 --bad fb5-1812 fb5-1720 fb5-1760 fb5-1790
     --figure "page fetches per unit"`
@@ -306,7 +310,8 @@ def track_bisect(
                   f"({escape(' → '.join(names))}), {count} time-shared pair(s) a comparison", highlight=False,
                   soft_wrap=True)
     outcome = bisecting.bisect(parsed, chosen, name, names, count, results, workdir, notices=_notices(),
-                               on_step=lambda text: console.print(escape(text), highlight=False, soft_wrap=True))
+                               on_step=lambda text: console.print(escape(text), highlight=False, soft_wrap=True),
+                               remeasure=remeasure)
     if outcome.first_bad is not None:
         console.print(f"[bold]first bad build: {escape(outcome.first_bad)}[/] (after {escape(names[outcome.lo])}; "
                       f"{len(outcome.steps)} step(s))", highlight=False, soft_wrap=True)

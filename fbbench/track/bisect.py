@@ -16,11 +16,21 @@ said, and the next one halfway is taken. About log2(N) steps for N builds.
 at least the suite's minimum magnitude away from 1 (``counter_min_magnitude`` for the engine's work
 per unit, ``min_magnitude`` for the rest) — a counter that moves 0.1 % between two versions that
 share the plan is not where the change lies.
+
+A pair series already in the results store is used again, not measured again, when it was made by
+a bisection of the same suite and benchmark on this host, between the same two builds (their
+binaries and firebird.conf, whatever their names), on the same workload files, settings, turn and
+fbbench version, with at least as many complete pairs: a bisection again with another figure, or
+after a Ctrl-C, measures only what it has not got (``--remeasure`` measures everything anew). Every
+pair ran time-shared, so its ratio is as free of the day's drift as a new one would be.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,10 +150,80 @@ def _differs(ratio: stats.Ratio, magnitude: float) -> bool:
     return ratio.resolved and abs(ratio.ratio - 1) >= magnitude
 
 
-def _verdict(store: ResultsStore, build: str, against: str, figure: str, outcome: Any, magnitude: float) -> Verdict:
-    complete = [pair for pair in outcome.pairs if pair.complete]
-    runs_a = [store.load_run(pair.outcomes["A"].run_id) for pair in complete]
-    runs_b = [store.load_run(pair.outcomes["B"].run_id) for pair in complete]
+def _build_identity(name: str) -> dict[str, str] | None:
+    """What makes a build the same build whatever its name: its binaries and its firebird.conf."""
+    from fbbench.engines import EmbeddedEngine, parse_engine
+    from fbbench.engines import install as installer
+    from fbbench.engines.binaries import engine_binaries
+
+    engine = parse_engine(name)
+    binaries = engine_binaries(engine)
+    if not binaries or not binaries.get("sha256") or not isinstance(engine, EmbeddedEngine):
+        return None
+    root = Path(engine.root) if engine.root else installer.wheel_root(engine)
+    conf = root / "firebird.conf"
+    return {"binaries": str(binaries["sha256"]),
+            "conf": hashlib.sha256(conf.read_bytes()).hexdigest() if conf.is_file() else ""}
+
+
+def pairs_key(suite: Suite, benchmark: Benchmark, settings: Any, build: str, against: str, turn: float) -> str | None:
+    """The tag of a bisection's pair series of ``build`` (B) against ``against`` (A): equal exactly
+    when a stored series may stand for a new one (see the module's text); None when a build's
+    files cannot be told (then nothing is used again)."""
+    from fbbench import __version__
+    from fbbench.workloads.spec import load_workload
+
+    identities = {"A": _build_identity(against), "B": _build_identity(build)}
+    if None in identities.values():
+        return None
+    recorded = {key: value for key, value in settings.recorded().items()
+                if key not in ("engine", "results", "workdir", "tags", "timeshare")}
+    files = load_workload(settings.workload, settings.scale).files
+    material = {"suite": suite.name, "benchmark": benchmark.name, "host": socket.gethostname(), "turn": turn,
+                "fbbench": __version__, "settings": recorded, "builds": identities,
+                "workload": {name: hashlib.sha256(text.encode()).hexdigest() for name, text in sorted(files.items())}}
+    digest = hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
+    return f"track-bisect-pairs:{digest[:24]}"
+
+
+@dataclass
+class StoredPairs:
+    """A pair series a bisection made earlier: its complete pairs' runs, A's and B's in pair order."""
+
+    runs_a: list[str]
+    runs_b: list[str]
+    made_at: float
+
+
+def stored_pairs(store: ResultsStore, key: str, pairs: int) -> StoredPairs | None:
+    """The latest pair series tagged ``key`` with at least ``pairs`` complete pairs; None when the
+    store has none."""
+    sides: dict[str, dict[str, dict[str, Any]]] = {}  # series of B → pair id → {"A": run, "B": run}
+    by_pair: dict[str, dict[str, tuple[str, float, str | None]]] = {}
+    for run_id, started, status, series_id, settings_json in store.db.execute(
+            "select run_id, started_at, status, series_id, settings_json from runs where settings_json like ?",
+            (f"%{key}%",)):
+        settings = json.loads(settings_json or "{}")
+        shared = settings.get("timeshare") or {}
+        if key not in (settings.get("tags") or []) or status != "completed" or not shared.get("pair"):
+            continue
+        by_pair.setdefault(shared["pair"], {})[shared.get("side", "")] = (run_id, started, series_id)
+    for pair in by_pair.values():
+        if "A" in pair and "B" in pair:
+            sides.setdefault(str(pair["B"][2]), {})[pair["B"][0]] = {"A": pair["A"], "B": pair["B"]}
+    complete = [list(series.values()) for series in sides.values() if len(series) >= pairs]
+    if not complete:
+        return None
+    latest = max(complete, key=lambda series: max(p["B"][1] for p in series))
+    chosen = sorted(latest, key=lambda p: p["B"][1])[-pairs:]
+    return StoredPairs([p["A"][0] for p in chosen], [p["B"][0] for p in chosen], max(p["B"][1] for p in chosen))
+
+
+def _verdict(store: ResultsStore, build: str, against: str, figure: str, run_ids_a: list[str],
+             run_ids_b: list[str], magnitude: float) -> Verdict:
+    runs_a = [store.load_run(run_id) for run_id in run_ids_a]
+    runs_b = [store.load_run(run_id) for run_id in run_ids_b]
+    complete = run_ids_b
     read = tracking.read_point([figure], runs_b, runs_a)[figure]
     samples = read.get("samples")
     if not samples:
@@ -160,8 +240,12 @@ def _verdict(store: ResultsStore, build: str, against: str, figure: str, outcome
 
 def bisect(suite: Suite, benchmark: Benchmark, figure: str, names: list[str], pairs: int, results: Path | None,
            workdir: Path | None, notices: Notices = UNTOLD,
-           on_step: Callable[[str], None] | None = None) -> Bisection:
-    """Bisect ``names`` (good first, bad last) on ``figure`` of ``benchmark``."""
+           on_step: Callable[[str], None] | None = None, remeasure: bool = False) -> Bisection:
+    """Bisect ``names`` (good first, bad last) on ``figure`` of ``benchmark``; a pair series the
+    store holds is used again unless ``remeasure``."""
+    import time
+
+    from fbbench import paths
     from fbbench.runner.paired import execute_pairs
     from fbbench.runner.timeshare import TURN_SECONDS
 
@@ -170,8 +254,11 @@ def bisect(suite: Suite, benchmark: Benchmark, figure: str, names: list[str], pa
     result = Bisection(figure, names, lo=0, hi=len(names) - 1)
     say = on_step or (lambda _text: None)
 
-    def settings(engine: str) -> Any:
-        overrides: dict[str, Any] = {"tags": [f"track-bisect:{suite.name}:{benchmark.name}"]}
+    turn = suite.turn or TURN_SECONDS
+
+    def settings(engine: str, key: str | None = None) -> Any:
+        tags = [f"track-bisect:{suite.name}:{benchmark.name}", *([key] if key else [])]
+        overrides: dict[str, Any] = {"tags": tags}
         if results is not None:
             overrides["results"] = str(results)
         if workdir is not None:
@@ -179,15 +266,31 @@ def bisect(suite: Suite, benchmark: Benchmark, figure: str, names: list[str], pa
         return benchmark.settings(engine, **overrides)
 
     def measure(build: str, against: str) -> Verdict | str:
-        """A pair series of ``build`` (B) against ``against`` (A), or why it did not complete."""
-        outcome = execute_pairs(settings(against), settings(build), pairs, turn=suite.turn or TURN_SECONDS,
-                                notices=notices)
+        """A pair series of ``build`` (B) against ``against`` (A) — one the store holds, or a new
+        one — or why it did not complete."""
+        key = pairs_key(suite, benchmark, settings(build), build, against, turn)
+        stored = Path(results or paths.default_results()).expanduser()
+        if key is not None and not remeasure and stored.is_file():
+            with ResultsStore(stored) as store:
+                found = stored_pairs(store, key, pairs)
+                if found is not None:
+                    verdict = _verdict(store, build, against, figure, found.runs_a, found.runs_b, magnitude)
+                    made = time.strftime("%Y-%m-%d %H:%M", time.localtime(found.made_at))
+                    verdict.text += f" [pairs of {made}, used again]"
+                    return verdict
+        outcome = execute_pairs(settings(against, key), settings(build, key), pairs, turn=turn, notices=notices)
         if outcome.interrupted:
             raise KeyboardInterrupt
         if outcome.failure or not all(pair.complete for pair in outcome.pairs):
             return outcome.failure or "a pair did not complete"
+        ids: dict[str, list[str]] = {"A": [], "B": []}
+        for pair in outcome.pairs:
+            for label, side in ids.items():
+                run = pair.outcomes[label]
+                assert run is not None  # every pair completed: both its runs are there
+                side.append(run.run_id)
         with ResultsStore(outcome.results) as store:
-            return _verdict(store, build, against, figure, outcome, magnitude)
+            return _verdict(store, build, against, figure, ids["A"], ids["B"], magnitude)
 
     try:
         ends = measure(names[-1], names[0])
