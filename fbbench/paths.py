@@ -195,6 +195,9 @@ def writable_file(path: Path, what: str) -> Path:
     target = path.expanduser().absolute()
     if target.is_dir():
         raise FbbenchError(f"{what} {path} is a directory", hint="give a file name")
+    if os.path.lexists(target) and not target.exists():
+        raise FbbenchError(f"{what} {path} is a symbolic link to nothing (or a loop of links): it is left as it is",
+                           hint="give the name of a file to write")
     if target.exists():
         if not os.access(target, os.W_OK):
             raise FbbenchError(f"{what} {path} is not writable")
@@ -206,6 +209,13 @@ def writable_file(path: Path, what: str) -> Path:
         raise FbbenchError(f"{what} {path} cannot be created: {ancestor} is not a directory")
     if not os.access(ancestor, os.W_OK | os.X_OK):
         raise FbbenchError(f"{what} {path} cannot be created: {ancestor} is not writable")
+    # Some directories say they may be written and refuse every new file (/proc, /sys): try one.
+    probe = ancestor / f".fbbench-probe-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        probe.touch(exist_ok=False)
+    except OSError as error:
+        raise FbbenchError(f"{what} {path} cannot be created in {ancestor}: {error.strerror or error}") from None
+    probe.unlink(missing_ok=True)
     return target
 
 
@@ -255,6 +265,28 @@ def output_file(path: Path, what: str, overwrite: bool = False) -> Path:
             raise FbbenchError(f"{what} {path} already exists and is not a file fbbench wrote: it is left as it is",
                                hint="choose a new file name, or add --overwrite to replace it")
     return writable_file(path, what)
+
+
+def distinct_outputs(outputs: dict[str, Path | None], inputs: dict[str, Path | None]) -> None:
+    """Refuse, --overwrite or not, an output that is one of the command's inputs (its suite, its
+    results store …) or the same file as another output: one would be lost to the other."""
+    def same(a: Path, b: Path) -> bool:
+        left, right = a.expanduser().absolute(), b.expanduser().absolute()
+        try:
+            return left.resolve() == right.resolve() or (left.exists() and right.exists() and left.samefile(right))
+        except OSError:
+            return False
+
+    named = [(what, path) for what, path in outputs.items() if path is not None]
+    for index, (what, path) in enumerate(named):
+        for source, given in inputs.items():
+            if given is not None and same(path, given):
+                raise FbbenchError(f"{what} {path} is {source}: writing it would destroy what this command reads",
+                                   hint=f"give {what} another file")
+        for other, elsewhere in named[index + 1:]:
+            if same(path, elsewhere):
+                raise FbbenchError(f"{what} and {other} name the same file {path}: one would be lost",
+                                   hint="give each output a file of its own")
 
 
 def write_whole(path: Path, text: str) -> None:

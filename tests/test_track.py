@@ -542,3 +542,42 @@ def test_a_bisection_uses_again_only_pairs_of_the_same_builds_files_and_settings
     assert key(text.replace('name = "k"', 'name = "other"')) != first
     (workload / "schema.sql").write_text((workload / "schema.sql").read_text() + "\n-- changed\n")
     assert key(text) != first
+
+
+def test_outputs_onto_inputs_another_programs_store_and_absurd_counts_are_one_line(tmp_path: Path) -> None:
+    """Found by a probe as a new user: each of these changed a file of the user's, crashed, or ran
+    the machine out of memory. Now one line each, before anything is read or written."""
+    home = tmp_path / "home"
+    suite = _suite(tmp_path, 'name = "s"\n' + BENCHMARK.format(name="outer_join", workload=OUTER_JOIN))
+    other = tmp_path / "other.sqlite"
+    with closing(sqlite3.connect(other)) as db:
+        db.execute("create table notes (x)")
+        db.commit()
+    before = other.read_bytes()
+    for command in ("show", "check"):
+        assert_clean_error(_track(command, str(suite), store=other, home=home),
+                           "is not an fbbench results store", "tables notes")
+    assert other.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == \
+        ["other.sqlite", "track.toml"]
+    store = tmp_path / "r.sqlite"
+    suite_text = suite.read_text()
+    assert_clean_error(_track("check", str(suite), "--markdown", str(suite), "--overwrite", store=store, home=home),
+                       "--markdown", "is the suite")
+    assert suite.read_text() == suite_text
+    assert_clean_error(_track("show", str(suite), "--json", str(store), "--overwrite", store=store, home=home),
+                       "is the results store")
+    same = tmp_path / "same.out"
+    assert_clean_error(_track("check", str(suite), "--json", str(same), "--markdown", str(same), store=store,
+                              home=home), "--json and --markdown name the same file")
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "nothing")
+    assert_clean_error(_track("show", str(suite), "--json", str(dangling), store=store, home=home),
+                       "is a symbolic link to nothing")
+    assert dangling.is_symlink() and not dangling.exists()
+    assert_clean_error(_track("show", str(suite), "--json", "/proc/fbbench-x", store=store, home=home),
+                       "cannot be created in /proc")
+    huge = _suite(tmp_path, suite_text.replace('name = "s"', 'name = "s"\nrepeats = 1000000000'), "huge.toml")
+    assert_clean_error(_track("run", str(huge), "--engine", "5.0", store=store, home=home, timeout=60),
+                       "repeats must be at most 10,000, got 1,000,000,000")
+    assert_clean_error(run_cli("run", "connect", "--repeat", "100000000", env={"FBBENCH_HOME": str(home)}),
+                       "--repeat must be at most 10,000")

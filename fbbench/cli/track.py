@@ -188,6 +188,10 @@ def _document(suite: Path, results: Path | None) -> dict[str, Any]:
         return suite_document(store, parsed)
 
 
+def _store_path(results: Path | None) -> Path:
+    return Path(results) if results is not None else paths.default_results()
+
+
 def _write(path: Path, text: str, what: str, overwrite: bool) -> None:
     paths.output_file(path, what, overwrite)  # again: the file may have appeared meanwhile
     paths.write_whole(path, text)
@@ -207,6 +211,7 @@ def track_show(
     """
     from fbbench.report.track import print_document
 
+    paths.distinct_outputs({"--json": json_file}, {"the suite": suite, "the results store": _store_path(results)})
     if json_file is not None:
         paths.output_file(json_file, "--json", overwrite)
     document = _document(suite, results)
@@ -235,6 +240,8 @@ def track_check(
 
     # A CI runner makes the step-summary file empty before the step: an empty file loses nothing.
     markdown_empty = markdown is not None and markdown.is_file() and markdown.stat().st_size == 0
+    paths.distinct_outputs({"--json": json_file, "--markdown": markdown},
+                           {"the suite": suite, "the results store": _store_path(results)})
     for path, what in ((json_file, "--json"), (markdown, "--markdown")):
         if path is not None:
             paths.output_file(path, what, overwrite or (path is markdown and markdown_empty))

@@ -190,6 +190,11 @@ def single_line(text: str, what: str) -> str:
 # ---------------------------------------------------------------------------------- settings
 
 
+# The most runs one series (repeats) or one comparison (pairs) may ask for: 10,000 runs of even a
+# few seconds each take days, and a mistyped count must be an error, not a machine out of memory.
+MAX_RUNS = 10_000
+
+
 @dataclass
 class RunSettings:
     workload: str = "tpcc"
@@ -296,6 +301,9 @@ class RunSettings:
         at_least("load_connections", 1, self.load_connections)
         at_least("transactions", 1, self.transactions)
         at_least("repeat", 1, self.repeat)
+        if self.repeat > MAX_RUNS:
+            raise FbbenchError(f"{self.where('repeat')} must be at most {MAX_RUNS:,}, got {self.repeat:,}",
+                               hint="a series that long takes weeks; make a sweep or several series")
         at_least("page_buffers", 0, self.page_buffers)
         if self.transactions is None and self.duration <= 0:
             raise FbbenchError(f"{self.where('duration')} must be longer than 0 seconds")

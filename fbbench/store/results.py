@@ -108,6 +108,7 @@ class ResultsStore:
             raise store_error(self.path, error, "create") from None
         try:
             self.db = sqlite3.connect(self.path, timeout=OPEN_TIMEOUT_SECONDS, isolation_level=None)
+            self._refuse_another_programs()
             self._write_ahead_log()
             self.db.execute("pragma foreign_keys = on")
             schema.migrate(self.db, self.path)
@@ -122,6 +123,20 @@ class ResultsStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _refuse_another_programs(self) -> None:
+        """An SQLite database with tables but no schema version of fbbench's is another program's:
+        left as it is (not even its journal mode changed). A store's tables and its version are
+        committed together (schema.migrate), so a store being made is never taken for one."""
+        if self.db.execute("pragma user_version").fetchone()[0] > 0:
+            return
+        tables = [row[0] for row in self.db.execute(
+            "select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name limit 4")]
+        if tables:
+            self.db.close()
+            raise FbbenchError(f"{self.path} is not an fbbench results store: it is an SQLite database of another "
+                               f"program (tables {', '.join(tables)}), and is left as it is",
+                               hint="give --results a new file, or a store fbbench made")
 
     def _write_ahead_log(self) -> None:
         # Switching a new store to WAL while another process does the same can fail at once with

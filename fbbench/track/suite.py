@@ -40,7 +40,7 @@ from typing import Any
 
 from fbbench.analysis.changepoints import Method
 from fbbench.errors import FbbenchError
-from fbbench.runner.settings import RunSettings, parse_settings, read_spec, read_toml
+from fbbench.runner.settings import MAX_RUNS, RunSettings, parse_settings, read_spec, read_toml
 
 AXES = ("engine", "workload")
 SUITE_KEYS = ("name", "threshold", "repeats", "pairs", "axis", "p_value", "min_magnitude", "counter_min_magnitude",
@@ -143,11 +143,13 @@ def percent(value: Any, what: str) -> float:
     return float(match.group(1)) / 100
 
 
-def _whole(value: Any, what: str, minimum: int) -> int:
+def _whole(value: Any, what: str, minimum: int, maximum: int = MAX_RUNS) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise FbbenchError(f"{what} must be a whole number, got {value!r}")
     if value < minimum:
         raise FbbenchError(f"{what} must be at least {minimum}, got {value}")
+    if value > maximum:
+        raise FbbenchError(f"{what} must be at most {maximum:,}, got {value:,}")
     return value
 
 
