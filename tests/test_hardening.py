@@ -526,3 +526,21 @@ def test_a_sweep_on_a_full_disk_records_its_failed_runs_and_says_how_to_resume(t
     assert [status for _id, status, _failure in _runs(store)] == ["failed", "failed"]
     assert (tmp_path / "s.html").exists()  # the sweep's summary and page, with its failed runs
     assert "sweep overhead" not in result.stdout  # was "+-99.5 %": warm-ups counted that never ran
+
+
+@pytest.mark.parametrize("damage", ['{bad', '[]', 'null', '{"fb5": 7}', '{"engines": {"fb5": {"directory": 5}}}'])
+def test_a_damaged_registry_in_fbbench_s_home_is_one_line_and_nothing_runs(tmp_path: Path, damage: str) -> None:
+    """engines.json and owned-databases.json edited by hand (or half-written by another tool): one
+    line naming the file, before a run makes anything — no traceback, no database left behind."""
+    home = tmp_path / "home"
+    home.mkdir()
+    engines = home / "engines.json"
+    engines.write_text(damage if damage.startswith(("{b", "[", "n", '{"e')) else '{"engines": ' + damage + "}")
+    assert_clean_error(run_cli("engines", "list", env={"FBBENCH_HOME": str(home)}),
+                       f"cannot read the engine registry {engines}")
+    engines.unlink()
+    owned = home / "owned-databases.json"
+    owned.write_text(damage)
+    assert_clean_error(run_cli("run", "connect", "-c", "1", "--scale", "connects=5", env={"FBBENCH_HOME": str(home)}),
+                       f"cannot read fbbench's record of the databases it made, {owned}")
+    assert owned.read_text() == damage and sorted(p.name for p in home.iterdir()) == ["owned-databases.json"]

@@ -50,13 +50,32 @@ def location_key(location: str) -> str:
     return location if looks_like_dsn(location) else str(Path(location).expanduser().resolve())
 
 
+def read_registry(registry_file: Path | None = None) -> dict[str, Any]:
+    """fbbench's record of the databases it made, checked to be one it wrote: a damaged one is
+    one line (run.check reads it before anything runs, so a run never starts and then fails on it)."""
+    registry_file = registry_file or paths.registry_file()
+    try:
+        data = json.loads(registry_file.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        data = error
+    if not isinstance(data, dict) or not all(isinstance(entry, dict) and isinstance(entry.get("token"), str)
+                                             for entry in data.values()):
+        why = f": {data}" if isinstance(data, Exception) else ": it is not what fbbench writes there"
+        raise FbbenchError(f"cannot read fbbench's record of the databases it made, {registry_file}{why}",
+                           hint="fix that file, or delete it: fbbench then attaches read-write to none of the "
+                                "databases it made before (they are yours to delete)")
+    return data
+
+
 @contextmanager
 def _registry() -> Iterator[dict[str, Any]]:
     registry_file = paths.registry_file()
     registry_file.parent.mkdir(parents=True, exist_ok=True)
     with open(registry_file.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        data = json.loads(registry_file.read_text()) if registry_file.exists() else {}
+        data = read_registry(registry_file)
         before = json.dumps(data, sort_keys=True)
         yield data
         if json.dumps(data, sort_keys=True) != before:

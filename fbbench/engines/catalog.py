@@ -252,23 +252,39 @@ def engines_registry_file() -> Path:
     return paths.home_dir() / "engines.json"
 
 
+def _read_registry(registry: Path) -> dict[str, Any]:
+    """The registry file's document, checked to be one fbbench wrote: a damaged one is one line."""
+    def damaged(why: str) -> FbbenchError:
+        return FbbenchError(f"cannot read the engine registry {registry}: {why}",
+                            hint="fix or delete that file, then register the engines again")
+
+    try:
+        data = json.loads(registry.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        raise damaged(str(error)) from None
+    engines = data.get("engines", {}) if isinstance(data, dict) else None
+    if not isinstance(engines, dict):
+        raise damaged("it is not an object with the registered engines")
+    for name, entry in engines.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("directory"), str) or \
+                (entry.get("embedded") and not isinstance(entry.get("version"), str)):
+            raise damaged(f"engine '{name}' is not an object with its directory and version")
+    return data
+
+
 @contextmanager
 def _engines_registry(write: bool) -> Iterator[dict[str, dict[str, Any]]]:
     registry = engines_registry_file()
     if not write:
         # Reading never creates fbbench's home (read-only commands leave no trace).
-        try:
-            yield json.loads(registry.read_text()).get("engines", {})
-        except FileNotFoundError:
-            yield {}
-        except (OSError, ValueError) as error:
-            raise FbbenchError(f"cannot read the engine registry {registry}: {error}",
-                               hint="fix or delete that file, then register the engines again") from None
+        yield _read_registry(registry).get("engines", {})
         return
     registry.parent.mkdir(parents=True, exist_ok=True)
     with open(registry.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        data = json.loads(registry.read_text()) if registry.exists() else {}
+        data = _read_registry(registry)
         engines = data.setdefault("engines", {})
         yield engines
         paths.write_whole(registry, json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -193,6 +193,9 @@ def check(settings: RunSettings, password: str | None = None) -> Checked:
         settings.architecture = "super"  # Firebird's default ServerMode, made explicit in the record
     results = Path(settings.results or paths.default_results()).expanduser().resolve()
     check_outputs(settings, results)
+    from fbbench.database.ownership import read_registry
+
+    read_registry()  # damaged, it would fail the run after its database was made
     workdir = paths.check_workdir(settings.workdir)  # before an engine is installed to read its conf keys
     conf = settings.engine_conf(local)
     _check_disk_settings(settings, workload, engine, local_major, conf)
