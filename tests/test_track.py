@@ -581,3 +581,26 @@ def test_outputs_onto_inputs_another_programs_store_and_absurd_counts_are_one_li
                        "repeats must be at most 10,000, got 1,000,000,000")
     assert_clean_error(run_cli("run", "connect", "--repeat", "100000000", env={"FBBENCH_HOME": str(home)}),
                        "--repeat must be at most 10,000")
+
+
+def test_what_a_probe_found_in_reference_label_and_bisect_is_one_line_in_track_s_words(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    suite = _suite(tmp_path, 'name = "s"\n' + BENCHMARK.format(name="outer_join", workload=OUTER_JOIN))
+    store = tmp_path / "r.sqlite"
+    server = "localhost/3050:/tmp/nowhere.fdb"
+    assert_clean_error(_track("run", str(suite), "--engine", "5.0", "--reference", server, store=store, home=home),
+                       f"--reference {server} is server localhost/3050: a relative point (--reference) time-shares")
+    assert_clean_error(_track("run", str(suite), "--engine", "5.0", "--label", "", store=store, home=home),
+                       "--label must be a single line of 1 to 100 characters, got ''")
+    flag = _suite(tmp_path, 'name = "s"\nrepeats = true\n', "flag.toml")
+    assert_clean_error(_track("show", str(flag), store=store, home=home), "repeats must be a whole number, got true")
+    assert_clean_error(_track("bisect", str(suite), "--good", "5.0", "--bad", "5.0", store=store, home=home),
+                       "a bisection names each build once: 5.0 given more than once")
+    runtime = installer.install(EmbeddedEngine("5.0.4"), quiet=True)
+    installation = official_installation(runtime, tmp_path / "opt" / "firebird", "5.0.4")
+    added = run_cli("engines", "add", "gone", str(installation), env={"FBBENCH_HOME": str(home)})
+    assert added.returncode == 0, added.stdout + added.stderr
+    shutil.rmtree(tmp_path / "opt")
+    assert_clean_error(_track("bisect", str(suite), "--good", "4.0", "--bad", "gone", store=store, home=home),
+                       "the files of Firebird 5.0.4 embedded (gone) are gone from")
+    assert not store.exists()

@@ -61,7 +61,7 @@ def track_run(
     from fbbench.track.suite import read_suite
 
     parsed = read_suite(suite)
-    label = _label(label or engine)
+    label = _label(engine if label is None else label)
     if lab is not None and reference is not None:
         raise FbbenchError("--reference makes time-shared pairs on this machine; a lab makes a point on each host",
                            hint="give one of --lab and --reference")

@@ -41,7 +41,7 @@ from fbbench.engines.child import run_in_engine
 from fbbench.engines.installation import not_an_installation
 from fbbench.engines.runtime import prepare_runtime
 from fbbench.engines.unpack import builds_dir, unpack
-from fbbench.errors import FbbenchError
+from fbbench.errors import FbbenchError, Interrupted
 from fbbench.paths import assert_inside
 
 WHAT_ADD_TAKES = WHAT_A_BUILD_IS + ", or /usr for Debian's firebird3.0-server"
@@ -154,6 +154,8 @@ def _verify_embedded(name: str, root: Path, version: str, where: str, workdir: P
     try:
         result: dict[str, Any] = run_in_engine(runtime, "fbbench.runner.builds:probe", str(runtime.base / "probe.fdb"))
         return result
+    except Interrupted:
+        raise  # Ctrl-C while the engine tried the build: the user's, not the build's
     except FbbenchError as error:
         first = error.message.splitlines()[0] if error.message else "no reason given"
         raise FbbenchError(f"{where}: the engine could not create a database: {first}",

@@ -89,8 +89,8 @@ class Bisection:
 def _build_order(names: list[str]) -> list[tuple[int, ...]]:
     """Each build's version and build number, as numbers (from its own files)."""
     from fbbench.engines import EmbeddedEngine, parse_engine
-    from fbbench.engines import install as installer
     from fbbench.engines.builds import build_number, find_files, read_version
+    from fbbench.engines.runtime import engine_files
 
     keys = []
     for name in names:
@@ -98,7 +98,7 @@ def _build_order(names: list[str]) -> list[tuple[int, ...]]:
         if not isinstance(engine, EmbeddedEngine):
             raise FbbenchError(f"{name} is {engine.label}: a bisection time-shares embedded engines",
                                hint="register each build with fbbench engines add NAME PATH (embedded)")
-        root = Path(engine.root) if engine.root else installer.wheel_root(engine)
+        root = engine_files(engine)  # refused when a build's files are gone or changed since it was added
         mark = read_version(find_files(root), name)
         number = build_number(mark.build)
         keys.append((*(int(p) for p in mark.version.split(".")), int(number) if number else 0))
@@ -106,7 +106,12 @@ def _build_order(names: list[str]) -> list[tuple[int, ...]]:
 
 
 def check_order(names: list[str]) -> None:
-    """Refuse builds not in the order given (by version and build number, oldest first)."""
+    """Refuse builds not in the order given (by version and build number, oldest first), and a
+    build named twice."""
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise FbbenchError(f"a bisection names each build once: {', '.join(twice)} given more than once",
+                           hint="name the builds between the ends once each, oldest first")
     keys = _build_order(names)
     for position in range(1, len(names)):
         if keys[position] < keys[position - 1]:

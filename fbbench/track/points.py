@@ -88,15 +88,20 @@ def base_settings(suite: Suite, benchmark: Benchmark, engine: str, results: Path
 def plan(suite: Suite, engine: str, reference: str | None, results: Path | None,
          workdir: Path | None) -> list[Planned]:
     """Every point of ``track run``, checked before anything runs (one line for the first problem)."""
-    from fbbench.engines import parse_engine
+    from fbbench.engines import EmbeddedEngine, parse_engine
     from fbbench.runner.paired import check_pair
 
     for name, text in (("--engine", engine), ("--reference", reference)):
         if text is not None:
             try:
-                parse_engine(text)
+                parsed = parse_engine(text)
             except FbbenchError as error:
                 raise FbbenchError(f"{name} {text}: {error.message}", hint=error.hint) from None
+            if reference is not None and not isinstance(parsed, EmbeddedEngine):
+                raise FbbenchError(f"{name} {text} is {parsed.label}: a relative point (--reference) time-shares "
+                                   "two engines fbbench runs itself, embedded ones",
+                                   hint="register both builds embedded (fbbench engines add NAME PATH), or leave "
+                                        "out --reference for absolute points")
     planned = []
     for benchmark in suite.benchmarks:
         settings = base_settings(suite, benchmark, engine, results, workdir, 1 if reference else benchmark.repeats)

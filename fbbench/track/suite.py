@@ -145,7 +145,8 @@ def percent(value: Any, what: str) -> float:
 
 def _whole(value: Any, what: str, minimum: int, maximum: int = MAX_RUNS) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise FbbenchError(f"{what} must be a whole number, got {value!r}")
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)  # as TOML writes it
+        raise FbbenchError(f"{what} must be a whole number, got {shown}")
     if value < minimum:
         raise FbbenchError(f"{what} must be at least {minimum}, got {value}")
     if value > maximum:
