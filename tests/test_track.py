@@ -483,7 +483,7 @@ def test_ctrl_c_keeps_the_points_made_and_running_again_completes_the_rest(tmp_p
 BAD_SUITES = [
     ('[[benchmark]]\nname = "x"\nworkload = "no-such-workload"\n', ["unknown workload 'no-such-workload'"]),
     ('[[benchmark]]\nname = "x"\nworkload = "orders"\nfigures = ["NOPM"]\n',
-     ["figure 'NOPM' is not one workload orders produces", "generate_orders p95"]),
+     ["track.toml:4", "figure 'NOPM' is not one workload orders produces", "generate_orders p95"]),
     ('[[benchmark]]\nname = "x"\nworkload = "orders"\nengine = "4.0"\n', ["track.toml:4", "cannot set engine"]),
     ('treshold = "5%"\n[[benchmark]]\nname = "x"\nworkload = "orders"\n', ["unknown suite setting", "threshold"]),
     ('threshold = 5\n[[benchmark]]\nname = "x"\nworkload = "orders"\n', ["track.toml:1", 'percentage such as "5%"']),

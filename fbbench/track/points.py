@@ -111,7 +111,7 @@ def plan(suite: Suite, engine: str, reference: str | None, results: Path | None,
             raise FbbenchError(f"benchmark {benchmark.name}: {error.message}", hint=error.hint) from None
         fixed_work = (settings.transactions is not None) or checked.workload.counted is not None
         figures = tracking.resolve_figures(benchmark.figures, checked.workload, fixed_work,
-                                           f"{benchmark.where}: benchmark {benchmark.name}")
+                                           f"{benchmark.figures_where or benchmark.where}: benchmark {benchmark.name}")
         other = None
         if reference is not None:
             other = base_settings(suite, benchmark, reference, results, workdir, 1)

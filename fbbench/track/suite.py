@@ -77,6 +77,7 @@ class Benchmark:
     repeats: int
     pairs: int
     where: str  # file:line of its [[benchmark]] table
+    figures_where: str = ""  # file:line of its figures key, where it has one
 
     def settings(self, engine: str, **overrides: Any) -> RunSettings:
         """The run settings of one run of this benchmark on ``engine``."""
@@ -267,7 +268,8 @@ def _benchmark(path: Path, text: str, base: Path, table: dict[str, Any], span: t
         raise FbbenchError(f'{where("figures")} must be a list of figure names such as ["headline", "NEW_ORDER p95"]')
     own_repeats = _whole(table.get("repeats", repeats), where("repeats"), 1)
     own_pairs = _whole(table.get("pairs", pairs), where("pairs"), 1)
-    return Benchmark(name, values, origins, tuple(f.strip() for f in figures), own_repeats, own_pairs, at)
+    return Benchmark(name, values, origins, tuple(f.strip() for f in figures), own_repeats, own_pairs, at,
+                     where("figures") if "figures" in table else at)
 
 
 def _table_settings(own: dict[str, Any], text: str, path: Path,
