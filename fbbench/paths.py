@@ -270,23 +270,29 @@ def output_file(path: Path, what: str, overwrite: bool = False) -> Path:
 def distinct_outputs(outputs: dict[str, Path | None], inputs: dict[str, Path | None]) -> None:
     """Refuse, --overwrite or not, an output that is one of the command's inputs (its suite, its
     results store …) or the same file as another output: one would be lost to the other."""
-    def same(a: Path, b: Path) -> bool:
-        left, right = a.expanduser().absolute(), b.expanduser().absolute()
+    def identity(path: Path) -> tuple[object, ...]:
+        """The file a path names: its device and inode where it exists (hard links, bind mounts),
+        else its resolved path."""
+        resolved = path.expanduser().absolute().resolve()
         try:
-            return left.resolve() == right.resolve() or (left.exists() and right.exists() and left.samefile(right))
+            found = resolved.stat()
         except OSError:
-            return False
+            return ("path", str(resolved))
+        return ("inode", found.st_dev, found.st_ino)
 
-    named = [(what, path) for what, path in outputs.items() if path is not None]
-    for index, (what, path) in enumerate(named):
-        for source, given in inputs.items():
-            if given is not None and same(path, given):
-                raise FbbenchError(f"{what} {path} is {source}: writing it would destroy what this command reads",
-                                   hint=f"give {what} another file")
-        for other, elsewhere in named[index + 1:]:
-            if same(path, elsewhere):
-                raise FbbenchError(f"{what} and {other} name the same file {path}: one would be lost",
-                                   hint="give each output a file of its own")
+    read = {identity(given): source for source, given in inputs.items() if given is not None}
+    written: dict[tuple[object, ...], str] = {}
+    for what, path in outputs.items():
+        if path is None:
+            continue
+        key = identity(path)
+        if key in read:
+            raise FbbenchError(f"{what} {path} is {read[key]}: writing it would destroy what this command reads",
+                               hint=f"give {what} another file")
+        if key in written:
+            raise FbbenchError(f"{written[key]} and {what} name the same file {path}: one would be lost",
+                               hint="give each output a file of its own")
+        written[key] = what
 
 
 def write_whole(path: Path, text: str) -> None:
