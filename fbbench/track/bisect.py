@@ -40,6 +40,7 @@ from fbbench.analysis import stats
 from fbbench.analysis import track as tracking
 from fbbench.errors import FbbenchError
 from fbbench.runner.run import UNTOLD, Notices
+from fbbench.runner.settings import MAX_RUNS
 from fbbench.store import ResultsStore
 from fbbench.track.suite import Benchmark, Suite
 
@@ -142,6 +143,8 @@ def plan(suite: Suite, benchmark: str | None, good: str, bad: str, builds: list[
     names = [good, *middle, bad]
     count = pairs if pairs is not None else chosen.pairs
     check_counts(count, suite.turn or 0.1)
+    if count > MAX_RUNS:
+        raise FbbenchError(f"--pairs must be at most {MAX_RUNS:,} a comparison, got {count:,}")
     check_order(names)
     ends = [base_settings(suite, chosen, name, results, workdir, 1) for name in (good, bad)]
     check_pair(replace(ends[0], origins=ends[0].origins), replace(ends[1], origins=ends[1].origins))
