@@ -170,7 +170,7 @@ def _looked_at(parsed: Any, suite: Path, results: Path | None) -> Iterator[tuple
     from fbbench.store import ResultsStore
     from fbbench.track import changes as found_changes
 
-    store_path = (results or paths.default_results()).expanduser().resolve()
+    store_path = _store_path(results).expanduser().resolve()
     if not store_path.exists():
         raise FbbenchError(f"no results store at {store_path}: suite {parsed.name} has no points yet",
                            hint=f"make the first: fbbench track run {suite} --engine NAME")

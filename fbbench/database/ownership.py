@@ -54,18 +54,21 @@ def read_registry(registry_file: Path | None = None) -> dict[str, Any]:
     """fbbench's record of the databases it made, checked to be one it wrote: a damaged one is
     one line (run.check reads it before anything runs, so a run never starts and then fails on it)."""
     registry_file = registry_file or paths.registry_file()
+
+    def damaged(why: str) -> FbbenchError:
+        return FbbenchError(f"cannot read fbbench's record of the databases it made, {registry_file}: {why}",
+                            hint="fix that file, or delete it: fbbench then attaches read-write to none of the "
+                                 "databases it made before (they are yours to delete)")
+
     try:
         data = json.loads(registry_file.read_text())
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as error:
-        data = error
+        raise damaged(str(error)) from None
     if not isinstance(data, dict) or not all(isinstance(entry, dict) and isinstance(entry.get("token"), str)
                                              for entry in data.values()):
-        why = f": {data}" if isinstance(data, Exception) else ": it is not what fbbench writes there"
-        raise FbbenchError(f"cannot read fbbench's record of the databases it made, {registry_file}{why}",
-                           hint="fix that file, or delete it: fbbench then attaches read-write to none of the "
-                                "databases it made before (they are yours to delete)")
+        raise damaged("it is not what fbbench writes there")
     return data
 
 

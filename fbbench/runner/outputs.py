@@ -24,16 +24,13 @@ def check_outputs(settings: RunSettings, results: Path) -> None:
     lost; and an existing one must be fbbench's, or it would be lost (paths.output_file)."""
     paths.writable_file(results, "the results store (--results)")
     repeats = [None] if settings.repeat == 1 else list(range(1, settings.repeat + 1))
-    named_outputs: dict[str, Path | None] = {
-        f"{settings.where(setting)}" + (f" (repeat {index})" if index else ""):
-            Path(named) if (named := numbered_output(getattr(settings, setting), index)) else None
-        for setting in ("json", "report", "trace") for index in (repeats if setting != "trace" else [None])}
-    paths.distinct_outputs(named_outputs, {"the results store": results})
-    for setting in ("json", "report"):
-        for index in repeats if getattr(settings, setting) else []:
-            named = numbered_output(getattr(settings, setting), index)
-            assert named is not None
-            paths.output_file(Path(named), settings.where(setting), settings.overwrite)
+    numbered = [(setting, index, Path(named)) for setting in ("json", "report") if getattr(settings, setting)
+                for index in repeats if (named := numbered_output(getattr(settings, setting), index))]
+    traced = [("trace", None, Path(settings.trace))] if settings.trace else []
+    paths.distinct_outputs({settings.where(setting) + (f" (repeat {index})" if index else ""): path
+                            for setting, index, path in numbered + traced}, {"the results store": results})
+    for setting, _, path in numbered:
+        paths.output_file(path, settings.where(setting), settings.overwrite)
     if settings.trace:
         if Path(settings.trace).expanduser().exists():
             raise FbbenchError(f"{settings.where('trace')} {settings.trace} already exists",

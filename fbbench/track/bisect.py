@@ -161,15 +161,14 @@ def _differs(ratio: stats.Ratio, magnitude: float) -> bool:
 def _build_identity(name: str) -> dict[str, str] | None:
     """What makes a build the same build whatever its name: its binaries and its firebird.conf."""
     from fbbench.engines import EmbeddedEngine, parse_engine
-    from fbbench.engines import install as installer
     from fbbench.engines.binaries import engine_binaries
+    from fbbench.engines.runtime import engine_files
 
     engine = parse_engine(name)
     binaries = engine_binaries(engine)
     if not binaries or not binaries.get("sha256") or not isinstance(engine, EmbeddedEngine):
         return None
-    root = Path(engine.root) if engine.root else installer.wheel_root(engine)
-    conf = root / "firebird.conf"
+    conf = engine_files(engine) / "firebird.conf"
     return {"binaries": str(binaries["sha256"]),
             "conf": hashlib.sha256(conf.read_bytes()).hexdigest() if conf.is_file() else ""}
 
@@ -206,44 +205,43 @@ class StoredPairs:
 def stored_pairs(store: ResultsStore, key: str, pairs: int) -> StoredPairs | None:
     """The latest pair series tagged ``key`` with at least ``pairs`` complete pairs; None when the
     store has none."""
-    sides: dict[str, dict[str, dict[str, Any]]] = {}  # series of B → pair id → {"A": run, "B": run}
-    by_pair: dict[str, dict[str, tuple[str, float, str | None]]] = {}
+    sides_of: dict[str, dict[str, tuple[str, float, str]]] = {}  # pair id → side → (run, started, series)
     for run_id, started, status, series_id, settings_json in store.db.execute(
             "select run_id, started_at, status, series_id, settings_json from runs where settings_json like ?",
             (f"%{key}%",)):
         settings = json.loads(settings_json or "{}")
         shared = settings.get("timeshare") or {}
-        if key not in (settings.get("tags") or []) or status != "completed" or not shared.get("pair"):
-            continue
-        by_pair.setdefault(shared["pair"], {})[shared.get("side", "")] = (run_id, started, series_id)
-    for pair in by_pair.values():
-        if "A" in pair and "B" in pair:
-            sides.setdefault(str(pair["B"][2]), {})[pair["B"][0]] = {"A": pair["A"], "B": pair["B"]}
-    complete = [list(series.values()) for series in sides.values() if len(series) >= pairs]
-    if not complete:
+        if key in (settings.get("tags") or []) and status == "completed" and shared.get("pair"):
+            sides_of.setdefault(shared["pair"], {})[shared.get("side", "")] = (run_id, started, str(series_id))
+    series: dict[str, list[tuple[float, str, str]]] = {}  # B's series → (B's start, A's run, B's run) a pair
+    for sides in sides_of.values():
+        if "A" in sides and "B" in sides:
+            run_b, started_b, series_b = sides["B"]
+            series.setdefault(series_b, []).append((started_b, sides["A"][0], run_b))
+    long_enough = [sorted(found) for found in series.values() if len(found) >= pairs]
+    if not long_enough:
         return None
-    latest = max(complete, key=lambda series: max(p["B"][1] for p in series))
-    chosen = sorted(latest, key=lambda p: p["B"][1])[-pairs:]
-    return StoredPairs([p["A"][0] for p in chosen], [p["B"][0] for p in chosen], max(p["B"][1] for p in chosen))
+    chosen = max(long_enough, key=lambda found: found[-1][0])[-pairs:]
+    return StoredPairs([run_a for _, run_a, _ in chosen], [run_b for _, _, run_b in chosen], chosen[-1][0])
 
 
 def _verdict(store: ResultsStore, build: str, against: str, figure: str, run_ids_a: list[str],
              run_ids_b: list[str], magnitude: float) -> Verdict:
     runs_a = [store.load_run(run_id) for run_id in run_ids_a]
     runs_b = [store.load_run(run_id) for run_id in run_ids_b]
-    complete = run_ids_b
+    complete = len(run_ids_b)
     read = tracking.read_point([figure], runs_b, runs_a)[figure]
     samples = read.get("samples")
     if not samples:
-        return Verdict(build, against, math.nan, math.nan, math.nan, len(complete), False,
+        return Verdict(build, against, math.nan, math.nan, math.nan, complete, False,
                        f"{build} against {against}: no ratio ({read.get('missing', 'no value')})")
     ratio = stats.ratio_of_ratios(samples)
     differs = _differs(ratio, magnitude)
     interval = (f"95 % CI {ratio.low:.4f}–{ratio.high:.4f}" if ratio.has_interval
                 else f"no interval: {ratio.note}")
     word = "differs" if differs else ("the same within the magnitude" if ratio.resolved else "no difference resolved")
-    return Verdict(build, against, ratio.ratio, ratio.low, ratio.high, len(complete), differs,
-                   f"{build} / {against} = {ratio.ratio:.4f} ({interval}, {len(complete)} pair(s)): {word}")
+    return Verdict(build, against, ratio.ratio, ratio.low, ratio.high, complete, differs,
+                   f"{build} / {against} = {ratio.ratio:.4f} ({interval}, {complete} pair(s)): {word}")
 
 
 def bisect(suite: Suite, benchmark: Benchmark, figure: str, names: list[str], pairs: int, results: Path | None,
