@@ -127,12 +127,11 @@ class ResultsStore:
     def _refuse_another_programs(self) -> None:
         """An SQLite database with tables but no schema version of fbbench's is another program's:
         left as it is (not even its journal mode changed). A store's tables and its version are
-        committed together (schema.migrate), so a store being made is never taken for one."""
-        if self.db.execute("pragma user_version").fetchone()[0] > 0:
-            return
+        committed together (schema.migrate); the tables are read first, so a store another fbbench
+        is making at this moment (its tables committed between two reads) is never taken for one."""
         tables = [row[0] for row in self.db.execute(
             "select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name limit 4")]
-        if tables:
+        if tables and self.db.execute("pragma user_version").fetchone()[0] == 0:
             self.db.close()
             raise FbbenchError(f"{self.path} is not an fbbench results store: it is an SQLite database of another "
                                f"program (tables {', '.join(tables)}), and is left as it is",
