@@ -108,3 +108,48 @@ def fb3_server_or_skip(workdir: Path, config: dict[str, str] | None = None) -> I
         pytest.skip(reason)
     with Fb3Server.start(workdir, config=config) as server:
         yield server
+
+
+BANK = Path(__file__).parent / "workloads" / "bank"
+
+# A check that passes only once `p_together` checks have begun while none has ended: each records
+# its arrival (committed at once, in an autonomous transaction), then waits up to p_seconds for the
+# others' (a fresh snapshot in each autonomous transaction) and reports one violation if they do
+# not come. Checks run one after another never pass it.
+_WAITING_CHECK_PROCEDURE = """
+create table check_arrivals (arrived timestamp);
+set term ^ ;
+create procedure checks_together (p_together integer, p_seconds integer) returns (violations integer)
+as
+declare arrived integer = 0;
+declare started timestamp;
+begin
+  started = cast('now' as timestamp);
+  in autonomous transaction do
+    insert into check_arrivals values (:started);
+  while (arrived < p_together and datediff(second from started to cast('now' as timestamp)) < p_seconds) do
+    in autonomous transaction do
+      select count(*) from check_arrivals into :arrived;
+  violations = iif(arrived >= p_together, 0, 1);
+  suspend;
+end^
+set term ; ^
+"""
+
+
+def bank_with_waiting_checks(tmp_path: Path, checks: int, together: int, seconds: int) -> Path:
+    """A copy of the bank workload whose checks begin with ``checks`` checks that each wait (up to
+    ``seconds``) until ``together`` of them have begun."""
+    import shutil
+
+    workload = tmp_path / "bank-waiting"
+    shutil.copytree(BANK, workload)
+    (workload / "schema.sql").write_text((workload / "schema.sql").read_text() + _WAITING_CHECK_PROCEDURE)
+    toml = workload / "workload.toml"
+    waiting = "".join(f'[[checks]]\nname = "together {n + 1}"\n'
+                      f'sql = "select violations from checks_together({together}, {seconds})"\n\n'
+                      for n in range(checks))
+    text = toml.read_text()
+    first = text.index("[[checks]]")
+    toml.write_text(text[:first] + waiting + text[first:])
+    return workload

@@ -24,7 +24,7 @@ import pytest
 
 from fbbench.engines import prepare_runtime, run_in_engine
 from fbbench.paths import own_workdir
-from tests.conftest import assert_clean_error, run_cli
+from tests.conftest import assert_clean_error, bank_with_waiting_checks, run_cli
 
 BANK = Path(__file__).parent / "workloads" / "bank"
 QUICK = ["--connections", "2", "--warmup", "1s", "--duration", "2s", "--interval", "1s", "--no-sweep"]
@@ -310,6 +310,23 @@ def test_fail_on_checks_gives_exit_code_3(tmp_path: Path) -> None:
     strict = run_cli("run", *common, "--fail-on-checks")
     assert strict.returncode == 3, strict.stdout + strict.stderr
     assert "1 check(s) failed: money is conserved" in strict.stderr
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="checks run side by side only with 2 cores or more")
+def test_checks_run_side_by_side_and_are_recorded_in_their_order(tmp_path: Path) -> None:
+    """Two checks that pass only while both run at once (each waits up to 60 s for the other):
+    run one after the other, both would fail after a minute each."""
+    workload = bank_with_waiting_checks(tmp_path, checks=2, together=2, seconds=60)
+    store = tmp_path / "r.sqlite"
+    started = time.monotonic()
+    result = run_cli("run", str(workload), *QUICK, "--results", str(store), "--workdir", str(tmp_path / "work"),
+                     "--fail-on-checks")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert time.monotonic() - started < 60
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        checks = db.execute("select name, passed from checks where kind = 'check' order by rowid").fetchall()
+    assert checks == [("together 1", 1), ("together 2", 1), ("money is conserved", 1),
+                      ("every transfer is logged", 1)], checks
 
 
 # ---------------------------------------------------------------------------------- results commands

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from tests import chromium
-from tests.conftest import REPO, assert_clean_error, fb3_server_or_skip, run_cli
+from tests.conftest import REPO, assert_clean_error, bank_with_waiting_checks, fb3_server_or_skip, run_cli
 from tests.fb3server import Fb3Server
 
 BANK = Path(__file__).parent / "workloads" / "bank"
@@ -248,6 +248,34 @@ def test_ctrl_c_during_measure_keeps_what_was_measured(target: str, tmp_path: Pa
     assert phase[0][0] + phase[0][1] - signalled < 4.0, phase
     # An interrupted run skips the after phase: no checks ran on a half-done load.
     assert not _query(run.store, "select * from phases where name = 'after'")
+
+
+@pytest.mark.alone  # times the end: within EXIT_WITHIN of Ctrl-C
+def test_ctrl_c_during_a_check_that_runs_for_minutes_ends_the_run_at_once(tmp_path: Path,
+                                                                         background: Callable[..., RunningCli]) -> None:
+    """A check inside the engine holds its thread in the client library: the Ctrl-C still ends the
+    run within seconds (it waited for the check to end: here, 5 minutes), recorded as interrupted,
+    its database copy removed."""
+    workload = bank_with_waiting_checks(tmp_path, checks=1, together=99, seconds=300)
+    work = tmp_path / "work"
+    run = background(tmp_path, work, str(workload), "--connections", "2", "--warmup", "0s", "--duration", "2s",
+                     "--interval", "1s", "--no-sweep")
+
+    def checking() -> bool:
+        run.watch()
+        assert run.process.poll() is None, run.output()
+        return bool(_query(run.store, "select 1 from phases where name = 'after' and seconds is null"))
+
+    _wait_until(checking, 120, "the checks")
+    time.sleep(1)  # into the waiting check
+    signalled = time.time()
+    os.killpg(run.pid, signal.SIGINT)
+    assert run.wait_exit(EXIT_WITHIN) == 130, run.output()
+    assert time.time() - signalled < EXIT_WITHIN
+    assert "Traceback" not in run.output(), run.output()
+    _wait_until(lambda: not run.leftovers(), 5, "the engine child to end")
+    assert _run_row(run.store)[1] == "interrupted"
+    assert list((work / "databases").iterdir()) == []
 
 
 @pytest.mark.alone  # times the end: within EXIT_WITHIN of Ctrl-C

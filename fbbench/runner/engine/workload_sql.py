@@ -5,11 +5,15 @@ the engine chose for each of the units' statements (what ``fbbench track`` follo
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
+from fbbench import signals
 from fbbench.database import driver
+from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError
-from fbbench.workloads.spec import Workload
+from fbbench.workloads.spec import Check, Workload
 
 
 def prepare_all(dsn: str, workload: Workload) -> None:
@@ -117,23 +121,81 @@ def constants(dsn: str, workload: Workload, seed: int) -> dict[str, float]:
     return values
 
 
+CHECK_ATTACHMENTS = 4  # at most: more attachments than cores only make the checks wait for each other
+
+
+def check_attachments(checks: int) -> int:
+    """How many attachments run a workload's checks side by side: one per core this process may
+    use (the engine's, embedded; a server's are at least as many as a load client's in practice),
+    at most :data:`CHECK_ATTACHMENTS`, never more than there are checks."""
+    return max(1, min(checks, len(os.sched_getaffinity(0)), CHECK_ATTACHMENTS))
+
+
 def run_checks(dsn: str, workload: Workload) -> list[dict[str, Any]]:
-    results = []
-    with driver.connect(dsn) as connection, connection.cursor() as cursor:
-        for check in workload.checks:
-            try:
-                cursor.execute(check.sql)
-                row = cursor.fetchone()
-                violations = int(row[0] or 0) if row else 0
-                extra = [str(v) for v in (row[1:] if row else ())]
-                detail = f"{violations} violation(s)" + (f"; {', '.join(extra)}" if extra else "")
-                results.append({"name": check.name, "passed": violations == 0, "value": violations,
-                                "detail": detail})
-            except Exception as error:
-                explained = driver.explain(error, dsn)
-                if driver.cannot_write(explained):
-                    raise FbbenchError(f"the database cannot be written (check '{check.name}'): {explained.message}",
-                                       hint=explained.hint) from None
-                results.append({"name": check.name, "passed": False, "value": None,
-                                "detail": f"could not run: {explained.message}"})
-    return results
+    """Every check's outcome, in the workload's order.
+
+    The checks run on several attachments at once (:func:`check_attachments`): after the load the
+    database no longer changes, so each attachment's snapshot is the same one, and a run's checks
+    (TPC-C's twelve scan ORDER_LINE, ORDERS and CUSTOMER several times) take the longer of their
+    shares instead of their sum. Each attachment takes the next check not yet taken. A Ctrl-C
+    interrupts the wait at once; checks already inside the engine are left to the process's end
+    (:func:`fbbench.engines.child.exit_at_once`).
+    """
+    checks = list(workload.checks)
+    if not checks:
+        return []
+    outcomes: list[dict[str, Any] | None] = [None] * len(checks)
+    taken = iter(range(len(checks)))
+    taking = threading.Lock()
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def next_check() -> int | None:
+        with taking:
+            return None if stop.is_set() else next(taken, None)
+
+    def attachment() -> None:
+        try:
+            index = next_check()
+            if index is None:  # the others took every check before this one began
+                return
+            with driver.connect(dsn) as connection, connection.cursor() as cursor:
+                while index is not None:
+                    outcomes[index] = _run_check(cursor, checks[index], dsn)
+                    index = next_check()
+        except BaseException as error:  # handed to the waiting thread
+            failures.append(error)
+            stop.set()
+
+    threads = [signals.Thread(target=attachment, name=f"check attachment {n + 1}", daemon=True)
+               for n in range(check_attachments(len(checks)))]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while not thread.ended.wait(0.1):
+                pass
+    except BaseException:
+        stop.set()
+        if not all(thread.ended.is_set() for thread in threads):
+            exit_at_once()  # a check still inside the engine: the client library's shutdown would wait for it
+        raise
+    if failures:
+        raise failures[0]
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _run_check(cursor: Any, check: Check, dsn: str) -> dict[str, Any]:
+    try:
+        cursor.execute(check.sql)
+        row = cursor.fetchone()
+        violations = int(row[0] or 0) if row else 0
+        extra = [str(v) for v in (row[1:] if row else ())]
+        detail = f"{violations} violation(s)" + (f"; {', '.join(extra)}" if extra else "")
+        return {"name": check.name, "passed": violations == 0, "value": violations, "detail": detail}
+    except Exception as error:
+        explained = driver.explain(error, dsn)
+        if driver.cannot_write(explained):
+            raise FbbenchError(f"the database cannot be written (check '{check.name}'): {explained.message}",
+                               hint=explained.hint) from None
+        return {"name": check.name, "passed": False, "value": None, "detail": f"could not run: {explained.message}"}
