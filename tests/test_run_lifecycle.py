@@ -267,7 +267,7 @@ def test_ctrl_c_during_a_check_that_runs_for_minutes_ends_the_run_at_once(tmp_pa
         return bool(_query(run.store, "select 1 from phases where name = 'after' and seconds is null"))
 
     _wait_until(checking, 120, "the checks")
-    time.sleep(1)  # into the waiting check
+    time.sleep(3)  # past the snapshot and gstat, into the waiting check (it waits 300 s)
     signalled = time.time()
     os.killpg(run.pid, signal.SIGINT)
     assert run.wait_exit(EXIT_WITHIN) == 130, run.output()
