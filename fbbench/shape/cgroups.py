@@ -72,6 +72,31 @@ def v1_mounts() -> dict[str, Path]:
     return found
 
 
+def memory_room() -> int | None:
+    """What the memory cgroup this process is in still lets it use (its limit less its usage, in
+    bytes; v1 counts the page cache it caused in the usage), or None where no limit applies —
+    inside a machine shape, the shape's."""
+    v1_memory = None
+    for line in _read(Path("/proc/self/cgroup")).splitlines():
+        _hierarchy, controllers, path = [*line.split(":", 2), "", ""][:3]
+        if controllers == "" and version() == 2:
+            directory = V2_ROOT / path.lstrip("/")
+            limit, usage = _read(directory / "memory.max").strip(), _read(directory / "memory.current").strip()
+        elif "memory" in controllers.split(","):
+            v1_memory = v1_memory or v1_mounts().get("memory")
+            if v1_memory is None:
+                continue
+            directory = v1_memory / path.lstrip("/")
+            limit = _read(directory / "memory.limit_in_bytes").strip()
+            usage = _read(directory / "memory.usage_in_bytes").strip()
+        else:
+            continue
+        # v1 says "no limit" with a number near 2^63 (the page-rounded LONG_MAX), v2 with "max".
+        if limit.isdigit() and usage.isdigit() and int(limit) < 1 << 62:
+            return max(0, int(limit) - int(usage))
+    return None
+
+
 def missing(needs: set[str]) -> str | None:
     """Why this machine cannot apply limits of the kinds ``needs`` (memory, cpus, disk), in one
     line; None when it can. Asked before anything is built."""

@@ -9,10 +9,14 @@ import os
 import threading
 from typing import Any
 
+import psutil
+
 from fbbench import signals
 from fbbench.database import driver
+from fbbench.engines import platform
 from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError
+from fbbench.shape import cgroups
 from fbbench.workloads.spec import Check, Workload
 
 
@@ -122,13 +126,24 @@ def constants(dsn: str, workload: Workload, seed: int) -> dict[str, float]:
 
 
 CHECK_ATTACHMENTS = 4  # at most: more attachments than cores only make the checks wait for each other
+# The memory each further attachment needs room for: a check's sort (TempCacheLimit is 64 MB by
+# default on SuperServer) and the attachment's own pools. Side by side, checks that sort add up:
+# TPC-C's two at once went over a 96 MiB machine shape that their one at a time fits in.
+CHECK_ATTACHMENT_MEMORY = 128 << 20
 
 
 def check_attachments(checks: int) -> int:
     """How many attachments run a workload's checks side by side: one per core this process may
     use (the engine's, embedded; a server's are at least as many as a load client's in practice),
-    at most :data:`CHECK_ATTACHMENTS`, never more than there are checks."""
-    return max(1, min(checks, len(os.sched_getaffinity(0)), CHECK_ATTACHMENTS))
+    at most :data:`CHECK_ATTACHMENTS`, never more than there are checks, and beyond the first only
+    as many as the memory this process may still use has room for (the machine's available memory,
+    a memory cgroup's — a machine shape's — or the container's limit, ulimit -v)."""
+    rooms = [psutil.virtual_memory().available, *(room for room, _why in platform.memory_limits())]
+    shaped = cgroups.memory_room()
+    if shaped is not None:
+        rooms.append(shaped)
+    by_memory = 1 + int(min(rooms) // CHECK_ATTACHMENT_MEMORY)
+    return max(1, min(checks, len(os.sched_getaffinity(0)), CHECK_ATTACHMENTS, by_memory))
 
 
 def run_checks(dsn: str, workload: Workload) -> list[dict[str, Any]]:
