@@ -276,6 +276,9 @@ def test_ctrl_c_during_a_check_that_runs_for_minutes_ends_the_run_at_once(tmp_pa
     _wait_until(lambda: not run.leftovers(), 5, "the engine child to end")
     assert _run_row(run.store)[1] == "interrupted"
     assert list((work / "databases").iterdir()) == []
+    # Its measured period was whole: the summary shows it (it said "nothing was measured").
+    output = run.output()
+    assert "per unit (measured period)" in output and "nothing was measured" not in output, output
 
 
 @pytest.mark.alone  # times the end: within EXIT_WITHIN of Ctrl-C

@@ -209,6 +209,12 @@ def execute(plan: RunPlan) -> dict[str, Any]:
         for name, metric in measured.metrics.items():
             store.record_metric(run_id, name, metric["start"], metric["end"], metric["value"], metric["per_minute"],
                                 metric["description"], metric["window"])
+        # What was measured is stored now too, completed below: a run whose process dies in the
+        # after phase (OOM-killed during its checks in a machine shape) still shows its figures,
+        # not "nothing was measured".
+        store.update_run(run_id, summary=_summary(measured, settings, workload,
+                                                  None if replicated is None
+                                                  else {**replicated, **(measured.journal or {})}))
         if result.get("abandoned"):
             abandoned = True
             exit_at_once()  # a thread stuck inside the engine must not hold this process
