@@ -175,6 +175,35 @@ def test_memory_shape_sends_the_engines_reads_to_the_storage(tmp_path: Path, sha
     assert "emulated" in compared.stdout
 
 
+def test_the_memory_left_counts_a_limit_set_on_an_ancestor_group() -> None:
+    """A container's limit often sits on a group above the one its processes are in: the checks'
+    side-by-side attachments (one per 128 MiB left) and the run's own memory check must see it."""
+    _skip_unless_cgroups("memory")
+    limit = 64 << 20
+    if cgroups.version() == 2:
+        parent = cgroups.V2_ROOT / "fbbench-test-ancestor"
+        limit_file = "memory.max"
+    else:
+        parent = cgroups.v1_mounts()["memory"] / "fbbench-test-ancestor"
+        limit_file = "memory.limit_in_bytes"
+    child = parent / "leaf"
+    child.mkdir(parents=True)
+    try:
+        (parent / limit_file).write_text(str(limit))
+        probe = ("from fbbench.engines import platform; from fbbench.runner.engine import workload_sql;"
+                 "print(min((room for room, _ in platform.memory_limits()), default=-1),"
+                 "      workload_sql.check_attachments(12))")
+        done = subprocess.run(["sh", "-c", 'echo $$ > "$1"; exec "$2" -c "$3" "$1"', "sh",
+                               str(child / "cgroup.procs"), sys.executable, probe],
+                              capture_output=True, text=True, cwd=REPO, timeout=60)
+        assert done.returncode == 0, done.stderr
+        room, attachments = (int(field) for field in done.stdout.split())
+        assert 0 <= room <= limit
+        assert attachments == 1
+    finally:
+        child.rmdir()
+        parent.rmdir()
+
 def test_an_engine_out_of_memory_inside_the_shape_fails_saying_so(tmp_path: Path, shape_work: Path) -> None:
     _skip_unless_cgroups("memory")
     done, _document = _run(tmp_path, shape_work, "oom", str(BANK), "--transactions", "5", "-c", "1",

@@ -10,7 +10,7 @@ here has no portable form, and a port to another system is the work of this modu
 - a private mount namespace with bind mounts (``unshare``), which gives Debian's Firebird server
   its own log and security directories;
 - the file descriptors of a process as that process sees them (another mount namespace's paths);
-- the limits of a container or a user (cgroup memory.max and pids.max, threads-max, rlimits).
+- the limits of a container or a user (its memory cgroups, v1 or v2, up to their root; pids.max, threads-max, rlimits).
 
 It lives in ``engines/`` because the lowest of its users is there (the managed server); the
 runner (time-sharing, the memory check) sits above it.
@@ -181,10 +181,12 @@ def _read(path: str) -> str:
 def memory_limits() -> list[tuple[float, str]]:
     """Limits on the memory this process may still use, besides the machine's available memory:
     (bytes, what sets the limit)."""
+    from fbbench.shape import cgroups  # the one reader of cgroups, v1 and v2
+
     limits: list[tuple[float, str]] = []
-    limit, usage = _read("/sys/fs/cgroup/memory.max").strip(), _read("/sys/fs/cgroup/memory.current").strip()
-    if limit.isdigit():
-        limits.append((int(limit) - int(usage or 0), "the container's memory limit (cgroup memory.max)"))
+    room = cgroups.memory_room()
+    if room is not None:
+        limits.append((room, "the memory cgroup's limit (a container's or a machine shape's)"))
     soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
     if soft != resource.RLIM_INFINITY:
         limits.append((soft, "the address-space limit (ulimit -v)"))

@@ -73,28 +73,33 @@ def v1_mounts() -> dict[str, Path]:
 
 
 def memory_room() -> int | None:
-    """What the memory cgroup this process is in still lets it use (its limit less its usage, in
-    bytes; v1 counts the page cache it caused in the usage), or None where no limit applies —
-    inside a machine shape, the shape's."""
+    """What the memory cgroups this process is in still let it use, in bytes: the least of each
+    limit less its usage, from its own group up to the hierarchy's root (a container's limit may
+    sit on an ancestor; v1 counts the page cache the group caused in its usage). None where no
+    group limits it. Inside a machine shape, the shape's."""
+    rooms: list[int] = []
     v1_memory = None
     for line in _read(Path("/proc/self/cgroup")).splitlines():
         _hierarchy, controllers, path = [*line.split(":", 2), "", ""][:3]
         if controllers == "" and version() == 2:
-            directory = V2_ROOT / path.lstrip("/")
-            limit, usage = _read(directory / "memory.max").strip(), _read(directory / "memory.current").strip()
+            root, names = V2_ROOT, ("memory.max", "memory.current")
         elif "memory" in controllers.split(","):
             v1_memory = v1_memory or v1_mounts().get("memory")
             if v1_memory is None:
                 continue
-            directory = v1_memory / path.lstrip("/")
-            limit = _read(directory / "memory.limit_in_bytes").strip()
-            usage = _read(directory / "memory.usage_in_bytes").strip()
+            root, names = v1_memory, ("memory.limit_in_bytes", "memory.usage_in_bytes")
         else:
             continue
-        # v1 says "no limit" with a number near 2^63 (the page-rounded LONG_MAX), v2 with "max".
-        if limit.isdigit() and usage.isdigit() and int(limit) < 1 << 62:
-            return max(0, int(limit) - int(usage))
-    return None
+        directory = root / path.strip("/")
+        while True:
+            limit, usage = (_read(directory / name).strip() for name in names)
+            # v1 says "no limit" with a number near 2^63 (the page-rounded LONG_MAX), v2 with "max".
+            if limit.isdigit() and usage.isdigit() and int(limit) < 1 << 62:
+                rooms.append(max(0, int(limit) - int(usage)))
+            if directory == root or root not in directory.parents:
+                break
+            directory = directory.parent
+    return min(rooms, default=None)
 
 
 def missing(needs: set[str]) -> str | None:

@@ -9,14 +9,11 @@ import os
 import threading
 from typing import Any
 
-import psutil
-
 from fbbench import signals
 from fbbench.database import driver
-from fbbench.engines import platform
 from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError
-from fbbench.shape import cgroups
+from fbbench.runner import limits
 from fbbench.workloads.spec import Check, Workload
 
 
@@ -138,11 +135,8 @@ def check_attachments(checks: int) -> int:
     at most :data:`CHECK_ATTACHMENTS`, never more than there are checks, and beyond the first only
     as many as the memory this process may still use has room for (the machine's available memory,
     a memory cgroup's — a machine shape's — or the container's limit, ulimit -v)."""
-    rooms = [psutil.virtual_memory().available, *(room for room, _why in platform.memory_limits())]
-    shaped = cgroups.memory_room()
-    if shaped is not None:
-        rooms.append(shaped)
-    by_memory = 1 + int(min(rooms) // CHECK_ATTACHMENT_MEMORY)
+    room, _what = limits.available_memory()
+    by_memory = 1 + int(room // CHECK_ATTACHMENT_MEMORY)
     return max(1, min(checks, len(os.sched_getaffinity(0)), CHECK_ATTACHMENTS, by_memory))
 
 
