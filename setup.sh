@@ -80,9 +80,11 @@ if [ "$mode" = test ]; then
   # The native core's own checks run beside the release build that pip starts next, in a target
   # directory of their own (cargo locks one; theirs are other profiles anyway): that build's last
   # crate (one codegen unit, thin LTO) keeps one core busy for most of a minute, the checks the other.
+  # Built without debug information, which no one reads there: 94 s of CPU against 108 s (one build each).
   mkdir -p core/target
   core_log=core/target/checks.log
-  (cd core && export CARGO_TARGET_DIR=target/checks && cargo fmt --check && cargo clippy --quiet --all-targets -- \
+  (cd core && export CARGO_TARGET_DIR=target/checks CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_TEST_DEBUG=0 &&
+     cargo fmt --check && cargo clippy --quiet --all-targets -- \
      -D warnings && cargo test --quiet) >"$core_log" 2>&1 &
   core_checks=$!
   trap 'kill "$core_checks" ${type_check:-} 2>/dev/null || true' EXIT
