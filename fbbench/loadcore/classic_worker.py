@@ -13,28 +13,10 @@ import threading
 import time
 from typing import Any
 
-import psutil
-
 from fbbench import _core, signals
 from fbbench.engines import platform
 
 STREAM_SECONDS = 0.25  # how often a worker sends its live counters (and closed intervals)
-
-
-def _pss_bytes() -> int | None:
-    """Proportional set size: this process's share of memory, the pages it shares with the other
-    attachment processes (the engine's code, Python's) divided among them."""
-    try:
-        return int(psutil.Process().memory_full_info().pss)
-    except (psutil.Error, AttributeError):  # AttributeError: a system without PSS
-        return None
-
-
-def _thread_count() -> int | None:
-    try:
-        return psutil.Process().num_threads()
-    except psutil.Error:
-        return None
 
 
 def _process_cpu() -> float:
@@ -91,8 +73,8 @@ def _work(run: Any, first: dict[str, Any]) -> int:
         for interval in json.loads(run.intervals(sent)):
             emit({"interval": interval})
             sent += 1
-            peak_pss = max(peak_pss, _pss_bytes() or 0)  # once per interval, while attached
-            threads = max(threads, _thread_count() or 0)
+            peak_pss = max(peak_pss, platform.proportional_set_bytes() or 0)  # once per interval, while attached
+            threads = max(threads, platform.thread_count() or 0)
         if done or time.monotonic() >= next_live:
             live = json.loads(run.poll())
             live.pop("last_interval", None)
