@@ -116,7 +116,7 @@ def connect(dsn: str, *, charset: str = "UTF8", no_gc: bool = False) -> Connecti
 @contextlib.contextmanager
 def kept_open(dsn: str) -> Iterator[None]:
     """The database kept open by one idle attachment while a phase attaches to it again and again
-    (facts, statements prepared, plans, checks): a SuperServer engine then keeps the database and
+    (facts, statements prepared, plans): a SuperServer engine then keeps the database and
     its cache between them, and each of them finds it open instead of opening the file and
     closing it again. The attachment starts no transaction and reads nothing; it is fbbench's
     own (its process name), so a monitoring reading never counts it as the load's."""

@@ -138,7 +138,8 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                 _print_replication(console, replicated)
 
         with phases.phase("before", "before: sweep, gstat, snapshot") as detail:
-            # Closed before the load, which attaches to a database as it would without it.
+            # fbbench's own readings only: closed before the workload's SQL (its constants) and the
+            # load, which find the database as they would without it.
             with _kept_open(settings, dsn):
                 if settings["sweep"]:
                     detail["sweep_seconds"] = facts.sweep(db_plan.services_host, database_path)
@@ -156,9 +157,9 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                 engine["plans"] = workload_sql.plans(dsn, workload)
                 store.update_run(run_id, engine=engine)
                 exceptions = workload_sql.exception_numbers(dsn, workload)
-                constants = workload_sql.constants(dsn, workload, seed)
-                detail["constants"] = constants
                 tables = workload_sql.tables(dsn)
+            constants = workload_sql.constants(dsn, workload, seed)  # the workload's SQL sees no attachment of ours
+            detail["constants"] = constants
             if settings.get("drop_caches"):
                 # Last before the load attaches: what it reads first, it reads from the disk.
                 detail["drop_caches"] = host_os.drop_page_cache()
@@ -227,24 +228,23 @@ def execute(plan: RunPlan) -> dict[str, Any]:
             status, failure = "interrupted", result.get("failure")
         else:
             with phases.phase("after", "after: snapshot, gstat, checks, audits") as detail:
-                with _kept_open(settings, dsn):
-                    after = facts.snapshot(dsn)
-                    store.update_run(run_id, database={"location": dsn, "before": before, "after": after})
-                    if monitor:
-                        detail["gstat_seconds"] = _record_gstat(store, run_id, "after", db_plan.services_host,
-                                                                database_path)
-                    checking = time.monotonic()
-                    for check in workload_sql.run_checks(dsn, workload):
-                        store.record_check(run_id, "check", check["name"], check["passed"], check["value"],
-                                           check["detail"])
-                    detail["checks_seconds"] = time.monotonic() - checking
-                    if replicated and replicated.get("replica"):
-                        in_step, said = replication.replica_in_step(dsn, replicated["replica"]["path"])
-                        store.record_check(run_id, "check", REPLICA_CHECK, in_step, None, said)
-                    metric_values = {name: metric["value"] for name, metric in measured.metrics.items()}
-                    for audit in run_audits(workload, result["units"], metric_values):
-                        store.record_check(run_id, "audit", audit["name"], audit["passed"], audit["value"],
-                                           audit["detail"], audit["low"], audit["high"], audit["n"])
+                after = facts.snapshot(dsn)
+                store.update_run(run_id, database={"location": dsn, "before": before, "after": after})
+                if monitor:
+                    detail["gstat_seconds"] = _record_gstat(store, run_id, "after", db_plan.services_host,
+                                                            database_path)
+                checking = time.monotonic()
+                for check in workload_sql.run_checks(dsn, workload):
+                    store.record_check(run_id, "check", check["name"], check["passed"], check["value"],
+                                       check["detail"])
+                detail["checks_seconds"] = time.monotonic() - checking
+                if replicated and replicated.get("replica"):
+                    in_step, said = replication.replica_in_step(dsn, replicated["replica"]["path"])
+                    store.record_check(run_id, "check", REPLICA_CHECK, in_step, None, said)
+                metric_values = {name: metric["value"] for name, metric in measured.metrics.items()}
+                for audit in run_audits(workload, result["units"], metric_values):
+                    store.record_check(run_id, "audit", audit["name"], audit["passed"], audit["value"],
+                                       audit["detail"], audit["low"], audit["high"], audit["n"])
         if replicated is not None:
             replicated = {**replicated, **(measured.journal or {})}
         store.update_run(run_id, summary={**_summary(measured, settings, workload, replicated),
@@ -294,7 +294,7 @@ def execute(plan: RunPlan) -> dict[str, Any]:
 
 
 def _kept_open(settings: RecordedSettings, dsn: str) -> contextlib.AbstractContextManager[None]:
-    """The database kept open through a phase that attaches to it again and again
+    """The database kept open while fbbench reads it through attachment after attachment
     (:func:`driver.kept_open`), where that saves something: under SuperServer (the embedded
     engine's default), whose attachments share one open database. Under SuperClassic and Classic
     every attachment opens the database for itself, and a held one only adds to the lock manager's
