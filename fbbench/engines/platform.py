@@ -228,11 +228,7 @@ def peak_rss_bytes() -> int | None:
     """This process's peak resident set (VmHWM). Not getrusage's ru_maxrss: that one survives exec
     and would be the peak of the process that spawned this one; psutil has no peak RSS on Linux
     (it reports one on Windows only)."""
-    try:
-        with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
+    return _own_figure("/proc/self/status", "VmHWM:", 1024)
 
 
 def proportional_set_bytes() -> int | None:
