@@ -309,6 +309,25 @@ def write_whole(path: Path, text: str) -> None:
         raise
 
 
+def not_found(path: Path) -> str:
+    """Why a path the user named is not there, in the words that help: a symbolic link that points
+    nowhere or into a loop of links, a directory on the way that may not be entered, or plainly
+    nothing (``os.stat``'s own reason, the link's target named)."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return f"{path} is a loop of symbolic links"
+        if error.errno in (errno.EACCES, errno.EPERM):
+            return f"{path} cannot be reached: {error.strerror} (a directory on the way may not be entered)"
+        if error.errno == errno.ENOTDIR:
+            return f"{path} does not exist: a part of it before the last is a file, not a directory"
+        if os.path.islink(path):
+            return f"{path} is a symbolic link to {os.readlink(path)}, which does not exist"
+        return f"{path} does not exist"
+    return f"{path} exists"  # not asked of a path that exists; said plainly if it is
+
+
 def file_error(error: OSError, action: str, where: Path | None = None, elsewhere: str | None = None) -> FbbenchError:
     """An operating system's refusal as one line, ``cannot ACTION: reason``, with what to do when the
     file system of ``where`` is full or read-only (``elsewhere``: the option that moves the files)."""

@@ -288,8 +288,14 @@ def test_bad_input_is_one_line_and_leaves_nothing(builds: dict[str, Any], regist
     mixed = tmp_path / "mixed" / "firebird"  # a half-upgraded installation: 5.0's engine, 3.0's client
     shutil.copytree(five["installation"], mixed, symlinks=True)
     shutil.copy2(builds["runtimes"]["3.0.14"] / "libfbclient.so.2", mixed / "lib" / "libfbclient.so.5.0.4")
+    (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+    (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
     cases: list[tuple[str, Path, bool, list[str]]] = [
         ("fb-x", tmp_path / "nowhere.tar.gz", False, ["nowhere.tar.gz does not exist", "official Linux tarball"]),
+        ("fb-x", tmp_path / "loop-a", False, ["loop-a is a loop of symbolic links"]),
+        ("fb-x", tmp_path / "dangling", False, [f"dangling is a symbolic link to {tmp_path / 'gone'}, which does not"]),
+        ("fb-x", tmp_path / "empty" / "x" / "y", False, ["y does not exist"]),
         ("fb-x", other_tar, False, ["is not an official Firebird tarball: it has no buildroot.tar.gz"]),
         ("fb-x", named_like_a_tarball, False, ["is not a tarball (neither a gzip"]),
         ("fb-x", truncated, False, ["truncated.tar.gz is damaged", "download it again"]),

@@ -28,6 +28,7 @@ from fbbench.engines import (
 )
 from fbbench.engines.catalog import engine_for_ods, looks_like_dsn
 from fbbench.errors import FbbenchError
+from fbbench.paths import not_found
 
 PAGE_SIZES = (4096, 8192, 16384, 32768)
 DEFAULT_ENGINE = "5.0"
@@ -77,7 +78,7 @@ def resolve(location: str, engine: str | None = None, must_exist: bool = False) 
                 hint=f"use --engine {fitting.major}",
             )
     elif must_exist:
-        raise FbbenchError(f"database {path} does not exist")
+        raise FbbenchError(f"database {not_found(Path(path))}")
     return Target(str(path), chosen or parse_engine(DEFAULT_ENGINE), str(path))
 
 

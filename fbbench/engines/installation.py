@@ -20,6 +20,7 @@ from pathlib import Path
 
 from fbbench.engines.rootfs import native_fix, prepare_lib_dir
 from fbbench.errors import FbbenchError
+from fbbench.paths import not_found
 
 # In the environment of every process of a managed server instance (see managed.server).
 MARKER = "FBBENCH_MANAGED_SERVER"
@@ -105,7 +106,7 @@ def inspect_installation(text: str | Path) -> ManagedEngine:
     """The managed engine for the installation in ``text``, or a one-line reason it is not one."""
     given = Path(text).expanduser()
     if not given.exists():
-        raise FbbenchError(f"{given} does not exist", hint=WHAT_IS_AN_INSTALLATION)
+        raise FbbenchError(not_found(given), hint=WHAT_IS_AN_INSTALLATION)
     if not given.is_dir():
         where = given.parent.parent if given.name == "firebird" else None
         hint = f"name the installation, not the binary: server:{where}" if where else WHAT_IS_AN_INSTALLATION

@@ -42,7 +42,7 @@ from fbbench.engines.installation import not_an_installation
 from fbbench.engines.runtime import prepare_runtime
 from fbbench.engines.unpack import builds_dir, unpack
 from fbbench.errors import FbbenchError, Interrupted
-from fbbench.paths import assert_inside
+from fbbench.paths import assert_inside, not_found
 
 WHAT_ADD_TAKES = WHAT_A_BUILD_IS + ", or /usr for Debian's firebird3.0-server"
 
@@ -76,7 +76,7 @@ def add(name: str, given: Path, server: bool, workdir: Path) -> Registration:
     check_engine_name(name)
     path = given.expanduser()
     if not path.exists():
-        raise FbbenchError(f"{path} does not exist", hint=WHAT_ADD_TAKES)
+        raise FbbenchError(not_found(path), hint=WHAT_ADD_TAKES)
     source = str(path.resolve())
     taken = taken_by_another(name, source)
     if taken is not None:
