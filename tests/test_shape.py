@@ -309,7 +309,7 @@ def test_a_killed_run_leaves_its_shape_to_the_next_run(tmp_path: Path, shape_wor
              str(shape_work), "--results", str(store)], stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
             start_new_session=True)
     try:
-        # The run's own pair (…-srv, …-cli), not the throw-away namespace its netem probe makes and removes.
+        # The run's own pair (…-srv, …-cli): the namespaces fbbench names and must remove.
         made = _wait(lambda: [p for p in kernel_leftovers() if "fbbench-" in p and "netns" in p
                               and p.endswith(("-srv", "-cli"))], 120, "the run's namespaces")
         _wait(lambda: _measured_intervals(store) >= 1, 120, "the measured period")

@@ -58,7 +58,7 @@ def missing(needs_loss: bool) -> str | None:
     """Why a network shape cannot be made here (one line), or None."""
     if os.geteuid() != 0:
         return f"a network shape needs root (it makes network namespaces and a veth pair); this is uid {os.geteuid()}"
-    for tool, package in (("ip", "iproute2"), ("tc", "iproute2")):
+    for tool, package in (("ip", "iproute2"), ("tc", "iproute2"), ("unshare", "util-linux")):
         if shutil.which(tool) is None:
             return f"a network shape needs the '{tool}' command ({package})"
     if not Path("/proc/self/ns/net").exists():
@@ -72,18 +72,15 @@ _netem: bool | None = None
 
 
 def netem_available() -> bool:
-    """Whether this kernel has the netem qdisc: tried on a throw-away namespace's loopback (the
-    kernel's config may not be readable, and a module may load on demand)."""
+    """Whether this kernel has the netem qdisc: tried on the loopback of a namespace of its own
+    (the kernel's config may not be readable, and a module may load on demand). The namespace has
+    no name (``unshare --net``): the kernel removes it with the one process in it, so not even a
+    ``kill -9`` of fbbench in that moment leaves one behind, and no later run must find it."""
     global _netem
     if _netem is None:
-        name = f"{PREFIX}probe-{os.getpid()}"
-        made = run_tool(["ip", "netns", "add", name], "make a network namespace", check=False).returncode == 0
-        try:
-            _netem = made and run_tool(["ip", "netns", "exec", name, "tc", "qdisc", "add", "dev", "lo", "root", "netem",
-                                    "delay", "1ms"], "try netem", check=False).returncode == 0
-        finally:
-            if made:
-                run_tool(["ip", "netns", "delete", name], "remove a network namespace", check=False)
+        tried = run_tool(["unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+                         "try netem in a network namespace of its own", check=False)
+        _netem = tried.returncode == 0
     return _netem
 
 

@@ -146,6 +146,11 @@ def plan(suite: Suite, benchmark: str | None, good: str, bad: str, builds: list[
     if count > MAX_RUNS:
         raise FbbenchError(f"--pairs must be at most {MAX_RUNS:,} a comparison, got {count:,}")
     check_order(names)
+    identity = _build_identity(good)
+    if identity is not None and identity == _build_identity(bad):
+        raise FbbenchError(f"{good} and {bad} are one build under two names (the same binaries and firebird.conf): "
+                           "nothing to bisect",
+                           hint="name as the bad end a build whose files differ from the good one's")
     ends = [base_settings(suite, chosen, name, results, workdir, 1) for name in (good, bad)]
     check_pair(replace(ends[0], origins=ends[0].origins), replace(ends[1], origins=ends[1].origins))
     workload = load_workload(ends[1].workload, ends[1].scale)
