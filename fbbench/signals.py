@@ -177,6 +177,12 @@ class Thread(threading.Thread):
         finally:
             self.ended.set()
 
+    def wait_ended(self) -> None:
+        """Until the thread has ended; a Ctrl-C meanwhile is a KeyboardInterrupt at once (in
+        short waits: the main thread handles signals between them), the thread left running."""
+        while not self.ended.wait(0.1):
+            pass
+
 
 def off_main(call: Callable[[], T], name: str) -> T:
     """``call()`` on a thread of its own, waited for in a way a Ctrl-C interrupts.
@@ -198,8 +204,7 @@ def off_main(call: Callable[[], T], name: str) -> T:
 
     thread = Thread(target=run, name=name, daemon=True)
     thread.start()
-    while not thread.ended.wait(0.1):
-        pass
+    thread.wait_ended()
     if "error" in outcome:
         raise outcome["error"]
     value: T = outcome["value"]

@@ -185,8 +185,7 @@ def run_checks(dsn: str, workload: Workload) -> list[dict[str, Any]]:
         for thread in threads:
             thread.start()
         for thread in threads:
-            while not thread.ended.wait(0.1):
-                pass
+            thread.wait_ended()
     except BaseException:
         stop.set()
         if not all(thread.ended.is_set() for thread in threads):
