@@ -379,10 +379,11 @@ def test_conflicts_and_a_two_interval_run(lab: Lab) -> None:
     assert found["FB040"].evidence["intervals"] == 2
     # Printed at the end of the run, and by fbbench lint.
     ending = " ".join(lab.outputs["hot"].split())
-    assert "steady state of the score: too short — too short to judge: 2 measured interval(s)" in ending
+    assert "steady state of the score: too short — 2 measured interval(s); at least 5 are needed" in ending
     assert "FB030 warning" in ending and "update conflicts in" in ending
     linted = " ".join(lab.cli("lint", run_id).stdout.split())
-    assert "FB030 warning" in linted and "FB040 warning" in linted and "too short" in linted
+    assert "FB030 warning" in linted and "FB040 warning" in linted
+    assert "too short to judge its steady state: 2 measured interval(s); at least 5" in linted
     shown = " ".join(lab.cli("results", "show", run_id).stdout.split())
     assert "credibility lint: 2 warnings" in shown and "steady state of the score: too short" in shown
 

@@ -189,7 +189,7 @@ def _steady_findings(run: StoredRun, subject: str) -> list[Finding]:
                 "slope_high": state.slope_high, "settled_after": state.settled_after,
                 "warmup_seconds": state.warmup_seconds}
     if state.verdict == "too short":
-        return [finding("FB040", state.text, evidence, subject)]
+        return [finding("FB040", f"too short to judge its steady state: {state.text}", evidence, subject)]
     findings = []
     if state.verdict == "never settled":
         findings.append(finding("FB043", state.text, evidence, subject))

@@ -237,7 +237,8 @@ def steady_state(series: IntervalSeries) -> SteadyState:
     cv = float(measured.std(ddof=1) / measured.mean()) if n_measured > 1 and measured.mean() > 0 else math.nan
     nan = math.nan
     if n_measured < MIN_MEASURED:
-        text = (f"too short to judge: {n_measured} measured interval(s), at least {MIN_MEASURED} are needed "
+        # Shown after the verdict ("too short — …"): the text says by how much, not the verdict again.
+        text = (f"{n_measured} measured interval(s); at least {MIN_MEASURED} are needed "
                 "(a shorter --interval or a longer --duration)")
         center = float(np.median(measured)) if n_measured else nan
         return SteadyState(n_warmup, n_measured, center, nan, nan, nan, None, None, warmup_seconds, False,
