@@ -608,3 +608,20 @@ def test_ctrl_c_while_the_cli_loads_is_quiet(delay: float) -> None:
     _, stderr = process.communicate(timeout=30)
     assert "Traceback" not in stderr, stderr
     assert process.returncode != 0 or stderr == "", (process.returncode, stderr)
+
+
+def test_the_engine_process_peak_memory_is_its_own_not_the_cli_s(tmp_path: Path, shared_work: Path) -> None:
+    """peak_rss_bytes is the engine child's own high-water mark (VmHWM). getrusage's ru_maxrss
+    survives exec: a child's was the peak of the fbbench process that started it wherever that was
+    larger, so a CLI that had once held 600 MiB reported a 600 MiB engine."""
+    held = 600 << 20
+    start = (f"x = bytearray({held}); del x\n"  # resident (bytearray fills it), then given back
+             "import runpy, sys\nsys.argv = ['fbbench', *sys.argv[1:]]\n"
+             "runpy.run_module('fbbench', run_name='__main__', alter_sys=True)\n")
+    document = tmp_path / "run.json"
+    done = subprocess.run([sys.executable, "-c", start, "run", "connect", "-c", "1", "--scale", "connects=5",
+                           "--workdir", str(shared_work), "--results", str(tmp_path / "r.sqlite"),
+                           "--json", str(document)], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    peak = json.loads(document.read_text())["peak_rss_bytes"]
+    assert 10 << 20 < peak < held, peak  # the embedded engine and Python, far below what the CLI held

@@ -100,7 +100,7 @@ class Summary(TypedDict, total=False):
     thread_cpu_seconds: float | None
     process_cpu_seconds: float | None
     python_cpu_seconds: float | None
-    peak_rss_bytes: int
+    peak_rss_bytes: int | None  # VmHWM of the engine child itself
     connections: int
     failure: str | None
     attachments: list[dict[str, Any]]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -593,7 +592,7 @@ def _summary(measured: measure.Measured, settings: RecordedSettings, workload: A
         "thread_cpu_seconds": result.get("thread_cpu_seconds"),
         "process_cpu_seconds": result.get("process_cpu_seconds"),
         "python_cpu_seconds": result.get("python_cpu_seconds"),
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "peak_rss_bytes": host_os.peak_rss_bytes(),  # its own: ru_maxrss would be the CLI's peak where larger
         "connections": settings["connections"],
         "failure": result.get("failure"),
         "attachments": result.get("attachments", []),
