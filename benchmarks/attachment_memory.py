@@ -2,7 +2,8 @@
 
 For each engine and architecture this runs a short TPC-C (tiny scale, 1 warehouse's
 shape) at two attachment counts and prints the engine process's peak RSS (``peak_rss_bytes``,
-the engine child's ru_maxrss: embedded, the engine runs in that process) and the slope between
+the engine child's VmHWM: embedded, the engine runs in that process; until 2026-11-30 its
+ru_maxrss, which was the CLI's peak wherever that was larger) and the slope between
 them: memory per attachment, page cache of SuperClassic/Classic included (DefaultDbCachePages
 is 256 there, 2048 shared under SuperServer, × 8 KB pages). fbbench/runner/limits.py uses these
 slopes, plus a margin, to refuse runs that would not fit.

@@ -173,7 +173,7 @@ def report(args: argparse.Namespace, run: dict, samples: dict[str, list[tuple[fl
     steady = run.get("steady") or {}
     if steady:
         print(f"throughput: {steady.get('text', '')}")
-    print(f"\npeak RSS of the engine process {(run.get('peak_rss_bytes') or 0) / MB:,.0f} MB (its ru_maxrss); "
+    print(f"\npeak RSS of the engine process {(run.get('peak_rss_bytes') or 0) / MB:,.0f} MB (its VmHWM); "
           "'at s' counts from fbbench's start")
 
 if __name__ == "__main__":
