@@ -29,12 +29,11 @@ import contextlib
 import ctypes
 import os
 import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 T = TypeVar("T")
@@ -59,6 +58,13 @@ def child_command(target: str, *args: str, unblock: bool = False) -> list[str]:
     return [sys.executable, "-c", entry, *args]
 
 _received: list[int] = []
+
+
+class Signalled(Protocol):
+    """A child process signals can be sent to (a subprocess.Popen, or an engine child forked by a
+    template: :class:`fbbench.engines.template.TemplateChild`)."""
+
+    def send_signal(self, sig: int) -> None: ...
 
 
 # ------------------------------------------------------------------------------------ the CLI
@@ -101,7 +107,7 @@ def blocked_while_starting() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def forwarding_to(process: subprocess.Popen[bytes]) -> Iterator[None]:
+def forwarding_to(process: Signalled) -> Iterator[None]:
     """While ``process`` (an engine child in its own process group) runs, our stop signals are its.
 
     The child gets each signal once and decides what it means; the parent just keeps waiting.
@@ -274,11 +280,23 @@ def keep_ours_after_attach() -> None:
 _PR_SET_PDEATHSIG = 1
 
 
+_expected_parent: int | None = None
+
+
+def expect_parent(pid: int) -> None:
+    """This process was forked by ``pid`` on behalf of the process a request names as its parent
+    (an engine template, :mod:`fbbench.engines.template`, which ends when that process does):
+    :func:`die_with_parent` watches ``pid`` instead."""
+    global _expected_parent
+    _expected_parent = pid
+
+
 def die_with_parent(parent_pid: int | None) -> None:
     """If fbbench itself is killed (even with SIGKILL), the engine child must not go on unobserved."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     # A parent killed while this process was still starting sent no death signal: we are an
     # orphan already, and must not start work nobody watches.
-    if parent_pid is not None and os.getppid() != parent_pid:
+    expected = _expected_parent if _expected_parent is not None else parent_pid
+    if expected is not None and os.getppid() != expected:
         os._exit(1)

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from fbbench.engines.template import CHILD_NAME, TEMPLATE_NAME
 from tests import chromium
 from tests.conftest import REPO, assert_clean_error, bank_with_waiting_checks, fb3_server_or_skip, run_cli
 from tests.fb3server import Fb3Server
@@ -68,6 +69,13 @@ def _descendants(pid: int) -> set[int]:
             seen.add(child)
             todo += _children(child)
     return seen
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def _alive(pid: int) -> bool:
@@ -143,7 +151,9 @@ class RunningCli:
         return self.seen
 
     def engine_child(self) -> int | None:
-        return next((pid for pid in sorted(self.watch()) if "child_main" in _cmdline(pid)), None)
+        # Forked from its engine's template (fbbench.engines.template), or a new interpreter.
+        return next((pid for pid in sorted(self.watch())
+                     if _comm(pid) == CHILD_NAME or "child_main" in _cmdline(pid)), None)
 
     def wait_measuring(self, intervals: int = 2, timeout: float = 120) -> None:
         def measuring() -> bool:
@@ -625,3 +635,49 @@ def test_the_engine_process_peak_memory_is_its_own_not_the_cli_s(tmp_path: Path,
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     peak = json.loads(document.read_text())["peak_rss_bytes"]
     assert 10 << 20 < peak < held, peak  # the embedded engine and Python, far below what the CLI held
+
+
+# ------------------------------------------------------------------------- the engine's template
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def test_a_series_forks_every_engine_child_from_one_template_and_leaves_none(
+        tmp_path: Path, shared_work: Path, background: Callable[..., RunningCli]) -> None:
+    """``run --repeat 3``: one template for the engine, each run's child forked from it (its own
+    process group, named fbbench-engine), every run's peak memory alike, nothing left after."""
+    run = background(tmp_path, shared_work, "connect", "-c", "1", "--scale", "connects=200", "--repeat", "3")
+    children: set[int] = set()
+    templates: set[int] = set()
+    while run.process.poll() is None:
+        for pid in run.watch():
+            if _comm(pid) == TEMPLATE_NAME:
+                templates.add(pid)
+            elif _comm(pid) == CHILD_NAME and _parent(pid) in templates:
+                assert os.getpgid(pid) == pid  # a process group of its own, as a new interpreter's
+                children.add(pid)
+        time.sleep(0.01)
+    assert run.process.returncode == 0, run.output()[-3000:]
+    assert len(templates) == 1 and len(children) == 3, (templates, children, run.output()[-2000:])
+    assert not run.leftovers(), run.leftovers()
+    peaks = [row[0] for row in _query(run.store, "select json_extract(summary_json, '$.peak_rss_bytes') from runs")]
+    assert len(peaks) == 3 and max(peaks) - min(peaks) < 4 << 20, peaks
+
+
+@pytest.mark.alone  # times the template's end: within EXIT_WITHIN of its parent's
+def test_kill_9_in_a_series_ends_the_template_and_its_child(tmp_path: Path, shared_work: Path,
+                                                            background: Callable[..., RunningCli]) -> None:
+    run = background(tmp_path, shared_work, *LONG_BANK_RUN, "--repeat", "2")
+    child = _wait_until(run.engine_child, 60, "the engine child", interval=0.005)
+    template = _parent(child)
+    assert _comm(template) == TEMPLATE_NAME
+    run.wait_measuring(1)
+    os.kill(run.pid, signal.SIGKILL)  # fbbench alone: the template and the child are in groups of their own
+    run.wait_exit(EXIT_WITHIN)
+    _wait_until(lambda: not _alive(child) and not _alive(template), EXIT_WITHIN, "the template and its child to end")
+    _wait_until(lambda: not run.leftovers(), EXIT_WITHIN, f"no process left of {sorted(run.seen)}")

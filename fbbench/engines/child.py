@@ -37,12 +37,16 @@ from typing import Any, NoReturn
 
 from fbbench import signals
 from fbbench.engines import platform
+from fbbench.engines import template as templates
 from fbbench.engines.runtime import Runtime
 from fbbench.errors import FbbenchError, FirebirdError, Interrupted
 
+# A child started here: a new interpreter (subprocess.Popen), or forked from the engine's template.
+EngineProcess = subprocess.Popen[bytes] | templates.TemplateChild
+
 
 def run_in_engine(runtime: Runtime, target: str, *args: Any,
-                  on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+                  on_start: Callable[[EngineProcess], None] | None = None,
                   launcher: Callable[[list[str]], list[str]] | None = None, **kwargs: Any) -> Any:
     """Call ``target`` ("package.module:function") in a child process using ``runtime``.
 
@@ -56,17 +60,21 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any,
         "runtime": runtime.to_json(), "sys_path": [p for p in sys.path if p],
         "credentials": {"user": runtime.user, "password": runtime.password},
     }).encode()
+    template = templates.for_runtime(runtime) if launcher is None else None
     request_read, request_write = os.pipe()
     result_read, result_write = os.pipe()
-    process: subprocess.Popen[bytes] | None = None
+    process: EngineProcess | None = None
     try:
-        command = signals.child_command("fbbench.engines.child:child_main", str(request_read), str(result_write),
-                                        unblock=True)
-        if launcher is not None:
-            command = launcher(command)
-        with signals.blocked_while_starting():
-            process = subprocess.Popen(command, env=runtime.env(), pass_fds=(request_read, result_write),
-                                       **platform.in_own_process_group())
+        if template is not None:
+            process = _forked(template, runtime, request_read, result_write)
+        if process is None:
+            command = signals.child_command("fbbench.engines.child:child_main", str(request_read), str(result_write),
+                                            unblock=True)
+            if launcher is not None:
+                command = launcher(command)
+            with signals.blocked_while_starting():
+                process = subprocess.Popen(command, env=runtime.env(), pass_fds=(request_read, result_write),
+                                           **platform.in_own_process_group())
     except BaseException:
         # A Ctrl-C held back while the child started is raised as the signals are unblocked: the
         # child is there but has no request. The request pipe closed, it ends at once (child_main).
@@ -86,7 +94,18 @@ def run_in_engine(runtime: Runtime, target: str, *args: Any,
     return _read_result(result.text(), returncode, runtime)
 
 
-def _reap(process: subprocess.Popen[bytes]) -> None:
+def _forked(template: templates.Template, runtime: Runtime, request_read: int,
+            result_write: int) -> templates.TemplateChild | None:
+    """The child forked from the engine's template; None where the template cannot (it is then
+    not asked again, and the child starts the ordinary way)."""
+    try:
+        return template.fork(runtime.env(), request_read, result_write)
+    except OSError:
+        templates.forget(template)
+        return None
+
+
+def _reap(process: EngineProcess) -> None:
     """Waits for a child that got no request (it ends by itself at once); killed if it does not."""
     try:
         process.wait(timeout=10)
@@ -238,6 +257,9 @@ def child_main(request_fd: str, result_fd: str) -> NoReturn:
     try:
         module_name, _, function_name = request["target"].partition(":")
         function = getattr(importlib.import_module(module_name), function_name)
+        # The child's peak memory counts from here: an interpreter just started has the transient
+        # peak of its imports in it, a child forked from a template (fbbench.engines.template) not.
+        platform.reset_peak_rss()
         outcome = {"value": function(*request["args"], **request["kwargs"])}
     except KeyboardInterrupt:
         outcome = {"error": {"type": "Interrupted", "message": "interrupted by the user"}}

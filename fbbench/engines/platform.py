@@ -231,6 +231,14 @@ def peak_rss_bytes() -> int | None:
     return _own_figure("/proc/self/status", "VmHWM:", 1024)
 
 
+def reset_peak_rss() -> None:
+    """Make this process's peak resident set (:func:`peak_rss_bytes`) its current one, so that
+    the peak counts from now (/proc/PID/clear_refs, Linux 4.0+; where refused, it counts from the
+    process's start)."""
+    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+
+
 def proportional_set_bytes() -> int | None:
     """This process's proportional set size (smaps_rollup's Pss, what psutil's memory_full_info
     reads too): its share of memory, the pages it shares with other processes (the engine's code,

@@ -123,11 +123,8 @@ class Runtime:
         """
         env = {key: value for key, value in (os.environ if base is None else base).items()
                if key not in ("ISC_USER", "ISC_PASSWORD")}
-        library_path = [str(self.root), str(self.lib_dir)]
-        if isinstance(self.engine, EmbeddedEngine) and self.engine.is_build:
-            # The official layout's libraries, then its bundled libtommath, which its install.sh
-            # would put into the system only where the system has none.
-            library_path = [str(self.root), str(self.root / "lib"), str(self.lib_dir), str(self.root / "lib" / ".tm")]
+        library_path = _library_path(self.root, self.lib_dir, isinstance(self.engine, EmbeddedEngine)
+                                     and self.engine.is_build)
         if env.get("LD_LIBRARY_PATH"):
             library_path.append(env["LD_LIBRARY_PATH"])
         env.update(
@@ -137,6 +134,22 @@ class Runtime:
             LD_LIBRARY_PATH=os.pathsep.join(library_path),
             FBBENCH_CLIENT_LIBRARY=str(self.client_library),
         )
+        return env
+
+    def template_env(self) -> dict[str, str]:
+        """The environment of a template that forks this engine's children
+        (:mod:`fbbench.engines.template`): a run's, without what is the run's own, and with a
+        library path that holds for every run of the engine — its installed files, where a run's
+        root links them from, and the engine cache's compatibility links."""
+        client = self.engine if isinstance(self.engine, EmbeddedEngine) else EmbeddedEngine(SERVER_CLIENT_VERSION)
+        compat = cache_dir() / "lib"
+        prepare_lib_dir(compat)
+        env = {key: value for key, value in self.env().items()
+               if key not in ("FIREBIRD", "FIREBIRD_LOCK", "FIREBIRD_TMP", "FBBENCH_CLIENT_LIBRARY")}
+        library_path = _library_path(engine_files(client, install=False), compat, client.is_build)
+        if os.environ.get("LD_LIBRARY_PATH"):
+            library_path.append(os.environ["LD_LIBRARY_PATH"])
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(library_path)
         return env
 
     def to_json(self) -> str:
@@ -392,6 +405,16 @@ def write_replication_conf(runtime: Runtime, database: Path, paths: dict[str, Pa
     text = "\n".join([*lines, "}"]) + "\n"
     runtime.replication_conf.write_text(text)
     return text
+
+
+def _library_path(top: Path, compat: Path, is_build: bool) -> list[str]:
+    """Where the loader finds the libraries of an engine whose files are at ``top`` (a run's root,
+    or the installed files it links), with fbbench's compatibility links in ``compat``."""
+    if is_build:
+        # The official layout's libraries, then its bundled libtommath, which its install.sh
+        # would put into the system only where the system has none.
+        return [str(top), str(top / "lib"), str(compat), str(top / "lib" / ".tm")]
+    return [str(top), str(compat)]
 
 
 _RUN = "<run>"  # the runtime's base directory, in what is kept: each run has its own

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import secrets
 import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -36,6 +35,7 @@ from typing import Any
 
 from fbbench import signals
 from fbbench.engines import EmbeddedEngine, platform
+from fbbench.engines.child import EngineProcess
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import barrier, timeshare
 from fbbench.runner.run import UNTOLD, Checked, Notices, RunOutcome, check, execute, new_run_id, new_series_id
@@ -162,10 +162,10 @@ class _Stop:
         self.request = request
         self.forwarded = 0  # how many of the request's signals went to the runs
         self.stopping = False
-        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.processes: dict[str, EngineProcess] = {}
         self.lock = threading.Lock()
 
-    def started(self, label: str, process: subprocess.Popen[bytes]) -> None:
+    def started(self, label: str, process: EngineProcess) -> None:
         """A run's engine child is running (called on the run's thread)."""
         with self.lock:
             self.processes[label] = process
@@ -196,7 +196,7 @@ class _Stop:
         return self.request.requested
 
 
-def stop_run(process: subprocess.Popen[bytes]) -> None:
+def stop_run(process: EngineProcess) -> None:
     """Stop one run as Ctrl-C would: SIGINT to its engine child, then continue its process group
     in case it is stopped (a stopped process acts on a signal only once continued)."""
     with contextlib.suppress(ProcessLookupError):
@@ -259,7 +259,7 @@ def _run_pair(index: int, sides: dict[str, RunSettings], series: dict[str, str],
                                timeshare={"turn": turn, "runs": len(LABELS), "pair": pair_id, "side": label,
                                           "first": label == first, **recorded})
 
-            def engine_started(process: subprocess.Popen[bytes]) -> None:
+            def engine_started(process: EngineProcess) -> None:
                 stop.started(label, process)
                 began[label].set()
 

@@ -1,0 +1,168 @@
+"""The template process of :mod:`fbbench.engines.template`: it imports what a run's engine child
+runs, then forks one child per request and reports each one's exit status."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import selectors
+import signal
+import socket
+import sys
+from typing import Any
+
+from fbbench.engines.template import CHILD_NAME, MESSAGE_BYTES, TEMPLATE_NAME
+
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+def serve(socket_fd: int) -> None:
+    """The template: imports what a run's child runs, says ready, then forks a child per request
+    and reports each one's exit status on the request's own connection. Ends when the other end of
+    its socket is closed (the process that started it ended, or was killed)."""
+    # What every child runs, and what a run's child imports; the client library itself is loaded
+    # only in a child (firebird-driver loads it at the first attachment).
+    import firebird.driver  # noqa: F401
+
+    import fbbench.engines.child
+    import fbbench.runner.engine.phases  # noqa: F401
+
+    _name(TEMPLATE_NAME)
+    control = socket.socket(fileno=socket_fd)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    os.set_blocking(wake_read, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    # Not SIG_IGN: a child inherits an ignored signal, and a stop sent to it before it installs
+    # its own handler would be lost. The template is in a session of its own: no terminal's
+    # Ctrl-C reaches it.
+    signal.signal(signal.SIGINT, lambda _signum, _frame: None)
+    control.send(b"ready")
+    waiting: dict[int, tuple[socket.socket, int]] = {}
+    selector = selectors.DefaultSelector()
+    selector.register(control, selectors.EVENT_READ)
+    selector.register(wake_read, selectors.EVENT_READ)
+    serving = True
+    while serving or waiting:
+        for key, _ in selector.select(timeout=1.0):
+            if key.fileobj is control:
+                try:
+                    said, fds, _, _ = socket.recv_fds(control, MESSAGE_BYTES, 6)
+                except OSError:
+                    said, fds = b"", []
+                if not said:  # the other end is gone: fork nothing more
+                    serving = False
+                    selector.unregister(control)
+                    for pid in waiting:  # and the children it was waiting for stop with it
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+                    for fd in fds:
+                        os.close(fd)
+                    continue
+                _fork(json.loads(said), fds, control, waiting, (wake_read, wake_write), selector)
+            else:
+                with contextlib.suppress(BlockingIOError):
+                    while os.read(wake_read, 4096):
+                        pass
+        while waiting:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            connection, pidfd = waiting.pop(pid, (None, -1))
+            if connection is not None:
+                with contextlib.suppress(OSError):
+                    connection.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+                connection.close()
+                os.close(pidfd)
+
+
+def _fork(request: dict[str, Any], fds: list[int], control: socket.socket,
+          waiting: dict[int, tuple[socket.socket, int]], pipes: tuple[int, int],
+          selector: selectors.BaseSelector) -> None:
+    connection = socket.socket(fileno=fds[0])
+    if len(fds) != 3 + len(request["stdio"]):
+        connection.close()
+        for fd in fds[1:]:
+            os.close(fd)
+        return
+    # The stop signals are blocked across the fork: one sent to the child before it has its
+    # handlers waits for them (as a new interpreter's start does: fbbench.signals.child_command).
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    pid = os.fork()
+    if pid == 0:
+        _child(request, fds[1:], [control, connection, *(c for c, _ in waiting.values())],
+               [*pipes, *(p for _, p in waiting.values())], selector)
+    signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)  # as the child does first: whichever comes first, no signal finds it in ours
+    for fd in fds[1:]:
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    try:
+        socket.send_fds(connection, [json.dumps({"pid": pid}).encode()], [pidfd])
+    except OSError:  # the asking process is gone
+        os.kill(pid, signal.SIGKILL)
+    waiting[pid] = (connection, pidfd)
+
+
+def _child(request: dict[str, Any], fds: list[int], sockets: list[socket.socket], others: list[int],
+           selector: selectors.BaseSelector) -> None:
+    """In the forked process: become the engine child ``child_main`` would be in a new
+    interpreter — and end with its exit status."""
+    code = 1
+    try:
+        os.setpgid(0, 0)
+        _name(CHILD_NAME)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        selector.close()
+        for opened in sockets:
+            opened.close()
+        for fd in others:
+            os.close(fd)
+        request_read, result_write, *stdio = fds
+        for target in (0, 1, 2):
+            if target in request["stdio"]:
+                passed = stdio[request["stdio"].index(target)]
+                os.dup2(passed, target)
+                os.close(passed)
+            else:
+                with contextlib.suppress(OSError):
+                    os.close(target)
+        for name, (soft, hard) in request["limits"].items():
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(int(name), (soft, hard))
+        with contextlib.suppress(OSError):  # gone since: a new interpreter would have started in it all the same
+            os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        from fbbench import signals
+        from fbbench.engines.child import child_main
+
+        signals.expect_parent(os.getppid())  # this template, which dies with the process that asked
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+        child_main(str(request_read), str(result_write))
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _name(name: str) -> None:
+    with contextlib.suppress(OSError), open("/proc/self/comm", "w") as comm:
+        comm.write(name)
