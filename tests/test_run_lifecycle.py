@@ -656,7 +656,7 @@ def test_a_series_forks_every_engine_child_from_one_template_and_leaves_none(
     templates: set[int] = set()
     while run.process.poll() is None:
         for pid in run.watch():
-            if _comm(pid) == TEMPLATE_NAME:
+            if _comm(pid) == TEMPLATE_NAME and _parent(pid) == run.pid:  # a child just forked still has its name
                 templates.add(pid)
             elif _comm(pid) == CHILD_NAME and _parent(pid) in templates:
                 assert os.getpgid(pid) == pid  # a process group of its own, as a new interpreter's
