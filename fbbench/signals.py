@@ -291,6 +291,11 @@ def expect_parent(pid: int) -> None:
     _expected_parent = pid
 
 
+def forked_by_template() -> bool:
+    """Whether this process was forked by an engine template (:func:`expect_parent`)."""
+    return _expected_parent is not None
+
+
 def die_with_parent(parent_pid: int | None) -> None:
     """If fbbench itself is killed (even with SIGKILL), the engine child must not go on unobserved."""
     with contextlib.suppress(OSError, AttributeError):

@@ -633,8 +633,10 @@ def test_the_engine_process_peak_memory_is_its_own_not_the_cli_s(tmp_path: Path,
                            "--workdir", str(shared_work), "--results", str(tmp_path / "r.sqlite"),
                            "--json", str(document)], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    peak = json.loads(document.read_text())["peak_rss_bytes"]
+    result = json.loads(document.read_text())
+    peak = result["peak_rss_bytes"]
     assert 10 << 20 < peak < held, peak  # the embedded engine and Python, far below what the CLI held
+    assert result["engine_process"] == "a new interpreter"  # one run: no template (fbbench.engines.template)
 
 
 # ------------------------------------------------------------------------- the engine's template
@@ -650,7 +652,8 @@ def _parent(pid: int) -> int:
 def test_a_series_forks_every_engine_child_from_one_template_and_leaves_none(
         tmp_path: Path, shared_work: Path, background: Callable[..., RunningCli]) -> None:
     """``run --repeat 3``: one template for the engine, each run's child forked from it (its own
-    process group, named fbbench-engine), every run's peak memory alike, nothing left after."""
+    process group, named fbbench-engine), every run's peak memory alike, nothing left after. (A
+    single run's child is a new interpreter: the peak-memory test above.)"""
     run = background(tmp_path, shared_work, "connect", "-c", "1", "--scale", "connects=200", "--repeat", "3")
     children: set[int] = set()
     templates: set[int] = set()
@@ -665,8 +668,11 @@ def test_a_series_forks_every_engine_child_from_one_template_and_leaves_none(
     assert run.process.returncode == 0, run.output()[-3000:]
     assert len(templates) == 1 and len(children) == 3, (templates, children, run.output()[-2000:])
     assert not run.leftovers(), run.leftovers()
-    peaks = [row[0] for row in _query(run.store, "select json_extract(summary_json, '$.peak_rss_bytes') from runs")]
-    assert len(peaks) == 3 and max(peaks) - min(peaks) < 4 << 20, peaks
+    rows = _query(run.store, "select json_extract(summary_json, '$.peak_rss_bytes'), "
+                             "json_extract(summary_json, '$.engine_process') from runs")
+    assert [row[1] for row in rows] == ["forked from its engine's template"] * 3, rows
+    peaks = [row[0] for row in rows]
+    assert max(peaks) - min(peaks) < 4 << 20, peaks
 
 
 @pytest.mark.alone  # times the template's end: within EXIT_WITHIN of its parent's

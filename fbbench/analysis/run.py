@@ -310,6 +310,7 @@ def result_document(run: StoredRun) -> dict[str, Any]:
         "process_cpu_seconds": summary.get("process_cpu_seconds"),
         "python_cpu_seconds": summary.get("python_cpu_seconds"),
         "peak_rss_bytes": summary.get("peak_rss_bytes"),
+        "engine_process": summary.get("engine_process"),
         "sampling": summary.get("sampling"),
         "sampler_errors": summary.get("sampler_errors", 0),
         "trace": summary.get("trace"),

@@ -4,9 +4,11 @@ An engine child (:mod:`fbbench.engines.child`) started as a new interpreter spen
 CPU (2-core VM) starting Python and importing the run's phases and firebird-driver before it
 touches the engine, more than a short run's own engine work; a command that makes several
 children (``run --repeat``, a sweep, time-shared pairs, a track point, a bisection, a lab host's
-runs) paid that for each. So the first child of an engine that a process asks for starts a
-*template* for that engine, an interpreter with those imports done, and every child of that
-engine is forked from it for as long as the process lives. A forked child is the same child: its
+runs) paid that for each. Such a command (:func:`several`) starts a *template* for each engine
+with its first child: an interpreter with those imports done, from which every child of that
+engine is forked for as long as the process lives. A command that makes one child starts it as a
+new interpreter: for it a template would cost more than it saves (0.2–0.3 s more CPU for one
+minimal run, measured: the fork's copied pages and the template's own start). A forked child is the same child: its
 own process group, the run's environment (set after the fork), the same pipes, stdio, working
 directory and limits, ``child_main``. It skips the interpreter's start and the imports: 0.12–0.20 s
 of CPU against 0.49–0.73 s for one attach, query and drop on 3.0, 4.0 and 5.0.
@@ -24,11 +26,11 @@ that started it closes its end of their socket, or dies; the children it forked 
 cgroup or namespace (a ``launcher``) as a new interpreter, never forked here. Where a template
 cannot start, or dies, or cannot fork, the child starts as a new interpreter.
 
-Because every child of a run without a machine shape is forked, a run's peak resident memory
-(``peak_rss_bytes``, the child's VmHWM) means one thing. A new interpreter's is about 7 MB higher:
-63.8 against 56.8 MB on 5.0, and 54.7 against 47.9 MB on 3.0, with the client library loaded and
-one attachment made. The difference is the transient peak of its imports and the pages of
-shared libraries that a forked child has not touched.
+A run's peak resident memory (``peak_rss_bytes``, the child's VmHWM) depends on how its child
+started, so the run records it (``engine_process``): a new interpreter's is about 7 MB higher,
+63.8 against 56.8 MB on 5.0 and 54.7 against 47.9 MB on 3.0 with the client library loaded and
+one attachment made: the transient peak of its imports and the pages of shared libraries that a
+forked child has not touched. The runs of one series, sweep or pair series all start alike.
 """
 
 from __future__ import annotations
@@ -188,11 +190,22 @@ class Template:
 
 _templates: dict[str, Template | None] = {}  # by the template's environment; None: it failed here
 _registry_lock = threading.Lock()
+_several = False
+
+
+def several() -> None:
+    """This process makes several engine children (a series, a sweep, pairs, a track point): from
+    now on they are forked from templates, the first one included, so that its runs are alike."""
+    global _several
+    _several = True
 
 
 def for_runtime(runtime: Runtime) -> Template | None:
     """The template this process forks ``runtime``'s engine children from (started by the first
-    one), or None where a template cannot be had here (the children then start as new interpreters)."""
+    one), or None: a process that makes one child starts it as a new interpreter, as does one
+    where a template cannot be had."""
+    if not _several:
+        return None
     try:
         env = runtime.template_env()
     except (OSError, FbbenchError):  # the engine cache cannot hold its links, or its files are gone

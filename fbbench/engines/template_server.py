@@ -4,6 +4,7 @@ runs, then forks one child per request and reports each one's exit status."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import resource
@@ -30,6 +31,10 @@ def serve(socket_fd: int) -> None:
     import fbbench.runner.engine.phases  # noqa: F401
 
     _name(TEMPLATE_NAME)
+    # What the imports made is never collected in a child: its collector would walk every object
+    # and so write to, and copy, every page it shares with the template (gc.freeze, for forking servers).
+    gc.collect()
+    gc.freeze()
     control = socket.socket(fileno=socket_fd)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)

@@ -35,6 +35,7 @@ from typing import Any
 
 from fbbench import signals
 from fbbench.engines import EmbeddedEngine, platform
+from fbbench.engines import template as engine_templates
 from fbbench.engines.child import EngineProcess
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner import barrier, timeshare
@@ -220,6 +221,7 @@ def execute_pairs(a: RunSettings, b: RunSettings, pairs: int, *, turn: float = t
     """At most ``pairs`` pairs of A and B, time-shared; stops at the first pair that does not
     complete, or once ``stop_after`` (asked after each complete pair) gives a reason to.
     ``recorded`` goes into every run's ``settings.timeshare`` (what the pairs ran under)."""
+    engine_templates.several()
     check_counts(pairs, turn)
     checked_a, _ = check_pair(a, b, force=force)
     outcome = PairedOutcome({label: new_series_id() for label in LABELS}, checked_a.results)

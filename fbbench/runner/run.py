@@ -24,6 +24,7 @@ from fbbench import paths
 from fbbench.database import ownership
 from fbbench.engines import EmbeddedEngine, ManagedEngine, ServerEngine, parse_engine, prepare_runtime, run_in_engine
 from fbbench.engines import managed as managed_servers
+from fbbench.engines import template as engine_templates
 from fbbench.engines.firebird_conf import key_of
 from fbbench.engines.runtime import (
     Runtime,
@@ -127,6 +128,7 @@ def execute_series(settings: RunSettings, password: str | None = None,
         if on_run is not None:
             on_run(outcome)
         return None, [outcome]
+    engine_templates.several()
     series_id = new_series_id()
     outcomes: list[RunOutcome] = []
     fixed_seed = settings.seed

@@ -101,6 +101,7 @@ class Summary(TypedDict, total=False):
     process_cpu_seconds: float | None
     python_cpu_seconds: float | None
     peak_rss_bytes: int | None  # VmHWM of the engine child itself
+    engine_process: str  # how the engine child started: forked from its engine's template, or a new interpreter
     connections: int
     failure: str | None
     attachments: list[dict[str, Any]]

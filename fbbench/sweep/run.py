@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fbbench import paths
+from fbbench.engines import template as engine_templates
 from fbbench.errors import FbbenchError, Interrupted
 from fbbench.runner.limits import STARTUP_GUESS, duration_text, fixed_work_time, overhead_per_run
 from fbbench.runner.run import UNTOLD, Notices, RunOutcome, execute
@@ -203,6 +204,8 @@ def _run_steps(spec: SweepSpec, todo: list[Step], sweep_id: str, password: str |
                on_run: Callable[[Step, RunOutcome], None] | None,
                notices: Notices) -> None:
     """Run ``todo`` in order; stops (status interrupted) at the first interrupted run."""
+    if len(todo) > 1:
+        engine_templates.several()
     for position, step in enumerate(todo, start=1):
         elapsed = time.monotonic() - started
         eta = (elapsed / (position - 1) if position > 1 else per_run) * (len(todo) - position + 1)

@@ -26,6 +26,7 @@ from typing import Any
 
 from fbbench import paths
 from fbbench.analysis import track as tracking
+from fbbench.engines import template as engine_templates
 from fbbench.errors import FbbenchError
 from fbbench.runner.run import UNTOLD, Notices, RunOutcome, check, execute_series, new_run_id
 from fbbench.runner.settings import RunSettings
@@ -174,6 +175,8 @@ def run_suite(suite: Suite, planned: list[Planned], engine: str, label: str, ref
     """A point per benchmark, in the suite's order; stops at a Ctrl-C (the points made are kept)."""
     results = results_of(planned)
     outcome = TrackOutcome(results)
+    if len(planned) > 1:
+        engine_templates.several()
     for item in planned:
         with ResultsStore(results) as store:
             made = existing(store, suite, item.benchmark.name, label, engine, reference)

@@ -593,6 +593,7 @@ def _summary(measured: measure.Measured, settings: RecordedSettings, workload: A
         "process_cpu_seconds": result.get("process_cpu_seconds"),
         "python_cpu_seconds": result.get("python_cpu_seconds"),
         "peak_rss_bytes": host_os.peak_rss_bytes(),  # its own: ru_maxrss would be the CLI's peak where larger
+        "engine_process": "forked from its engine's template" if signals.forked_by_template() else "a new interpreter",
         "connections": settings["connections"],
         "failure": result.get("failure"),
         "attachments": result.get("attachments", []),
