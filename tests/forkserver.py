@@ -149,15 +149,13 @@ def serve(listening_fd: int, ready_fd: int) -> None:
     each one's exit status. Ends when the pytest process that started it is gone."""
     import importlib
 
+    from fbbench.engines.template_server import drain, ended_children, woken_by_children
+
     for module in PRELOAD:
         importlib.import_module(module)
     parent = os.getppid()
     listening = socket.socket(fileno=listening_fd)
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_write, False)
-    os.set_blocking(wake_read, False)
-    signal.set_wakeup_fd(wake_write)
-    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    wake_read, wake_write = woken_by_children()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the test's process group's Ctrl-C is not ours
     os.write(ready_fd, b"ready")
     os.close(ready_fd)
@@ -187,20 +185,12 @@ def serve(listening_fd: int, ready_fd: int) -> None:
                     connection.send(json.dumps({"pid": pid}).encode())
                 waiting[pid] = connection
             else:
-                with contextlib.suppress(BlockingIOError):
-                    while os.read(wake_read, 4096):
-                        pass
-        while waiting:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            connection = waiting.pop(pid, None)
+                drain(wake_read)
+        for pid, code in ended_children() if waiting else ():
+            connection = waiting.pop(pid) if pid in waiting else None
             if connection is not None:
                 with contextlib.suppress(OSError):
-                    connection.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+                    connection.send(json.dumps({"status": code}).encode())
                 connection.close()
     for pid in waiting:
         with contextlib.suppress(ProcessLookupError):

@@ -12,6 +12,7 @@ import selectors
 import signal
 import socket
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from fbbench.engines.template import CHILD_NAME, MESSAGE_BYTES, TEMPLATE_NAME
@@ -36,11 +37,7 @@ def serve(socket_fd: int) -> None:
     gc.collect()
     gc.freeze()
     control = socket.socket(fileno=socket_fd)
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_write, False)
-    os.set_blocking(wake_read, False)
-    signal.set_wakeup_fd(wake_write)
-    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    wake_read, wake_write = woken_by_children()
     # Not SIG_IGN: a child inherits an ignored signal, and a stop sent to it before it installs
     # its own handler would be lost. The template is in a session of its own: no terminal's
     # Ctrl-C reaches it.
@@ -69,22 +66,45 @@ def serve(socket_fd: int) -> None:
                     continue
                 _fork(json.loads(said), fds, control, waiting, (wake_read, wake_write), selector)
             else:
-                with contextlib.suppress(BlockingIOError):
-                    while os.read(wake_read, 4096):
-                        pass
-        while waiting:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+                drain(wake_read)
+        for pid, code in ended_children() if waiting else ():
             connection, pidfd = waiting.pop(pid, (None, -1))
             if connection is not None:
                 with contextlib.suppress(OSError):
-                    connection.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+                    connection.send(json.dumps({"status": code}).encode())
                 connection.close()
                 os.close(pidfd)
+
+
+def woken_by_children() -> tuple[int, int]:
+    """A pipe that a child's end writes to (SIGCHLD, through ``signal.set_wakeup_fd``), so that a
+    ``select`` on its read end wakes: (read end, write end), both non-blocking."""
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    os.set_blocking(wake_read, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    return wake_read, wake_write
+
+
+def drain(wake_read: int) -> None:
+    """Empty a signal wake-up pipe (``signal.set_wakeup_fd``'s, non-blocking)."""
+    with contextlib.suppress(BlockingIOError):
+        while os.read(wake_read, 4096):
+            pass
+
+
+def ended_children() -> Iterator[tuple[int, int]]:
+    """Each child of this process that has ended, reaped: its pid and exit code (as
+    ``subprocess.Popen.returncode`` gives it); none waits."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, os.waitstatus_to_exitcode(status)
 
 
 def _fork(request: dict[str, Any], fds: list[int], control: socket.socket,
