@@ -7,8 +7,8 @@ children (``run --repeat``, a sweep, time-shared pairs, a track point, a bisecti
 runs) paid that for each. Such a command (:func:`several`) starts a *template* for each engine
 with its first child: an interpreter with those imports done, from which every child of that
 engine is forked for as long as the process lives. A command that makes one child starts it as a
-new interpreter: for it a template would cost more than it saves (0.2–0.3 s more CPU for one
-minimal run, measured: the fork's copied pages and the template's own start). A forked child is the same child: its
+new interpreter, as before: a template gains it nothing (one minimal run cost 0.08 s more CPU with
+one, the median of 8 interleaved pairs, which ranged from -0.11 to +0.17 s). A forked child is the same child: its
 own process group, the run's environment (set after the fork), the same pipes, stdio, working
 directory and limits, ``child_main``. It skips the interpreter's start and the imports: 0.12–0.20 s
 of CPU against 0.49–0.73 s for one attach, query and drop on 3.0, 4.0 and 5.0.
