@@ -72,6 +72,8 @@ def prepare_lib_dir(lib_dir: Path) -> None:
     its libtommath.so.1 has the same ABI for everything fbclient uses."""
     lib_dir.mkdir(parents=True, exist_ok=True)
     compat = lib_dir / "libtommath.so.0"
+    if os.path.lexists(compat):  # made before (the engine cache's, asked for each templated child)
+        return
     current = _system_library("libtommath.so.1")
-    if current and not compat.exists():
+    if current:
         compat.symlink_to(current)

@@ -127,11 +127,11 @@ class Template:
 
     def __init__(self, env: dict[str, str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.command = [sys.executable, "-c", "import sys; from fbbench.engines.template_server import serve; "
+                        "serve(int(sys.argv[1]))", str(theirs.fileno())]
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", "import sys; from fbbench.engines.template_server import serve; "
-                 "serve(int(sys.argv[1]))", str(theirs.fileno())],
-                env=env, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                self.command, env=env, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 start_new_session=True)  # no Ctrl-C of the terminal's: the children get theirs from us
         except BaseException:
             ours.close()
@@ -172,7 +172,7 @@ class Template:
                 os.close(fd)
             ours.close()
             raise OSError("the engine template did not fork the child")
-        return TemplateChild(int(json.loads(said)["pid"]), fds[0], ours, self.process.args)  # type: ignore[arg-type]
+        return TemplateChild(int(json.loads(said)["pid"]), fds[0], ours, self.command)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -228,9 +228,10 @@ def for_runtime(runtime: Runtime) -> Template | None:
 
 
 def forget(template: Template) -> None:
-    """A template that failed to fork a child is not asked again."""
+    """A template that failed to fork a child is not asked again. It is not closed here: closing
+    it would stop the children it forked for other runs (a time-shared pair's other side); it ends
+    with this process (atexit), once they have ended."""
     with _registry_lock:
         for key, known in list(_templates.items()):
             if known is template:
                 _templates[key] = None
-    template.close()
