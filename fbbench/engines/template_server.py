@@ -42,7 +42,10 @@ def serve(socket_fd: int) -> None:
     # its own handler would be lost. The template is in a session of its own: no terminal's
     # Ctrl-C reaches it.
     signal.signal(signal.SIGINT, lambda _signum, _frame: None)
-    control.send(b"ready")
+    try:
+        control.send(b"ready")
+    except OSError:  # the process that started it is gone (a Ctrl-C as it started): nothing to serve
+        return
     waiting: dict[int, tuple[socket.socket, int]] = {}
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
