@@ -67,6 +67,46 @@ def fbbench_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ["FBBENCH_HOME"] = previous
 
 
+# The engine template host this pytest process's commands ask (fbbench.engines.template_host):
+# its FBBENCH_ENGINE_TEMPLATES, or nothing where it could not start.
+_template_host: dict[str, str] = {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def engine_template_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Engine templates kept across the commands of this pytest process: each engine child of a
+    command that :func:`run_cli` starts, and each one a test starts itself (``run_in_engine``),
+    is forked from one instead of starting an interpreter (0.35–0.5 s of CPU each). Tests that
+    start fbbench themselves (``subprocess.Popen``: Ctrl-C,
+    kills, the start-up window) do not use it: their single runs start a new interpreter, as a
+    user's do. ``FBBENCH_TEST_TEMPLATES=0`` turns it off."""
+    from fbbench.engines.template import HOST_VARIABLE, use_host
+
+    if os.environ.get("FBBENCH_TEST_TEMPLATES") == "0":
+        yield
+        return
+    directory = tmp_path_factory.mktemp("templates")
+    address = directory / "host.sock"
+    with open(directory / "host.log", "wb") as log:
+        host = subprocess.Popen([sys.executable, "-m", "fbbench.engines.template_host", str(address)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+    assert host.stdin is not None and host.stdout is not None
+    if host.stdout.readline().strip() == b"listening":
+        _template_host[HOST_VARIABLE] = str(address)
+        use_host(str(address))  # the engine children tests start themselves (run_in_engine)
+    try:
+        yield
+    finally:
+        use_host(None)
+        _template_host.clear()
+        host.stdin.close()
+        try:
+            host.wait(30)
+        except subprocess.TimeoutExpired:
+            host.kill()
+            host.wait()
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     """An fbbench work directory, made by fbbench (marked), as the CLI takes it with --workdir."""
@@ -79,7 +119,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
             cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``fbbench`` as a user would, in a separate process (forked from one that has imported
     the CLI already where it can: :mod:`tests.forkserver`)."""
-    environment = {**os.environ, "COLUMNS": "200", **(env or {})}
+    environment = {**os.environ, "COLUMNS": "200", **_template_host, **(env or {})}
     served = forkserver.run(list(args), environment, cwd, timeout)
     if served is not None:
         return served

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from fbbench.engines.template import CHILD_NAME, TEMPLATE_NAME
+from fbbench.engines.template import CHILD_NAME, HOST_VARIABLE, TEMPLATE_NAME
 from tests import chromium
 from tests.conftest import REPO, assert_clean_error, bank_with_waiting_checks, fb3_server_or_skip, run_cli
 from tests.fb3server import Fb3Server
@@ -127,15 +127,16 @@ def _measured_intervals(store: Path) -> int:
 class RunningCli:
     """``fbbench run`` started in the background, in its own session (like a job in a terminal)."""
 
-    def __init__(self, tmp_path: Path, work: Path, *args: str) -> None:
+    def __init__(self, tmp_path: Path, work: Path, *args: str, env: dict[str, str] | None = None,
+                 umask: int = -1) -> None:
         self.store = tmp_path / "results.sqlite"
         self.stdout_path, self.stderr_path = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
         self.seen: set[int] = set()
         with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "fbbench", "run", *args, "--results", str(self.store), "--workdir", str(work)],
-                stdout=out, stderr=err, cwd=REPO, start_new_session=True,
-                env={**os.environ, "COLUMNS": "200"},
+                stdout=out, stderr=err, cwd=REPO, start_new_session=True, umask=umask,
+                env={**os.environ, "COLUMNS": "200", **(env or {})},
             )
 
     @property
@@ -185,8 +186,8 @@ class RunningCli:
 def background() -> Iterator[Callable[..., RunningCli]]:
     started: list[RunningCli] = []
 
-    def start(tmp_path: Path, work: Path, *args: str) -> RunningCli:
-        started.append(RunningCli(tmp_path, work, *args))
+    def start(tmp_path: Path, work: Path, *args: str, **options: Any) -> RunningCli:
+        started.append(RunningCli(tmp_path, work, *args, **options))
         return started[-1]
 
     yield start
@@ -675,6 +676,25 @@ def test_a_series_forks_every_engine_child_from_one_template_and_leaves_none(
     assert max(peaks) - min(peaks) < 4 << 20, peaks
 
 
+@pytest.mark.parametrize("after", [0.0, 0.3, 0.8])
+def test_ctrl_c_while_a_series_starts_its_template_is_a_clean_interruption(
+        after: float, tmp_path: Path, shared_work: Path, background: Callable[..., RunningCli]) -> None:
+    """Ctrl-C as the template imports (``after`` seconds from its start) or forks the first child:
+    exit 130, no traceback of the template's or the CLI's, nothing left running."""
+    run = background(tmp_path, shared_work, *LONG_BANK_RUN, "--repeat", "2")
+
+    def template_started() -> bool:
+        assert run.process.poll() is None, run.output()
+        return any("template_server" in _cmdline(pid) or _comm(pid) == TEMPLATE_NAME for pid in run.watch())
+
+    _wait_until(template_started, 120, "the series' template to start", interval=0.005)
+    time.sleep(after)
+    os.killpg(run.pid, signal.SIGINT)
+    assert run.wait_exit(EXIT_WITHIN) == 130, run.output()[-3000:]
+    assert "Traceback" not in run.output(), run.output()[-3000:]
+    _wait_until(lambda: not run.leftovers(), EXIT_WITHIN, f"no process left of {sorted(run.seen)}")
+
+
 @pytest.mark.alone  # times the template's end: within EXIT_WITHIN of its parent's
 def test_kill_9_in_a_series_ends_the_template_and_its_child(tmp_path: Path, shared_work: Path,
                                                             background: Callable[..., RunningCli]) -> None:
@@ -687,3 +707,83 @@ def test_kill_9_in_a_series_ends_the_template_and_its_child(tmp_path: Path, shar
     run.wait_exit(EXIT_WITHIN)
     _wait_until(lambda: not _alive(child) and not _alive(template), EXIT_WITHIN, "the template and its child to end")
     _wait_until(lambda: not run.leftovers(), EXIT_WITHIN, f"no process left of {sorted(run.seen)}")
+
+
+# ---------------------------------------------------------- templates kept across commands (a host)
+
+
+@contextlib.contextmanager
+def _template_host(directory: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    address = str(directory / "host.sock")
+    host = subprocess.Popen([sys.executable, "-m", "fbbench.engines.template_host", address],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO)
+    assert host.stdin is not None and host.stdout is not None
+    try:
+        assert host.stdout.readline() == b"listening\n"
+        yield host, address
+    finally:
+        host.stdin.close()  # the host's end, as a harness's end closes it
+        host.wait(30)
+
+
+def _engine_processes(store: Path) -> list[str]:
+    return [row[0] for row in _query(store, "select json_extract(summary_json, '$.engine_process') from runs "
+                                            "order by started_at")]
+
+
+@pytest.mark.alone  # times the end of a killed command's child
+def test_a_template_host_forks_the_runs_of_many_commands_and_stops_a_killed_one_s_child(
+        tmp_path: Path, shared_work: Path, background: Callable[..., RunningCli]) -> None:
+    """With FBBENCH_ENGINE_TEMPLATES naming a host, every engine child — a single run's too — is
+    forked from the template the host keeps for its engine; a command killed with -9 has its
+    child stopped by the template, which serves on; the host's end ends its templates."""
+    store = tmp_path / "results.sqlite"
+    with _template_host(tmp_path) as (host, address):
+        for _ in range(2):
+            done = run_cli("run", "connect", "-c", "1", "--scale", "connects=20", "--workdir", str(shared_work),
+                           "--results", str(store), env={HOST_VARIABLE: address})
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert _engine_processes(store) == ["forked from its engine's template"] * 2
+        templates = [pid for pid in _children(host.pid) if _comm(pid) == TEMPLATE_NAME]
+        assert len(templates) == 1, templates  # one engine, one template, for both commands
+
+        (tmp_path / "killed").mkdir()
+        run = background(tmp_path / "killed", shared_work, *LONG_BANK_RUN, env={HOST_VARIABLE: address}, umask=0o027)
+        child = _wait_until(lambda: next((pid for pid in _children(templates[0]) if _comm(pid) == CHILD_NAME), None),
+                            60, "the killed command's child, forked from the host's template", interval=0.01)
+        # What a new interpreter would have inherited from the command, not from the template.
+        assert "Umask:\t0027" in Path(f"/proc/{child}/status").read_text()
+        run.wait_measuring(1)
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait_exit(EXIT_WITHIN)
+        _wait_until(lambda: not _alive(child), EXIT_WITHIN, "the killed command's child to end")
+        assert _alive(templates[0])
+        listed = run_cli("results", "list", "--results", str(run.store))
+        assert "incomplete" in listed.stdout and "running" not in listed.stdout, listed.stdout
+    _wait_until(lambda: not _alive(templates[0]), EXIT_WITHIN, "the host's template to end with it")
+    assert not os.path.lexists(address)
+
+
+def test_a_template_host_serves_no_process_in_another_namespace(tmp_path: Path, shared_work: Path) -> None:
+    """A forked child would be in its template's namespaces and cgroup, not its command's: a
+    command in a network namespace of its own starts its child as a new interpreter."""
+    if subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare --net is not allowed here (a network namespace needs CAP_SYS_ADMIN)")
+    store = tmp_path / "results.sqlite"
+    with _template_host(tmp_path) as (host, address):
+        done = subprocess.run(["unshare", "--net", sys.executable, "-m", "fbbench", "run", "connect", "-c", "1",
+                               "--scale", "connects=5", "--workdir", str(shared_work), "--results", str(store)],
+                              capture_output=True, text=True, cwd=REPO, timeout=300,
+                              env={**os.environ, HOST_VARIABLE: address})
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert _engine_processes(store) == ["a new interpreter"]
+        assert not [pid for pid in _children(host.pid) if _comm(pid) == TEMPLATE_NAME]
+
+
+def test_a_template_host_refuses_a_path_that_is_there(tmp_path: Path) -> None:
+    taken = tmp_path / "host.sock"
+    taken.write_text("the user's")
+    done = subprocess.run([sys.executable, "-m", "fbbench.engines.template_host", str(taken)],
+                          capture_output=True, text=True, cwd=REPO, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1 and done.stderr.startswith("error:") and "Traceback" not in done.stderr, done.stderr
+    assert taken.read_text() == "the user's"

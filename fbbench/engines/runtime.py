@@ -138,14 +138,18 @@ class Runtime:
 
     def template_env(self) -> dict[str, str]:
         """The environment of a template that forks this engine's children
-        (:mod:`fbbench.engines.template`): a run's, without what is the run's own, and with a
-        library path that holds for every run of the engine — its installed files, where a run's
-        root links them from, and the engine cache's compatibility links."""
+        (:mod:`fbbench.engines.template`), and what tells templates apart: what a process's start
+        reads from a run's environment — the dynamic loader (``LD_*``), the interpreter
+        (``PYTHON*``, ``HOME`` for its user site), the locale — with a library path that holds for
+        every run of the engine: its installed files, where a run's root links them from, and the
+        engine cache's compatibility links. The rest of a run's environment is its forked child's
+        own (``os.environ``, set after the fork), as is what the child reads as it goes (``TZ``,
+        ``TMPDIR``: :mod:`fbbench.engines.template_server` makes it read them again)."""
         client = self.engine if isinstance(self.engine, EmbeddedEngine) else EmbeddedEngine(SERVER_CLIENT_VERSION)
         compat = cache_dir() / "lib"
         prepare_lib_dir(compat)
         env = {key: value for key, value in self.env().items()
-               if key not in ("FIREBIRD", "FIREBIRD_LOCK", "FIREBIRD_TMP", "FBBENCH_CLIENT_LIBRARY")}
+               if key.startswith(("LD_", "PYTHON", "LC_")) or key in ("LANG", "LANGUAGE", "HOME")}
         library_path = _library_path(engine_files(client, install=False), compat, client.is_build)
         if os.environ.get("LD_LIBRARY_PATH"):
             library_path.append(os.environ["LD_LIBRARY_PATH"])

@@ -8,7 +8,10 @@ runs) paid that for each. Such a command (:func:`several`) starts a *template* f
 with its first child: an interpreter with those imports done, from which every child of that
 engine is forked for as long as the process lives. A command that makes one child starts it as a
 new interpreter, as before: a template gains it nothing (one minimal run cost 0.08 s more CPU with
-one, the median of 8 interleaved pairs, which ranged from -0.11 to +0.17 s). A forked child is the same child: its
+one, the median of 8 interleaved pairs, which ranged from -0.11 to +0.17 s) — unless a template
+host keeps templates across commands (:mod:`fbbench.engines.template_host`, named by
+``FBBENCH_ENGINE_TEMPLATES``): then every child is forked from the host's template for its
+engine. A forked child is the same child: its
 own process group, the run's environment (set after the fork), the same pipes, stdio, working
 directory and limits, ``child_main``. It skips the interpreter's start and the imports: 0.12–0.20 s
 of CPU against 0.49–0.73 s for one attach, query and drop on 3.0, 4.0 and 5.0.
@@ -40,11 +43,13 @@ import contextlib
 import json
 import os
 import resource
+import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 from fbbench.engines.runtime import Runtime
 from fbbench.errors import FbbenchError
@@ -52,8 +57,20 @@ from fbbench.errors import FbbenchError
 MESSAGE_BYTES = 1 << 20
 # What ps and /proc/PID/comm call them (a forked child's command line is its template's).
 TEMPLATE_NAME, CHILD_NAME = "fbb-engine-tmpl", "fbbench-engine"
+# A host keeping templates across commands (fbbench.engines.template_host): its socket's path.
+HOST_VARIABLE = "FBBENCH_ENGINE_TEMPLATES"
 STARTS_WITHIN = 120.0  # seconds for a template's imports; then children start as new interpreters
 _LIMITS = [getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")]
+
+
+def _umask() -> int:
+    """This process's file mode creation mask, read without changing it (another thread may be
+    creating a file)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    raise OSError("/proc/self/status gives no Umask")
 
 
 def _is_open(fd: int) -> bool:
@@ -123,33 +140,58 @@ class TemplateChild:
 
 
 class Template:
-    """A template process for one engine (its key), started by and serving this process."""
+    """A template process for one engine (its key), serving this process: one it started
+    (:meth:`start`), or one a host keeps for many processes (:meth:`from_host`)."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, connection: socket.socket, command: list[str],
+                 process: subprocess.Popen[bytes] | None = None) -> None:
+        self.socket = connection
+        self.command = command
+        self.process = process
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls, env: dict[str, str]) -> Template:
+        """A template of this process's own, with ``env`` as its environment."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.command = [sys.executable, "-c", "import sys; from fbbench.engines.template_server import serve; "
-                        "serve(int(sys.argv[1]))", str(theirs.fileno())]
+        command = [sys.executable, "-c", "import sys; from fbbench.engines.template_server import serve; "
+                   "serve(int(sys.argv[1]))", str(theirs.fileno())]
         try:
-            self.process = subprocess.Popen(
-                self.command, env=env, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            process = subprocess.Popen(
+                command, env=env, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 start_new_session=True)  # no Ctrl-C of the terminal's: the children get theirs from us
         except BaseException:
             ours.close()
             raise
         finally:
             theirs.close()
-        self.socket = ours
-        self._lock = threading.Lock()
+        template = cls(ours, command, process)
         try:
-            self.socket.settimeout(STARTS_WITHIN)
-            ready = self.socket.recv(MESSAGE_BYTES)
-            self.socket.settimeout(None)
+            ours.settimeout(STARTS_WITHIN)
+            ready = ours.recv(MESSAGE_BYTES)
+            ours.settimeout(None)
         except BaseException:
-            self.close()
+            template.close()
             raise
         if ready != b"ready":
-            self.close()
+            template.close()
             raise OSError("the engine template did not start")
+        return template
+
+    @classmethod
+    def from_host(cls, address: str, env: dict[str, str]) -> Template:
+        """The template a host (:mod:`fbbench.engines.template_host`) at ``address`` keeps for
+        ``env``, serving this process until it closes its end."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as connection:
+            connection.settimeout(STARTS_WITHIN)  # the host may start the template first
+            connection.connect(address)
+            connection.send(json.dumps({"env": env, "code": code_identity()}).encode())
+            said, fds, _, _ = socket.recv_fds(connection, MESSAGE_BYTES, 1)
+        if len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            raise OSError(json.loads(said).get("error", "no template") if said else "the template host is gone")
+        return cls(socket.socket(fileno=fds[0]), [sys.executable, "-m", "fbbench.engines.template_host", address])
 
     def fork(self, env: dict[str, str], request_read: int, result_write: int) -> TemplateChild:
         """A child forked with ``env`` as its environment, ``request_read`` and ``result_write``
@@ -158,7 +200,9 @@ class Template:
         try:
             limits = {str(limit): resource.getrlimit(limit) for limit in _LIMITS}
             stdio = [fd for fd in (0, 1, 2) if _is_open(fd)]  # a closed one stays closed in the child
-            message = json.dumps({"env": env, "cwd": os.getcwd(), "limits": limits, "stdio": stdio}).encode()
+            message = json.dumps({"env": env, "cwd": os.getcwd(), "limits": limits, "stdio": stdio, "umask": _umask(),
+                                  "cpus": sorted(os.sched_getaffinity(0)),
+                                  "niceness": os.getpriority(os.PRIO_PROCESS, 0)}).encode()
             with self._lock:
                 socket.send_fds(self.socket, [message], [theirs.fileno(), request_read, result_write, *stdio])
             said, fds, _, _ = socket.recv_fds(ours, MESSAGE_BYTES, 1)
@@ -175,12 +219,20 @@ class Template:
         return TemplateChild(int(json.loads(said)["pid"]), fds[0], ours, self.command)
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        if self.process is not None:
+            return self.process.poll() is None
+        # A host's template says nothing unasked: anything to read is its end.
+        poller = select.poll()
+        poller.register(self.socket, select.POLLIN | select.POLLHUP)
+        return not poller.poll(0)
 
     def close(self) -> None:
-        """Its end: the template sees the socket close, stops what it still forked, and ends."""
+        """Its end for this process: the template sees the socket close and stops the children it
+        still runs for it. One of this process's own then ends; a host's serves on."""
         with contextlib.suppress(OSError):
             self.socket.close()
+        if self.process is None:
+            return
         try:
             self.process.wait(10)
         except subprocess.TimeoutExpired:
@@ -188,9 +240,18 @@ class Template:
             self.process.wait()
 
 
+def code_identity() -> list[str]:
+    """What a template's children run, as far as a process asking a host for one can tell: the
+    interpreter and where fbbench's code is."""
+    import fbbench
+
+    return [sys.executable, str(Path(fbbench.__file__).resolve().parent)]
+
+
 _templates: dict[str, Template | None] = {}  # by the template's environment; None: it failed here
 _registry_lock = threading.Lock()
 _several = False
+_host: str | None = None
 
 
 def several() -> None:
@@ -200,11 +261,20 @@ def several() -> None:
     _several = True
 
 
+def use_host(address: str | None) -> None:
+    """This process's engine children are forked from the templates of the host at ``address``
+    (None: as ``FBBENCH_ENGINE_TEMPLATES`` says), without passing the address on to the processes
+    it starts: a harness that calls :func:`fbbench.engines.child.run_in_engine` itself."""
+    global _host
+    _host = address
+
+
 def for_runtime(runtime: Runtime) -> Template | None:
     """The template this process forks ``runtime``'s engine children from (started by the first
-    one), or None: a process that makes one child starts it as a new interpreter, as does one
-    where a template cannot be had."""
-    if not _several:
+    one, or kept by a template host), or None: a process that makes one child starts it as a new
+    interpreter, as does one where a template cannot be had."""
+    host = _host or os.environ.get(HOST_VARIABLE)
+    if not (_several or host):
         return None
     try:
         env = runtime.template_env()
@@ -218,8 +288,8 @@ def for_runtime(runtime: Runtime) -> Template | None:
         if key in _templates:
             return template
         try:
-            template = Template(env)
-        except OSError:
+            template = Template.from_host(host, env) if host else Template.start(env)
+        except (OSError, ValueError):  # ValueError: a host that answered nonsense
             template = None
         else:
             atexit.register(template.close)

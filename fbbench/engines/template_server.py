@@ -12,6 +12,8 @@ import selectors
 import signal
 import socket
 import sys
+import tempfile
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +25,9 @@ _STOPS = (signal.SIGINT, signal.SIGTERM)
 def serve(socket_fd: int) -> None:
     """The template: imports what a run's child runs, says ready, then forks a child per request
     and reports each one's exit status on the request's own connection. Ends when the other end of
-    its socket is closed (the process that started it ended, or was killed)."""
+    its socket is closed (the process that started it ended, or was killed); the children still
+    running are killed then. A host can hand it further processes to serve, each on a connection
+    of its own: when one of them closes it, the children forked for that one are killed."""
     # What every child runs, and what a run's child imports; the client library itself is loaded
     # only in a child (firebird-driver loads it at the first attachment).
     import firebird.driver  # noqa: F401
@@ -46,32 +50,49 @@ def serve(socket_fd: int) -> None:
         control.send(b"ready")
     except OSError:  # the process that started it is gone (a Ctrl-C as it started): nothing to serve
         return
-    waiting: dict[int, tuple[socket.socket, int]] = {}
+    # Each child: the connection it is reported on, its pidfd, and the connection it was asked on.
+    waiting: dict[int, tuple[socket.socket, int, socket.socket]] = {}
     selector = selectors.DefaultSelector()
     selector.register(control, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
-    serving = True
-    while serving or waiting:
+    clients = [control]
+    while control in clients or waiting:
         for key, _ in selector.select(timeout=1.0):
-            if key.fileobj is control:
-                try:
-                    said, fds, _, _ = socket.recv_fds(control, MESSAGE_BYTES, 6)
-                except OSError:
-                    said, fds = b"", []
-                if not said:  # the other end is gone: fork nothing more
-                    serving = False
-                    selector.unregister(control)
-                    for pid in waiting:  # and the children it was waiting for stop with it
+            if key.fileobj is wake_read:
+                drain(wake_read)
+                continue
+            asking = key.fileobj
+            if not any(asking is client for client in clients):  # its end was seen this round
+                continue
+            assert isinstance(asking, socket.socket)
+            try:
+                said, fds, _, _ = socket.recv_fds(asking, MESSAGE_BYTES, 6)
+            except OSError:
+                said, fds = b"", []
+            request = json.loads(said) if said else None
+            if request is not None and request.get("client") and asking is control and len(fds) == 1:
+                # A host (fbbench.engines.template_host) hands on a process of its own: served
+                # until that process closes its end, as the host is.
+                client = socket.socket(fileno=fds[0])
+                clients.append(client)
+                selector.register(client, selectors.EVENT_READ)
+            elif request is not None:
+                _fork(request, fds, asking, waiting, (wake_read, wake_write), clients, selector)
+            else:  # that process is gone: nothing more is forked for it, and its children stop
+                for fd in fds:
+                    os.close(fd)
+                ended = list(clients) if asking is control else [asking]  # the first one's end is everyone's
+                for client in ended:
+                    selector.unregister(client)
+                    clients.remove(client)
+                    if client is not control:
+                        client.close()
+                for pid, (_, _, asked_by) in waiting.items():
+                    if any(asked_by is client for client in ended):
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(pid, signal.SIGKILL)
-                    for fd in fds:
-                        os.close(fd)
-                    continue
-                _fork(json.loads(said), fds, control, waiting, (wake_read, wake_write), selector)
-            else:
-                drain(wake_read)
         for pid, code in ended_children() if waiting else ():
-            connection, pidfd = waiting.pop(pid, (None, -1))
+            connection, pidfd, _ = waiting.pop(pid, (None, -1, None))
             if connection is not None:
                 with contextlib.suppress(OSError):
                     connection.send(json.dumps({"status": code}).encode())
@@ -110,9 +131,9 @@ def ended_children() -> Iterator[tuple[int, int]]:
         yield pid, os.waitstatus_to_exitcode(status)
 
 
-def _fork(request: dict[str, Any], fds: list[int], control: socket.socket,
-          waiting: dict[int, tuple[socket.socket, int]], pipes: tuple[int, int],
-          selector: selectors.BaseSelector) -> None:
+def _fork(request: dict[str, Any], fds: list[int], asking: socket.socket,
+          waiting: dict[int, tuple[socket.socket, int, socket.socket]], pipes: tuple[int, int],
+          clients: list[socket.socket], selector: selectors.BaseSelector) -> None:
     connection = socket.socket(fileno=fds[0])
     if len(fds) != 3 + len(request["stdio"]):
         connection.close()
@@ -124,8 +145,8 @@ def _fork(request: dict[str, Any], fds: list[int], control: socket.socket,
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     pid = os.fork()
     if pid == 0:
-        _child(request, fds[1:], [control, connection, *(c for c, _ in waiting.values())],
-               [*pipes, *(p for _, p in waiting.values())], selector)
+        _child(request, fds[1:], [*clients, connection, *(c for c, _, _ in waiting.values())],
+               [*pipes, *(p for _, p, _ in waiting.values())], selector)
     signal.pthread_sigmask(signal.SIG_SETMASK, previous)
     with contextlib.suppress(OSError):
         os.setpgid(pid, pid)  # as the child does first: whichever comes first, no signal finds it in ours
@@ -136,7 +157,7 @@ def _fork(request: dict[str, Any], fds: list[int], control: socket.socket,
         socket.send_fds(connection, [json.dumps({"pid": pid}).encode()], [pidfd])
     except OSError:  # the asking process is gone
         os.kill(pid, signal.SIGKILL)
-    waiting[pid] = (connection, pidfd)
+    waiting[pid] = (connection, pidfd, asking)
 
 
 def _child(request: dict[str, Any], fds: list[int], sockets: list[socket.socket], others: list[int],
@@ -170,8 +191,18 @@ def _child(request: dict[str, Any], fds: list[int], sockets: list[socket.socket]
                 resource.setrlimit(int(name), (soft, hard))
         with contextlib.suppress(OSError):  # gone since: a new interpreter would have started in it all the same
             os.chdir(request["cwd"])
+        # What a new interpreter would have inherited from the asking process (a host's template
+        # was not started by it).
+        os.umask(request["umask"])
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, request["cpus"])
+        with contextlib.suppress(OSError):  # a lower niceness than the template's needs privilege
+            os.setpriority(os.PRIO_PROCESS, 0, request["niceness"])
         os.environ.clear()
         os.environ.update(request["env"])
+        # Read once by the template, from an environment that is not the run's: read again.
+        time.tzset()
+        tempfile.tempdir = None
         from fbbench import signals
         from fbbench.engines.child import child_main
 
