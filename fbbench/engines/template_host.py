@@ -35,8 +35,10 @@ import socket
 import struct
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fbbench.engines.template import MESSAGE_BYTES, Template, code_identity
+if TYPE_CHECKING:
+    from fbbench.engines.template import Template
 
 _NAMESPACES = ("cgroup", "ipc", "mnt", "net", "pid", "user", "uts")
 
@@ -56,8 +58,9 @@ def main(argv: list[str]) -> int:
             listener.bind(str(address))
         finally:
             os.umask(old_mask)
-    except OSError as error:
-        print(f"error: cannot listen at {address}: {error.strerror}", file=sys.stderr)
+    except OSError as error:  # no such directory, not writable, a path too long for a socket
+        print(f"error: cannot listen at {address}: {error.strerror or error}", file=sys.stderr)
+        listener.close()
         return 1
     try:
         listener.listen(64)
@@ -73,6 +76,7 @@ def main(argv: list[str]) -> int:
 def host(listener: socket.socket, stdin: int) -> None:
     """Hands each asking process a connection to its engine's template until ``stdin`` ends or a
     stop signal comes; then closes every template, which stops their children."""
+    from fbbench.engines.template import code_identity
     templates: dict[str, Template] = {}
     stopped = os.pipe()
     for stop in (signal.SIGTERM, signal.SIGINT):
@@ -82,6 +86,7 @@ def host(listener: socket.socket, stdin: int) -> None:
     selector.register(stdin, selectors.EVENT_READ)
     selector.register(stopped[0], selectors.EVENT_READ)
     mine = _identity(os.getpid())
+    code = code_identity()
     try:
         while True:
             for key, _ in selector.select():
@@ -90,13 +95,15 @@ def host(listener: socket.socket, stdin: int) -> None:
                 if key.fileobj is listener:
                     connection, _ = listener.accept()
                     with connection:
-                        _serve(connection, templates, mine)
+                        _serve(connection, templates, mine, code)
     finally:
         for template in templates.values():
             template.close()
 
 
-def _serve(connection: socket.socket, templates: dict[str, Template], mine: list[str]) -> None:
+def _serve(connection: socket.socket, templates: dict[str, Template], mine: list[str], code: list[str]) -> None:
+    from fbbench.engines.template import MESSAGE_BYTES, Template
+
     connection.settimeout(10)
     try:
         pid, uid, _ = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
@@ -104,7 +111,7 @@ def _serve(connection: socket.socket, templates: dict[str, Template], mine: list
         request = json.loads(connection.recv(MESSAGE_BYTES))
         if uid != os.getuid() or _identity(pid) != mine:
             return _refuse(connection, "a template host serves only its user's processes in its cgroup and namespaces")
-        if request.get("code") != code_identity():
+        if request.get("code") != code:
             return _refuse(connection, "the template host runs another interpreter or another fbbench")
         env = request["env"]
         key = json.dumps(sorted(env.items()))
@@ -140,4 +147,7 @@ def _identity(pid: int) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:  # before its handlers (fbbench's imports): nothing was served yet
+        sys.exit(130)
