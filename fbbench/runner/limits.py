@@ -36,17 +36,20 @@ if TYPE_CHECKING:
 MB = 1 << 20
 # Peak RSS of the engine process per TPC-C attachment, without its page cache: the slope between
 # 10 and 100 attachments measured by benchmarks/attachment_memory.py (embedded 3.0.14 / 4.0.7 /
-# 5.0.4, 8 KB pages, 2026-11-23: Super 3.66 / 3.60 / 4.00 MB; SuperClassic 6.04 / 6.13 / 6.46 MB,
-# of which 2 MB are its own 256-page cache). The page cache is added separately (estimate()).
+# 5.0.4, 8 KB pages, 2026-11-30, the mean of two runs: Super 3.37 / 3.51 / 4.02 MB; SuperClassic
+# 7.57 / 7.88 / 9.15 MB, of which 2 MB are its own 256-page cache). The page cache is added
+# separately (estimate()). The peak is the engine child's own VmHWM; the figures of 2026-11-23
+# (SuperClassic 6.04 / 6.13 / 6.46 MB) came from ru_maxrss, which at 10 attachments was the CLI's
+# larger peak, so their slopes were too low.
 # Classic, embedded, is one process per attachment (an engine and a Python): the engine child's
 # peak RSS plus every attachment process's largest PSS, slope between 4 and 16 attachments
-# (benchmarks/attachment_memory.py --modes Classic --counts 4 16, 2026-11-23: 16.25 / 16.56 /
-# 17.69 MB, of which 2 MB are its own 256-page cache). A managed Classic server's forked processes
+# (benchmarks/attachment_memory.py --modes Classic --counts 4 16, 2026-11-30: 17.35 / 16.85 /
+# 17.17 MB, of which 2 MB are its own 256-page cache). A managed Classic server's forked processes
 # have no Python and cost less: the same figure bounds them.
 PER_ATTACHMENT_BYTES = {
-    "super": {"3.0": 3.66 * MB, "4.0": 3.60 * MB, "5.0": 4.00 * MB},
-    "superclassic": {"3.0": 4.04 * MB, "4.0": 4.13 * MB, "5.0": 4.46 * MB},
-    "classic": {"3.0": 14.25 * MB, "4.0": 14.56 * MB, "5.0": 15.69 * MB},
+    "super": {"3.0": 3.37 * MB, "4.0": 3.51 * MB, "5.0": 4.02 * MB},
+    "superclassic": {"3.0": 5.57 * MB, "4.0": 5.88 * MB, "5.0": 7.15 * MB},
+    "classic": {"3.0": 15.35 * MB, "4.0": 14.85 * MB, "5.0": 15.17 * MB},
 }
 BASE_BYTES = 200 * MB  # the fbbench process, Python, the engine's own start-up
 MARGIN = 1.25  # workloads heavier than TPC-C per attachment
