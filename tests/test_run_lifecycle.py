@@ -751,9 +751,10 @@ def test_a_template_host_forks_the_runs_of_many_commands_and_stops_a_killed_one_
         run = background(tmp_path / "killed", shared_work, *LONG_BANK_RUN, env={HOST_VARIABLE: address}, umask=0o027)
         child = _wait_until(lambda: next((pid for pid in _children(templates[0]) if _comm(pid) == CHILD_NAME), None),
                             60, "the killed command's child, forked from the host's template", interval=0.01)
-        # What a new interpreter would have inherited from the command, not from the template.
-        assert "Umask:\t0027" in Path(f"/proc/{child}/status").read_text()
         run.wait_measuring(1)
+        # What a new interpreter would have inherited from the command, not from the template
+        # (read once the child measures: it sets the umask after its name).
+        assert "Umask:\t0027" in Path(f"/proc/{child}/status").read_text()
         os.kill(run.pid, signal.SIGKILL)
         run.wait_exit(EXIT_WITHIN)
         _wait_until(lambda: not _alive(child), EXIT_WITHIN, "the killed command's child to end")
