@@ -72,39 +72,50 @@ def fbbench_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 _template_host: dict[str, str] = {}
 
 
-@pytest.fixture(scope="session", autouse=True)
-def engine_template_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Engine templates kept across the commands of this pytest process: each engine child of a
-    command that :func:`run_cli` starts, and each one a test starts itself (``run_in_engine``),
-    is forked from one instead of starting an interpreter (0.35–0.5 s of CPU each). Tests that
-    start fbbench themselves (``subprocess.Popen``: Ctrl-C,
-    kills, the start-up window) do not use it: their single runs start a new interpreter, as a
-    user's do. ``FBBENCH_TEST_TEMPLATES=0`` turns it off."""
-    from fbbench.engines.template import HOST_VARIABLE, use_host
-
-    if os.environ.get("FBBENCH_TEST_TEMPLATES") == "0":
-        yield
-        return
-    directory = tmp_path_factory.mktemp("templates")
+@contextmanager
+def template_host(directory: Path, log: Path | None = None) -> Iterator[tuple[subprocess.Popen[bytes], str | None]]:
+    """A template host listening at ``directory``/host.sock (its stderr to ``log``): the process
+    and that address, or None where it did not say it listens. Ended at the end as a harness's end
+    ends it: its standard input closed."""
     address = directory / "host.sock"
-    with open(directory / "host.log", "wb") as log:
+    with open(log or os.devnull, "wb") as errors:
         host = subprocess.Popen([sys.executable, "-m", "fbbench.engines.template_host", str(address)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, cwd=REPO)
     assert host.stdin is not None and host.stdout is not None
-    if host.stdout.readline().strip() == b"listening":
-        _template_host[HOST_VARIABLE] = str(address)
-        use_host(str(address))  # the engine children tests start themselves (run_in_engine)
     try:
-        yield
+        yield host, str(address) if host.stdout.readline() == b"listening\n" else None
     finally:
-        use_host(None)
-        _template_host.clear()
         host.stdin.close()
         try:
             host.wait(30)
         except subprocess.TimeoutExpired:
             host.kill()
             host.wait()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def engine_template_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Engine templates kept across the commands of this pytest process: each engine child of a
+    command that :func:`run_cli` starts, and each one a test starts itself (``run_in_engine``),
+    is forked from one instead of starting an interpreter (0.35–0.5 s of CPU each). Tests that
+    start fbbench themselves (``subprocess.Popen``: Ctrl-C, kills, the start-up window) do not use
+    it: their single runs start a new interpreter, as a user's do. ``FBBENCH_TEST_TEMPLATES=0``
+    turns it off."""
+    from fbbench.engines.template import HOST_VARIABLE, use_host
+
+    if os.environ.get("FBBENCH_TEST_TEMPLATES") == "0":
+        yield
+        return
+    directory = tmp_path_factory.mktemp("templates")
+    with template_host(directory, directory / "host.log") as (_, address):
+        if address is not None:
+            _template_host[HOST_VARIABLE] = address
+            use_host(address)  # the engine children tests start themselves (run_in_engine)
+        try:
+            yield
+        finally:
+            use_host(None)
+            _template_host.clear()
 
 
 @pytest.fixture

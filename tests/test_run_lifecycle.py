@@ -31,7 +31,14 @@ import pytest
 
 from fbbench.engines.template import CHILD_NAME, HOST_VARIABLE, TEMPLATE_NAME
 from tests import chromium
-from tests.conftest import REPO, assert_clean_error, bank_with_waiting_checks, fb3_server_or_skip, run_cli
+from tests.conftest import (
+    REPO,
+    assert_clean_error,
+    bank_with_waiting_checks,
+    fb3_server_or_skip,
+    run_cli,
+    template_host,
+)
 from tests.fb3server import Fb3Server
 
 BANK = Path(__file__).parent / "workloads" / "bank"
@@ -712,20 +719,6 @@ def test_kill_9_in_a_series_ends_the_template_and_its_child(tmp_path: Path, shar
 # ---------------------------------------------------------- templates kept across commands (a host)
 
 
-@contextlib.contextmanager
-def _template_host(directory: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    address = str(directory / "host.sock")
-    host = subprocess.Popen([sys.executable, "-m", "fbbench.engines.template_host", address],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO)
-    assert host.stdin is not None and host.stdout is not None
-    try:
-        assert host.stdout.readline() == b"listening\n"
-        yield host, address
-    finally:
-        host.stdin.close()  # the host's end, as a harness's end closes it
-        host.wait(30)
-
-
 def _engine_processes(store: Path) -> list[str]:
     return [row[0] for row in _query(store, "select json_extract(summary_json, '$.engine_process') from runs "
                                             "order by started_at")]
@@ -738,7 +731,8 @@ def test_a_template_host_forks_the_runs_of_many_commands_and_stops_a_killed_one_
     forked from the template the host keeps for its engine; a command killed with -9 has its
     child stopped by the template, which serves on; the host's end ends its templates."""
     store = tmp_path / "results.sqlite"
-    with _template_host(tmp_path) as (host, address):
+    with template_host(tmp_path) as (host, address):
+        assert address is not None
         for _ in range(2):
             done = run_cli("run", "connect", "-c", "1", "--scale", "connects=20", "--workdir", str(shared_work),
                            "--results", str(store), env={HOST_VARIABLE: address})
@@ -771,7 +765,8 @@ def test_a_template_host_serves_no_process_in_another_namespace(tmp_path: Path, 
     if subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode != 0:
         pytest.skip("unshare --net is not allowed here (a network namespace needs CAP_SYS_ADMIN)")
     store = tmp_path / "results.sqlite"
-    with _template_host(tmp_path) as (host, address):
+    with template_host(tmp_path) as (host, address):
+        assert address is not None
         done = subprocess.run(["unshare", "--net", sys.executable, "-m", "fbbench", "run", "connect", "-c", "1",
                                "--scale", "connects=5", "--workdir", str(shared_work), "--results", str(store)],
                               capture_output=True, text=True, cwd=REPO, timeout=300,
