@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import hashlib
 import json
 import os
@@ -201,9 +202,17 @@ _CHOICE_HINTS = {"ServerMode": "use Super (SuperServer), SuperClassic or Classic
 
 def documented_keys(wheel_root: Path) -> dict[str, ConfKey]:
     """firebird.conf keys the engine documents, lower-case name → key with its documented type."""
+    path = wheel_root / "firebird.conf"
+    stat = path.stat()
+    return dict(_documented_keys(path, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=16)
+def _documented_keys(path: Path, _mtime_ns: int, _size: int) -> dict[str, ConfKey]:
+    # Keyed by the file's stat too: a sweep checks each cell's settings (10,000 cells read it once).
     keys: dict[str, ConfKey] = {}
     kind, block = "", list[str]()
-    for line in (wheel_root / "firebird.conf").read_text(errors="replace").splitlines():
+    for line in path.read_text(errors="replace").splitlines():
         if line.startswith("# ---"):
             kind, block = "", list[str]()
             continue

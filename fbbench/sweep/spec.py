@@ -237,19 +237,27 @@ def check_cells(spec: SweepSpec) -> None:
     from fbbench.engines.runtime import check_conf, check_replication
     from fbbench.workloads.spec import load_workload
 
-    seen: set[tuple[str, ...]] = set()
+    # Each check once per distinct input: a 100 × 100 matrix of connections and a firebird.conf key
+    # reads its workload once and the engine's firebird.conf documentation 100 times, not 10,000.
+    workloads: set[tuple[str, ...]] = set()
+    confs: set[tuple[str, ...]] = set()
+    replications: set[tuple[str, ...]] = set()
     for cell in spec.cells:
         try:
             settings = spec.settings_for(cell)
-            key = (settings.workload, repr(sorted(settings.scale.items())), settings.engine,
-                   repr(sorted(settings.conf.items())), settings.replication)
-            if key in seen:
-                continue
-            seen.add(key)
-            load_workload(settings.workload, settings.scale)
-            check_conf(parse_engine(settings.engine), settings.conf)
-            check_replication(parse_engine(settings.engine), settings.replication, settings.replication_conf,
-                              settings.where("replication_conf"), settings.where("replication"))
+            workload = (settings.workload, repr(sorted(settings.scale.items())))
+            if workload not in workloads:
+                workloads.add(workload)
+                load_workload(settings.workload, settings.scale)
+            conf = (settings.engine, repr(sorted(settings.conf.items())))
+            if conf not in confs:
+                confs.add(conf)
+                check_conf(parse_engine(settings.engine), settings.conf)
+            replication = (settings.engine, repr(settings.replication), repr(settings.replication_conf))
+            if replication not in replications:
+                replications.add(replication)
+                check_replication(parse_engine(settings.engine), settings.replication, settings.replication_conf,
+                                  settings.where("replication_conf"), settings.where("replication"))
         except FbbenchError as error:
             raise FbbenchError(f"cell {cell.label}: {error.message}", hint=error.hint) from None
 
