@@ -222,6 +222,9 @@ def _command(request: dict[str, Any], fds: list[int], sockets: list[socket.socke
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        from fbbench.engines.template_server import environment_as_at_start
+
+        environment_as_at_start()  # as an engine template's child: no setenv frees the array threads read
         sys.path[0] = os.getcwd()  # as python -m puts it first (the server's was its own: "")
         sys.argv = [str(REPO / "fbbench" / "__main__.py"), *request["args"]]
         try:

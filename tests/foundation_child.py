@@ -111,3 +111,24 @@ def gstat_header(path: str) -> list[str]:
     with driver.server("") as server:
         server.database.get_statistics(database=path, flags=SrvStatFlag.HDR_PAGES)
         return server.readlines()
+
+
+def environment_array_after_a_new_variable() -> dict[str, Any]:
+    """What happens to this process's C environment array when a library sets a variable it lacks
+    (Firebird 4.0/5.0's client sets ICU_TIMEZONE_FILES_DIR while other threads read the
+    environment): whether ``environ`` moved to a new array, whether the old one still holds what it
+    held — a thread walking it is safe only then — and the name of this process's parent."""
+    import ctypes
+    import os
+
+    libc = ctypes.CDLL(None)
+    environ = ctypes.c_void_p.in_dll(libc, "environ")
+    address = environ.value
+    array = ctypes.cast(address, ctypes.POINTER(ctypes.c_void_p))
+    count = 0
+    while array[count] is not None:
+        count += 1
+    before = [array[index] for index in range(count + 1)]
+    libc.setenv(b"FBBENCH_TEST_NEW_VARIABLE", b"1", 1)
+    return {"moved": environ.value != address, "intact": [array[index] for index in range(count + 1)] == before,
+            "entries": count, "parent": Path(f"/proc/{os.getppid()}/comm").read_text().strip()}

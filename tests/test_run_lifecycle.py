@@ -783,3 +783,25 @@ def test_a_template_host_refuses_a_path_that_is_there(tmp_path: Path) -> None:
                           capture_output=True, text=True, cwd=REPO, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 1 and done.stderr.startswith("error:") and "Traceback" not in done.stderr, done.stderr
     assert taken.read_text() == "the user's"
+
+
+@pytest.mark.parametrize("version", ["3.0", "5.0"])
+def test_a_forked_child_s_environment_survives_a_library_setting_a_new_variable(tmp_path: Path, version: str) -> None:
+    """Firebird 4.0/5.0's client sets ICU_TIMEZONE_FILES_DIR at its first attachment while the
+    run's other attachment threads read the environment. In a child forked from a template whose
+    environment was rewritten, that setenv freed the array those threads walked (SIGSEGV in
+    getenv, 1 round in 8 of test_core_params under load); a new interpreter's array is never freed,
+    and a forked child's must not be either."""
+    from fbbench.engines import prepare_runtime, run_in_engine
+    from fbbench.engines.template import use_host
+
+    runtime = prepare_runtime(version, tmp_path / "work", {})
+    with template_host(tmp_path) as (_, address):
+        assert address is not None
+        previous = use_host(address)
+        try:
+            seen = run_in_engine(runtime, "tests.foundation_child:environment_array_after_a_new_variable")
+        finally:
+            use_host(previous)
+    assert seen["parent"] == TEMPLATE_NAME, seen  # forked, not a new interpreter
+    assert seen["moved"] and seen["intact"], seen

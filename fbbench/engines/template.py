@@ -261,12 +261,14 @@ def several() -> None:
     _several = True
 
 
-def use_host(address: str | None) -> None:
+def use_host(address: str | None) -> str | None:
     """This process's engine children are forked from the templates of the host at ``address``
     (None: as ``FBBENCH_ENGINE_TEMPLATES`` says), without passing the address on to the processes
-    it starts: a harness that calls :func:`fbbench.engines.child.run_in_engine` itself."""
+    it starts: a harness that calls :func:`fbbench.engines.child.run_in_engine` itself. Returns
+    the address used before."""
     global _host
-    _host = address
+    previous, _host = _host, address
+    return previous
 
 
 def for_runtime(runtime: Runtime) -> Template | None:
