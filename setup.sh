@@ -81,11 +81,21 @@ if [ "$mode" = test ]; then
   # directory of their own (cargo locks one; theirs are other profiles anyway): that build's last
   # crate (one codegen unit, thin LTO) keeps one core busy for most of a minute, the checks the other.
   # Built without debug information, which no one reads there: 94 s of CPU against 108 s (one build each).
+  # Clippy lints the crate inside the test build (clippy-driver as the workspace's compiler, as
+  # `cargo clippy` runs it; warnings denied, the dependencies' capped by cargo): the dependencies
+  # are compiled once instead of once checked for clippy and once built for the tests, 64 s of
+  # CPU against 96 s. Where no clippy-driver is found, `cargo clippy` says what is missing.
   mkdir -p core/target
   core_log=core/target/checks.log
+  clippy_driver="$( (command -v rustup >/dev/null && rustup which clippy-driver 2>/dev/null) ||
+                    command -v clippy-driver || true)"
   (cd core && export CARGO_TARGET_DIR=target/checks CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_TEST_DEBUG=0 &&
-     cargo fmt --check && cargo clippy --quiet --all-targets -- \
-     -D warnings && cargo test --quiet) >"$core_log" 2>&1 &
+     cargo fmt --check &&
+     if [ -n "$clippy_driver" ]; then
+       RUSTC_WORKSPACE_WRAPPER="$clippy_driver" RUSTFLAGS="-D warnings" cargo test --quiet
+     else
+       cargo clippy --quiet --all-targets -- -D warnings && cargo test --quiet
+     fi) >"$core_log" 2>&1 &
   core_checks=$!
   trap 'kill "$core_checks" ${type_check:-} 2>/dev/null || true' EXIT
 fi
