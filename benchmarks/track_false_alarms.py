@@ -29,7 +29,7 @@ reference pairs: at most 10 minutes), and the smallest change resolved:
 
     .venv/bin/python benchmarks/track_false_alarms.py [--points 6] [--kind both|absolute|relative]
         [--engine 5.0] [--repeats 3] [--pairs 6] [--orders-units 100] [--orders-pairs 6]
-        [--warmup 5s] [--duration 15s] [--keep DIR]
+        [--warmup 5s] [--duration 15s] [--forced-writes on|off] [--keep DIR]
     .venv/bin/python benchmarks/track_false_alarms.py --from DIR   # the figures of a kept home again
 """
 
@@ -68,12 +68,13 @@ def fbbench(home: Path, *arguments: str, ok: tuple[int, ...] = (0,)) -> subproce
 
 def suite(home: Path, kind: str, args: argparse.Namespace) -> Path:
     timed = f'warmup = "{args.warmup}"\nduration = "{args.duration}"\ninterval = "5s"\n'
+    writes = f'forced_writes = "{args.forced_writes}"\n' if args.forced_writes else ""
     text = (f'name = "{kind}"\nrepeats = {args.repeats}\npairs = {args.pairs}\nthreshold = "5%"\n'
             f'[[benchmark]]\nname = "spin"\nworkload = "{SPIN}"\nconnections = 2\n{timed}validate = false\n'
             f'[[benchmark]]\nname = "orders"\nworkload = "orders"\ntransactions = {args.orders_units}\n'
-            f'connections = 1\npairs = {args.orders_pairs}\nseed = 1\nvalidate = false\n'
+            f'connections = 1\npairs = {args.orders_pairs}\nseed = 1\nvalidate = false\n{writes}'
             'figures = ["headline", "generate_orders p95"]\n'
-            f'[[benchmark]]\nname = "tpcc"\nworkload = "tpcc"\nconnections = 2\n{timed}validate = false\n'
+            f'[[benchmark]]\nname = "tpcc"\nworkload = "tpcc"\nconnections = 2\n{timed}validate = false\n{writes}'
             'scale = { warehouses = 1 }\nfigures = ["headline", "NEW_ORDER p95"]\n')
     path = home / f"{kind}.toml"
     path.write_text(text)
@@ -129,6 +130,10 @@ def report(home: Path, kind: str, seconds: list[float] | None, args: argparse.Na
     print(f"  method: p ≤ {method['p_value']:g}; point against point below {method['long_series']} points, "
           f"else Otava (window {method['window']}); counters ≥ "
           f"{found['suite']['counter_method']['min_magnitude'] * 100:g} %")
+    if args is not None:
+        print(f"  suite: spin and TPC-C {args.warmup} warm-up + {args.duration} measured, orders {args.orders_units} "
+              f"units; {args.repeats} repeats a point, or {args.pairs} pairs (orders {args.orders_pairs}); orders' and "
+              f"TPC-C's forced writes {args.forced_writes or 'as fbbench runs them (on)'}")
     print(f"  changes reported (false alarms): {len(changes)}")
     for benchmark, figure, before, after, ratio in changes:
         print(f"    {benchmark}: {figure} {before} → {after} {(ratio - 1) * 100:+.2f} %")
@@ -170,6 +175,10 @@ def main() -> None:
     parser.add_argument("--orders-pairs", type=int, default=6)
     parser.add_argument("--warmup", default="5s")
     parser.add_argument("--duration", default="15s")
+    parser.add_argument("--forced-writes", choices=("on", "off"),
+                        help="orders' and TPC-C's databases with forced writes on or off (default: as fbbench runs "
+                             "them, on); off takes the commits' fsync, which two time-shared runs share one disk "
+                             "queue for, out of what the time figures follow")
     parser.add_argument("--keep", type=Path)
     parser.add_argument("--from", dest="source", type=Path)
     args = parser.parse_args()

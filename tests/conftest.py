@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,6 +54,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
     order = {item.nodeid: index for index, item in enumerate(items)}
     items.sort(key=lambda item: (-weight[item.nodeid.split("::")[0]], order[item.nodeid]))
+
+
+# FBBENCH_TEST_TIMELINE=FILE: each test's worker, start and end (epoch seconds, setup and teardown
+# included) appended to FILE, to see which file keeps the parallel phase going at its end.
+_TIMELINE = os.environ.get("FBBENCH_TEST_TIMELINE")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    started = time.time()
+    yield
+    if _TIMELINE:
+        with open(_TIMELINE, "a") as timeline:
+            timeline.write(f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}\t{started:.1f}\t{time.time():.1f}"
+                           f"\t{item.nodeid}\n")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -37,7 +37,10 @@ took() { awk -v a="$1" -v b="$2" 'BEGIN { s = b - a; printf "%d min %04.1f s", s
 start=$(clock)
 workers="${FBBENCH_TEST_WORKERS:-5}"
 printf '\033[1m==> tests, phase 1 of 2: in parallel on %s workers (not alone)\033[0m\n' "$workers"
-"$python" -m pytest -q -ra -n "$workers" --dist loadfile -m "${only}not alone" "$@"
+# --no-loadscope-reorder: hand out the files in the order tests/conftest.py sorts them (the longest
+# first, from tests/slow.txt). By default pytest-xdist (3.5 on) hands them out by their number of
+# tests, and test_lab.py (few tests, minutes of waiting) started late and ran on at the end.
+"$python" -m pytest -q -ra -n "$workers" --dist loadfile --no-loadscope-reorder -m "${only}not alone" "$@"
 parallel=$?
 middle=$(clock)
 printf '\033[1m==> tests, phase 2 of 2: one at a time (alone)\033[0m\n'
