@@ -238,7 +238,7 @@ def check_cells(spec: SweepSpec) -> None:
     from fbbench.workloads.spec import load_workload
 
     # Each check once per distinct input: a 100 × 100 matrix of connections and a firebird.conf key
-    # reads its workload once and the engine's firebird.conf documentation 100 times, not 10,000.
+    # loads its workload once and checks its firebird.conf settings 100 times, not 10,000 times each.
     workloads: set[tuple[str, ...]] = set()
     confs: set[tuple[str, ...]] = set()
     replications: set[tuple[str, ...]] = set()
