@@ -790,7 +790,7 @@ def test_a_forked_child_s_environment_survives_a_library_setting_a_new_variable(
     """Firebird 4.0/5.0's client sets ICU_TIMEZONE_FILES_DIR at its first attachment while the
     run's other attachment threads read the environment. In a child forked from a template whose
     environment was rewritten, that setenv freed the array those threads walked (SIGSEGV in
-    getenv, 1 round in 8 of test_core_params under load); a new interpreter's array is never freed,
+    getenv, 1 round in 12 of test_core_params under load); a new interpreter's array is never freed,
     and a forked child's must not be either."""
     from fbbench.engines import prepare_runtime, run_in_engine
     from fbbench.engines.template import use_host

@@ -241,14 +241,16 @@ def environment_as_at_start() -> None:
     import ctypes
 
     global _kept_environment
-    libc = ctypes.CDLL(None)
-    current = ctypes.POINTER(ctypes.c_char_p).in_dll(libc, "environ")
+    environ = ctypes.c_void_p.in_dll(ctypes.CDLL(None), "environ")
+    if not environ.value:  # no array at all: the first setenv makes one and frees nothing
+        return
+    current = ctypes.cast(environ.value, ctypes.POINTER(ctypes.c_void_p))
     entries: list[int] = []
-    while (entry := ctypes.cast(current, ctypes.POINTER(ctypes.c_void_p))[len(entries)]) is not None:
+    while (entry := current[len(entries)]) is not None:
         entries.append(entry)  # glibc's setenv keeps each string it made for the process's life
     array = (ctypes.c_void_p * (len(entries) + 1))(*entries, None)
     _kept_environment = array
-    ctypes.c_void_p.in_dll(libc, "environ").value = ctypes.addressof(array)
+    environ.value = ctypes.addressof(array)
 
 
 def _name(name: str) -> None:
