@@ -61,6 +61,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 _TIMELINE = os.environ.get("FBBENCH_TEST_TIMELINE")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """FBBENCH_TEST_TIMELINE is checked once, by the process that starts the workers: a file that
+    can be appended to, and new, empty or a timeline already (both phases write one) — never a
+    file of the user's that the lines would be appended to."""
+    if not _TIMELINE or hasattr(config, "workerinput"):
+        return
+    path = Path(_TIMELINE)
+    try:
+        with open(path, "a+") as timeline:
+            timeline.seek(0)
+            first = timeline.readline()
+    except OSError as error:
+        raise pytest.UsageError(f"FBBENCH_TEST_TIMELINE: cannot append to {path}: {error.strerror}") from None
+    fields = first.rstrip("\n").split("\t")
+    if first and not (len(fields) == 4 and all(_number(field) for field in fields[1:3])):
+        raise pytest.UsageError(f"FBBENCH_TEST_TIMELINE: {path} holds something other than a test timeline; "
+                                "name a new file")
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     started = time.time()
