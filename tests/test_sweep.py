@@ -249,6 +249,15 @@ def test_one_run_per_cell_claims_no_spread_and_no_verdict(tmp_path: Path) -> Non
         ("connections = 2\n", ["a sweep needs a [matrix]"]),
         ('[matrix]\n"conf.NoSuchKey" = [1, 2]\n', ["unknown firebird.conf key 'NoSuchKey'"]),
         ('[matrix]\nconnections = { values = [1, 2], grow = true }\n', ["only a scale axis can grow"]),
+        # Counted before any cell is made: five axes of 100 values would be 10^10 cells in memory.
+        ("[matrix]\n" + "".join(f'"conf.{key}" = {list(range(1000, 1100))}\n'
+                                for key in ("DefaultDbCachePages", "LockHashSlots", "TempCacheLimit",
+                                            "MaxUnflushedWrites", "MaxUnflushedWriteTime")),
+         ["sweep.toml:6:", "10,000,000,000 cell(s) × 3 repeat(s) = 30,000,000,000 runs",
+          "a sweep makes at most 100,000"]),
+        ("repeats = 11\n[matrix]\nconnections = " + str(list(range(1, 101))) + "\n"
+         '"conf.DefaultDbCachePages" = ' + str(list(range(1000, 1100))) + "\n",
+         ["10,000 cell(s) × 11 repeat(s) = 110,000 runs"]),
     ],
 )
 def test_bad_sweep_specs_are_one_line_errors(body: str, fragments: list[str], tmp_path: Path) -> None:

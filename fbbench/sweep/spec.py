@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ from fbbench.runner.settings import (
 )
 
 MODES = ("matrix", "one_at_a_time")
+# Above this, planning alone takes minutes (each cell's settings are checked), and the runs weeks.
+MAX_SWEEP_RUNS = 100_000
 DEFAULT_REPEATS = 3  # runs per cell when the spec does not say
 # Settings that are not conditions of an experiment: outputs, where things live, who connects.
 NOT_AXES = {"workload", "workdir", "results", "json", "report", "overwrite", "repeat", "tags", "user", "keep_database",
@@ -225,6 +228,13 @@ def read_sweep(path: Path, text: str | None = None) -> SweepSpec:
     axes = [_axis(key, raw, text, path) for key, raw in matrix.items()]
     if sum(axis.grow for axis in axes) > 1:
         raise FbbenchError(f"{where('matrix')}: only one axis can grow")
+    cells = (1 + sum(len(axis.values) - 1 for axis in axes) if mode == "one_at_a_time"
+             else math.prod(len(axis.values) for axis in axes))
+    if cells * repeats > MAX_SWEEP_RUNS:
+        # Counted before a cell is made: a matrix of five 100-value axes would be 10^10 cells in memory.
+        raise FbbenchError(f"{where('matrix')}: the sweep has {cells:,} cell(s) × {repeats:,} repeat(s) = "
+                           f"{cells * repeats:,} runs; a sweep makes at most {MAX_SWEEP_RUNS:,}",
+                           hint="fewer values per axis, or several sweeps into one results store")
     spec = SweepSpec(path, text, base, origins, axes, repeats, mode)
     spec.cells = plan_cells(spec)
     check_cells(spec)
