@@ -110,6 +110,23 @@ def fbbench_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ["FBBENCH_HOME"] = previous
 
 
+def process_running(pid: int) -> bool:
+    """Whether ``pid`` runs: a zombie waiting for its parent to reap it counts as gone, unless it
+    is only its first thread, with others still running or exiting (and holding its files)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            state = Path(f"/proc/{pid}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            return True
+    return False
+
+
 # The engine template host this pytest process's commands ask (fbbench.engines.template_host):
 # its FBBENCH_ENGINE_TEMPLATES, or nothing where it could not start.
 _template_host: dict[str, str] = {}

@@ -28,7 +28,7 @@ from fbbench.runner import limits
 from fbbench.runner.settings import RunSettings, from_sources
 from fbbench.store import ResultsStore
 from fbbench.workloads.figures import OUTCOMES
-from tests.conftest import assert_clean_error, run_cli
+from tests.conftest import assert_clean_error, process_running, run_cli
 from tests.test_run_tpcc import assert_checks_and_audits, assert_contract, assert_engine_observed
 
 TPCC = ("tpcc", "--scale", "items=2000", "--scale", "customers=300", "--scale", "orders=300", "-c", "3",
@@ -132,14 +132,6 @@ def _attachment_processes(root: int) -> list[int]:
     return sorted(found)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 @pytest.mark.alone  # times the end: within 10 s of Ctrl-C
 def test_ctrl_c_during_a_classic_run(results: Path, tmp_path: Path) -> None:
     command = [sys.executable, "-m", "fbbench", "run", *TPCC[:7], "-c", "3", "--warmup", "1s", "--duration", "120s",
@@ -173,7 +165,7 @@ def test_ctrl_c_during_a_classic_run(results: Path, tmp_path: Path) -> None:
     assert cli.returncode == 130, output[-3000:] + stderr
     assert "Traceback" not in output + stderr, stderr
     assert ended < 10, ended
-    assert not any(_alive(pid) for pid in workers)
+    assert not any(process_running(pid) for pid in workers)
     with ResultsStore(results, create=False) as store:
         run_id = next(r["run_id"] for r in store.list_runs() if (r.get("settings") or {}).get("duration") == 120)
         run = store.load_run(run_id)

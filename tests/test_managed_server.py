@@ -28,7 +28,7 @@ from fbbench.engines.managed import ManagedServer, running, stop_abandoned_serve
 from fbbench.engines.managed.server import instance_processes
 from fbbench.engines.runtime import prepare_runtime
 from fbbench.errors import FbbenchError
-from tests.conftest import REPO, assert_clean_error, run_cli
+from tests.conftest import REPO, assert_clean_error, process_running, run_cli
 from tests.fb3server import debian_fb3, fb3_server_unavailable
 
 pytestmark = pytest.mark.server
@@ -63,14 +63,6 @@ def _marked_under(root: Path) -> list[int]:
         if state not in ("Z", "X") and any(item.startswith(prefix) for item in environ):
             found.append(int(entry))
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 def _accepts(port: int) -> bool:
@@ -133,7 +125,7 @@ def test_server_modes_conf_and_a_clean_stop(engine: ManagedEngine, tmp_path: Pat
         assert database.exists()
     assert server.returncode in (0, -signal.SIGTERM, -signal.SIGKILL), server.returncode
     assert not _accepts(server.port)
-    assert server.processes() == [] and not any(_alive(pid) for pid in [*pids, server.pid])
+    assert server.processes() == [] and not any(process_running(pid) for pid in [*pids, server.pid])
     assert not (server.home / "server.json").exists()
 
 
@@ -182,7 +174,7 @@ def test_ctrl_c_during_a_run_stops_every_server_process(engine: ManagedEngine, t
             cli.kill()
     assert cli.returncode == 130, out[-2000:] + err
     assert "interrupted" in out and "Traceback" not in out + err, out[-2000:] + err
-    assert instance_processes(home) == [] and not any(_alive(pid) for pid in pids)
+    assert instance_processes(home) == [] and not any(process_running(pid) for pid in pids)
     assert not home.exists() and list((work / "databases").iterdir()) == []  # the run's clean-up ran
 
 
@@ -230,18 +222,18 @@ def test_kill_9_of_the_owner_then_the_leftover_clean_up(engine: ManagedEngine, t
         client.stdin.flush()
         worker = int(client.stdout.readline())
         assert worker != listener and set(instance_processes(home)) == {listener, worker}
-        assert stop_abandoned_servers(work) == [] and _alive(listener)  # its owner lives: left alone
+        assert stop_abandoned_servers(work) == [] and process_running(listener)  # its owner lives: left alone
 
         owner.kill()  # kill -9: no clean-up code runs in the owner
         owner.wait()
         # The listener dies with its owner (PR_SET_PDEATHSIG); the forked per-attachment server
         # does not inherit that and keeps serving its client: the next clean-up must stop it.
-        _wait_for("the listener to die with its owner", lambda: not _alive(listener), timeout=5)
+        _wait_for("the listener to die with its owner", lambda: not process_running(listener), timeout=5)
         time.sleep(0.3)
         assert instance_processes(home) == [worker]
         stopped = stop_abandoned_servers(work)
         assert len(stopped) == 1 and f"pid {worker}" in stopped[0] and str(home) in stopped[0], stopped
-        assert instance_processes(home) == [] and not _alive(worker)
+        assert instance_processes(home) == [] and not process_running(worker)
         assert not (home / "server.json").exists() and stop_abandoned_servers(work) == []
     finally:
         for process in (owner, client):

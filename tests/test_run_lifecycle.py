@@ -36,6 +36,7 @@ from tests.conftest import (
     assert_clean_error,
     bank_with_waiting_checks,
     fb3_server_or_skip,
+    process_running,
     run_cli,
     template_host,
 )
@@ -83,15 +84,6 @@ def _comm(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return ""
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting for its parent to reap it counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _cmdline(pid: int) -> str:
@@ -179,11 +171,11 @@ class RunningCli:
             raise AssertionError(f"fbbench still running {timeout:.0f} s after the signal:\n{self.output()}") from None
 
     def leftovers(self) -> list[str]:
-        return [f"{pid}: {_cmdline(pid)}" for pid in sorted(self.seen) if _alive(pid)]
+        return [f"{pid}: {_cmdline(pid)}" for pid in sorted(self.seen) if process_running(pid)]
 
     def cleanup(self) -> None:
         for pid in [self.pid, *self.seen]:
-            if _alive(pid):
+            if process_running(pid):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
         self.process.wait(10)
@@ -414,7 +406,7 @@ def test_kill_9_while_the_engine_child_starts_leaves_no_orphan(tmp_path: Path, s
     child = _wait_until(run.engine_child, 60, "the engine child", interval=0.005)
     os.killpg(run.pid, signal.SIGKILL)
     run.wait_exit(EXIT_WITHIN)
-    _wait_until(lambda: not _alive(child), EXIT_WITHIN, f"the orphaned engine child {child} to end")
+    _wait_until(lambda: not process_running(child), EXIT_WITHIN, f"the orphaned engine child {child} to end")
     assert _measured_intervals(run.store) == 0
     rows = _query(run.store, "select run_id from runs")
     if rows:  # the run row exists once the runtime was prepared; nobody finished it
@@ -712,7 +704,8 @@ def test_kill_9_in_a_series_ends_the_template_and_its_child(tmp_path: Path, shar
     run.wait_measuring(1)
     os.kill(run.pid, signal.SIGKILL)  # fbbench alone: the template and the child are in groups of their own
     run.wait_exit(EXIT_WITHIN)
-    _wait_until(lambda: not _alive(child) and not _alive(template), EXIT_WITHIN, "the template and its child to end")
+    _wait_until(lambda: not process_running(child) and not process_running(template), EXIT_WITHIN,
+                "the template and its child to end")
     _wait_until(lambda: not run.leftovers(), EXIT_WITHIN, f"no process left of {sorted(run.seen)}")
 
 
@@ -751,11 +744,11 @@ def test_a_template_host_forks_the_runs_of_many_commands_and_stops_a_killed_one_
         assert "Umask:\t0027" in Path(f"/proc/{child}/status").read_text()
         os.kill(run.pid, signal.SIGKILL)
         run.wait_exit(EXIT_WITHIN)
-        _wait_until(lambda: not _alive(child), EXIT_WITHIN, "the killed command's child to end")
-        assert _alive(templates[0])
+        _wait_until(lambda: not process_running(child), EXIT_WITHIN, "the killed command's child to end")
+        assert process_running(templates[0])
         listed = run_cli("results", "list", "--results", str(run.store))
         assert "incomplete" in listed.stdout and "running" not in listed.stdout, listed.stdout
-    _wait_until(lambda: not _alive(templates[0]), EXIT_WITHIN, "the host's template to end with it")
+    _wait_until(lambda: not process_running(templates[0]), EXIT_WITHIN, "the host's template to end with it")
     assert not os.path.lexists(address)
 
 

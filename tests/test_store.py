@@ -182,3 +182,48 @@ def test_the_typed_view_of_a_stored_run_names_what_the_store_returns(tmp_path: P
         run = store.load_run("r1")
     assert set(run) == set(StoredRun.__annotations__)
     assert set(run["settings"]) == set(RecordedSettings.__annotations__)
+
+
+def test_a_process_whose_first_thread_ended_while_another_runs_still_owns_its_files(tmp_path: Path) -> None:
+    """SIGKILL on an engine child whose threads are writing pages: its first thread is a zombie at
+    once, the others exit later and hold its files and locks until they do. Until its last thread
+    is gone, the files it recorded are not a killed run's leftovers."""
+    from fbbench.engines.platform import process_alive
+    from fbbench.store.results import RunFiles
+
+    path, release = tmp_path / "r.sqlite", tmp_path / "release"
+    code = f"""
+import ctypes, os, threading, time
+from pathlib import Path
+from fbbench.store import ResultsStore
+from fbbench.store.results import RunFiles
+store = ResultsStore(Path({str(path)!r}))
+store.begin_run("r", "bank", {{}}, {{}}, files=RunFiles("work", os.getpid(), {{"/w/db.fdb": "database"}}))
+store.close()
+def last_thread():
+    while not os.path.exists({str(release)!r}):
+        time.sleep(0.01)
+    os._exit(0)
+threading.Thread(target=last_thread).start()
+print("ready", flush=True)
+ctypes.CDLL("libc.so.6").pthread_exit(None)
+"""
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "ready\n"
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the first thread did not end"
+            time.sleep(0.01)
+        assert process_alive(process.pid)
+        with ResultsStore(path) as store:
+            assert store.files_to_remove("work") == {}
+        release.touch()
+        process.wait(10)
+        assert not process_alive(process.pid)
+        with ResultsStore(path) as store:
+            assert store.files_to_remove("work") == {"r": RunFiles("work", process.pid, {"/w/db.fdb": "database"})}
+    finally:
+        release.touch()
+        process.kill()
+        process.wait(10)

@@ -67,14 +67,26 @@ def continue_group(pgid: int) -> None:
 
 def process_alive(pid: int, created: float | None = None) -> bool:
     """Whether ``pid`` runs — a zombie, ended but not yet reaped, does not — and, given
-    ``created`` (psutil's create_time), is that process and not another that reuses its number."""
+    ``created`` (psutil's create_time), is that process and not another that reuses its number.
+
+    A process whose first thread has ended while others still run or still exit (SIGKILL on a
+    process whose engine threads are writing pages) shows that thread's state, zombie: it still
+    holds its files and their locks until its last thread is gone, so it still runs."""
     import psutil  # in the functions that use it: a Classic attachment process imports this module
 
     try:
         process = psutil.Process(pid)
-        return (process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+        return ((process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD) or _threads_left(pid))
                 and (created is None or process.create_time() == created))
     except psutil.Error:
+        return False
+
+
+def _threads_left(pid: int) -> bool:
+    """Whether a process whose first thread is a zombie has other threads."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
         return False
 
 

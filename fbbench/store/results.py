@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import psutil
 
+from fbbench.engines.platform import process_alive
 from fbbench.errors import FbbenchError
 from fbbench.store import schema
 from fbbench.store.model import RecordedSettings, StoredRun
@@ -52,11 +53,12 @@ def _pid_alive(pid: int | None, host: str | None) -> bool:
     # A killed process stays a zombie until its parent reaps it, and an orphan's new parent may
     # never do so (a container whose PID 1 is not an init): it is dead all the same.
     try:
-        return psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+        psutil.Process(pid).status()
     except psutil.NoSuchProcess:
         return False
     except psutil.Error:
         return True  # there, but not ours to look at
+    return process_alive(pid)
 
 
 def _host_name(host_json: str | None) -> str | None:
