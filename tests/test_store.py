@@ -185,8 +185,8 @@ def test_the_typed_view_of_a_stored_run_names_what_the_store_returns(tmp_path: P
 
 
 def test_a_process_whose_first_thread_ended_while_another_runs_still_owns_its_files(tmp_path: Path) -> None:
-    """SIGKILL on an engine child whose threads are writing pages: its first thread is a zombie at
-    once, the others exit later and hold its files and locks until they do. Until its last thread
+    """SIGKILL on an engine child whose threads are writing pages: its first thread can be a zombie
+    while the others still exit, holding its files and locks until they do. Until its last thread
     is gone, the files it recorded are not a killed run's leftovers."""
     from fbbench.engines.platform import process_alive
     from fbbench.store.results import RunFiles

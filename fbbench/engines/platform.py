@@ -65,21 +65,25 @@ def continue_group(pgid: int) -> None:
     signal_group(pgid, signal.SIGCONT)
 
 
-def process_alive(pid: int, created: float | None = None) -> bool:
+def process_alive(pid: int, created: float | None = None, *, unreadable: bool = False) -> bool:
     """Whether ``pid`` runs — a zombie, ended but not yet reaped, does not — and, given
-    ``created`` (psutil's create_time), is that process and not another that reuses its number.
+    ``created`` (psutil's create_time), is that process and not another that reuses its number;
+    ``unreadable`` for a process that is there but not ours to look at.
 
     A process whose first thread has ended while others still run or still exit (SIGKILL on a
-    process whose engine threads are writing pages) shows that thread's state, zombie: it still
-    holds its files and their locks until its last thread is gone, so it still runs."""
+    process whose engine threads are writing pages: its first thread can end before them) shows
+    that thread's state, zombie: it still holds its files and their locks until its last thread
+    is gone, so it still runs."""
     import psutil  # in the functions that use it: a Classic attachment process imports this module
 
     try:
         process = psutil.Process(pid)
         return ((process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD) or _threads_left(pid))
                 and (created is None or process.create_time() == created))
-    except psutil.Error:
+    except psutil.NoSuchProcess:
         return False
+    except psutil.Error:
+        return unreadable
 
 
 def _threads_left(pid: int) -> bool:

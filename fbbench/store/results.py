@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-import psutil
-
 from fbbench.engines.platform import process_alive
 from fbbench.errors import FbbenchError
 from fbbench.store import schema
@@ -52,13 +50,7 @@ def _pid_alive(pid: int | None, host: str | None) -> bool:
         return host != socket.gethostname()  # another machine's run: cannot tell, assume alive
     # A killed process stays a zombie until its parent reaps it, and an orphan's new parent may
     # never do so (a container whose PID 1 is not an init): it is dead all the same.
-    try:
-        psutil.Process(pid).status()
-    except psutil.NoSuchProcess:
-        return False
-    except psutil.Error:
-        return True  # there, but not ours to look at
-    return process_alive(pid)
+    return process_alive(pid, unreadable=True)
 
 
 def _host_name(host_json: str | None) -> str | None:
