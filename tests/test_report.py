@@ -350,3 +350,10 @@ fbb.done();
     page.write_text(html.render_page(tmp_path / "edge.html", "edge", data), encoding="utf-8")
     dom = _render(page, tmp_path).body
     assert int(dom.attrs["data-charts"]) == 5
+
+
+def test_cells_not_listed_on_the_console_are_named_as_ranges() -> None:
+    from fbbench.report.sweep import _ranges
+
+    assert _ranges([1, 2, 3, 5, 7, 8]) == "cells 1–3, 5, 7–8"
+    assert _ranges(list(range(1, 40, 2))) == "cells 1, 3, 5, 7, 9, 11, 13, 15, …"

@@ -28,7 +28,13 @@ def print_sweep(document: Mapping[str, Any], console: Console) -> None:
     for column in ("cell", "settings", "runs", f"{head.get('name') or 'score'} median", "95 % CI", "spread",
                    *(f"{host} median" for host in hosts), "p95 ms"):
         table.add_column(column, justify="left" if column in ("cell", "settings") else "right")
+    unrun = [cell["index"] for cell in document["cells"] if _never_ran(cell)]
+    # A huge sweep interrupted early (10,000 cells, one run done): a row for every cell not yet run
+    # took rich 12 s to lay out and said nothing; they are counted below instead.
+    folded = set(unrun) if len(unrun) > UNRUN_ROWS_SHOWN else set()
     for cell in document["cells"]:
+        if cell["index"] in folded:
+            continue
         summary = cell["summary"] or {}
         ci = (f"{summary['low']:,.0f}–{summary['high']:,.0f}" if summary.get("low") is not None else "–")
         spread = f"±{summary['spread'] * 50:.1f} %" if summary.get("spread") is not None else "–"
@@ -40,6 +46,9 @@ def print_sweep(document: Mapping[str, Any], console: Console) -> None:
                       f"{summary['median']:,.0f}{unit}" if summary else "–", ci, spread, *per_host,
                       f"{cell['p95_ms_median']:,.2f}" if cell["p95_ms_median"] is not None else "–")
     console.print(table)
+    if folded:
+        console.print(f"{len(folded):,} cell(s) with no run yet are not listed here ({_ranges(unrun)}); "
+                      "the JSON and HTML reports list every cell", highlight=False)
     best = document.get("best")
     if best:
         figure = "level over the hosts" if hosts else "one run" if best.get("n") == 1 else "median"
@@ -65,6 +74,25 @@ def print_sweep(document: Mapping[str, Any], console: Console) -> None:
         console.print(f"sweep overhead: the runs took {overhead['runs_wall_seconds']:,.0f} s for "
                       f"{overhead['load_seconds']:,.0f} s of warm-up and measurement: "
                       f"+{overhead['share'] * 100:.1f} % (population, start-up, checks, reports)")
+
+
+UNRUN_ROWS_SHOWN = 20  # more cells than this with no run are counted, not listed, on the console
+
+
+def _never_ran(cell: Mapping[str, Any]) -> bool:
+    return not cell["runs"]
+
+
+def _ranges(indices: list[int]) -> str:
+    """1, 2, 3, 5, 7, 8 → "cells 1–3, 5, 7–8"; at most eight ranges, then "…"."""
+    spans: list[list[int]] = []
+    for index in indices:
+        if spans and index == spans[-1][1] + 1:
+            spans[-1][1] = index
+        else:
+            spans.append([index, index])
+    said = [f"{first}" if first == last else f"{first}–{last}" for first, last in spans[:8]]
+    return "cells " + ", ".join(said) + (", …" if len(spans) > 8 else "")
 
 
 def write(document: Mapping[str, Any], path: Path) -> Path:
