@@ -178,6 +178,36 @@ def engine_template_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
             _template_host.clear()
 
 
+@contextmanager
+def built_once(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, bool]]:
+    """A fixture's directory that both phases of tests/run.sh share, so that a module whose tests
+    run in both (test_application.py's traced application: 17 s) builds it once: ``(directory,
+    built)`` — built is True where it is complete already, and the block must then only read it;
+    otherwise the block builds it and it is marked complete when the block ends without an error.
+    Under FBBENCH_TEST_SHARED (set by tests/run.sh, removed at its end), the directory is NAME there,
+    built under a lock (one pytest-xdist worker builds, another waiting reuses it); without it, a
+    temporary directory of this session, as before."""
+    import fcntl
+
+    shared = os.environ.get("FBBENCH_TEST_SHARED")
+    if not shared:
+        yield tmp_path_factory.mktemp(name), False
+        return
+    directory, complete = Path(shared) / name, Path(shared) / f"{name}.complete"
+    with open(Path(shared) / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if complete.exists():
+            yield directory, True
+            return
+        if directory.exists():  # a build that failed before: started again from nothing
+            import shutil
+
+            shutil.rmtree(directory)
+        directory.mkdir()
+        yield directory, False
+        complete.touch()
+
+
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     """An fbbench work directory, made by fbbench (marked), as the CLI takes it with --workdir."""

@@ -34,13 +34,16 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 # What a command imports anyway, whichever it is: the CLI and its commands' modules, and what
-# their work after a run needs (statistics, the lint, the report). Not the engine side
+# their work after a run needs (statistics, the lint, the report) — scipy.stats too, which the
+# lint's steady-state trend and every paired ratio import on first use: 1.5 s of CPU in each
+# command that did (py-spy over a parallel phase: 5 % of all its samples). Not the engine side
 # (firebird-driver, the load core): only engine child processes load those.
 PRELOAD = ["fbbench.entry", "fbbench.cli", "fbbench.cli.common", "fbbench.cli.run", "fbbench.cli.compare",
            "fbbench.cli.sweep", "fbbench.cli.results", "fbbench.cli.engines", "fbbench.cli.db", "fbbench.cli.trace",
            "fbbench.cli.workload", "fbbench.cli.replay", "fbbench.cli.track", "fbbench.cli.paired",
            "fbbench.runner.run", "fbbench.analysis.stats", "fbbench.analysis.lint", "fbbench.analysis.comparison",
-           "fbbench.analysis.run", "fbbench.report.html", "fbbench.report.outputs", "fbbench.store", "numpy"]
+           "fbbench.analysis.run", "fbbench.report.html", "fbbench.report.outputs", "fbbench.store", "numpy",
+           "scipy.stats"]
 _MESSAGE = 1 << 20
 
 _lock = threading.Lock()

@@ -34,6 +34,11 @@ took() { awk -v a="$1" -v b="$2" 'BEGIN { s = b - a; printf "%d min %04.1f s", s
 # PYTHONDONTWRITEBYTECODE is set, each would otherwise compile what changed since (setup.sh does it too).
 "$python" -m compileall -q fbbench tests >/dev/null
 
+# Fixtures both phases use are built once, in the first (tests/conftest.py built_once).
+FBBENCH_TEST_SHARED="$(mktemp -d "${TMPDIR:-/tmp}/fbbench-tests-shared.XXXXXX")"
+export FBBENCH_TEST_SHARED
+trap 'rm -rf "$FBBENCH_TEST_SHARED"' EXIT
+
 start=$(clock)
 workers="${FBBENCH_TEST_WORKERS:-5}"
 printf '\033[1m==> tests, phase 1 of 2: in parallel on %s workers (not alone)\033[0m\n' "$workers"

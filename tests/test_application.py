@@ -23,7 +23,7 @@ from fbbench.engines import parse_engine, prepare_runtime, run_in_engine
 from fbbench.trace.parser import parse_file
 from fbbench.trace.shapes import select
 from fbbench.workloads.spec import load_workload
-from tests.conftest import ENGINES, fb3_server_or_skip, run_cli
+from tests.conftest import ENGINES, built_once, fb3_server_or_skip, run_cli
 
 SCALE = ["--scale", "workers=4", "--scale", "init_rounds=2"]
 CONNECTIONS = 4
@@ -41,7 +41,14 @@ def _child(version: str, workdir: Path, target: str, *args: object) -> Any:
 def app(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """docflow's database as a 3.0 gbak backup (the user's backup), and a trace of docflow's load
     on a database restored from it on embedded 5.0 (the user's application at work)."""
-    directory = tmp_path_factory.mktemp("app")
+    with built_once("app", tmp_path_factory) as (directory, done):
+        if not done:
+            _build_app(directory)
+    return {"directory": directory, "backup": directory / "docflow.fbk", "trace": directory / "app.trace",
+            "report": directory / "traced.json", "work": directory / "work"}
+
+
+def _build_app(directory: Path) -> None:
     work = directory / "work"
     built = run_cli("run", "docflow", "--engine", "3.0", *SCALE, "--transactions", "1", "-c", "1", "--no-sweep",
                     "--workdir", str(work), "--results", str(directory / "build.sqlite"), timeout=600)
@@ -59,7 +66,6 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                      "--rate", "20", "--trace", str(trace), "--json", str(report), "--workdir", str(work),
                      "--results", str(directory / "results.sqlite"), timeout=600)
     assert traced.returncode == 0, traced.stdout[-3000:] + traced.stderr
-    return {"directory": directory, "backup": backup, "trace": trace, "report": report, "work": work}
 
 
 def _committed_by_attachment(trace_path: Path) -> dict[int, int]:
@@ -99,8 +105,8 @@ def _replay(app: dict[str, Path], directory: Path, *args: str) -> dict[str, Any]
 # action in the replay too (ordered at its start), so how many such overlaps change rows depends on
 # the machine's pace. The same trace replayed strictly diverged in 4 of 454 transactions on a quiet
 # machine (twice) and in 23 in the suite's parallel phase (four workers on two cores); a timed
-# replay of it, quiet, in 24. The module's traced run is made in the serial phase anyway (the
-# double-speed replay is alone).
+# replay of it, quiet, in 24. The module's traced application is built once, in whichever phase
+# comes first (tests/conftest.py built_once).
 @pytest.mark.alone
 def test_a_strict_replay_replays_every_transaction_and_diverges_in_few(app: dict[str, Path],
                                                                         tmp_path: Path) -> None:
