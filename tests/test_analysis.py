@@ -659,3 +659,25 @@ def test_what_a_run_never_recorded_is_no_difference_to_choose_an_axis_by() -> No
     other_page = conditions.Conditions({**full.data, "database.page_size": "16384"}, frozenset())
     on_axis, others = conditions.axis(conditions.diff({"A": full, "B": other_page, "C": early}))
     assert [row.key for row in on_axis] == ["database.page_size"] and all(not row.told for row in others)
+
+
+def test_theil_sen_is_scipys_theilslopes_with_ties_and_without() -> None:
+    """fbbench computes Theil–Sen itself (importing scipy.stats cost each run 1.5 s of CPU): the
+    same slope and interval as scipy's, on series with and without ties, at two confidences."""
+    from scipy.stats import theilslopes
+
+    from fbbench.analysis.stats import theil_sen
+
+    generator = np.random.default_rng(11)
+    series = []
+    for n in (2, 3, 5, 8, 13, 40, 120):
+        x = np.sort(generator.uniform(0, 3, n))
+        series.append((x, 5 + 0.3 * x + generator.normal(0, 1, n)))
+        series.append((np.round(x), np.round(5 + 0.3 * x + generator.normal(0, 1, n))))  # ties in x and y
+    series.append((np.arange(6.0), np.array([1.0, 1, 1, 1, 1, 2])))
+    for x, y in series:
+        for confidence in (0.95, 0.9):
+            expected = theilslopes(y, x, confidence)
+            got = theil_sen(y, x, confidence)
+            np.testing.assert_allclose(got, (expected[0], expected[2], expected[3]), rtol=1e-12, equal_nan=True)
+    assert all(math.isnan(v) for v in theil_sen([1.0, 2.0], [3.0, 3.0], 0.95))  # every x the same: no slope

@@ -50,6 +50,7 @@ import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -66,6 +67,37 @@ def scipy_stats() -> Any:
     from scipy import stats
 
     return stats
+
+
+def theil_sen(y: Sequence[float], x: Sequence[float], confidence: float) -> tuple[float, float, float]:
+    """Theil–Sen's slope of ``y`` over ``x`` (the median of the pairwise slopes) and its interval
+    by Sen's (1968) normal approximation, ties in ``x`` and ``y`` accounted for: what
+    ``scipy.stats.theilslopes(y, x, confidence)`` gives as (slope, low_slope, high_slope), nan
+    for an interval it cannot give. Computed here because importing scipy.stats costs 1.5 s of
+    CPU (0.8 s of wall) and every run's lint fits one trend (its steady state): a run of a few
+    seconds ended that much later for it. tests/test_analysis.py holds it to scipy's on random
+    series, with ties."""
+    ys, xs = np.asarray(y, dtype=float).ravel(), np.asarray(x, dtype=float).ravel()
+    dx, dy = xs[:, np.newaxis] - xs, ys[:, np.newaxis] - ys
+    slopes = np.sort(dy[dx > 0] / dx[dx > 0])
+    if not slopes.size:
+        return math.nan, math.nan, math.nan
+    middle = float(np.median(slopes))
+    alpha = 1.0 - confidence if confidence > 0.5 else confidence
+    z = NormalDist().inv_cdf(alpha / 2)
+
+    def ties(values: np.ndarray) -> float:
+        counts = np.unique(values, return_counts=True)[1]
+        return float(sum(k * (k - 1) * (2 * k + 5) for k in counts[counts > 1]))
+
+    n, pairs = len(ys), len(slopes)
+    variance = (n * (n - 1) * (2 * n + 5) - ties(xs) - ties(ys)) / 18
+    if not variance >= 0:
+        return middle, math.nan, math.nan
+    sigma = math.sqrt(variance)
+    upper = min(int(np.round((pairs - z * sigma) / 2)), pairs - 1)
+    lower = max(int(np.round((pairs + z * sigma) / 2)) - 1, 0)
+    return middle, float(slopes[lower]), float(slopes[upper])
 
 CONFIDENCE = 0.95
 MIN_TREND_POINTS = 5  # a slope over fewer points has no useful interval
@@ -526,5 +558,4 @@ def trend(values: Sequence[float], *, confidence: float = CONFIDENCE) -> tuple[f
     xs, ys = zip(*points, strict=True)
     if max(ys) == min(ys):
         return 0.0, 0.0, 0.0
-    fit = scipy_stats().theilslopes(ys, xs, confidence)
-    return float(fit[0]), float(fit[2]), float(fit[3])
+    return theil_sen(ys, xs, confidence)

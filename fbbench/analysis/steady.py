@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from fbbench.analysis import figures
-from fbbench.analysis.stats import readable, scipy_stats
+from fbbench.analysis.stats import readable, theil_sen
 from fbbench.store.model import StoredRun
 
 BAND_K = 3.0  # band half-width in robust standard deviations of the interval-to-interval noise
@@ -267,11 +267,7 @@ def steady_state(series: IntervalSeries) -> SteadyState:
     hours = (starts + lengths / 2) / 3600
     first_hour, last_hour = float(starts[0]) / 3600, float(starts[-1] + lengths[-1]) / 3600
     span_hours = float(lengths.sum()) / 3600
-    if np.ptp(measured) == 0:
-        slopes = (0.0, 0.0, 0.0)
-    else:
-        fit = scipy_stats().theilslopes(measured, hours, 0.95)
-        slopes = (float(fit[0]), float(fit[2]), float(fit[3]))
+    slopes = (0.0, 0.0, 0.0) if np.ptp(measured) == 0 else theil_sen(measured, hours, 0.95)
     # Every line through the median point, as scipy's Theil–Sen intercept ("separate") is defined.
     lines = [_Line(float(np.median(measured)) - b * float(np.median(hours)), b) for b in slopes]
     fitted = lines[0]
