@@ -681,3 +681,48 @@ def test_theil_sen_is_scipys_theilslopes_with_ties_and_without() -> None:
             got = theil_sen(y, x, confidence)
             np.testing.assert_allclose(got, (expected[0], expected[2], expected[3]), rtol=1e-12, equal_nan=True)
     assert all(math.isnan(v) for v in theil_sen([1.0, 2.0], [3.0, 3.0], 0.95))  # every x the same: no slope
+
+
+def test_t_and_median_intervals_without_scipy_are_scipys() -> None:
+    """The intervals a compare, a sweep's report and a series' line give come from
+    analysis/beta.py, not scipy.stats (1.5 s of CPU to import): Welch's and the one-sample t
+    interval on logs, the t prediction interval of one run against a series, and the exact
+    order-statistic interval of a median — each the same as scipy's, at three confidences."""
+    from scipy import stats as scipy
+
+    from fbbench.analysis import beta
+    from fbbench.analysis.stats import (
+        _median_interval,
+        _t_log_one_sample,
+        _welch_log,
+        ratio_of_series,
+    )
+
+    generator = np.random.default_rng(7)
+    for confidence in (0.9, 0.95, 0.99):
+        for df in (1, 1.7, 2, 3, 4.4, 9, 30, 250, 10_000):
+            assert beta.t_critical(confidence, df) == pytest.approx(scipy.t.ppf(0.5 + confidence / 2, df), rel=1e-9)
+        for n_a, n_b in ((2, 2), (2, 4), (3, 3), (4, 2), (3, 40)):
+            a = np.exp(generator.normal(8, 0.05, n_a))
+            b = np.exp(generator.normal(8.02, 0.2, n_b))
+            expected = scipy.ttest_ind(np.log(b), np.log(a), equal_var=False).confidence_interval(confidence)
+            _point, low, high = _welch_log(a, b, confidence)
+            assert (low, high) == pytest.approx((math.exp(expected.low), math.exp(expected.high)), rel=1e-9)
+        for n in (2, 3, 5, 17):
+            ratios = np.exp(generator.normal(0.01, 0.03, n))
+            expected = scipy.ttest_1samp(np.log(ratios), 0.0).confidence_interval(confidence)
+            _point, low, high = _t_log_one_sample(ratios, confidence)
+            assert (low, high) == pytest.approx((math.exp(expected.low), math.exp(expected.high)), rel=1e-9)
+        for n in (*range(1, 60), 61, 200, 1001, 5000):
+            values = generator.normal(100, 10, n)
+            expected = scipy.quantile_test(values, q=float(np.median(values)), p=0.5).confidence_interval(confidence)
+            _median, low, high = _median_interval(values, confidence)
+            if n >= 6:  # below six values the median has no 95 % interval here at all
+                assert (low, high) == (pytest.approx(expected.low, nan_ok=True),
+                                       pytest.approx(expected.high, nan_ok=True)), (n, confidence)
+    series, single = np.exp(generator.normal(5, 0.1, 6)), 160.0
+    logs = np.log(series)
+    half = scipy.t.ppf(0.975, 5) * logs.std(ddof=1) * math.sqrt(1 + 1 / 6)
+    one = ratio_of_series(list(series), [single])
+    assert (one.low, one.high) == pytest.approx((math.exp(math.log(single) - logs.mean() - half),
+                                                 math.exp(math.log(single) - logs.mean() + half)), rel=1e-9)

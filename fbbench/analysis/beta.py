@@ -1,18 +1,23 @@
 """The Beta distribution's quantile in plain Python, for the exact (Clopper–Pearson) binomial
-interval an audit gives at the end of every run.
+interval an audit gives at the end of every run, and what derives from it: Student's t critical
+value (for Welch's and the one-sample t intervals) and the order statistics that bound a median
+(the exact interval scipy.stats.quantile_test gives).
 
 scipy.special has it (``betaincinv``), but importing scipy.special takes 0.6–0.8 s on this
 project's 2-core VMs, and every run's engine process would pay it once more, after its load, in
 the time a sweep spends beyond its runs (``benchmarks/sweep_overhead.py``). Here the regularized
 incomplete beta function I_x(a, b) is Lentz's continued fraction (Numerical Recipes, 6.4), and
 its inverse a bisection on x to a relative 1e-15; ``tests/test_analysis.py`` holds it to
-scipy's binomtest. (lgamma's rounding at a, b ≈ 10⁷ leaves a relative 1e-8, immaterial to an
+scipy's binomtest, ``t_critical`` to scipy.stats.t and ``median_bounds`` to quantile_test: a
+compare, a sweep's report or a series' line no longer imports scipy.stats (1.5 s of CPU) for
+them. (lgamma's rounding at a, b ≈ 10⁷ leaves a relative 1e-8, immaterial to an
 audit's bounds.)
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 TINY = 1e-300  # keeps Lentz's quotients away from zero
 EPSILON = 1e-15
@@ -61,3 +66,43 @@ def quantile(a: float, b: float, p: float) -> float:
         else:
             high = middle
     return (low + high) / 2
+
+
+def t_critical(confidence: float, df: float) -> float:
+    """The two-sided critical value of Student's t with ``df`` degrees of freedom (any df > 0, as
+    Welch's gives): the t with P(|T| ≤ t) = ``confidence`` (scipy.stats.t.ppf(0.5 + confidence / 2,
+    df)). P(|T| > t) is I_x(df / 2, 1 / 2) at x = df / (df + t²), so x is that Beta quantile of
+    1 − confidence."""
+    x = quantile(df / 2, 0.5, 1.0 - confidence)
+    return math.sqrt(df * (1.0 - x) / x)
+
+
+def median_bounds(n: int, confidence: float) -> tuple[int | None, int | None]:
+    """The 0-based positions, in the sorted values, of the exact distribution-free interval of a
+    median of ``n`` values (scipy.stats.quantile_test(x, p=0.5).confidence_interval): with K the
+    count of values below the median, Binomial(n, 1/2), the low end is the order statistic
+    ppf(α/2) − 1 and the high end isf(α/2), α = 1 − confidence. None where an end falls outside
+    the values (too few of them for the confidence asked). P(K ≤ k) is I_½(n − k, k + 1)."""
+    tail = (1.0 - confidence) / 2
+
+    def at_most(k: int) -> float:
+        return 1.0 if k >= n else incomplete(n - k, k + 1, 0.5)
+
+    def smallest(holds: Callable[[int], bool]) -> int | None:
+        """The smallest k in 0 .. n for which ``holds`` (true from some k on), else None."""
+        if not holds(n):
+            return None
+        low, high = 0, n
+        while low < high:
+            middle = (low + high) // 2
+            if holds(middle):
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    ppf = smallest(lambda k: at_most(k) >= tail)
+    isf = smallest(lambda k: 1.0 - at_most(k) <= tail)
+    low = None if ppf is None or ppf < 1 else ppf - 1
+    high = None if isf is None or isf >= n else isf
+    return low, high

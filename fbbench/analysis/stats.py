@@ -55,6 +55,8 @@ from typing import Any
 
 import numpy as np
 
+from fbbench.analysis import beta
+
 
 def readable(value: float) -> str:
     """A level or a time in a sentence, as a reader takes it in: 14,190 and 0.5, never 1.419e+04."""
@@ -62,8 +64,10 @@ def readable(value: float) -> str:
 
 
 def scipy_stats() -> Any:
-    """scipy.stats, imported on first use: it takes over a second to import, and every run's
-    engine process imports this package (audits)."""
+    """scipy.stats, imported on first use: it takes 1.5 s of CPU to import, and every run's
+    engine process imports this package (audits). Only the bootstrap (5 or more runs a side)
+    still needs it here: the t and order-statistic intervals come from :mod:`fbbench.analysis.beta`,
+    held to scipy's in tests/test_analysis.py."""
     from scipy import stats
 
     return stats
@@ -197,11 +201,13 @@ def _welch_log(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, 
     point = float(np.exp(lb.mean() - la.mean()))
     if np.ptp(la) == 0 and np.ptp(lb) == 0:
         return point, math.nan, math.nan
-    with warnings.catch_warnings():
-        # Nearly identical values make scipy warn of precision loss; the interval is still right.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        interval = scipy_stats().ttest_ind(lb, la, equal_var=False).confidence_interval(confidence)
-    return point, float(np.exp(interval.low)), float(np.exp(interval.high))
+    # Welch's interval, as scipy.stats.ttest_ind(lb, la, equal_var=False) gives it (held to it in
+    # tests/test_analysis.py), with the Welch–Satterthwaite degrees of freedom.
+    share_a, share_b = float(la.var(ddof=1)) / len(la), float(lb.var(ddof=1)) / len(lb)
+    freedom = (share_a + share_b) ** 2 / (share_a ** 2 / (len(la) - 1) + share_b ** 2 / (len(lb) - 1))
+    half = beta.t_critical(confidence, freedom) * math.sqrt(share_a + share_b)
+    difference = float(lb.mean() - la.mean())
+    return point, math.exp(difference - half), math.exp(difference + half)
 
 
 def ratio_of_geometric_means(a: Sequence[float], b: Sequence[float], *,
@@ -222,8 +228,9 @@ def _t_log_one_sample(ratios: np.ndarray, confidence: float) -> tuple[float, flo
     point = float(np.exp(logs.mean()))
     if np.ptp(logs) == 0:
         return point, point, point
-    interval = scipy_stats().ttest_1samp(logs, 0.0).confidence_interval(confidence)
-    return point, float(np.exp(interval.low)), float(np.exp(interval.high))
+    # The one-sample t interval of the mean log (scipy.stats.ttest_1samp's confidence_interval).
+    half = beta.t_critical(confidence, len(logs) - 1) * float(logs.std(ddof=1)) / math.sqrt(len(logs))
+    return point, math.exp(float(logs.mean()) - half), math.exp(float(logs.mean()) + half)
 
 
 def ratio_of_series(a: Sequence[float], b: Sequence[float], *, confidence: float = CONFIDENCE,
@@ -300,7 +307,7 @@ def _one_against_series(xa: np.ndarray, xb: np.ndarray, confidence: float) -> Ra
     difference = (math.log(single) - logs.mean()) * (1 if single_is_b else -1)
     point = math.exp(difference)
     spread = float(logs.std(ddof=1)) * math.sqrt(1 + 1 / n)
-    half = float(scipy_stats().t.ppf(0.5 + confidence / 2, n - 1)) * spread
+    half = beta.t_critical(confidence, n - 1) * spread
     return Ratio(point, math.exp(difference - half), math.exp(difference + half), len(xa), len(xb), "repeats",
                  "one run against a series' geometric mean, t prediction interval on log values "
                  "(assumes the single run spreads like the series)", confidence)
@@ -344,8 +351,10 @@ def _median_interval(values: np.ndarray, confidence: float) -> tuple[float, floa
     median = float(np.median(values))
     if len(values) < MIN_EXACT_MEDIAN:
         return median, math.nan, math.nan
-    interval = scipy_stats().quantile_test(values, q=median, p=0.5).confidence_interval(confidence)
-    return median, float(interval.low), float(interval.high)
+    ordered = np.sort(values)
+    low, high = beta.median_bounds(len(ordered), confidence)
+    return (median, math.nan if low is None else float(ordered[low]),
+            math.nan if high is None else float(ordered[high]))
 
 
 def _lag1(values: np.ndarray) -> float:
@@ -415,8 +424,8 @@ def combine_hosts(per_host: Mapping[str, Ratio], *, confidence: float = CONFIDEN
     if lacking:
         return _no_interval(point, n_a, n_b, "hosts", method,
                             f"no interval on host(s) {', '.join(lacking)}: " + (ratios[0].note or "too few runs"))
-    z = float(scipy_stats().norm.ppf(0.5 + confidence / 2))
-    variance = sum(((math.log(r.high) - math.log(r.low)) / (2 * float(scipy_stats().norm.ppf(0.5 + r.confidence / 2))))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    variance = sum(((math.log(r.high) - math.log(r.low)) / (2 * NormalDist().inv_cdf(0.5 + r.confidence / 2)))
                    ** 2 for r in ratios) / len(ratios) ** 2
     half = z * math.sqrt(variance)
     return Ratio(point, math.exp(math.log(point) - half), math.exp(math.log(point) + half), n_a, n_b, "hosts",
