@@ -107,6 +107,11 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
             found.stop()
 
 
+# For runs that only have to be under way while something is killed or cut: an open loop at a
+# modest rate lasts as long as a closed one without the load taking a core the parallel tests share.
+PACED = "rate = 40\n"
+
+
 def _spec(tmp_path: Path, matrix: str, timing: str = 'warmup = "0.5s"\nduration = "1s"\n') -> Path:
     spec = tmp_path / "sweep.toml"
     spec.write_text(f'workload = "{BANK}"\n{timing}interval = "0.5s"\nsweep = false\nrepeats = 1\n'
@@ -186,7 +191,7 @@ def test_without_a_host_axis_every_cell_runs_on_every_host(lab: Lab, tmp_path: P
 
 def test_a_worker_killed_mid_run_fails_that_run_there_and_resume_runs_it_there(lab: Lab, tmp_path: Path) -> None:
     store = tmp_path / "coordinator.sqlite"
-    spec = _spec(tmp_path, 'host = ["a", "b"]\nconnections = [1, 2]\n', 'warmup = "0.5s"\nduration = "4s"\n')
+    spec = _spec(tmp_path, 'host = ["a", "b"]\nconnections = [1, 2]\n', 'warmup = "0.5s"\nduration = "4s"\n' + PACED)
     out = tmp_path / "sweep.log"
     with _process([sys.executable, "-m", "fbbench", "sweep", str(spec), "--lab", lab.address, "--results",
                    str(store)], out) as sweeping:
@@ -356,7 +361,7 @@ def test_the_lab_outlives_its_scheduler_and_refuses_a_name_taken(tmp_path: Path)
     env = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
     scheduler_argv = [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", str(found.port), "--no-dashboard"]
     store = tmp_path / "coordinator.sqlite"
-    spec = _spec(tmp_path, "connections = [1, 2]\n", 'warmup = "0.5s"\nduration = "4s"\n')
+    spec = _spec(tmp_path, "connections = [1, 2]\n", 'warmup = "0.5s"\nduration = "4s"\n' + PACED)
     sweep = [sys.executable, "-m", "fbbench", "sweep", str(spec), "--lab", found.address, "--results", str(store)]
     a_store = found.home("a") / "results.sqlite"
     worker_log = tmp_path / "worker-a.log"
