@@ -66,7 +66,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import numpy as np  # noqa: E402
 
-from fbbench.analysis import sequential, stats  # noqa: E402
+from fbbench.analysis import beta, sequential, stats  # noqa: E402
 from fbbench.runner.settings import parse_duration  # noqa: E402
 from fbbench.store import ResultsStore  # noqa: E402
 
@@ -208,17 +208,16 @@ def fixed_rule_claims(logs: np.ndarray) -> np.ndarray:
     interval of the median from 6)."""
     paths, looks = logs.shape
     claims = np.zeros((paths, looks), dtype=bool)
-    t = stats.scipy_stats().t
     for n in range(2, looks + 1):
         first = logs[:, :n]
         if n < stats.MIN_EXACT_MEDIAN:
-            half = t.ppf(0.5 + stats.CONFIDENCE / 2, n - 1) * first.std(axis=1, ddof=1) / np.sqrt(n)
+            half = beta.t_critical(stats.CONFIDENCE, n - 1) * first.std(axis=1, ddof=1) / np.sqrt(n)
             low, high = first.mean(axis=1) - half, first.mean(axis=1) + half
         else:
-            order = stats.scipy_stats().quantile_test(np.arange(n, dtype=float), q=(n - 1) / 2, p=0.5)
-            ends = order.confidence_interval(stats.CONFIDENCE)
+            low_end, high_end = beta.median_bounds(n, stats.CONFIDENCE)
+            assert low_end is not None and high_end is not None  # both exist from MIN_EXACT_MEDIAN pairs at 95 %
             ranked = np.sort(first, axis=1)
-            low, high = ranked[:, int(ends.low)], ranked[:, int(ends.high)]
+            low, high = ranked[:, low_end], ranked[:, high_end]
         claims[:, n - 1] = (low > 0) | (high < 0)
     return claims
 

@@ -198,7 +198,8 @@ def _welch_log(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, 
     """exp of Welch's t interval of mean(log b) − mean(log a): (point, low, high); no interval
     (NaN) when neither side has any spread (see :data:`NO_SPREAD`)."""
     la, lb = np.log(a), np.log(b)
-    point = float(np.exp(lb.mean() - la.mean()))
+    difference = float(lb.mean() - la.mean())
+    point = math.exp(difference)
     if np.ptp(la) == 0 and np.ptp(lb) == 0:
         return point, math.nan, math.nan
     # Welch's interval, as scipy.stats.ttest_ind(lb, la, equal_var=False) gives it (held to it in
@@ -206,7 +207,6 @@ def _welch_log(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, 
     share_a, share_b = float(la.var(ddof=1)) / len(la), float(lb.var(ddof=1)) / len(lb)
     freedom = (share_a + share_b) ** 2 / (share_a ** 2 / (len(la) - 1) + share_b ** 2 / (len(lb) - 1))
     half = beta.t_critical(confidence, freedom) * math.sqrt(share_a + share_b)
-    difference = float(lb.mean() - la.mean())
     return point, math.exp(difference - half), math.exp(difference + half)
 
 
@@ -225,12 +225,13 @@ def ratio_of_geometric_means(a: Sequence[float], b: Sequence[float], *,
 
 def _t_log_one_sample(ratios: np.ndarray, confidence: float) -> tuple[float, float, float]:
     logs = np.log(ratios)
-    point = float(np.exp(logs.mean()))
+    mean = float(logs.mean())
+    point = math.exp(mean)
     if np.ptp(logs) == 0:
         return point, point, point
     # The one-sample t interval of the mean log (scipy.stats.ttest_1samp's confidence_interval).
     half = beta.t_critical(confidence, len(logs) - 1) * float(logs.std(ddof=1)) / math.sqrt(len(logs))
-    return point, math.exp(float(logs.mean()) - half), math.exp(float(logs.mean()) + half)
+    return point, math.exp(mean - half), math.exp(mean + half)
 
 
 def ratio_of_series(a: Sequence[float], b: Sequence[float], *, confidence: float = CONFIDENCE,
