@@ -29,7 +29,8 @@ from tests.fb3server import Fb3Server
 SCALE = ("--scale", "items=1000", "--scale", "customers=100", "--scale", "orders=100")
 TIMED = ("--connections", "2", "--warmup", "1s", "--duration", "4s", "--interval", "1s")
 UNITS = {"new_order", "payment", "order_status", "delivery", "stock_level"}
-CHECK_NUMBERS = [f"3.3.2.{n}" for n in range(1, 13)]
+# In the workload's order: 3.3.2.10 and 3.3.2.12 are one query (their rows read once), reported side by side.
+CHECK_NUMBERS = [f"3.3.2.{n}" for n in (*range(1, 11), 12, 11)]
 AUDITS = {"New-Order rolled back", "Order lines per New-Order", "Remote order lines", "Remote Payments",
           "Payments by last name", "Order-Status by last name", "Delivery districts skipped",
           "UPDATEs run again after missing their row", "Orders Delivery picked again"}

@@ -126,6 +126,28 @@ def test_checks_pass_after_a_concurrent_mix(tpcc: Tpcc) -> None:
     assert checks == dict.fromkeys(checks, 0)
 
 
+def test_one_query_judges_3_3_2_10_and_3_3_2_12_each_on_its_own(tpcc: Tpcc) -> None:
+    """The two customer-balance conditions are one query, a column each: a change that breaks one
+    is reported by that one alone, through the check runner the runs use."""
+    statements = [
+        # 3.3.2.12 alone: the payments total moves, the balance (against the history) does not
+        "update customer set c_ytd_payment = c_ytd_payment + 1 where c_w_id = 1 and c_d_id = 1 and c_id = 1",
+        # 3.3.2.10 alone: balance and payments move together (their sum stays), the history does not
+        "update customer set c_balance = c_balance + 2, c_ytd_payment = c_ytd_payment - 2 "
+        "where c_w_id = 1 and c_d_id = 2 and c_id = 2",
+        "update customer set c_balance = c_balance + 3, c_ytd_payment = c_ytd_payment - 3 "
+        "where c_w_id = 1 and c_d_id = 3 and c_id = 3",
+    ]
+    result = tpcc.call("checks_after", tpcc.copy("balances.fdb"), SCALE, statements)
+    values = {name.split()[0]: value for name, value in result["values"].items()}
+    assert len(values) == CHECKS
+    assert values["3.3.2.10"] == 2 and values["3.3.2.12"] == 1, values
+    assert {number: value for number, value in values.items() if number not in ("3.3.2.10", "3.3.2.12")} == \
+        dict.fromkeys(set(values) - {"3.3.2.10", "3.3.2.12"}, 0)
+    assert len(result["timed"]) == CHECKS - 1  # one query, two conditions
+    assert any(label.startswith("3.3.2.10") and "+ 3.3.2.12" in label for label in result["timed"])
+
+
 def test_delivery_never_delivers_an_order_a_concurrent_delivery_claimed(tpcc: Tpcc) -> None:
     # Firebird 3 can let a second Delivery's UPDATE of ORDERS through after the first committed;
     # delivering that order again would credit its customer twice (checks 10 and 12).

@@ -222,6 +222,12 @@ def test_nurand_stays_in_its_range() -> None:
         ('[constants]\nC1 = 5\n', ["constant 'C1' must be the SQL that reads it"]),
         ('[constants]\nC1 = "select ? + ? from rdb$database"\n', ["at most one ?"]),
         ('[nurand]\nconstants_sql = "select 1 from rdb$database"\n', ["unknown key 'nurand'", "constants"]),
+        ('[[checks]]\nname = "x"\nnames = ["y", "z"]\nsql = "select 0, 0 from rdb$database"\n',
+         ["either 'name' or 'names'"]),
+        ('[[checks]]\nnames = ["y", "y"]\nsql = "select 0, 0 from rdb$database"\n', ["'names' lists a name twice"]),
+        ('[[checks]]\nnames = []\nsql = "select 0 from rdb$database"\n', ["at least one non-empty name"]),
+        ('[[checks]]\nnames = ["money is conserved", "new"]\nsql = "select 0, 0 from rdb$database"\n',
+         ["check name 'money is conserved' is used twice"]),
     ],
 )
 def test_headline_and_constants_errors_name_file_line_and_expectation(bank_copy: Path, added: str,
@@ -269,3 +275,19 @@ def test_a_count_that_is_not_whole_at_this_scale_says_so() -> None:
     with pytest.raises(FbbenchError, match=r"iud/workload\.toml:\d+: unit 'insert': its count is 1\.001 at this "
                                            "scale, not a whole number of executions"):
         load_workload("iud", {"rows": "1001", "batch": "1000"})
+
+
+def test_one_check_query_may_judge_several_named_conditions(bank_copy: Path) -> None:
+    toml = bank_copy / "workload.toml"
+    toml.write_text(toml.read_text() + '\n[[checks]]\nnames = ["a", "b"]\nsql = "select 0, 1 from rdb$database"\n')
+    checks = load_workload(str(bank_copy)).checks
+    assert [check.names for check in checks] == [("money is conserved",), ("every transfer is logged",), ("a", "b")]
+    assert checks[2].label == "a + b"
+
+
+def test_checks_are_taken_unknown_first_then_longest_first() -> None:
+    from fbbench.runner.engine.workload_sql import take_order
+
+    labels = ["one", "two", "three", "four"]
+    assert take_order(labels, {}) == [0, 1, 2, 3]
+    assert take_order(labels, {"one": 0.1, "two": 2.0, "three": 0.5}) == [3, 1, 2, 0]

@@ -123,9 +123,24 @@ def run_checks(path: str, scale: dict[str, Any]) -> dict[str, int]:
     with driver.connect(path) as connection, connection.cursor() as cursor:
         for check in workload.checks:
             cursor.execute(check.sql)
-            results[check.name] = cursor.fetchone()[0]
+            row = cursor.fetchone()
+            for position, name in enumerate(check.names):  # one column per named condition
+                results[name] = row[position]
         connection.commit()
     return results
+
+
+def checks_after(path: str, scale: dict[str, Any], statements: list[str]) -> dict[str, Any]:
+    """fbbench's own check runner on the database after ``statements``: each condition's number
+    of violations, and the check queries it timed."""
+    from fbbench.runner.engine import workload_sql
+
+    with driver.connect(path) as connection, connection.cursor() as cursor:
+        for sql in statements:
+            cursor.execute(sql)
+        connection.commit()
+    outcomes, seconds = workload_sql.run_checks(path, _workload(scale))
+    return {"values": {outcome["name"]: outcome["value"] for outcome in outcomes}, "timed": sorted(seconds)}
 
 
 def row_counts(path: str) -> dict[str, int]:

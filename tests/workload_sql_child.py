@@ -85,7 +85,9 @@ def run_checks(name: str, path: str, scale: dict[str, Any]) -> dict[str, Any]:
     with driver.connect(path) as connection, connection.cursor() as cursor:
         for check in workload(name, scale).checks:
             cursor.execute(check.sql)
-            results[check.name] = cursor.fetchone()[0]
+            row = cursor.fetchone()
+            for position, name in enumerate(check.names):  # one column per named condition
+                results[name] = row[position]
         connection.commit()
     return results
 

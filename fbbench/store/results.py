@@ -338,6 +338,19 @@ class ResultsStore:
                 [(run_id, source, f["kind"], f["severity"], f["count"], f.get("first_at"), f.get("last_at"),
                   f.get("example"), _json(f.get("detail") or {})) for f in findings])
 
+    def check_seconds(self, workload: str) -> dict[str, float]:
+        """What each check query of ``workload`` took in its latest run that timed them (the
+        after phase's ``check_seconds``, by the check's label): the next run takes the longest first."""
+        row = self.db.execute(
+            "select p.detail_json from phases p join runs r on r.run_id = p.run_id "
+            "where r.workload = ? and p.name = 'after' and p.detail_json like '%\"check_seconds\"%' "
+            "order by r.started_at desc limit 1", (workload,)).fetchone()
+        found = json.loads(row[0]).get("check_seconds") if row and row[0] else None
+        if not isinstance(found, dict):
+            return {}
+        return {str(label): float(seconds) for label, seconds in found.items()
+                if isinstance(seconds, int | float) and not isinstance(seconds, bool)}
+
     def record_check(self, run_id: str, kind: str, name: str, passed: bool | None, value: float | None,
                      detail: str, low: float | None = None, high: float | None = None,
                      n: int | None = None) -> None:

@@ -83,10 +83,20 @@ class Metric:
 
 @dataclass(frozen=True)
 class Check:
-    name: str
+    """One query after the run that judges one or more named conditions: its first
+    ``len(names)`` columns are their numbers of violations, in order; further columns are shown
+    as the detail of each. Several conditions in one query read the rows they share once (TPC-C's
+    3.3.2.10 and 3.3.2.12 both add up every delivered order line per customer)."""
+
+    names: tuple[str, ...]
     sql: str
     description: str = ""
     where: str = ""
+
+    @property
+    def label(self) -> str:
+        """How errors name the query: its conditions' names."""
+        return " + ".join(self.names)
 
 
 @dataclass(frozen=True)
@@ -347,14 +357,19 @@ def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | No
         metrics.append(Metric(reader.text(table, "name", path), reader.text(table, "sql", path),
                               reader.flag(table, "per_minute", path), table.get("description", ""),
                               reader.where(path), every))
-    checks = []
+    checks: list[Check] = []
     for index, table in enumerate(reader.array(resolved, "checks")):
         path = ["checks", index]
         if not reader.kept(table, path, scale, choices):
             continue
         reader.check_keys(table, "checks", path)
-        checks.append(Check(reader.text(table, "name", path), reader.text(table, "sql", path),
-                            table.get("description", ""), reader.where(path)))
+        conditions = _condition_names(reader, table, path)
+        for condition in conditions:
+            if any(condition in check.names for check in checks):
+                raise reader.fail([*path, "names" if "names" in table else "name"],
+                                  f"check name '{condition}' is used twice")
+        checks.append(Check(conditions, reader.text(table, "sql", path), table.get("description", ""),
+                            reader.where(path)))
     known = _known_names(units, metrics)
     audits = []
     for index, table in enumerate(reader.array(resolved, "audits")):
@@ -461,6 +476,20 @@ def _check_names(reader: Reader, path: list[Any], expression: str, known: set[st
                               hint=f"did you mean '{close[0]}'?" if close else
                               "names are <unit>.ok / .rolled_back / .conflicts / .errors / .total, "
                               "<unit>.tally.<COLUMN>, <unit>.seconds, metrics.<name>, ok, total, seconds")
+
+
+def _condition_names(reader: Reader, table: Mapping[str, Any], path: list[Any]) -> tuple[str, ...]:
+    """A check's conditions: ``name`` (one) or ``names`` (one query judging several)."""
+    if ("name" in table) == ("names" in table):
+        raise reader.fail(path, "a check needs either 'name' or 'names' (a list: one query, several conditions)")
+    if "name" in table:
+        return (reader.text(table, "name", path),)
+    names = reader.names(table, "names", path)
+    if not names or not all(name.strip() for name in names):
+        raise reader.fail([*path, "names"], "'names' must list at least one non-empty name")
+    if len(set(names)) != len(names):
+        raise reader.fail([*path, "names"], "'names' lists a name twice")
+    return names
 
 
 def _known_names(units: Sequence[Unit], metrics: Sequence[Metric]) -> set[str]:

@@ -24,7 +24,7 @@ _KEYS: dict[str, set[str]] = {
               "units_per_transaction", "connect", "count", "only"},
     "statements": {"sql", "params", "repeat", "let"},
     "metrics": {"name", "sql", "per_minute", "description", "every", "only"},
-    "checks": {"name", "sql", "description", "only"},
+    "checks": {"name", "names", "sql", "description", "only"},
     "audits": {"name", "value", "unit", "min", "max", "description", "only"},
     "headline": {"name", "value", "per", "better", "unit", "description", "when", "only"},
     "figures": {"name", "value", "per", "better", "unit", "description", "when", "only"},

@@ -233,7 +233,9 @@ def execute(plan: RunPlan) -> dict[str, Any]:
                     detail["gstat_seconds"] = _record_gstat(store, run_id, "after", db_plan.services_host,
                                                             database_path)
                 checking = time.monotonic()
-                for check in workload_sql.run_checks(dsn, workload):
+                outcomes, detail["check_seconds"] = workload_sql.run_checks(dsn, workload,
+                                                                            store.check_seconds(workload.name))
+                for check in outcomes:
                     store.record_check(run_id, "check", check["name"], check["passed"], check["value"],
                                        check["detail"])
                 detail["checks_seconds"] = time.monotonic() - checking

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from collections.abc import Mapping
 from typing import Any
 
 from fbbench import signals
@@ -19,7 +21,7 @@ from fbbench.workloads.spec import Check, Workload
 
 def prepare_all(dsn: str, workload: Workload) -> None:
     """Prepare every check and metric against the populated schema; refuse the run on the first error."""
-    statements = [(f"check '{c.name}'", c.sql, c.where) for c in workload.checks]
+    statements = [(f"check '{c.label}'", c.sql, c.where) for c in workload.checks]
     statements += [(f"metric '{m.name}'", m.sql, m.where) for m in workload.metrics]
     statements += [(f"constant {name}", sql, str(workload.source)) for name, sql in workload.constants.items()]
     if not statements:
@@ -140,21 +142,28 @@ def check_attachments(checks: int) -> int:
     return max(1, min(checks, len(os.sched_getaffinity(0)), CHECK_ATTACHMENTS, by_memory))
 
 
-def run_checks(dsn: str, workload: Workload) -> list[dict[str, Any]]:
-    """Every check's outcome, in the workload's order.
+def run_checks(dsn: str, workload: Workload,
+               took: Mapping[str, float] | None = None) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """Every condition's outcome, in the workload's order, and the seconds each check query took
+    (by :attr:`Check.label`).
 
     The checks run on several attachments at once (:func:`check_attachments`): after the load the
     database no longer changes, so each attachment's snapshot is the same one, and a run's checks
-    (TPC-C's twelve scan ORDER_LINE, ORDERS and CUSTOMER several times) take the longer of their
-    shares instead of their sum. Each attachment takes the next check not yet taken. A Ctrl-C
-    interrupts the wait at once; checks already inside the engine are left to the process's end
+    (TPC-C's scan ORDER_LINE, ORDERS and CUSTOMER several times) take about the longer of their
+    shares instead of their sum. Each attachment takes the next check not yet taken, the longest
+    first by ``took`` (what each took in the workload's previous run; those it does not know before
+    all others, in the workload's order): a long check taken last runs alone while the other
+    attachments wait (TPC-C's 3.3.2.10 + 3.3.2.12 is a third of their CPU). A Ctrl-C interrupts
+    the wait at once; checks already inside the engine are left to the process's end
     (:func:`fbbench.engines.child.exit_at_once`).
     """
     checks = list(workload.checks)
     if not checks:
-        return []
-    outcomes: list[dict[str, Any] | None] = [None] * len(checks)
-    taken = iter(range(len(checks)))
+        return [], {}
+    order = take_order([check.label for check in checks], took or {})
+    outcomes: list[list[dict[str, Any]] | None] = [None] * len(checks)
+    seconds: dict[str, float] = {}
+    taken = iter(order)
     taking = threading.Lock()
     stop = threading.Event()
     failures: list[BaseException] = []
@@ -173,7 +182,9 @@ def run_checks(dsn: str, workload: Workload) -> list[dict[str, Any]]:
             # 4 interleaved pairs).
             with driver.connect(dsn, no_gc=True) as connection, connection.cursor() as cursor:
                 while index is not None:
+                    started = time.monotonic()
                     outcomes[index] = _run_check(cursor, checks[index], dsn)
+                    seconds[checks[index].label] = time.monotonic() - started
                     index = next_check()
         except BaseException as error:  # handed to the waiting thread
             failures.append(error)
@@ -193,20 +204,38 @@ def run_checks(dsn: str, workload: Workload) -> list[dict[str, Any]]:
         raise
     if failures:
         raise failures[0]
-    return [outcome for outcome in outcomes if outcome is not None]
+    return [outcome for found in outcomes if found is not None for outcome in found], seconds
 
 
-def _run_check(cursor: Any, check: Check, dsn: str) -> dict[str, Any]:
+def take_order(labels: list[str], took: Mapping[str, float]) -> list[int]:
+    """The order the checks are taken in (indices into ``labels``): those ``took`` does not know
+    first, in the workload's order, then the others longest first."""
+    return sorted(range(len(labels)), key=lambda index: (labels[index] in took, -took.get(labels[index], 0.0), index))
+
+
+def _run_check(cursor: Any, check: Check, dsn: str) -> list[dict[str, Any]]:
+    """The outcome of each of the check's conditions: its column's number of violations."""
+    count = len(check.names)
     try:
         cursor.execute(check.sql)
         row = cursor.fetchone()
-        violations = int(row[0] or 0) if row else 0
-        extra = [str(v) for v in (row[1:] if row else ())]
-        detail = f"{violations} violation(s)" + (f"; {', '.join(extra)}" if extra else "")
-        return {"name": check.name, "passed": violations == 0, "value": violations, "detail": detail}
     except Exception as error:
         explained = driver.explain(error, dsn)
         if driver.cannot_write(explained):
-            raise FbbenchError(f"the database cannot be written (check '{check.name}'): {explained.message}",
+            raise FbbenchError(f"the database cannot be written (check '{check.label}'): {explained.message}",
                                hint=explained.hint) from None
-        return {"name": check.name, "passed": False, "value": None, "detail": f"could not run: {explained.message}"}
+        return _not_run(check, explained.message)
+    if row is not None and len(row) < count:
+        return _not_run(check, f"it returns {len(row)} column(s) for {count} named condition(s)")
+    extra = [str(v) for v in (row[count:] if row else ())]
+    outcomes = []
+    for position, name in enumerate(check.names):
+        violations = int(row[position] or 0) if row else 0
+        detail = f"{violations} violation(s)" + (f"; {', '.join(extra)}" if extra else "")
+        outcomes.append({"name": name, "passed": violations == 0, "value": violations, "detail": detail})
+    return outcomes
+
+
+def _not_run(check: Check, reason: str) -> list[dict[str, Any]]:
+    return [{"name": name, "passed": False, "value": None, "detail": f"could not run: {reason}"}
+            for name in check.names]
