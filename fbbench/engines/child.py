@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from fbbench import signals
-from fbbench.engines import platform
+from fbbench.engines import own_process, platform
 from fbbench.engines import template as templates
 from fbbench.engines.runtime import Runtime
 from fbbench.errors import FbbenchError, FirebirdError, Interrupted
@@ -259,7 +259,7 @@ def child_main(request_fd: str, result_fd: str) -> NoReturn:
         function = getattr(importlib.import_module(module_name), function_name)
         # The child's peak memory counts from here: an interpreter just started has the transient
         # peak of its imports in it, a child forked from a template (fbbench.engines.template) not.
-        platform.reset_peak_rss()
+        own_process.reset_peak_rss()
         outcome = {"value": function(*request["args"], **request["kwargs"])}
     except KeyboardInterrupt:
         outcome = {"error": {"type": "Interrupted", "message": "interrupted by the user"}}

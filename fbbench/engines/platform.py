@@ -13,7 +13,9 @@ here has no portable form, and a port to another system is the work of this modu
 - the limits of a container or a user (its memory cgroups, v1 or v2, up to their root; pids.max, threads-max, rlimits).
 
 It lives in ``engines/`` because the lowest of its users is there (the managed server); the
-runner (time-sharing, the memory check) sits above it.
+runner (time-sharing, the memory check) sits above it. A process's figures of itself (peak
+resident set, proportional set, threads) are in :mod:`fbbench.engines.own_process`, which imports
+nothing of this module's: each Classic attachment process reads them.
 """
 
 from __future__ import annotations
@@ -238,42 +240,6 @@ def cpu_model() -> str | None:
 
 _MEMINFO_KEYS = {"MemTotal": "total", "MemAvailable": "available", "Cached": "page_cache", "Dirty": "dirty",
                  "Writeback": "writeback"}
-
-
-def peak_rss_bytes() -> int | None:
-    """This process's peak resident set (VmHWM). Not getrusage's ru_maxrss: that one survives exec
-    and would be the peak of the process that spawned this one; psutil has no peak RSS on Linux
-    (it reports one on Windows only)."""
-    return _own_figure("/proc/self/status", "VmHWM:", 1024)
-
-
-def reset_peak_rss() -> None:
-    """Make this process's peak resident set (:func:`peak_rss_bytes`) its current one, so that
-    the peak counts from now (/proc/PID/clear_refs, Linux 4.0+; where refused, it counts from the
-    process's start)."""
-    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as refs:
-        refs.write("5")
-
-
-def proportional_set_bytes() -> int | None:
-    """This process's proportional set size (smaps_rollup's Pss, what psutil's memory_full_info
-    reads too): its share of memory, the pages it shares with other processes (the engine's code,
-    Python's) divided among them. Read here, not through psutil, for a Classic attachment
-    process: importing psutil costs each of them about 50 ms of CPU at its start."""
-    return _own_figure("/proc/self/smaps_rollup", "Pss:", 1024)
-
-
-def thread_count() -> int | None:
-    """This process's threads (the Threads line of /proc/self/status)."""
-    return _own_figure("/proc/self/status", "Threads:", 1)
-
-
-def _own_figure(path: str, key: str, unit: int) -> int | None:
-    try:
-        with open(path) as lines:
-            return next(int(line.split()[1]) * unit for line in lines if line.startswith(key))
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
 
 
 def os_name() -> str | None:

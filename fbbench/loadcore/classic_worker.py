@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from fbbench import _core, signals
-from fbbench.engines import platform
+from fbbench.engines import own_process
 
 STREAM_SECONDS = 0.25  # how often a worker sends its live counters (and closed intervals)
 
@@ -73,8 +73,8 @@ def _work(run: Any, first: dict[str, Any]) -> int:
         for interval in json.loads(run.intervals(sent)):
             emit({"interval": interval})
             sent += 1
-            peak_pss = max(peak_pss, platform.proportional_set_bytes() or 0)  # once per interval, while attached
-            threads = max(threads, platform.thread_count() or 0)
+            peak_pss = max(peak_pss, own_process.proportional_set_bytes() or 0)  # once per interval, while attached
+            threads = max(threads, own_process.thread_count() or 0)
         if done or time.monotonic() >= next_live:
             live = json.loads(run.poll())
             live.pop("last_interval", None)
@@ -88,7 +88,7 @@ def _work(run: Any, first: dict[str, Any]) -> int:
         # engine, say), which only the parent's watchdog ends. Its attachment is detached.
         while True:
             time.sleep(60)
-    emit({"result": result, "process": {"pid": os.getpid(), "peak_rss_bytes": platform.peak_rss_bytes(),
+    emit({"result": result, "process": {"pid": os.getpid(), "peak_rss_bytes": own_process.peak_rss_bytes(),
                                         "peak_pss_bytes": peak_pss or None, "threads": threads or None,
                                         "cpu_seconds": _process_cpu()}})
     sys.stderr.flush()

@@ -24,7 +24,7 @@ from fbbench import signals
 from fbbench.analysis import figures
 from fbbench.analysis.audits import run_audits
 from fbbench.database import driver
-from fbbench.engines import current_runtime
+from fbbench.engines import current_runtime, own_process
 from fbbench.engines import platform as host_os
 from fbbench.engines.child import exit_at_once
 from fbbench.errors import FbbenchError, Interrupted
@@ -594,7 +594,7 @@ def _summary(measured: measure.Measured, settings: RecordedSettings, workload: A
         "thread_cpu_seconds": result.get("thread_cpu_seconds"),
         "process_cpu_seconds": result.get("process_cpu_seconds"),
         "python_cpu_seconds": result.get("python_cpu_seconds"),
-        "peak_rss_bytes": host_os.peak_rss_bytes(),  # its own: ru_maxrss would be the CLI's peak where larger
+        "peak_rss_bytes": own_process.peak_rss_bytes(),  # its own: ru_maxrss would be the CLI's peak where larger
         "engine_process": "forked from its engine's template" if signals.forked_by_template() else "a new interpreter",
         "connections": settings["connections"],
         "failure": result.get("failure"),
