@@ -20,6 +20,7 @@ from fbbench.database import driver, scripts
 from fbbench.workloads import generators
 from fbbench.workloads.spec import LoadStep, Workload, load_workload
 from fbbench.workloads.units import Unit
+from tests import workload_sql_child as common
 
 _CONFLICTS = {335544345, 335544336, 335544878, 335544451, 335544510}
 _TABLES = ("warehouse", "district", "customer", "history", "new_order", "orders", "order_line", "item", "stock")
@@ -117,17 +118,8 @@ def _run_parallel(pool: list, workload: Workload, step: LoadStep) -> None:
 
 
 def run_checks(path: str, scale: dict[str, Any]) -> dict[str, int]:
-    """Each check of workload.toml: its number of violations."""
-    workload = _workload(scale)
-    results: dict[str, int] = {}
-    with driver.connect(path) as connection, connection.cursor() as cursor:
-        for check in workload.checks:
-            cursor.execute(check.sql)
-            row = cursor.fetchone()
-            for position, name in enumerate(check.names):  # one column per named condition
-                results[name] = row[position]
-        connection.commit()
-    return results
+    """Each condition of workload.toml: its number of violations."""
+    return common.run_checks("tpcc", path, scale)
 
 
 def checks_after(path: str, scale: dict[str, Any], statements: list[str]) -> dict[str, Any]:

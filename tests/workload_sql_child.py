@@ -80,14 +80,14 @@ def _run_parallel(pool: list, spec: Workload, step: LoadStep) -> None:
 
 
 def run_checks(name: str, path: str, scale: dict[str, Any]) -> dict[str, Any]:
-    """Each check of workload.toml: its first column (the number of violations)."""
+    """Each condition of workload.toml: its column of its check's row (the number of violations)."""
     results: dict[str, Any] = {}
     with driver.connect(path) as connection, connection.cursor() as cursor:
         for check in workload(name, scale).checks:
             cursor.execute(check.sql)
             row = cursor.fetchone()
-            for position, name in enumerate(check.names):  # one column per named condition
-                results[name] = row[position]
+            for position, condition in enumerate(check.names):  # one column per named condition
+                results[condition] = row[position]
         connection.commit()
     return results
 

@@ -3,8 +3,9 @@ set and its threads.
 
 Apart from :mod:`fbbench.engines.platform` because each of a Classic run's attachment processes
 reads them, and importing that module's own imports (pathlib, subprocess, shutil, tempfile) cost
-each of those processes 30–40 ms of CPU at its start (20 interpreters, one after the other:
-0.11–0.12 s each with it, 0.08 s without): 1.1 s of CPU for 32 attachments, before the load.
+each of those processes 35–50 ms of CPU at its start (importing the worker in 20 interpreters,
+one after the other: 0.11–0.12 s each with it, 0.07 s without): about 1.3 s of CPU for 32
+attachments, before the load.
 """
 
 from __future__ import annotations
