@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from fbbench import loadcore
+from fbbench.engines.template import ATTACHMENT_NAME
 from fbbench.errors import FbbenchError
 from fbbench.runner import limits
 from fbbench.runner.settings import RunSettings, from_sources
@@ -112,14 +113,17 @@ def assert_observed_per_attachment(doc: dict[str, Any]) -> None:
 
 
 def _attachment_processes(root: int) -> list[int]:
-    """Classic's attachment processes among the descendants of ``root``."""
+    """Classic's attachment processes among the descendants of ``root``: forked from the run's
+    attachment template (by their name), or new interpreters (by their command)."""
     children: dict[int, list[int]] = {}
     commands: dict[int, bytes] = {}
+    names: dict[int, str] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
                 commands[int(entry.name)] = (entry / "cmdline").read_bytes()
+                names[int(entry.name)] = (entry / "comm").read_text().strip()
             except (OSError, ValueError, IndexError):
                 continue
             children.setdefault(ppid, []).append(int(entry.name))
@@ -127,7 +131,7 @@ def _attachment_processes(root: int) -> list[int]:
     while todo:
         for child in children.get(todo.pop(), []):
             todo.append(child)
-            if b"classic_worker" in commands.get(child, b""):
+            if names.get(child) == ATTACHMENT_NAME or b"classic_worker" in commands.get(child, b""):
                 found.append(child)
     return sorted(found)
 

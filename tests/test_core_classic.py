@@ -17,6 +17,7 @@ import pytest
 
 from fbbench import loadcore
 from fbbench.engines import prepare_runtime
+from fbbench.engines.template import ATTACHMENT_NAME, ATTACHMENT_TEMPLATE_NAME
 from fbbench.loadcore.classic import PROCESS_GRACE
 from fbbench.workloads.figures import OUTCOMES
 from tests.test_core import Target, logging_units, statement, unit
@@ -164,3 +165,32 @@ def test_an_attach_refused_in_a_process_fails_the_run_at_once(tmp_path: Path) ->
     assert result["intervals"] == [] and result["measured_seconds"] == 0
     assert result["_test"]["seconds"] < 10
     assert all(w["returncode"] == 0 for w in result["worker_processes"])  # each ended on its own
+
+
+@pytest.mark.parametrize("template", [True, False], ids=["forked", "without a template"])
+def test_attachment_processes_are_forked_from_the_run_s_template_or_started_without_one(
+        tmp_path: Path, template: bool) -> None:
+    """Forked: every attachment process is a child of the run's attachment template, itself the
+    coordinator's child, all in the coordinator's process group (which a time-shared pair stops
+    and continues). Where the template cannot start, they are new interpreters. Either way the run
+    is complete and nothing is left running after it, the template included."""
+    classic = target(tmp_path, "Classic", "forked" if template else "started")
+    settings = {"connections": 3, "warmup_seconds": 0.5, "measure_seconds": 2.0, "interval_seconds": 0.5,
+                "seed": 5, "units": SELECT}
+    result = classic.call("run_noting_its_processes", classic.dsn, settings, 1.5, template)
+    assert result["status"] == "completed", result["failure"]
+    facts = result["_test"]
+    by_pid = {p["pid"]: p for p in facts["processes"]}
+    workers = [by_pid[w["pid"]] for w in result["worker_processes"]]
+    assert all(p["pgid"] == facts["pgid"] for p in facts["processes"]), facts["processes"]
+    if template:
+        (forker,) = [p for p in facts["processes"] if p["name"] == ATTACHMENT_TEMPLATE_NAME]
+        assert forker["parent"] == facts["pid"]
+        assert all(w["name"] == ATTACHMENT_NAME and w["parent"] == forker["pid"] for w in workers), workers
+    else:
+        assert not [p for p in facts["processes"] if p["name"] in (ATTACHMENT_TEMPLATE_NAME, ATTACHMENT_NAME)]
+        assert all(w["parent"] == facts["pid"] and "classic_worker" in w["command"] for w in workers), workers
+    assert facts["left"] == []
+    assert all(w["returncode"] == 0 for w in result["worker_processes"])
+    assert result["units"]["select"]["ok"] > 0
+    assert_merged_exactly(result)

@@ -50,13 +50,16 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import IO
 
 from fbbench.engines.runtime import Runtime
+from fbbench.engines.template_server import ATTACHMENT_NAME as ATTACHMENT_NAME
+from fbbench.engines.template_server import ATTACHMENT_TEMPLATE_NAME as ATTACHMENT_TEMPLATE_NAME
+from fbbench.engines.template_server import CHILD_NAME as CHILD_NAME
+from fbbench.engines.template_server import MESSAGE_BYTES
+from fbbench.engines.template_server import TEMPLATE_NAME as TEMPLATE_NAME
 from fbbench.errors import FbbenchError
 
-MESSAGE_BYTES = 1 << 20
-# What ps and /proc/PID/comm call them (a forked child's command line is its template's).
-TEMPLATE_NAME, CHILD_NAME = "fbb-engine-tmpl", "fbbench-engine"
 # A host keeping templates across commands (fbbench.engines.template_host): its socket's path.
 HOST_VARIABLE = "FBBENCH_ENGINE_TEMPLATES"
 STARTS_WITHIN = 120.0  # seconds for a template's imports; then children start as new interpreters
@@ -91,6 +94,10 @@ class TemplateChild:
         self.pid = pid
         self.args = command
         self.returncode: int | None = None
+        # As subprocess.Popen's: this process's ends of the child's stdin and stdout, where the
+        # child was given pipes (a Classic attachment process, fbbench.loadcore.classic).
+        self.stdin: IO[bytes] | None = None
+        self.stdout: IO[bytes] | None = None
         self._pidfd = pidfd
         self._connection = connection
         self._lock = threading.Lock()
@@ -151,15 +158,18 @@ class Template:
         self._lock = threading.Lock()
 
     @classmethod
-    def start(cls, env: dict[str, str]) -> Template:
-        """A template of this process's own, with ``env`` as its environment."""
+    def start(cls, env: dict[str, str], serving: str = "serve") -> Template:
+        """A template of this process's own, with ``env`` as its environment: an engine's
+        (``serve``), in a session of its own; or, with ``serving="serve_attachments"``, a Classic
+        run's attachment processes' (:meth:`fork_stdio`), in this process's group."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        command = [sys.executable, "-c", "import sys; from fbbench.engines.template_server import serve; "
-                   "serve(int(sys.argv[1]))", str(theirs.fileno())]
+        command = [sys.executable, "-c", f"import sys; from fbbench.engines.template_server import {serving}; "
+                   f"{serving}(int(sys.argv[1]))", str(theirs.fileno())]
         try:
             process = subprocess.Popen(
                 command, env=env, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                start_new_session=True)  # no Ctrl-C of the terminal's: the children get theirs from us
+                # An engine's: no Ctrl-C of the terminal's, the children get theirs from us.
+                start_new_session=serving == "serve")
         except BaseException:
             ours.close()
             raise
@@ -196,27 +206,36 @@ class Template:
     def fork(self, env: dict[str, str], request_read: int, result_write: int) -> TemplateChild:
         """A child forked with ``env`` as its environment, ``request_read`` and ``result_write``
         as the two pipes :func:`fbbench.engines.child.child_main` reads and writes."""
+        limits = {str(limit): resource.getrlimit(limit) for limit in _LIMITS}
+        stdio = [fd for fd in (0, 1, 2) if _is_open(fd)]  # a closed one stays closed in the child
+        return self._forked({"env": env, "cwd": os.getcwd(), "limits": limits, "stdio": stdio, "umask": _umask(),
+                             "cpus": sorted(os.sched_getaffinity(0)), "niceness": os.getpriority(os.PRIO_PROCESS, 0)},
+                            [request_read, result_write, *stdio], "the engine template")
+
+    def _forked(self, request: dict[str, object], fds: list[int], template: str) -> TemplateChild:
+        """The child the template forks for ``request``, passing it ``fds``; its status comes on a
+        connection of its own."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            limits = {str(limit): resource.getrlimit(limit) for limit in _LIMITS}
-            stdio = [fd for fd in (0, 1, 2) if _is_open(fd)]  # a closed one stays closed in the child
-            message = json.dumps({"env": env, "cwd": os.getcwd(), "limits": limits, "stdio": stdio, "umask": _umask(),
-                                  "cpus": sorted(os.sched_getaffinity(0)),
-                                  "niceness": os.getpriority(os.PRIO_PROCESS, 0)}).encode()
             with self._lock:
-                socket.send_fds(self.socket, [message], [theirs.fileno(), request_read, result_write, *stdio])
-            said, fds, _, _ = socket.recv_fds(ours, MESSAGE_BYTES, 1)
+                socket.send_fds(self.socket, [json.dumps(request).encode()], [theirs.fileno(), *fds])
+            said, passed, _, _ = socket.recv_fds(ours, MESSAGE_BYTES, 1)
         except BaseException:
             ours.close()
             raise
         finally:
             theirs.close()
-        if not said or len(fds) != 1:
-            for fd in fds:
+        if not said or len(passed) != 1:
+            for fd in passed:
                 os.close(fd)
             ours.close()
-            raise OSError("the engine template did not fork the child")
-        return TemplateChild(int(json.loads(said)["pid"]), fds[0], ours, self.command)
+            raise OSError(f"{template} did not fork the child")
+        return TemplateChild(int(json.loads(said)["pid"]), passed[0], ours, self.command)
+
+    def fork_stdio(self, stdin: int, stdout: int, stderr: int) -> TemplateChild:
+        """A child of an attachment template (``serve_attachments``) with these as its stdin,
+        stdout and stderr; everything else is the template's, which this process started."""
+        return self._forked({"stdio": [0, 1, 2]}, [stdin, stdout, stderr], "the attachment template")
 
     def alive(self) -> bool:
         if self.process is not None:

@@ -1,5 +1,6 @@
 """The template process of :mod:`fbbench.engines.template`: it imports what a run's engine child
-runs, then forks one child per request and reports each one's exit status."""
+runs — or what a Classic run's attachment process runs (:mod:`fbbench.loadcore.classic`) — then
+forks one child per request and reports each one's exit status."""
 
 from __future__ import annotations
 
@@ -14,12 +15,18 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from fbbench.engines.template import CHILD_NAME, MESSAGE_BYTES, TEMPLATE_NAME
-
+MESSAGE_BYTES = 1 << 20
+# What ps and /proc/PID/comm call them (a forked child's command line is its template's).
+TEMPLATE_NAME, CHILD_NAME = "fbb-engine-tmpl", "fbbench-engine"
+# A Classic run's attachment processes and their template (fbbench.loadcore.classic).
+ATTACHMENT_TEMPLATE_NAME, ATTACHMENT_NAME = "fbb-attach-tmpl", "fbbench-attach"
 _STOPS = (signal.SIGINT, signal.SIGTERM)
+# A child's function: in the forked process, with the request, the descriptors passed for it (its
+# connection's excepted), the sockets and descriptors of the template's to close, and its selector.
+Child = Callable[[dict[str, Any], list[int], list[socket.socket], list[int], selectors.BaseSelector], None]
 
 
 def serve(socket_fd: int) -> None:
@@ -35,7 +42,26 @@ def serve(socket_fd: int) -> None:
     import fbbench.engines.child
     import fbbench.runner.engine.phases  # noqa: F401
 
-    _name(TEMPLATE_NAME)
+    _serve(socket_fd, TEMPLATE_NAME, _child, passed=2)
+
+
+def serve_attachments(socket_fd: int) -> None:
+    """The template of a Classic run's attachment processes (:mod:`fbbench.loadcore.classic`),
+    started by the run's engine child and ending with it: a process that has imported the worker,
+    from which each attachment process is forked with its stdin, stdout and stderr. It stays in
+    the engine child's process group, as its attachment processes do (a time-shared pair stops and
+    continues that group, and counts its CPU); the group's stop signals are its children's, not its own."""
+    import fbbench.loadcore.classic_worker  # noqa: F401
+
+    for stop in _STOPS:
+        signal.signal(stop, lambda _signum, _frame: None)
+    _serve(socket_fd, ATTACHMENT_TEMPLATE_NAME, _attachment, passed=0, own_group=False)
+
+
+def _serve(socket_fd: int, name: str, child: Child, *, passed: int, own_group: bool = True) -> None:
+    """The template's life (:func:`serve`): ``passed`` descriptors besides stdio come with each
+    request for ``child``; ``own_group``: each child leads a process group of its own."""
+    _name(name)
     # What the imports made is never collected in a child: its collector would walk every object
     # and so write to, and copy, every page it shares with the template (gc.freeze, for forking servers).
     gc.collect()
@@ -77,7 +103,8 @@ def serve(socket_fd: int) -> None:
                 clients.append(client)
                 selector.register(client, selectors.EVENT_READ)
             elif request is not None:
-                _fork(request, fds, asking, waiting, (wake_read, wake_write), clients, selector)
+                _fork(request, fds, asking, waiting, (wake_read, wake_write), clients, selector, child, passed,
+                      own_group)
             else:  # that process is gone: nothing more is forked for it, and its children stop
                 for fd in fds:
                     os.close(fd)
@@ -133,9 +160,10 @@ def ended_children() -> Iterator[tuple[int, int]]:
 
 def _fork(request: dict[str, Any], fds: list[int], asking: socket.socket,
           waiting: dict[int, tuple[socket.socket, int, socket.socket]], pipes: tuple[int, int],
-          clients: list[socket.socket], selector: selectors.BaseSelector) -> None:
+          clients: list[socket.socket], selector: selectors.BaseSelector, child: Child, passed: int,
+          own_group: bool) -> None:
     connection = socket.socket(fileno=fds[0])
-    if len(fds) != 3 + len(request["stdio"]):
+    if len(fds) != 1 + passed + len(request.get("stdio", ())):
         connection.close()
         for fd in fds[1:]:
             os.close(fd)
@@ -145,11 +173,12 @@ def _fork(request: dict[str, Any], fds: list[int], asking: socket.socket,
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     pid = os.fork()
     if pid == 0:
-        _child(request, fds[1:], [*clients, connection, *(c for c, _, _ in waiting.values())],
-               [*pipes, *(p for _, p, _ in waiting.values())], selector)
+        child(request, fds[1:], [*clients, connection, *(c for c, _, _ in waiting.values())],
+              [*pipes, *(p for _, p, _ in waiting.values())], selector)
     signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-    with contextlib.suppress(OSError):
-        os.setpgid(pid, pid)  # as the child does first: whichever comes first, no signal finds it in ours
+    if own_group:
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)  # as the child does first: whichever comes first, no signal finds it in ours
     for fd in fds[1:]:
         os.close(fd)
     pidfd = os.pidfd_open(pid)
@@ -167,25 +196,9 @@ def _child(request: dict[str, Any], fds: list[int], sockets: list[socket.socket]
     code = 1
     try:
         os.setpgid(0, 0)
-        _name(CHILD_NAME)
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        selector.close()
-        for opened in sockets:
-            opened.close()
-        for fd in others:
-            os.close(fd)
+        _leave_template(CHILD_NAME, sockets, others, selector)
         request_read, result_write, *stdio = fds
-        for target in (0, 1, 2):
-            if target in request["stdio"]:
-                passed = stdio[request["stdio"].index(target)]
-                os.dup2(passed, target)
-                os.close(passed)
-            else:
-                with contextlib.suppress(OSError):
-                    os.close(target)
+        _take_stdio(request["stdio"], stdio)
         for name, (soft, hard) in request["limits"].items():
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(int(name), (soft, hard))
@@ -222,6 +235,61 @@ def _child(request: dict[str, Any], fds: list[int], sockets: list[socket.socket]
             sys.stderr.flush()
         os._exit(code)
 
+
+
+def _attachment(request: dict[str, Any], fds: list[int], sockets: list[socket.socket], others: list[int],
+                selector: selectors.BaseSelector) -> None:
+    """In the forked process: a Classic run's attachment process, as
+    ``classic_worker.worker_main`` is in a new interpreter (:func:`fbbench.signals.child_command`),
+    with the descriptors passed as its stdin, stdout and stderr. It ends as a new interpreter
+    does, through the interpreter's own exit (SystemExit up through the template's frames, which
+    hold nothing of its), so that the client library's exit handlers run as they did."""
+    code = 1
+    try:
+        _leave_template(ATTACHMENT_NAME, sockets, others, selector)
+        _take_stdio(request["stdio"], fds)
+        from fbbench import signals
+        from fbbench.loadcore.classic_worker import worker_main
+
+        signals.expect_parent(os.getppid())  # this template, which dies with the run's engine child
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+        code = worker_main()
+    except KeyboardInterrupt:
+        code = 130
+    except SystemExit:
+        raise
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    sys.exit(code)
+
+
+def _leave_template(name: str, sockets: list[socket.socket], others: list[int],
+                    selector: selectors.BaseSelector) -> None:
+    """In a forked child: its own name, the default handlers, none of the template's sockets and descriptors."""
+    _name(name)
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    selector.close()
+    for opened in sockets:
+        opened.close()
+    for fd in others:
+        os.close(fd)
+
+
+def _take_stdio(targets: list[int], passed: list[int]) -> None:
+    """Descriptors 0, 1 and 2 become those passed for them (``targets``); the others are closed."""
+    for target in (0, 1, 2):
+        if target in targets:
+            given = passed[targets.index(target)]
+            os.dup2(given, target)
+            os.close(given)
+        else:
+            with contextlib.suppress(OSError):
+                os.close(target)
 
 # The C environment array a forked child runs with (see environment_as_at_start); never freed.
 _kept_environment: object = None

@@ -11,8 +11,11 @@ threaded run and the caller gets one result of the same shape (docs/core-api.md)
 
 How it works:
 
-- **processes**: ``start`` spawns one worker per attachment (``python -c`` with this process's
-  environment, so the same engine runtime), and hands each, as the first line on its stdin, the
+- **processes**: ``start`` spawns one worker per attachment with this process's environment (so
+  the same engine runtime), forked from the run's attachment template
+  (:func:`fbbench.engines.template_server.serve_attachments`: an interpreter that has imported the
+  worker, in this process's group, which a time-shared pair stops and continues; a new ``python
+  -c`` interpreter where it cannot be had), and hands each, as the first line on its stdin, the
   run's config with ``connections = 1``, ``attachment_index = k`` (so its unit and parameter
   streams, home and name are exactly thread k's: same seed, same work in every architecture),
   ``hold = true`` and, under a target rate, its share of the rate;
@@ -62,12 +65,31 @@ import time
 from typing import IO, Any
 
 from fbbench import _core, signals
-from fbbench.loadcore.classic_process import WorkerProcess, who
+from fbbench.engines.template import Template, TemplateChild
+from fbbench.loadcore.classic_process import WorkerHandle, WorkerProcess, who
 from fbbench.workloads.figures import OUTCOMES
 
 WORKER_COMMAND = signals.child_command("fbbench.loadcore.classic_worker:worker_main")
 START_AHEAD = 0.2  # seconds between sending go and the common zero: every worker reads it in time
 PROCESS_GRACE = 5.0  # beyond the core's own watchdog bound: a worker writes its result and exits
+
+
+def _forked(template: Template, stderr: IO[bytes]) -> TemplateChild:
+    """A worker forked by ``template``, with pipes for its stdin and stdout as Popen gives them."""
+    stdin_read, stdin_write = os.pipe()
+    stdout_read, stdout_write = os.pipe()
+    try:
+        child = template.fork_stdio(stdin_read, stdout_write, stderr.fileno())
+    except BaseException:
+        os.close(stdin_write)
+        os.close(stdout_read)
+        raise
+    finally:  # the child's ends: its own now, or nobody's
+        os.close(stdin_read)
+        os.close(stdout_write)
+    child.stdin = os.fdopen(stdin_write, "wb")
+    child.stdout = os.fdopen(stdout_read, "rb")
+    return child
 
 
 def _seconds_text(seconds: float) -> str:
@@ -105,6 +127,8 @@ class ProcessRun:
         self._late_note: str | None = None  # the workers killed by the watchdog
         self._result: str | None = None
         self._done = False
+        self._template: Template | None = None
+        self._template_failed = False
 
     # -- the LoadRun interface ----------------------------------------------------------------
 
@@ -132,10 +156,36 @@ class ProcessRun:
         threading.Thread(target=self._read, name="fbbench-classic-pipes", daemon=True).start()
         threading.Thread(target=self._control, name="fbbench-classic-control", daemon=True).start()
 
-    def _spawn(self, index: int, stderr: IO[bytes]) -> subprocess.Popen[bytes]:
-        """The process that drives the attachments from ``index`` (this machine's, by default)."""
+    def _spawn(self, index: int, stderr: IO[bytes]) -> WorkerHandle:
+        """The process that drives the attachments from ``index`` (this machine's, by default):
+        forked from the run's attachment template, or where there is none, a new interpreter."""
+        template = self._attachment_template()
+        if template is not None:
+            try:
+                return _forked(template, stderr)
+            except OSError:
+                # The template died, or cannot fork: the rest start the ordinary way. It is not
+                # closed before the run ends: that would stop the processes it forked already.
+                self._template_failed = True
         return subprocess.Popen(WORKER_COMMAND, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=stderr, env=os.environ.copy())
+
+    def _attachment_template(self) -> Template | None:
+        """The template this run's attachment processes are forked from, started with the first:
+        an interpreter that has imported the worker (0.06 s of CPU each, 2-core VM, against one
+        fork). None where it cannot start."""
+        if self._template is None and not self._template_failed:
+            try:
+                self._template = Template.start(os.environ.copy(), "serve_attachments")
+            except OSError:
+                self._template_failed = True
+        return None if self._template_failed else self._template
+
+    def _close_template(self) -> None:
+        """Its end: once every process forked from it has ended (it kills those still running)."""
+        template, self._template = self._template, None
+        if template is not None:
+            template.close()
 
     def _first_message(self, index: int, config: dict[str, Any]) -> dict[str, Any]:
         """The first line a worker reads: its run's config (docs/core-api.md) and who its parent is."""
@@ -288,6 +338,7 @@ class ProcessRun:
                 self._halt_locked()
             self._kill_all()
         finally:
+            self._close_template()  # its processes have all ended, or were killed just now
             with self._cond:
                 if self._result is None:
                     merged = self._merge()

@@ -7,15 +7,20 @@ from __future__ import annotations
 import contextlib
 import subprocess
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from fbbench.engines.template import TemplateChild
 
 STDERR_TAIL = 2000
+# A worker process: forked from the run's attachment template, or started as a new interpreter.
+WorkerHandle = Union["subprocess.Popen[bytes]", "TemplateChild"]
 
 
 @dataclass
 class WorkerProcess:
     index: int  # its first attachment
-    process: subprocess.Popen[bytes]
+    process: WorkerHandle
     stderr: IO[bytes]
     count: int = 1  # its attachments: index … index + count - 1
     buffer: bytes = b""

@@ -16,6 +16,7 @@ from typing import Any
 
 from fbbench.database import driver, scripts
 from fbbench.engines import current_runtime
+from fbbench.engines.template import ATTACHMENT_NAME
 from fbbench.loadcore import run_load
 
 HERE = Path(__file__).resolve().parent
@@ -109,19 +110,22 @@ def query(dsn: str, sql: str) -> list[list[Any]]:
 
 
 def worker_processes() -> list[int]:
-    """This process's Classic attachment processes (fbbench.loadcore.classic workers)."""
+    """This process's Classic attachment processes (fbbench.loadcore.classic workers): forked by
+    its attachment template (by their name), or its own new interpreters (by their command)."""
+    parents: dict[int, int] = {}
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            command = (entry / "cmdline").read_bytes()
+            parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            forked = (entry / "comm").read_text().strip() == ATTACHMENT_NAME
+            started = b"classic_worker" in (entry / "cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == os.getpid() and b"classic_worker" in command:
+        if forked or started:
             found.append(int(entry.name))
-    return sorted(found)
+    return sorted(pid for pid in found if os.getpid() in (parents[pid], parents.get(parents[pid])))
 
 
 def run_signalling_a_worker(dsn: str, settings: dict[str, Any], after: float, signum: int) -> dict[str, Any]:
@@ -143,3 +147,51 @@ def run_signalling_a_worker(dsn: str, settings: dict[str, Any], after: float, si
     document["_test"]["signalled"] = signalled
     document["_test"]["left"] = worker_processes()
     return document
+
+
+def run_noting_its_processes(dsn: str, settings: dict[str, Any], after: float, template: bool) -> dict[str, Any]:
+    """A Classic run (processes) that notes, ``after`` s in, each process below this one: its name,
+    parent, process group and command. ``template`` False: the run's attachment template cannot
+    start (its start refused as an exec failure would be), so its workers must start without one."""
+    from fbbench.engines import template as templates
+
+    noted: list[dict[str, Any]] = []
+
+    def note() -> None:
+        table: dict[int, dict[str, Any]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                    table[int(entry.name)] = {"pid": int(entry.name), "parent": int(fields[1]), "pgid": int(fields[2]),
+                                              "name": (entry / "comm").read_text().strip(),
+                                              "command": (entry / "cmdline").read_bytes().decode(errors="replace")}
+                except (OSError, ValueError, IndexError):
+                    continue
+        below = {os.getpid()}
+        for pid in sorted(table):  # a parent's number is below its child's here (no wrap-around in a test)
+            if table[pid]["parent"] in below:
+                below.add(pid)
+                noted.append(table[pid])
+
+    def refused(*_args: Any, **_kwargs: Any) -> Any:
+        raise OSError("refused by the test")
+
+    if not template:
+        templates.Template.start = refused  # type: ignore[method-assign,assignment]
+    timer = threading.Timer(after, note)
+    timer.start()
+    try:
+        document = run(dsn, settings, processes=True)
+    finally:
+        timer.cancel()
+    document["_test"] |= {"processes": noted, "pid": os.getpid(), "pgid": os.getpgid(0),
+                          "left": [p["pid"] for p in noted if _alive(p["pid"])]}
+    return document
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
+    except (OSError, IndexError):
+        return False
