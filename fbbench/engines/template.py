@@ -52,6 +52,7 @@ import threading
 from pathlib import Path
 from typing import IO
 
+from fbbench import signals
 from fbbench.engines.runtime import Runtime
 from fbbench.engines.template_server import ATTACHMENT_NAME as ATTACHMENT_NAME
 from fbbench.engines.template_server import ATTACHMENT_TEMPLATE_NAME as ATTACHMENT_TEMPLATE_NAME
@@ -165,11 +166,16 @@ class Template:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         command = [sys.executable, "-c", f"import sys; from fbbench.engines.template_server import {serving}; "
                    f"{serving}(int(sys.argv[1]))", str(theirs.fileno())]
+        # An attachment template, in this process's group, gets the group's stop signals: blocked
+        # until its handlers are in place (it unblocks them), so that none ends it as it imports.
+        starting = signals.blocked_while_starting() if serving != "serve" else contextlib.nullcontext()
         try:
-            process = subprocess.Popen(
-                command, env=env, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                # An engine's: no Ctrl-C of the terminal's, the children get theirs from us.
-                start_new_session=serving == "serve")
+            with starting:
+                process = subprocess.Popen(
+                    command, env=env, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    # An engine's: no Ctrl-C of the terminal's, the children get theirs from us.
+                    start_new_session=serving == "serve")
         except BaseException:
             ours.close()
             raise

@@ -55,6 +55,7 @@ def serve_attachments(socket_fd: int) -> None:
 
     for stop in _STOPS:
         signal.signal(stop, lambda _signum, _frame: None)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)  # blocked by the process that started it, until now
     _serve(socket_fd, ATTACHMENT_TEMPLATE_NAME, _attachment, passed=0, own_group=False)
 
 
