@@ -291,3 +291,21 @@ def test_checks_are_taken_unknown_first_then_longest_first() -> None:
     labels = ["one", "two", "three", "four"]
     assert take_order(labels, {}) == [0, 1, 2, 3]
     assert take_order(labels, {"one": 0.1, "two": 2.0, "three": 0.5}) == [3, 1, 2, 0]
+
+
+def test_a_workload_parsed_again_is_the_same_until_a_file_or_the_scale_changes(bank_copy: Path) -> None:
+    """A run reads its workload several times over; the parse is kept for the same texts and scale."""
+    first = load_workload(str(bank_copy), {"accounts": "200"})
+    assert load_workload(str(bank_copy), {"accounts": "200"}) is first
+    other_scale = load_workload(str(bank_copy), {"accounts": "300"})
+    assert other_scale is not first and other_scale.scale["accounts"] == 300
+    schema = bank_copy / "schema.sql"
+    schema.write_text(schema.read_text() + "\n-- changed\n")
+    changed = load_workload(str(bank_copy), {"accounts": "200"})
+    assert changed is not first and changed.files["schema.sql"].endswith("-- changed\n")
+    toml = bank_copy / "workload.toml"
+    toml.write_text(toml.read_text().replace('name = "bank"', 'name = "bank2"', 1))
+    assert load_workload(str(bank_copy), {"accounts": "200"}).name == "bank2"
+    schema.unlink()
+    with pytest.raises(FbbenchError, match=r"schema\.sql"):
+        load_workload(str(bank_copy), {"accounts": "200"})

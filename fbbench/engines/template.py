@@ -54,11 +54,11 @@ from typing import IO
 
 from fbbench import signals
 from fbbench.engines.runtime import Runtime
-from fbbench.engines.template_server import ATTACHMENT_NAME as ATTACHMENT_NAME
-from fbbench.engines.template_server import ATTACHMENT_TEMPLATE_NAME as ATTACHMENT_TEMPLATE_NAME
-from fbbench.engines.template_server import CHILD_NAME as CHILD_NAME
-from fbbench.engines.template_server import MESSAGE_BYTES
-from fbbench.engines.template_server import TEMPLATE_NAME as TEMPLATE_NAME
+from fbbench.engines.template_wire import ATTACHMENT_NAME as ATTACHMENT_NAME
+from fbbench.engines.template_wire import ATTACHMENT_TEMPLATE_NAME as ATTACHMENT_TEMPLATE_NAME
+from fbbench.engines.template_wire import CHILD_NAME as CHILD_NAME
+from fbbench.engines.template_wire import MESSAGE_BYTES
+from fbbench.engines.template_wire import TEMPLATE_NAME as TEMPLATE_NAME
 from fbbench.errors import FbbenchError
 
 # A host keeping templates across commands (fbbench.engines.template_host): its socket's path.

@@ -18,11 +18,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-MESSAGE_BYTES = 1 << 20
-# What ps and /proc/PID/comm call them (a forked child's command line is its template's).
-TEMPLATE_NAME, CHILD_NAME = "fbb-engine-tmpl", "fbbench-engine"
-# A Classic run's attachment processes and their template (fbbench.loadcore.classic).
-ATTACHMENT_TEMPLATE_NAME, ATTACHMENT_NAME = "fbb-attach-tmpl", "fbbench-attach"
+from fbbench.engines.template_wire import (
+    ATTACHMENT_NAME,
+    ATTACHMENT_TEMPLATE_NAME,
+    CHILD_NAME,
+    MESSAGE_BYTES,
+    TEMPLATE_NAME,
+)
+
 _STOPS = (signal.SIGINT, signal.SIGTERM)
 # A child's function: in the forked process, with the request, the descriptors passed for it (its
 # connection's excepted), the sockets and descriptors of the template's to close, and its selector.

@@ -281,7 +281,38 @@ def stored_workload(files: Mapping[str, str], scale_overrides: Mapping[str, obje
     return _parse(_Source(STORED_DIRECTORY, files), files["workload.toml"], scale_overrides)
 
 
+# Workloads parsed in this process, by what their parse read: a run reads its workload several
+# times over (its settings, conditions and lint in the CLI; its phases in the engine child), each
+# parse of TPC-C's 15–20 ms of CPU. A workload is frozen and nothing changes its dicts.
+_parsed: dict[tuple[Any, ...], Workload] = {}
+PARSED_KEPT = 64
+
+
 def _parse(files: _Source, text: str, scale_overrides: Mapping[str, object] | None) -> Workload:
+    """The workload ``text`` and ``files`` describe: parsed again unless this process parsed the
+    same texts with the same scale before (a directory's scripts are read again to tell)."""
+    scale = tuple(sorted((name, repr(value)) for name, value in (scale_overrides or {}).items()))
+    key = (str(files.directory), text, scale, None if files.stored is None else tuple(sorted(files.stored.items())))
+    known = _parsed.get(key)
+    if known is not None and (files.stored is not None or _same_scripts(files, known)):
+        return known
+    workload = _parse_text(files, text, scale_overrides)
+    if len(_parsed) >= PARSED_KEPT:
+        _parsed.clear()
+    _parsed[key] = workload
+    return workload
+
+
+def _same_scripts(files: _Source, workload: Workload) -> bool:
+    """Whether a directory's scripts still read as they did when ``workload`` was parsed."""
+    try:
+        return all(files.text(files.directory / name) == kept for name, kept in workload.files.items()
+                   if name != "workload.toml")
+    except OSError:  # gone since: parsed again, which says so
+        return False
+
+
+def _parse_text(files: _Source, text: str, scale_overrides: Mapping[str, object] | None) -> Workload:
     directory = files.directory
     source = directory / "workload.toml"
     try:
