@@ -138,12 +138,7 @@ def run_signalling_a_worker(dsn: str, settings: dict[str, Any], after: float, si
             signalled.append(workers[-1])
             os.kill(workers[-1], signum)
 
-    timer = threading.Timer(after, send)
-    timer.start()
-    try:
-        document = run(dsn, settings, processes=True)
-    finally:
-        timer.cancel()
+    document = _classic_run_with(dsn, settings, after, send)
     document["_test"]["signalled"] = signalled
     document["_test"]["left"] = worker_processes()
     return document
@@ -179,15 +174,20 @@ def run_noting_its_processes(dsn: str, settings: dict[str, Any], after: float, t
 
     if not template:
         templates.Template.start = refused  # type: ignore[method-assign,assignment]
-    timer = threading.Timer(after, note)
-    timer.start()
-    try:
-        document = run(dsn, settings, processes=True)
-    finally:
-        timer.cancel()
+    document = _classic_run_with(dsn, settings, after, note)
     document["_test"] |= {"processes": noted, "pid": os.getpid(), "pgid": os.getpgid(0),
                           "left": [p["pid"] for p in noted if _alive(p["pid"])]}
     return document
+
+
+def _classic_run_with(dsn: str, settings: dict[str, Any], after: float, action: Any) -> dict[str, Any]:
+    """A Classic run (processes) during which ``action()`` is called once, ``after`` s in."""
+    timer = threading.Timer(after, action)
+    timer.start()
+    try:
+        return run(dsn, settings, processes=True)
+    finally:
+        timer.cancel()
 
 
 def _alive(pid: int) -> bool:
