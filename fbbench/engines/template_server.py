@@ -167,7 +167,7 @@ def _fork(request: dict[str, Any], fds: list[int], asking: socket.socket,
           clients: list[socket.socket], selector: selectors.BaseSelector, child: Child, passed: int,
           own_group: bool) -> None:
     connection = socket.socket(fileno=fds[0])
-    if len(fds) != 1 + passed + len(request.get("stdio", ())):
+    if len(fds) != 1 + passed + len(request["stdio"]):
         connection.close()
         for fd in fds[1:]:
             os.close(fd)
@@ -238,7 +238,6 @@ def _child(request: dict[str, Any], fds: list[int], sockets: list[socket.socket]
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
-
 
 
 def _attachment(request: dict[str, Any], fds: list[int], sockets: list[socket.socket], others: list[int],

@@ -6,6 +6,7 @@ same functions serve embedded 3.0/4.0/5.0 and the loopback server.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -14,8 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from fbbench.database import driver, scripts
 from fbbench.engines import current_runtime
+from fbbench.engines.platform import process_alive
 from fbbench.engines.template import ATTACHMENT_NAME
 from fbbench.loadcore import run_load
 
@@ -112,20 +116,12 @@ def query(dsn: str, sql: str) -> list[list[Any]]:
 def worker_processes() -> list[int]:
     """This process's Classic attachment processes (fbbench.loadcore.classic workers): forked by
     its attachment template (by their name), or its own new interpreters (by their command)."""
-    parents: dict[int, int] = {}
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            forked = (entry / "comm").read_text().strip() == ATTACHMENT_NAME
-            started = b"classic_worker" in (entry / "cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
-            continue
-        if forked or started:
-            found.append(int(entry.name))
-    return sorted(pid for pid in found if os.getpid() in (parents[pid], parents.get(parents[pid])))
+    for process in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if process.name() == ATTACHMENT_NAME or "classic_worker" in " ".join(process.cmdline()):
+                found.append(process.pid)
+    return sorted(found)
 
 
 def run_signalling_a_worker(dsn: str, settings: dict[str, Any], after: float, signum: int) -> dict[str, Any]:
@@ -153,21 +149,10 @@ def run_noting_its_processes(dsn: str, settings: dict[str, Any], after: float, t
     noted: list[dict[str, Any]] = []
 
     def note() -> None:
-        table: dict[int, dict[str, Any]] = {}
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                    table[int(entry.name)] = {"pid": int(entry.name), "parent": int(fields[1]), "pgid": int(fields[2]),
-                                              "name": (entry / "comm").read_text().strip(),
-                                              "command": (entry / "cmdline").read_bytes().decode(errors="replace")}
-                except (OSError, ValueError, IndexError):
-                    continue
-        below = {os.getpid()}
-        for pid in sorted(table):  # a parent's number is below its child's here (no wrap-around in a test)
-            if table[pid]["parent"] in below:
-                below.add(pid)
-                noted.append(table[pid])
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error, OSError):
+                noted.append({"pid": process.pid, "parent": process.ppid(), "pgid": os.getpgid(process.pid),
+                              "name": process.name(), "command": " ".join(process.cmdline())})
 
     def refused(*_args: Any, **_kwargs: Any) -> Any:
         raise OSError("refused by the test")
@@ -176,7 +161,7 @@ def run_noting_its_processes(dsn: str, settings: dict[str, Any], after: float, t
         templates.Template.start = refused  # type: ignore[method-assign,assignment]
     document = _classic_run_with(dsn, settings, after, note)
     document["_test"] |= {"processes": noted, "pid": os.getpid(), "pgid": os.getpgid(0),
-                          "left": [p["pid"] for p in noted if _alive(p["pid"])]}
+                          "left": [p["pid"] for p in noted if process_alive(p["pid"])]}
     return document
 
 
@@ -188,10 +173,3 @@ def _classic_run_with(dsn: str, settings: dict[str, Any], after: float, action: 
         return run(dsn, settings, processes=True)
     finally:
         timer.cancel()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
-    except (OSError, IndexError):
-        return False
