@@ -19,7 +19,15 @@ import pytest
 from fbbench.engines import prepare_runtime, run_in_engine
 from fbbench.engines.runtime import Runtime
 from tests.conftest import ENGINES
-from tests.tpcc_sql_child import new_order_line_count, new_order_rolls_back
+from tests.tpcc_sql_child import (
+    Draws,
+    alnum_pool,
+    cut,
+    load_seed,
+    new_order_line_count,
+    new_order_rolls_back,
+    rand_init,
+)
 
 CHILD = "tests.tpcc_sql_child"
 # Two warehouses, so that remote order lines and remote payments are exercised.
@@ -72,6 +80,82 @@ def test_population_builds_and_passes_the_checks(tpcc: Tpcc) -> None:
     checks = tpcc.call("run_checks", str(tpcc.path), SCALE)
     assert len(checks) == CHECKS
     assert checks == dict.fromkeys(checks, 0)
+
+
+def test_loaders_draw_the_generator_in_order(tpcc: Tpcc) -> None:
+    # load.sql's loaders jump the generator ahead (a row's draws inside its INSERT); the rows must
+    # be those of drawing one number at a time in the order load.sql documents, as random.sql
+    # defines the generator: modelled here in Python for the first rows of ITEM, STOCK, CUSTOMER,
+    # HISTORY, ORDERS and ORDER_LINE.
+    def original(draws: Draws, text: str, length: int) -> str:
+        if draws.pick(0, 10) != 0:
+            return text
+        at = draws.pick(1, length - 7)
+        return text[:at - 1] + "ORIGINAL" + text[at + 7:]
+
+    seed = load_seed(SCALE, "items", 1)
+    draws, pool = Draws(rand_init(seed, 1)), alnum_pool(rand_init(seed, 1000000000 + 1))
+    items = []
+    for i_id in range(1, 21):
+        im_id, name = draws.pick(1, 10000), cut(pool, draws, draws.pick(14, 11))
+        price = draws.pick(100, 9901)
+        length = draws.pick(26, 25)
+        items.append([i_id, im_id, name, f"{price / 100:.2f}", original(draws, cut(pool, draws, length), length)])
+    assert tpcc.call("query", str(tpcc.path), "select i_id, i_im_id, i_name, cast(i_price as varchar(10)), i_data "
+                     "from item where i_id <= 20 order by i_id") == items
+
+    seed = load_seed(SCALE, "stock", 2, 1)
+    draws, pool = Draws(rand_init(seed, 201)), alnum_pool(rand_init(seed, 1000000000 + 201))
+    stock = []
+    for i_id in range(1, 21):
+        quantity, dists = draws.pick(10, 91), [pool[(o := draws.pick(0, 2025)):o + 24] for _ in range(10)]
+        length = draws.pick(26, 25)
+        stock.append([i_id, quantity, *dists, original(draws, cut(pool, draws, length), length)])
+    assert tpcc.call("query", str(tpcc.path), "select s_i_id, s_quantity, " + ", ".join(
+        f"s_dist_{n:02d}" for n in range(1, 11)) + ", s_data from stock where s_w_id = 2 and s_i_id <= 20 "
+        "order by s_i_id") == stock
+
+    seed = load_seed(SCALE, "customers and history", 1, 3)
+    draws, pool = Draws(rand_init(seed, 103)), alnum_pool(rand_init(seed, 1000000000 + 103))
+    customers, history = [], []
+    for c_id in range(1, 21):  # the first 1000 take their names in order: no NURand draws
+        first, street_1, street_2, city = (cut(pool, draws, draws.pick(low, count))
+                                           for low, count in ((8, 9), (10, 11), (10, 11), (10, 11)))
+        state, zip_ = pool[(o := draws.pick(0, 2047)):o + 2], f"{draws.pick(0, 10000):04d}11111"
+        phone = f"{draws.pick(0, 100000000):08d}{draws.pick(0, 100000000):08d}"
+        credit, discount = "BC" if draws.pick(0, 10) == 0 else "GC", draws.pick(0, 5001)
+        data = cut(pool, draws, draws.pick(300, 201))
+        customers.append([c_id, first, street_1, street_2, city, state, zip_, phone, credit,
+                          f"{discount / 10000:.4f}", data])
+        history.append([c_id, cut(pool, draws, draws.pick(12, 13))])
+    assert tpcc.call("query", str(tpcc.path), "select c_id, c_first, c_street_1, c_street_2, c_city, c_state, c_zip, "
+                     "c_phone, c_credit, cast(c_discount as varchar(10)), c_data from customer "
+                     "where c_w_id = 1 and c_d_id = 3 and c_id <= 20 order by c_id") == customers
+    assert tpcc.call("query", str(tpcc.path), "select h_c_id, h_data from history where h_c_w_id = 1 and h_c_d_id = 3 "
+                     "and h_c_id <= 20 order by h_c_id") == history
+
+    seed = load_seed(SCALE, "orders, order lines and new orders", 2, 4)
+    draws, pool = Draws(rand_init(seed, 204)), alnum_pool(rand_init(seed, 1000000000 + 204))
+    for _ in range(SCALE["customers"]):  # the permutation of the customer ids
+        draws.next()
+    orders, lines = [], []
+    for o_id in range(1, 4):  # delivered: a carrier, lines of amount 0.00
+        count, carrier = draws.pick(5, 11), draws.pick(1, 10)
+        orders.append([o_id, count, carrier])
+        for number in range(1, count + 1):
+            i_id = draws.pick(1, SCALE["items"])
+            draws.next()  # OL_AMOUNT's draw, unused when delivered
+            lines.append([o_id, number, i_id, "0.00", pool[(o := draws.pick(0, 2025)):o + 24]])
+    assert tpcc.call("query", str(tpcc.path), "select o_id, o_ol_cnt, o_carrier_id from orders where o_w_id = 2 "
+                     "and o_d_id = 4 and o_id <= 3 order by o_id") == orders
+    assert tpcc.call("query", str(tpcc.path), "select ol_o_id, ol_number, ol_i_id, cast(ol_amount as varchar(10)), "
+                     "ol_dist_info from order_line where ol_w_id = 2 and ol_d_id = 4 and ol_o_id <= 3 "
+                     "order by ol_o_id, ol_number") == lines
+    # An undelivered order's lines carry their amounts: the last order of the district.
+    last = SCALE["orders"]
+    amounts = tpcc.call("query", str(tpcc.path), f"select ol_amount from order_line where ol_w_id = 2 and ol_d_id = 4 "
+                        f"and ol_o_id = {last}")
+    assert amounts and all(0 < float(row[0]) < 10000 for row in amounts)
 
 
 def test_same_seed_same_rows_changed(tpcc: Tpcc) -> None:

@@ -56,6 +56,49 @@ def new_order_rolls_back(seed: int) -> bool:
     return (x - 1) * 100 // (_MODULUS - 1) == 0
 
 
+def load_seed(scale: dict[str, Any], step_name: str, *iteration: int) -> int:
+    """The seed fbbench's population passes to the call of load step ``step_name`` for ``iteration``."""
+    workload = _workload(scale)
+    step = next(step for step in workload.load if step.name == step_name)
+    rng = random.Random(generators.derived_seed(workload.name, step.index, *iteration))
+    return int(generators.value(step.params[0], rng, 1, {}))
+
+
+class Draws:
+    """The population's generator drawing one number at a time, as random.sql describes it (what
+    load.sql's loaders, which jump ahead, must give in the same order)."""
+
+    def __init__(self, state: int) -> None:
+        self.x = state
+
+    def next(self) -> int:
+        self.x = self.x * 48271 % _MODULUS
+        return self.x
+
+    def pick(self, low: int, count: int) -> int:
+        """low .. low + count - 1 from the next state."""
+        return low + (self.next() - 1) * count // (_MODULUS - 1)
+
+
+def alnum_pool(state: int) -> str:
+    """tpcc_alnum_pool."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    draws = Draws(state)
+    return "".join(alphabet[draws.pick(0, 62)] for _ in range(2048))
+
+
+def cut(pool: str, draws: Draws, length: int) -> str:
+    """A random a-string of ``length`` characters cut from the pool at the next draw's offset."""
+    start = (draws.next() - 1) * (2049 - length) // (_MODULUS - 1)
+    return pool[start:start + length]
+
+
+def query(path: str, sql: str) -> list[list[Any]]:
+    with driver.connect(path) as connection, connection.cursor() as cursor:
+        cursor.execute(sql)
+        return [[_plain(value) for value in row] for row in cursor.fetchall()]
+
+
 # --- building the database as the workload describes it -------------------------------------
 
 def _workload(scale: dict[str, Any]) -> Workload:

@@ -12,6 +12,19 @@
  * values). Every call seeds its generator from its seed and its warehouse / district / part
  * number, so the same scale and seeds build the same database (timestamps aside).
  *
+ * Jumping ahead: the k-th state after x is mod(x * A_k, 2147483647) with A_k = 48271^k mod
+ * 2147483647 (x and A_k are below 2^31, so the product fits a BIGINT). The loops of ITEM, STOCK,
+ * CUSTOMER/HISTORY and ORDER_LINE take each row's draws that way — most of them inside the row's
+ * INSERT — and then move x past the row in one step, instead of one PSQL statement per draw:
+ * the same numbers in the same order as drawing them one at a time (the same database), for a
+ * third of the statements. A statement costs the engine about as much as an inserted row's
+ * share of its own work, so this is most of what the population spends beside the inserts
+ * (benchmarks/population_speed.py measures it against the engine's plain-insert ceiling).
+ * The constants used: A_2 = 182605794, A_3 = 1291394886, A_4 = 1914720637, A_5 = 2078669041,
+ * A_6 = 407355683, A_7 = 1105902161, A_8 = 854716505, A_9 = 564586691, A_10 = 1596680831,
+ * A_11 = 192302371, A_12 = 1203428207, A_13 = 1250328747, A_14 = 1738531149,
+ * A_15 = 1271135913, A_16 = 1098894339, A_17 = 1882556969, A_18 = 2136927794.
+ *
  * Scale: ${items} items, ${customers} customers and ${orders} orders per district. The
  * specification's values are 100000, 3000 and 3000; other values are for quick tests only.
  * The last 30 % of the orders of each district (900 of 3000) are undelivered, in NEW_ORDER.
@@ -58,17 +71,18 @@ begin
   suspend;
 end^
 
--- ITEM, one tenth of the ids per call (p_part = 1 .. 10).
+-- ITEM, one tenth of the ids per call (p_part = 1 .. 10). A row's draws, in order: I_IM_ID, the
+-- length and the offset of I_NAME, I_PRICE, the length and the offset of I_DATA, whether it is
+-- "ORIGINAL" (10 %) and, only then, where.
 create procedure tpcc_load_items (p_part integer, p_seed bigint)
 as
   declare i_id integer;
   declare last_id integer;
   declare x bigint;
+  declare y bigint;
   declare pool varchar(2048) character set ascii;
+  declare name_len integer;
   declare len integer;
-  declare i_im_id integer;
-  declare i_name varchar(24) character set ascii;
-  declare i_price numeric(5, 2);
   declare i_data varchar(50) character set ascii;
 begin
   i_id = (p_part - 1) * ${items} / 10 + 1;
@@ -77,20 +91,22 @@ begin
   x = tpcc_rand_init(p_seed, p_part);
   while (i_id <= last_id) do
   begin
-    x = mod(x * 48271, 2147483647);  i_im_id = 1 + (x - 1) * 10000 / 2147483646;
-    x = mod(x * 48271, 2147483647);  len = 14 + (x - 1) * 11 / 2147483646;          -- 14 .. 24
-    x = mod(x * 48271, 2147483647);  i_name = substring(pool from 1 + (x - 1) * (2049 - len) / 2147483646 for len);
-    x = mod(x * 48271, 2147483647);  i_price = (100 + (x - 1) * 9901 / 2147483646) * 0.01;  -- 1.00 .. 100.00
-    x = mod(x * 48271, 2147483647);  len = 26 + (x - 1) * 25 / 2147483646;          -- 26 .. 50
-    x = mod(x * 48271, 2147483647);  i_data = substring(pool from 1 + (x - 1) * (2049 - len) / 2147483646 for len);
-    x = mod(x * 48271, 2147483647);
-    if ((x - 1) * 10 / 2147483646 = 0) then  -- 10 % of the items: "ORIGINAL" at a random position
+    name_len = 14 + (mod(x * 182605794, 2147483647) - 1) * 11 / 2147483646;                      -- 14 .. 24
+    len = 26 + (mod(x * 2078669041, 2147483647) - 1) * 25 / 2147483646;                           -- 26 .. 50
+    i_data = substring(pool from 1 + (mod(x * 407355683, 2147483647) - 1) * (2049 - len) / 2147483646 for len);
+    y = mod(x * 1105902161, 2147483647);
+    if ((y - 1) * 10 / 2147483646 = 0) then  -- 10 % of the items: "ORIGINAL" at a random position
     begin
-      x = mod(x * 48271, 2147483647);
-      i_data = overlay(i_data placing 'ORIGINAL' from 1 + (x - 1) * (len - 7) / 2147483646);
+      y = mod(y * 48271, 2147483647);
+      i_data = overlay(i_data placing 'ORIGINAL' from 1 + (y - 1) * (len - 7) / 2147483646);
     end
     insert into item (i_id, i_im_id, i_name, i_price, i_data)
-      values (:i_id, :i_im_id, :i_name, :i_price, :i_data);
+      values (:i_id,
+              1 + (mod(:x * 48271, 2147483647) - 1) * 10000 / 2147483646,
+              substring(:pool from 1 + (mod(:x * 1291394886, 2147483647) - 1) * (2049 - :name_len) / 2147483646 for :name_len),
+              (100 + (mod(:x * 1914720637, 2147483647) - 1) * 9901 / 2147483646) * 0.01,        -- 1.00 .. 100.00
+              :i_data);
+    x = y;
     i_id = i_id + 1;
   end
 end^
@@ -139,25 +155,18 @@ begin
   end
 end^
 
--- STOCK of one warehouse, one tenth of the items per call (p_part = 1 .. 10).
+-- STOCK of one warehouse, one tenth of the items per call (p_part = 1 .. 10). A row's draws, in
+-- order: S_QUANTITY, the offsets of S_DIST_01 .. S_DIST_10 (random a-strings of exactly 24
+-- characters: 2025 possible offsets), the length and the offset of S_DATA, whether it is
+-- "ORIGINAL" (10 %) and, only then, where.
 create procedure tpcc_load_stock (p_w_id integer, p_part integer, p_seed bigint)
 as
   declare i_id integer;
   declare last_id integer;
   declare x bigint;
+  declare y bigint;
   declare pool varchar(2048) character set ascii;
   declare len integer;
-  declare quantity integer;
-  declare dist_01 char(24) character set ascii;
-  declare dist_02 char(24) character set ascii;
-  declare dist_03 char(24) character set ascii;
-  declare dist_04 char(24) character set ascii;
-  declare dist_05 char(24) character set ascii;
-  declare dist_06 char(24) character set ascii;
-  declare dist_07 char(24) character set ascii;
-  declare dist_08 char(24) character set ascii;
-  declare dist_09 char(24) character set ascii;
-  declare dist_10 char(24) character set ascii;
   declare s_data varchar(50) character set ascii;
 begin
   i_id = (p_part - 1) * ${items} / 10 + 1;
@@ -166,31 +175,31 @@ begin
   x = tpcc_rand_init(p_seed, p_w_id * 100 + p_part);
   while (i_id <= last_id) do
   begin
-    x = mod(x * 48271, 2147483647);  quantity = 10 + (x - 1) * 91 / 2147483646;     -- 10 .. 100
-    -- S_DIST_xx: random a-string of exactly 24 characters (2025 possible offsets)
-    x = mod(x * 48271, 2147483647);  dist_01 = substring(pool from 1 + (x - 1) * 2025 / 2147483646 for 24);
-    x = mod(x * 48271, 2147483647);  dist_02 = substring(pool from 1 + (x - 1) * 2025 / 2147483646 for 24);
-    x = mod(x * 48271, 2147483647);  dist_03 = substring(pool from 1 + (x - 1) * 2025 / 2147483646 for 24);
-    x = mod(x * 48271, 2147483647);  dist_04 = substring(pool from 1 + (x - 1) * 2025 / 2147483646 for 24);
-    x = mod(x * 48271, 2147483647);  dist_05 = substring(pool from 1 + (x - 1) * 2025 / 2147483646 for 24);
-    x = mod(x * 48271, 2147483647);  dist_06 = substring(pool from 1 + (x - 1) * 2025 / 2147483646 for 24);
-    x = mod(x * 48271, 2147483647);  dist_07 = substring(pool from 1 + (x - 1) * 2025 / 2147483646 for 24);
-    x = mod(x * 48271, 2147483647);  dist_08 = substring(pool from 1 + (x - 1) * 2025 / 2147483646 for 24);
-    x = mod(x * 48271, 2147483647);  dist_09 = substring(pool from 1 + (x - 1) * 2025 / 2147483646 for 24);
-    x = mod(x * 48271, 2147483647);  dist_10 = substring(pool from 1 + (x - 1) * 2025 / 2147483646 for 24);
-    x = mod(x * 48271, 2147483647);  len = 26 + (x - 1) * 25 / 2147483646;          -- 26 .. 50
-    x = mod(x * 48271, 2147483647);  s_data = substring(pool from 1 + (x - 1) * (2049 - len) / 2147483646 for len);
-    x = mod(x * 48271, 2147483647);
-    if ((x - 1) * 10 / 2147483646 = 0) then  -- 10 % of the stock: "ORIGINAL" at a random position
+    len = 26 + (mod(x * 1203428207, 2147483647) - 1) * 25 / 2147483646;                          -- 26 .. 50
+    s_data = substring(pool from 1 + (mod(x * 1250328747, 2147483647) - 1) * (2049 - len) / 2147483646 for len);
+    y = mod(x * 1738531149, 2147483647);
+    if ((y - 1) * 10 / 2147483646 = 0) then  -- 10 % of the stock: "ORIGINAL" at a random position
     begin
-      x = mod(x * 48271, 2147483647);
-      s_data = overlay(s_data placing 'ORIGINAL' from 1 + (x - 1) * (len - 7) / 2147483646);
+      y = mod(y * 48271, 2147483647);
+      s_data = overlay(s_data placing 'ORIGINAL' from 1 + (y - 1) * (len - 7) / 2147483646);
     end
     insert into stock (s_i_id, s_w_id, s_quantity, s_dist_01, s_dist_02, s_dist_03, s_dist_04, s_dist_05,
                        s_dist_06, s_dist_07, s_dist_08, s_dist_09, s_dist_10, s_ytd, s_order_cnt, s_remote_cnt,
                        s_data)
-      values (:i_id, :p_w_id, :quantity, :dist_01, :dist_02, :dist_03, :dist_04, :dist_05,
-              :dist_06, :dist_07, :dist_08, :dist_09, :dist_10, 0, 0, 0, :s_data);
+      values (:i_id, :p_w_id,
+              10 + (mod(:x * 48271, 2147483647) - 1) * 91 / 2147483646,                     -- 10 .. 100
+              substring(:pool from 1 + (mod(:x * 182605794, 2147483647) - 1) * 2025 / 2147483646 for 24),
+              substring(:pool from 1 + (mod(:x * 1291394886, 2147483647) - 1) * 2025 / 2147483646 for 24),
+              substring(:pool from 1 + (mod(:x * 1914720637, 2147483647) - 1) * 2025 / 2147483646 for 24),
+              substring(:pool from 1 + (mod(:x * 2078669041, 2147483647) - 1) * 2025 / 2147483646 for 24),
+              substring(:pool from 1 + (mod(:x * 407355683, 2147483647) - 1) * 2025 / 2147483646 for 24),
+              substring(:pool from 1 + (mod(:x * 1105902161, 2147483647) - 1) * 2025 / 2147483646 for 24),
+              substring(:pool from 1 + (mod(:x * 854716505, 2147483647) - 1) * 2025 / 2147483646 for 24),
+              substring(:pool from 1 + (mod(:x * 564586691, 2147483647) - 1) * 2025 / 2147483646 for 24),
+              substring(:pool from 1 + (mod(:x * 1596680831, 2147483647) - 1) * 2025 / 2147483646 for 24),
+              substring(:pool from 1 + (mod(:x * 192302371, 2147483647) - 1) * 2025 / 2147483646 for 24),
+              0, 0, 0, :s_data);
+    x = y;
     i_id = i_id + 1;
   end
 end^
@@ -198,7 +207,10 @@ end^
 /*
  * CUSTOMER and HISTORY of one district. C_LAST: the first 1000 customers take the names of
  * 0 .. 999 in order, so every name exists; the others NURand(255, 0, 999) with C-Load
- * (clause 4.3.2.3). 10 % have bad credit (C_CREDIT = 'BC').
+ * (clause 4.3.2.3). 10 % have bad credit (C_CREDIT = 'BC'). A customer's draws, in order: the
+ * two of NURand (only past the first 1000), then the length and the offset of C_FIRST, of
+ * C_STREET_1, of C_STREET_2 and of C_CITY, C_STATE, C_ZIP, the two halves of C_PHONE, C_CREDIT,
+ * C_DISCOUNT, the length and the offset of C_DATA and of H_DATA.
  */
 create procedure tpcc_load_customers (p_w_id integer, p_d_id integer, p_seed bigint)
 as
@@ -207,21 +219,13 @@ as
   declare pool varchar(2048) character set ascii;
   declare c_load integer;
   declare now_ timestamp;
-  declare len integer;
   declare name_number integer;
-  declare nurand_a integer;
-  declare c_first varchar(16) character set ascii;
-  declare street_1 varchar(20) character set ascii;
-  declare street_2 varchar(20) character set ascii;
-  declare city varchar(20) character set ascii;
-  declare state char(2) character set ascii;
-  declare zip char(9) character set ascii;
-  declare phone_half varchar(8) character set ascii;
-  declare phone char(16) character set ascii;
-  declare credit char(2) character set ascii;
-  declare discount numeric(4, 4);
-  declare c_data varchar(500) character set ascii;
-  declare h_data varchar(24) character set ascii;
+  declare first_len integer;
+  declare street_1_len integer;
+  declare street_2_len integer;
+  declare city_len integer;
+  declare data_len integer;
+  declare h_data_len integer;
 begin
   select c_load from tpcc_nurand where nurand_a = 255 into :c_load;
   if (c_load is null) then
@@ -235,36 +239,38 @@ begin
       name_number = c_id - 1;
     else
     begin  -- NURand(255, 0, 999) = ((random(0, 255) | random(0, 999)) + C) mod 1000
-      x = mod(x * 48271, 2147483647);  nurand_a = (x - 1) * 256 / 2147483646;
-      x = mod(x * 48271, 2147483647);
-      name_number = mod(bin_or(nurand_a, (x - 1) * 1000 / 2147483646) + c_load, 1000);
+      name_number = mod(bin_or((mod(x * 48271, 2147483647) - 1) * 256 / 2147483646, (mod(x * 182605794, 2147483647) - 1) * 1000 / 2147483646) + c_load, 1000);
+      x = mod(x * 182605794, 2147483647);
     end
-    x = mod(x * 48271, 2147483647);  len = 8 + (x - 1) * 9 / 2147483646;            -- 8 .. 16
-    x = mod(x * 48271, 2147483647);  c_first = substring(pool from 1 + (x - 1) * (2049 - len) / 2147483646 for len);
-    x = mod(x * 48271, 2147483647);  len = 10 + (x - 1) * 11 / 2147483646;          -- 10 .. 20
-    x = mod(x * 48271, 2147483647);  street_1 = substring(pool from 1 + (x - 1) * (2049 - len) / 2147483646 for len);
-    x = mod(x * 48271, 2147483647);  len = 10 + (x - 1) * 11 / 2147483646;
-    x = mod(x * 48271, 2147483647);  street_2 = substring(pool from 1 + (x - 1) * (2049 - len) / 2147483646 for len);
-    x = mod(x * 48271, 2147483647);  len = 10 + (x - 1) * 11 / 2147483646;
-    x = mod(x * 48271, 2147483647);  city = substring(pool from 1 + (x - 1) * (2049 - len) / 2147483646 for len);
-    x = mod(x * 48271, 2147483647);  state = substring(pool from 1 + (x - 1) * 2047 / 2147483646 for 2);
-    x = mod(x * 48271, 2147483647);  zip = lpad(cast((x - 1) * 10000 / 2147483646 as varchar(4)), 4, '0') || '11111';
-    x = mod(x * 48271, 2147483647);  phone_half = lpad(cast((x - 1) * 100000000 / 2147483646 as varchar(8)), 8, '0');
-    x = mod(x * 48271, 2147483647);  phone = phone_half || lpad(cast((x - 1) * 100000000 / 2147483646 as varchar(8)), 8, '0');
-    x = mod(x * 48271, 2147483647);  credit = iif((x - 1) * 10 / 2147483646 = 0, 'BC', 'GC');
-    x = mod(x * 48271, 2147483647);  discount = ((x - 1) * 5001 / 2147483646) * 0.0001;  -- 0.0000 .. 0.5000
-    x = mod(x * 48271, 2147483647);  len = 300 + (x - 1) * 201 / 2147483646;        -- 300 .. 500
-    x = mod(x * 48271, 2147483647);  c_data = substring(pool from 1 + (x - 1) * (2049 - len) / 2147483646 for len);
-    x = mod(x * 48271, 2147483647);  len = 12 + (x - 1) * 13 / 2147483646;          -- 12 .. 24
-    x = mod(x * 48271, 2147483647);  h_data = substring(pool from 1 + (x - 1) * (2049 - len) / 2147483646 for len);
+    first_len = 8 + (mod(x * 48271, 2147483647) - 1) * 9 / 2147483646;                       -- 8 .. 16
+    street_1_len = 10 + (mod(x * 1291394886, 2147483647) - 1) * 11 / 2147483646;                  -- 10 .. 20
+    street_2_len = 10 + (mod(x * 2078669041, 2147483647) - 1) * 11 / 2147483646;
+    city_len = 10 + (mod(x * 1105902161, 2147483647) - 1) * 11 / 2147483646;
+    data_len = 300 + (mod(x * 1271135913, 2147483647) - 1) * 201 / 2147483646;                   -- 300 .. 500
+    h_data_len = 12 + (mod(x * 1882556969, 2147483647) - 1) * 13 / 2147483646;                   -- 12 .. 24
     insert into customer (c_id, c_d_id, c_w_id, c_first, c_middle, c_last, c_street_1, c_street_2, c_city,
                           c_state, c_zip, c_phone, c_since, c_credit, c_credit_lim, c_discount, c_balance,
                           c_ytd_payment, c_payment_cnt, c_delivery_cnt, c_data)
-      values (:c_id, :p_d_id, :p_w_id, :c_first, 'OE', tpcc_last_name(:name_number), :street_1, :street_2,
-              :city, :state, :zip, :phone, :now_, :credit, 50000.00, :discount, -10.00,
-              10.00, 1, 0, :c_data);
+      values (:c_id, :p_d_id, :p_w_id,
+              substring(:pool from 1 + (mod(:x * 182605794, 2147483647) - 1) * (2049 - :first_len) / 2147483646 for :first_len),
+              'OE', tpcc_last_name(:name_number),
+              substring(:pool from 1 + (mod(:x * 1914720637, 2147483647) - 1) * (2049 - :street_1_len) / 2147483646 for :street_1_len),
+              substring(:pool from 1 + (mod(:x * 407355683, 2147483647) - 1) * (2049 - :street_2_len) / 2147483646 for :street_2_len),
+              substring(:pool from 1 + (mod(:x * 854716505, 2147483647) - 1) * (2049 - :city_len) / 2147483646 for :city_len),
+              substring(:pool from 1 + (mod(:x * 564586691, 2147483647) - 1) * 2047 / 2147483646 for 2),
+              lpad(cast((mod(:x * 1596680831, 2147483647) - 1) * 10000 / 2147483646 as varchar(4)), 4, '0') || '11111',
+              lpad(cast((mod(:x * 192302371, 2147483647) - 1) * 100000000 / 2147483646 as varchar(8)), 8, '0')
+                || lpad(cast((mod(:x * 1203428207, 2147483647) - 1) * 100000000 / 2147483646 as varchar(8)), 8, '0'),
+              :now_,
+              iif((mod(:x * 1250328747, 2147483647) - 1) * 10 / 2147483646 = 0, 'BC', 'GC'),
+              50000.00,
+              ((mod(:x * 1738531149, 2147483647) - 1) * 5001 / 2147483646) * 0.0001,           -- 0.0000 .. 0.5000
+              -10.00, 10.00, 1, 0,
+              substring(:pool from 1 + (mod(:x * 1098894339, 2147483647) - 1) * (2049 - :data_len) / 2147483646 for :data_len));
     insert into history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data)
-      values (:c_id, :p_d_id, :p_w_id, :p_d_id, :p_w_id, :now_, 10.00, :h_data);
+      values (:c_id, :p_d_id, :p_w_id, :p_d_id, :p_w_id, :now_, 10.00,
+              substring(:pool from 1 + (mod(:x * 2136927794, 2147483647) - 1) * (2049 - :h_data_len) / 2147483646 for :h_data_len));
+    x = mod(x * 2136927794, 2147483647);
     c_id = c_id + 1;
   end
 end^
@@ -287,9 +293,6 @@ as
   declare ol_number integer;
   declare carrier integer;
   declare delivery_d timestamp;
-  declare i_id integer;
-  declare amount numeric(6, 2);
-  declare dist_info char(24) character set ascii;
 begin
   now_ = localtimestamp;
   first_new = ${orders} - ${orders} * 3 / 10 + 1;  -- 2101 of 3000
@@ -321,16 +324,19 @@ begin
       end
       insert into orders (o_id, o_d_id, o_w_id, o_c_id, o_entry_d, o_carrier_id, o_ol_cnt, o_all_local)
         values (:o_id, :p_d_id, :p_w_id, :c_id, :now_, :carrier, :ol_cnt, 1);
+      -- A line's draws, in order: OL_I_ID, OL_AMOUNT (0.00 if delivered, else 0.01 .. 9999.99,
+      -- drawn either way), the offset of OL_DIST_INFO.
       ol_number = 1;
       while (ol_number <= ol_cnt) do
       begin
-        x = mod(x * 48271, 2147483647);  i_id = 1 + (x - 1) * ${items} / 2147483646;
-        x = mod(x * 48271, 2147483647);  -- OL_AMOUNT: 0.00 if delivered, else 0.01 .. 9999.99
-        amount = iif(carrier is null, (1 + (x - 1) * 999999 / 2147483646) * 0.01, 0.00);
-        x = mod(x * 48271, 2147483647);  dist_info = substring(pool from 1 + (x - 1) * 2025 / 2147483646 for 24);
         insert into order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, ol_delivery_d,
                                 ol_quantity, ol_amount, ol_dist_info)
-          values (:o_id, :p_d_id, :p_w_id, :ol_number, :i_id, :p_w_id, :delivery_d, 5, :amount, :dist_info);
+          values (:o_id, :p_d_id, :p_w_id, :ol_number,
+                  1 + (mod(:x * 48271, 2147483647) - 1) * ${items} / 2147483646,
+                  :p_w_id, :delivery_d, 5,
+                  iif(:carrier is null, (1 + (mod(:x * 182605794, 2147483647) - 1) * 999999 / 2147483646) * 0.01, 0.00),
+                  substring(:pool from 1 + (mod(:x * 1291394886, 2147483647) - 1) * 2025 / 2147483646 for 24));
+        x = mod(x * 1291394886, 2147483647);
         ol_number = ol_number + 1;
       end
       if (carrier is null) then
