@@ -12,7 +12,8 @@ mode="${1:-quickstart}"
 case "$mode" in quickstart|test|env) ;; *) echo "usage: $0 quickstart|test|env" >&2; exit 2 ;; esac
 
 began=$SECONDS  # ./setup.sh test prints how long each part took
-say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+# Each step's start, in seconds since this script began: where a fresh clone's set-up spends its time.
+say() { printf '\033[1m==> %s\033[0m [%d s]\n' "$*" "$((SECONDS - began))"; }
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"
   elif command -v sudo >/dev/null; then sudo "$@"
@@ -95,7 +96,7 @@ if [ "$mode" = test ]; then
        RUSTC_WORKSPACE_WRAPPER="$clippy_driver" RUSTFLAGS="-D warnings" cargo test --quiet
      else
        cargo clippy --quiet --all-targets -- -D warnings && cargo test --quiet
-     fi) >"$core_log" 2>&1 &
+     fi && echo "(the native core's checks ended at $((SECONDS - began)) s)") >"$core_log" 2>&1 &
   core_checks=$!
   trap 'kill "$core_checks" ${type_check:-} 2>/dev/null || true' EXIT
 fi

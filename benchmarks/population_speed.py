@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -147,6 +148,12 @@ def main() -> None:
             print(f"{warehouses:>10} {found['rows']:>11,} {found['insert_seconds']:>8.1f} "
                   f"{found['index_seconds']:>7.1f} {found['mb_per_second']:>7.2f} {found['rows_per_second']:>9,.0f} "
                   f"{ratio:>17.1%}  {loads(found['load'])}")
+        for warehouses in dict.fromkeys(w for w, _, _ in measured):
+            ratios = sorted(run["population"]["rows_per_second"] / found["rows_per_second"]
+                            for w, run, found in measured if w == warehouses and found)
+            if len(ratios) > 1:  # each ratio is a population and its own ceiling, measured one after the other
+                print(f"{warehouses:>10} wh: population/ceiling median {statistics.median(ratios):.1%} of "
+                      f"{len(ratios)} (from {ratios[0]:.1%} to {ratios[-1]:.1%})")
 
     if not args.no_ceiling:
         print("\nthe ceiling's seconds per table (all attachments at once, table by table):")
