@@ -24,7 +24,10 @@ most 30,000 rows) with no fbbench in the way, followed by the same index step; a
 disk under the work directory writes per second (a sequential write, fsync'd). The ratio
 population rows/s ÷ ceiling rows/s says how close the population comes to the engine's limit on
 this machine, whatever the machine (target: ≥ 80 % at 4 warehouses). The load average at the
-start and end of each measurement is printed with it.
+start and end of each measurement is printed with it. Each population and each ceiling starts after
+an ``os.sync()``: with forced writes off, the one before leaves hundreds of MB of dirty pages that
+the kernel would otherwise write back during the next one. ``--repeats`` interleaves populations
+and ceilings and prints each scale's median ratio, its range and the ratio of the medians.
 
 Everything happens in a private FBBENCH_HOME under /tmp (work directory, populated-database
 cache, results store, reports), deleted at the end: the user's own cache and results are not
@@ -63,6 +66,7 @@ def ceiling(home: Path, engine: str, warehouses: int, run: dict[str, Any]) -> di
     runtime = prepare_runtime(engine, home / "ceiling-runtime")
     target = home / f"ceiling-w{warehouses}.fdb"
     target.unlink(missing_ok=True)
+    os.sync()  # the population's and its copy's dirty pages written now, not by the kernel during the ceiling
     before = os.getloadavg()
     found = run_in_engine(runtime, "engine_ceiling:ceiling", run["cache_file"], str(target), "tpcc",
                           {"warehouses": warehouses}, run["database"]["page_size"],
@@ -108,6 +112,7 @@ def main() -> None:
         disk = disk_write(home)
         for _ in range(args.repeats):
             for warehouses in args.warehouses:
+                os.sync()  # nor the previous ceiling's during this population
                 before = os.getloadavg()
                 run = populate(home, args.engine, warehouses, args.load_connections)
                 run["load"] = (before, os.getloadavg())
@@ -152,8 +157,12 @@ def main() -> None:
             ratios = sorted(run["population"]["rows_per_second"] / found["rows_per_second"]
                             for w, run, found in measured if w == warehouses and found)
             if len(ratios) > 1:  # each ratio is a population and its own ceiling, measured one after the other
+                populations = [run["population"]["rows_per_second"] for w, run, _ in measured if w == warehouses]
+                ceilings = [found["rows_per_second"] for w, _, found in measured if w == warehouses and found]
                 print(f"{warehouses:>10} wh: population/ceiling median {statistics.median(ratios):.1%} of "
-                      f"{len(ratios)} (from {ratios[0]:.1%} to {ratios[-1]:.1%})")
+                      f"{len(ratios)} pairs (from {ratios[0]:.1%} to {ratios[-1]:.1%}); medians: population "
+                      f"{statistics.median(populations):,.0f} rows/s, ceiling {statistics.median(ceilings):,.0f} "
+                      f"rows/s, their ratio {statistics.median(populations) / statistics.median(ceilings):.1%}")
 
     if not args.no_ceiling:
         print("\nthe ceiling's seconds per table (all attachments at once, table by table):")
