@@ -85,8 +85,9 @@ def test_population_builds_and_passes_the_checks(tpcc: Tpcc) -> None:
 def test_loaders_draw_the_generator_in_order(tpcc: Tpcc) -> None:
     # load.sql's loaders jump the generator ahead (a row's draws inside its INSERT); the rows must
     # be those of drawing one number at a time in the order load.sql documents, as random.sql
-    # defines the generator: modelled here in Python for the first rows of ITEM, STOCK, CUSTOMER,
-    # HISTORY, ORDERS and ORDER_LINE.
+    # defines the generator, with a STOCK row's and a customer's strings cut from one window of
+    # the pool each: modelled here in Python for the first rows of ITEM, STOCK, CUSTOMER, HISTORY,
+    # ORDERS and ORDER_LINE.
     def original(draws: Draws, text: str, length: int) -> str:
         if draws.pick(0, 10) != 0:
             return text
@@ -107,10 +108,10 @@ def test_loaders_draw_the_generator_in_order(tpcc: Tpcc) -> None:
     seed = load_seed(SCALE, "stock", 2, 1)
     draws, pool = Draws(rand_init(seed, 201)), alnum_pool(rand_init(seed, 1000000000 + 201))
     stock = []
-    for i_id in range(1, 21):
-        quantity, dists = draws.pick(10, 91), [pool[(o := draws.pick(0, 2025)):o + 24] for _ in range(10)]
-        length = draws.pick(26, 25)
-        stock.append([i_id, quantity, *dists, original(draws, cut(pool, draws, length), length)])
+    for i_id in range(1, 21):  # S_DIST_01 .. 10 and S_DATA from one window of 290 characters
+        quantity, at = draws.pick(10, 91), draws.pick(0, 1759)
+        dists, length = [pool[at + 24 * n:at + 24 * n + 24] for n in range(10)], draws.pick(26, 25)
+        stock.append([i_id, quantity, *dists, original(draws, pool[at + 240:at + 240 + length], length)])
     assert tpcc.call("query", str(tpcc.path), "select s_i_id, s_quantity, " + ", ".join(
         f"s_dist_{n:02d}" for n in range(1, 11)) + ", s_data from stock where s_w_id = 2 and s_i_id <= 20 "
         "order by s_i_id") == stock
@@ -119,15 +120,17 @@ def test_loaders_draw_the_generator_in_order(tpcc: Tpcc) -> None:
     draws, pool = Draws(rand_init(seed, 103)), alnum_pool(rand_init(seed, 1000000000 + 103))
     customers, history = [], []
     for c_id in range(1, 21):  # the first 1000 take their names in order: no NURand draws
-        first, street_1, street_2, city = (cut(pool, draws, draws.pick(low, count))
-                                           for low, count in ((8, 9), (10, 11), (10, 11), (10, 11)))
-        state, zip_ = pool[(o := draws.pick(0, 2047)):o + 2], f"{draws.pick(0, 10000):04d}11111"
+        lengths = [draws.pick(low, count) for low, count in ((8, 9), (10, 11), (10, 11), (10, 11))]
+        at = draws.pick(0, 1447)  # one window of 602 characters: each string at its place in it
+        first, street_1, street_2, city = (pool[at + place:at + place + length]
+                                           for place, length in zip((0, 16, 36, 56), lengths, strict=True))
+        state, zip_ = pool[at + 76:at + 78], f"{draws.pick(0, 10000):04d}11111"
         phone = f"{draws.pick(0, 100000000):08d}{draws.pick(0, 100000000):08d}"
         credit, discount = "BC" if draws.pick(0, 10) == 0 else "GC", draws.pick(0, 5001)
-        data = cut(pool, draws, draws.pick(300, 201))
+        data_length, h_data_length = draws.pick(300, 201), draws.pick(12, 13)
         customers.append([c_id, first, street_1, street_2, city, state, zip_, phone, credit,
-                          f"{discount / 10000:.4f}", data])
-        history.append([c_id, cut(pool, draws, draws.pick(12, 13))])
+                          f"{discount / 10000:.4f}", pool[at + 78:at + 78 + data_length]])
+        history.append([c_id, pool[at + 578:at + 578 + h_data_length]])
     assert tpcc.call("query", str(tpcc.path), "select c_id, c_first, c_street_1, c_street_2, c_city, c_state, c_zip, "
                      "c_phone, c_credit, cast(c_discount as varchar(10)), c_data from customer "
                      "where c_w_id = 1 and c_d_id = 3 and c_id <= 20 order by c_id") == customers
