@@ -28,6 +28,11 @@ start and end of each measurement is printed with it. Each population and each c
 an ``os.sync()``: with forced writes off, the one before leaves hundreds of MB of dirty pages that
 the kernel would otherwise write back during the next one. ``--repeats`` interleaves populations
 and ceilings and prints each scale's median ratio, its range and the ratio of the medians.
+Beside wall time, the embedded engine's CPU seconds (its process's, every thread's) over the load
+steps and over the ceiling, and the ratio of rows per CPU-second: the work each did, which moved
+less than wall time on a VM whose speed moved by tens of per cent within minutes (2026-12-01, six
+pairs at 4 warehouses: wall-time ratios 67.5–83.7 %, CPU ratios 59.1–70.2 %). The CPU ratio is the
+lower one there: the ceiling's plain inserts left part of the 2 CPUs idle, the population did not.
 
 Everything happens in a private FBBENCH_HOME under /tmp (work directory, populated-database
 cache, results store, reports), deleted at the end: the user's own cache and results are not
@@ -92,6 +97,17 @@ def populate(home: Path, engine: str, warehouses: int, load_connections: int | N
     return run
 
 
+def engine_cpu(run: dict[str, Any]) -> float:
+    """The engine child's CPU seconds over the population's load steps (the embedded engine's, all threads)."""
+    return sum(step.get("cpu_seconds") or 0.0 for step in run["load_steps"])
+
+
+def cpu_ratio(run: dict[str, Any], found: dict[str, Any]) -> float:
+    """Population rows per engine CPU-second ÷ the ceiling's: the same comparison by CPU work, which a
+    machine that runs slower for a while (steal, a neighbour) moves less than it moves wall time."""
+    return (run["population"]["total_rows"] / engine_cpu(run)) / (found["rows"] / found["cpu_seconds"])
+
+
 def loads(pair: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
     return f"{', '.join(f'{v:.2f}' for v in pair[0])} → {', '.join(f'{v:.2f}' for v in pair[1])}"
 
@@ -127,15 +143,16 @@ def main() -> None:
           f"forced writes off while loading")
     print(f"host: {os.cpu_count()} CPUs; the disk under the work directory writes {disk:,.0f} MB/s "
           "(sequential, fsync'd); other processes share this machine: the figures are noisy\n")
-    header = (f"{'warehouses':>10} {'rows':>11} {'DB growth MB':>12} {'load s':>7} {'MB/s':>7} {'rows/s':>9} "
-              f"{'load attachments':>16} {'database phase s':>16} {'checks':>7}  load average start → end")
+    header = (f"{'warehouses':>10} {'rows':>11} {'DB growth MB':>12} {'load s':>7} {'CPU s':>6} {'MB/s':>7} "
+              f"{'rows/s':>9} {'load attachments':>16} {'database phase s':>16} {'checks':>7}  "
+              "load average start → end")
     print(header)
     print("-" * len(header))
     for warehouses, run, _ in measured:
         population = run["population"]
         phase = next((p["seconds"] for p in run["phases"] if p["name"] == "database"), None)
         print(f"{warehouses:>10} {population['total_rows']:>11,} {population['grown_bytes'] / 1e6:>12.1f} "
-              f"{population['load_seconds']:>7.1f} {population['mb_per_second']:>7.2f} "
+              f"{population['load_seconds']:>7.1f} {engine_cpu(run):>6.1f} {population['mb_per_second']:>7.2f} "
               f"{population['rows_per_second']:>9,.0f} {population['load_connections']:>16} "
               f"{phase if phase is not None else float('nan'):>16.1f} "
               f"{sum(c['passed'] for c in run['checks']):>3}/{len(run['checks']):<3}  {loads(run['load'])}")
@@ -143,16 +160,17 @@ def main() -> None:
     if not args.no_ceiling:
         print("\nthe engine's ceiling beside each: the same rows of the same tables, plain PSQL loops on as many "
               "attachments, then the same indices")
-        header = (f"{'warehouses':>10} {'rows':>11} {'insert s':>8} {'index s':>7} {'MB/s':>7} {'rows/s':>9} "
-                  f"{'population/ceiling':>18}  load average start → end")
+        header = (f"{'warehouses':>10} {'rows':>11} {'insert s':>8} {'index s':>7} {'CPU s':>6} {'MB/s':>7} "
+                  f"{'rows/s':>9} {'population/ceiling':>18} {'by CPU':>7}  load average start → end")
         print(header)
         print("-" * len(header))
         for warehouses, run, found in measured:
             assert found is not None
             ratio = run["population"]["rows_per_second"] / found["rows_per_second"]
             print(f"{warehouses:>10} {found['rows']:>11,} {found['insert_seconds']:>8.1f} "
-                  f"{found['index_seconds']:>7.1f} {found['mb_per_second']:>7.2f} {found['rows_per_second']:>9,.0f} "
-                  f"{ratio:>17.1%}  {loads(found['load'])}")
+                  f"{found['index_seconds']:>7.1f} {found['cpu_seconds']:>6.1f} {found['mb_per_second']:>7.2f} "
+                  f"{found['rows_per_second']:>9,.0f} {ratio:>17.1%} {cpu_ratio(run, found):>7.1%}  "
+                  f"{loads(found['load'])}")
         for warehouses in dict.fromkeys(w for w, _, _ in measured):
             ratios = sorted(run["population"]["rows_per_second"] / found["rows_per_second"]
                             for w, run, found in measured if w == warehouses and found)
@@ -163,6 +181,9 @@ def main() -> None:
                       f"{len(ratios)} pairs (from {ratios[0]:.1%} to {ratios[-1]:.1%}); medians: population "
                       f"{statistics.median(populations):,.0f} rows/s, ceiling {statistics.median(ceilings):,.0f} "
                       f"rows/s, their ratio {statistics.median(populations) / statistics.median(ceilings):.1%}")
+                by_cpu = sorted(cpu_ratio(run, found) for w, run, found in measured if w == warehouses and found)
+                print(f"{warehouses:>10} wh: by the engine's CPU, median {statistics.median(by_cpu):.1%} "
+                      f"(from {by_cpu[0]:.1%} to {by_cpu[-1]:.1%})")
 
     if not args.no_ceiling:
         print("\nthe ceiling's seconds per table (all attachments at once, table by table):")
@@ -174,16 +195,17 @@ def main() -> None:
                      for _, _, found in measured if found]
             print(f"  {name:<{width}} " + " ".join(f"{c:>16}" for c in cells))
 
-    print("\nseconds per load step (for_each iterations in brackets):")
+    print("\nseconds per load step, wall / the engine's CPU (for_each iterations in brackets):")
     names = [step["name"] for step in measured[0][1]["load_steps"]]
     width = max(len(name) for name in names)
-    print(f"  {'step':<{width}} " + " ".join(f"{f'{w} wh':>12}" for w, _, _ in measured))
+    print(f"  {'step':<{width}} " + " ".join(f"{f'{w} wh':>19}" for w, _, _ in measured))
     for name in names:
         cells = []
         for _, run, _ in measured:
             step = next((s for s in run["load_steps"] if s["name"] == name), None)
-            cells.append(f"{step['seconds']:>6.2f} [{step['iterations']:>3}]" if step else f"{'-':>12}")
-        print(f"  {name:<{width}} " + " ".join(f"{c:>12}" for c in cells))
+            cells.append(f"{step['seconds']:>6.2f} / {step.get('cpu_seconds') or float('nan'):>5.2f} "
+                         f"[{step['iterations']:>3}]" if step else f"{'-':>19}")
+        print(f"  {name:<{width}} " + " ".join(f"{c:>19}" for c in cells))
     print("\ntarget: the population's rows/s at ≥ 80 % of the engine's ceiling at 4 warehouses")
 
 

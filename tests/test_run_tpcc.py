@@ -302,7 +302,11 @@ def test_a_copied_population_says_what_the_copy_took(tmp_path: Path, fbbench_hom
     # The cache was swept once when built: its data pages carry the flag that lets every run's own
     # sweep pass them by (it wrote each one again, with the run's forced writes on: seconds a run).
     cached = next((fbbench_home / "work" / "dbcache").glob("tpcc-*.fdb"))
-    assert is_number(json.loads(cached.with_suffix(".json").read_text())["load"]["cache_sweep_seconds"])
+    facts = json.loads(cached.with_suffix(".json").read_text())["load"]
+    assert is_number(facts["cache_sweep_seconds"])
+    # Each load step's CPU: the embedded engine's, in the process that ran the steps.
+    assert facts["steps"] and all(is_number(step["cpu_seconds"]) for step in facts["steps"]), facts["steps"]
+    assert sum(step["cpu_seconds"] for step in facts["steps"]) > 0.1, facts["steps"]
     data_pages, swept = swept_data_pages(cached)
     assert data_pages > 100 and swept >= 0.75 * data_pages, (data_pages, swept)  # unswept: next to none
 

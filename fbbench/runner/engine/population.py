@@ -381,11 +381,14 @@ def _load(dsn: str, workload: Workload, plan: DatabasePlan, progress: Progress, 
     with _Loaders(dsn, plan.load_connections) as loaders, driver.connect(dsn) as observer:
         size = size_before
         for step, only in steps:
-            step_started = time.monotonic()
+            step_started, cpu_started = time.monotonic(), time.process_time()
             iterations = loaders.run(step, workload, progress, watch, only=only)
+            # An embedded engine runs in this process: its CPU (every thread's) beside the wall time;
+            # a server's is not this process's to count.
+            cpu_seconds = time.process_time() - cpu_started if not plan.services_host else None
             grown_to = _size(observer, fresh=True)
             done.append({"name": step.name, "seconds": time.monotonic() - step_started, "iterations": iterations,
-                         "bytes": grown_to - size})
+                         "bytes": grown_to - size, "cpu_seconds": cpu_seconds})
             size = grown_to
     load_seconds = time.monotonic() - load_started
     with driver.connect(dsn) as connection:
