@@ -166,6 +166,20 @@ def test_warehouses_1e9_is_refused_at_once_on_a_fresh_machine_from_the_declared_
     assert population_cache.declared(load_workload("tpcc", tiny)) == []
 
 
+def test_every_built_in_declaration_matches_its_workload_s_population_now() -> None:
+    """A population.json whose workload's load changed since is ignored, never used: an absurd scale
+    would then be built for seconds on a fresh machine before it is refused (the test above, slower
+    to tell why). Said here, at once, with what to run."""
+    from fbbench.runner import population_cache
+    from fbbench.workloads.spec import load_workload
+
+    builtin = REPO / "fbbench" / "workloads" / "builtin"
+    declaring = sorted(path.parent.name for path in builtin.glob("*/population.json"))
+    assert {"tpcc", "sysbench", "scan", "docflow"} <= set(declaring), declaring
+    stale = [name for name in declaring if not population_cache.declared(load_workload(name, {}))]
+    assert not stale, f"run benchmarks/population_declared.py --workloads {' '.join(stale)}"
+
+
 def test_an_estimate_lands_near_the_build(tmp_path: Path) -> None:
     """The estimate of 3 warehouses from the build of 1, against the build of 3 (tiny knobs):
     benchmarks/population_estimate.py measured 0.98-1.02 at 1-8 tiny warehouses and 1 → 2, 4 real ones."""
