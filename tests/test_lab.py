@@ -234,6 +234,17 @@ def test_a_host_axis_needs_a_lab_and_the_lab_its_hosts(lab: Lab, tmp_path: Path)
                        "host(s) c not in the lab", "it has: a, b")
     assert_clean_error(run_cli("sweep", str(spec), "--lab", "tcp://127.0.0.1:1", "--results",
                                str(tmp_path / "r.sqlite")), "cannot reach the lab")
+    # The hosts are asked of the scheduler each time. A Dask client's own view of it, refreshed
+    # every 2 s by default, lists no workers while the refresh is in the way (here every 1 ms):
+    # read from there, a CI run's sweep once took both hosts for gone and gave up their runs.
+    import dask
+
+    from fbbench.lab import client as lab_client
+
+    with (dask.config.set({"distributed.client.scheduler-info-interval": "1ms"}),
+          lab_client.connect(lab.address, None, False) as connected):
+        seen = {tuple(sorted(connected.workers())) for _ in range(300)}
+    assert seen == {("a", "b")}, seen
 
 
 def test_tls_lets_in_only_the_lab_s_own_ca_and_nothing_listens_unprotected(tmp_path: Path) -> None:

@@ -11,6 +11,20 @@ fbbench adds only what is specific to benchmarks.
   run imported into the coordinator's store as its bundle arrives, resumed after a crash.
 """
 
+from typing import Any
+
 RESOURCE = "fbbench-run"  # one per worker: two runs never share a host
 HOSTS_METADATA = ("fbbench", "hosts")  # the scheduler's metadata: worker name → its host record
 DEFAULT_PORT = 8786  # Dask's
+
+
+def connected_workers(client: Any) -> dict[str, dict[str, Any]]:
+    """The workers connected to the client's scheduler now: address → what the scheduler says of it.
+
+    Asked of the scheduler and read from its answer, not from ``Client.scheduler_info()``: that
+    returns the client's cached identity, which the client's own periodic refresh (every 2 s) may
+    overwrite between the fetch and the return with one that lists no workers at all. A sweep took
+    both of its hosts for gone that way (the scheduler's log: both connected, both kept their
+    runs) and gave up their queued runs."""
+    identity = client.sync(client.scheduler.identity, n_workers=-1)
+    return dict(identity.get("workers") or {})

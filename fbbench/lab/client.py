@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fbbench.errors import FbbenchError
-from fbbench.lab import HOSTS_METADATA, security
+from fbbench.lab import HOSTS_METADATA, connected_workers, security
 
 CONNECT_TIMEOUT = 15.0
 
@@ -23,8 +23,7 @@ class Lab:
 
     def workers(self) -> dict[str, str]:
         """Connected worker name → its address."""
-        info = self.client.scheduler_info(n_workers=-1)["workers"]
-        return {str(worker.get("name")): address for address, worker in info.items()}
+        return {str(worker.get("name")): address for address, worker in connected_workers(self.client).items()}
 
     def records(self) -> dict[str, dict[str, Any]]:
         """Every host record a worker published (also of workers gone since)."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fbbench.errors import FbbenchError
-from fbbench.lab import HOSTS_METADATA, RESOURCE, tasks
+from fbbench.lab import HOSTS_METADATA, RESOURCE, connected_workers, tasks
 
 JOIN_TIMEOUT = 60.0  # seconds a worker tries to reach its scheduler (and waits for it once gone)
 
@@ -118,7 +118,7 @@ def _refusal(error: Exception, name: str, address: str, security: Any) -> Fbbenc
         from distributed import Client
 
         with Client(address, security=security, timeout=10) as client:
-            workers = client.scheduler_info(n_workers=-1)["workers"]
+            workers = connected_workers(client)
             there = next((a for a, w in workers.items() if str(w.get("name")) == name), None)
             record = client.get_metadata([*HOSTS_METADATA, name], default={}) or {}
             machine = (record.get("host") or {}).get("hostname") or (record.get("host") or {}).get("name")
