@@ -102,6 +102,11 @@ def engine_cpu(run: dict[str, Any]) -> float:
     return sum(step.get("cpu_seconds") or 0.0 for step in run["load_steps"])
 
 
+def wall_ratio(run: dict[str, Any], found: dict[str, Any]) -> float:
+    """Population rows/s ÷ the ceiling's rows/s beside it."""
+    return run["population"]["rows_per_second"] / found["rows_per_second"]
+
+
 def cpu_ratio(run: dict[str, Any], found: dict[str, Any]) -> float:
     """Population rows per engine CPU-second ÷ the ceiling's: the same comparison by CPU work, which a
     machine that runs slower for a while (steal, a neighbour) moves less than it moves wall time."""
@@ -166,22 +171,23 @@ def main() -> None:
         print("-" * len(header))
         for warehouses, run, found in measured:
             assert found is not None
-            ratio = run["population"]["rows_per_second"] / found["rows_per_second"]
+            ratio = wall_ratio(run, found)
             print(f"{warehouses:>10} {found['rows']:>11,} {found['insert_seconds']:>8.1f} "
                   f"{found['index_seconds']:>7.1f} {found['cpu_seconds']:>6.1f} {found['mb_per_second']:>7.2f} "
                   f"{found['rows_per_second']:>9,.0f} {ratio:>17.1%} {cpu_ratio(run, found):>7.1%}  "
                   f"{loads(found['load'])}")
         for warehouses in dict.fromkeys(w for w, _, _ in measured):
-            ratios = sorted(run["population"]["rows_per_second"] / found["rows_per_second"]
-                            for w, run, found in measured if w == warehouses and found)
-            if len(ratios) > 1:  # each ratio is a population and its own ceiling, measured one after the other
-                populations = [run["population"]["rows_per_second"] for w, run, _ in measured if w == warehouses]
-                ceilings = [found["rows_per_second"] for w, _, found in measured if w == warehouses and found]
+            # Each pair is a population and its own ceiling, measured one after the other.
+            pairs = [(run, found) for w, run, found in measured if w == warehouses and found]
+            if len(pairs) > 1:
+                ratios = sorted(wall_ratio(run, found) for run, found in pairs)
+                population_rows = statistics.median(run["population"]["rows_per_second"] for run, _ in pairs)
+                ceiling_rows = statistics.median(found["rows_per_second"] for _, found in pairs)
                 print(f"{warehouses:>10} wh: population/ceiling median {statistics.median(ratios):.1%} of "
                       f"{len(ratios)} pairs (from {ratios[0]:.1%} to {ratios[-1]:.1%}); medians: population "
-                      f"{statistics.median(populations):,.0f} rows/s, ceiling {statistics.median(ceilings):,.0f} "
-                      f"rows/s, their ratio {statistics.median(populations) / statistics.median(ceilings):.1%}")
-                by_cpu = sorted(cpu_ratio(run, found) for w, run, found in measured if w == warehouses and found)
+                      f"{population_rows:,.0f} rows/s, ceiling {ceiling_rows:,.0f} rows/s, their ratio "
+                      f"{population_rows / ceiling_rows:.1%}")
+                by_cpu = sorted(cpu_ratio(run, found) for run, found in pairs)
                 print(f"{warehouses:>10} wh: by the engine's CPU, median {statistics.median(by_cpu):.1%} "
                       f"(from {by_cpu[0]:.1%} to {by_cpu[-1]:.1%})")
 

@@ -45,15 +45,14 @@ def rand_init(seed: int, stream: int = 0) -> int:
 
 def new_order_line_count(seed: int) -> int:
     """OL_CNT that tpcc_new_order draws from its seed (5 .. 15)."""
-    x = rand_init(seed) * 48271 % _MODULUS
-    return 5 + (x - 1) * 11 // (_MODULUS - 1)
+    return Draws(rand_init(seed)).pick(5, 11)
 
 
 def new_order_rolls_back(seed: int) -> bool:
     """Whether tpcc_new_order draws its 1 % by-design rollback from this seed."""
-    x = rand_init(seed) * 48271 % _MODULUS  # OL_CNT
-    x = x * 48271 % _MODULUS  # the rollback draw
-    return (x - 1) * 100 // (_MODULUS - 1) == 0
+    draws = Draws(rand_init(seed))
+    draws.next()  # OL_CNT
+    return draws.pick(0, 100) == 0
 
 
 def load_seed(scale: dict[str, Any], step_name: str, *iteration: int) -> int:
