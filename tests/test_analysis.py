@@ -113,6 +113,29 @@ def test_single_runs_compare_their_intervals_by_batch_means() -> None:
     assert not too_few.has_interval and "at least 10" in too_few.note
 
 
+def test_an_interval_that_measured_nothing_still_leaves_the_runs_a_ratio() -> None:
+    # A 0.5 s interval with no unit (a lock wait, a stall on a loaded machine) is a measurement,
+    # not a missing value: the two runs' rates still divide (a lab test once lost its per-host
+    # ratio to one such interval).
+    short = stats.ratio_of_intervals([0.0, 40.0], [30.0, 30.0])
+    assert short.ratio == pytest.approx(30.0 / 20.0) and not short.has_interval and "at least 10" in short.note
+    weighted = stats.ratio_of_intervals([0.0, 40.0], [30.0, 30.0], [0.5, 1.5], [1.0, 1.0])
+    assert weighted.ratio == pytest.approx(30.0 / 30.0)
+    # A whole batch at zero has no logarithm: the point stays, the interval is refused with why.
+    stalled = stats.ratio_of_intervals([0.0, 0.0] + [100.0] * 8, [100.0, 101.0] * 5)
+    assert stalled.ratio == pytest.approx(100.5 / 80.0) and not stalled.has_interval and "stall" in stalled.note
+    # One zero inside a batch: still an interval.
+    rng = np.random.default_rng(3)
+    dipped = ar1(rng, 40, 0.0)
+    dipped[7] = 0.0
+    assert stats.ratio_of_intervals(dipped, ar1(rng, 40, 0.0)).has_interval
+    # Nothing at all on one side, or a value that is not a measurement: no ratio, and why.
+    idle = stats.ratio_of_intervals([0.0] * 12, [100.0] * 12)
+    assert math.isnan(idle.ratio) and "run A measured nothing" in idle.note
+    assert math.isnan(stats.ratio_of_intervals([-1.0, 5.0], [5.0, 5.0]).ratio)
+    assert math.isnan(stats.ratio_of_intervals([float("nan"), 5.0], [5.0, 5.0]).ratio)
+
+
 def test_verdict_wording_for_lower_is_better_and_for_no_difference() -> None:
     lower = stats.Ratio(0.93, 0.88, 0.98, 6, 6, "repeats", "test")
     verdict = stats.verdict(lower, "lower", rate=False)

@@ -183,7 +183,7 @@ def test_without_a_host_axis_every_cell_runs_on_every_host(lab: Lab, tmp_path: P
     per_host = headline["hosts"]["B"]
     combined = headline["ratios"]["B"]
     assert set(per_host) == {"a", "b"} and combined["basis"] == "hosts"
-    assert all(per_host[host]["ratio"] is not None for host in per_host), (headline, _runs(store))
+    assert all(per_host[host]["ratio"] is not None for host in per_host), (per_host, headline, _runs(store))
     assert combined["ratio"] == pytest.approx((per_host["a"]["ratio"] * per_host["b"]["ratio"]) ** 0.5)
     # The hosts differ within each side by design: no series-uniformity error names a host key.
     series_rules = [f for f in document["lint"] if f["rule"] == "FB011"]

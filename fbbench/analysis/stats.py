@@ -173,6 +173,18 @@ def _clean(values: Sequence[float]) -> np.ndarray | None:
     return array
 
 
+def _measured(values: Sequence[float]) -> np.ndarray | None:
+    """The intervals' values as an array; None when any is missing, not finite or negative. Zero
+    is a measurement: an interval in which no unit completed (a stall, a lock wait)."""
+    try:
+        array = np.asarray([float(v) for v in values], dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if not np.all(np.isfinite(array)) or np.any(array < 0):
+        return None
+    return array
+
+
 def _rng_argument(seed: int) -> dict[str, Any]:
     # scipy 1.15 renamed random_state to rng; both take a Generator.
     name = "rng" if "rng" in inspect.signature(scipy_stats().bootstrap).parameters else "random_state"
@@ -382,18 +394,29 @@ def ratio_of_intervals(a: Sequence[float], b: Sequence[float], a_seconds: Sequen
     for these two runs only: the drift between runs is not in it.
     """
     n_a, n_b = len(a), len(b)
-    xa, xb = _clean(a), _clean(b)
+    xa, xb = _measured(a), _measured(b)
     method = f"batch means ({BATCHES} batches a run), Welch's t on log batch means"
     if xa is None or xb is None or n_a == 0 or n_b == 0:
         return _no_interval(math.nan, n_a, n_b, "intervals", method,
-                            "an interval has no value, or one that is not a positive number")
+                            "an interval has no value, or one that is negative or not a number")
     sa = np.ones(n_a) if a_seconds is None else np.asarray(a_seconds, dtype=float)
     sb = np.ones(n_b) if b_seconds is None else np.asarray(b_seconds, dtype=float)
-    overall = float(np.dot(xb, sb) / sb.sum()) / float(np.dot(xa, sa) / sa.sum())
+    rate_a, rate_b = float(np.dot(xa, sa) / sa.sum()), float(np.dot(xb, sb) / sb.sum())
+    if rate_a <= 0 or rate_b <= 0:
+        return _no_interval(math.nan, n_a, n_b, "intervals", method,
+                            f"run {'A' if rate_a <= 0 else 'B'} measured nothing in any interval")
+    overall = rate_b / rate_a
     if min(n_a, n_b) < MIN_INTERVALS:
         return _no_interval(overall, n_a, n_b, "intervals", method,
                             f"{min(n_a, n_b)} measured intervals in a run: at least {MIN_INTERVALS} are needed "
                             "(a shorter --interval or a longer run), or repeat the runs")
+    batches_a, batches_b = _batch_means(xa, sa), _batch_means(xb, sb)
+    for label, batches in (("A", batches_a), ("B", batches_b)):
+        if np.any(batches <= 0):
+            # A log scale has no place for a batch that measured nothing; the stall is the finding.
+            return _no_interval(overall, n_a, n_b, "intervals", method,
+                                f"a fifth of run {label} measured nothing (a stall): no interval from its batches; "
+                                "repeat the runs")
     for label, values in (("A", xa), ("B", xb)):
         r = min(max(_lag1(values), 0.0), 0.99)
         size = len(values) / BATCHES
@@ -401,7 +424,7 @@ def ratio_of_intervals(a: Sequence[float], b: Sequence[float], a_seconds: Sequen
             return _no_interval(overall, n_a, n_b, "intervals", method,
                                 f"run {label}'s intervals are too autocorrelated (lag-1 r = {r:.2f}) for batches of "
                                 f"{size:.0f} intervals: run longer, or repeat the runs")
-    point, low, high = _welch_log(_batch_means(xa, sa), _batch_means(xb, sb), confidence)
+    point, low, high = _welch_log(batches_a, batches_b, confidence)
     note = ("within these two runs only: the drift between runs is not in the interval" if math.isfinite(low)
             else "every batch of each run gave the same value: no spread to judge a difference by")
     return Ratio(point, low, high, n_a, n_b, "intervals", method, confidence, note)
