@@ -10,19 +10,16 @@ from __future__ import annotations
 import random
 import shutil
 import threading
-import time
 from collections import Counter
 from datetime import date, datetime
 from datetime import time as dtime
 from typing import Any
 
-from fbbench.database import driver, scripts
+from fbbench.database import driver
 from fbbench.workloads import generators
-from fbbench.workloads.spec import LoadStep, Workload, load_workload
-from fbbench.workloads.units import Unit
+from fbbench.workloads.spec import Workload
 from tests import workload_sql_child as common
 
-_CONFLICTS = {335544345, 335544336, 335544878, 335544451, 335544510}
 _TABLES = ("warehouse", "district", "customer", "history", "new_order", "orders", "order_line", "item", "stock")
 _MODULUS = 2147483647
 
@@ -95,68 +92,18 @@ def cut(pool: str, draws: Draws, length: int) -> str:
 def query(path: str, sql: str) -> list[list[Any]]:
     with driver.connect(path) as connection, connection.cursor() as cursor:
         cursor.execute(sql)
-        return [[_plain(value) for value in row] for row in cursor.fetchall()]
+        return [[common.plain(value) for value in row] for row in cursor.fetchall()]
 
 
 # --- building the database as the workload describes it -------------------------------------
 
 def _workload(scale: dict[str, Any]) -> Workload:
-    return load_workload("tpcc", {k: str(v) for k, v in scale.items()})
+    return common.workload("tpcc", scale)
 
 
 def build(path: str, scale: dict[str, Any], connections: int = 2) -> dict[str, float]:
     """Create the database, run the scripts and every load step; seconds per step."""
-    workload = _workload(scale)
-    timings: dict[str, float] = {}
-    started = time.perf_counter()
-    with driver.create_database(path, page_size=8192, forced_writes=False) as connection:
-        mark = time.perf_counter()
-        for script in workload.scripts:
-            scripts.run_file(connection, script, workload.scale)
-        timings["scripts"] = time.perf_counter() - mark
-        pool = [connection] + [driver.connect(path) for _ in range(connections - 1)]
-        try:
-            for step in workload.load:
-                mark = time.perf_counter()
-                if step.script:
-                    scripts.run_file(connection, step.script, workload.scale)
-                else:
-                    _run_parallel(pool, workload, step)
-                timings[step.name] = time.perf_counter() - mark
-        finally:
-            for extra in pool[1:]:
-                extra.close()
-    timings["total"] = time.perf_counter() - started
-    return {name: round(seconds, 3) for name, seconds in timings.items()}
-
-
-def _run_parallel(pool: list, workload: Workload, step: LoadStep) -> None:
-    """The step's iterations spread over the connections, one transaction per call."""
-    pending = list(step.iterations())
-    lock = threading.Lock()
-    failures: list[BaseException] = []
-
-    def worker(connection) -> None:
-        try:
-            with connection.cursor() as cursor:
-                while True:
-                    with lock:
-                        if not pending or failures:
-                            return
-                        iteration = pending.pop(0)
-                    rng = random.Random(generators.derived_seed(workload.name, step.index, *iteration))
-                    cursor.execute(step.sql, [*iteration, *(generators.value(g, rng, 1, {}) for g in step.params)])
-                    connection.commit()
-        except BaseException as error:
-            failures.append(error)
-
-    threads = [threading.Thread(target=worker, args=(connection,)) for connection in pool]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if failures:
-        raise failures[0]
+    return common.build("tpcc", path, scale, connections)
 
 
 def run_checks(path: str, scale: dict[str, Any]) -> dict[str, int]:
@@ -189,51 +136,6 @@ def row_counts(path: str) -> dict[str, int]:
 
 # --- running units ---------------------------------------------------------------------------
 
-def _tpb(unit: Unit) -> bytes:
-    import firebird.driver as fdb
-
-    isolation = {
-        "snapshot": fdb.Isolation.SNAPSHOT,
-        "serializable": fdb.Isolation.SERIALIZABLE,
-        "read_committed": fdb.Isolation.READ_COMMITTED_RECORD_VERSION,
-        "read_consistency": fdb.Isolation.READ_COMMITTED_READ_CONSISTENCY,
-    }[unit.isolation]
-    access = fdb.TraAccessMode.READ if unit.read_only else fdb.TraAccessMode.WRITE
-    timeout = -1 if unit.lock_timeout is None else unit.lock_timeout
-    return fdb.tpb(isolation, lock_timeout=timeout, access_mode=access)
-
-
-def _execute(connection, unit: Unit, values: list) -> dict[str, Any]:
-    """One unit, one transaction: ok (with its output row) / rolled_back / conflict / error."""
-    import firebird.driver as fdb
-
-    manager = connection.transaction_manager(default_tpb=_tpb(unit))
-    try:
-        manager.begin()
-        with manager.cursor() as cursor:
-            cursor.execute(unit.statements[0].sql, values)
-            row = cursor.fetchone()
-            columns = [d[0] for d in cursor.description] if cursor.description else []
-        manager.commit()
-        return {"outcome": "ok", "row": {c: _plain(v) for c, v in zip(columns, row or (), strict=False)}}
-    except fdb.DatabaseError as error:
-        if manager.is_active():
-            manager.rollback()
-        codes = set(getattr(error, "gds_codes", ()) or ())
-        text = str(error)
-        if any(name.upper() in text.upper() for name in unit.rollback_on):
-            return {"outcome": "rolled_back", "message": text}
-        if codes & _CONFLICTS:
-            return {"outcome": "conflict", "message": text}
-        return {"outcome": "error", "message": f"{sorted(codes)} {text}"}
-    finally:
-        manager.close()
-
-
-def _plain(value: Any) -> Any:
-    return value if isinstance(value, int | float | str | type(None)) else str(value)
-
-
 def run_constants(path: str, scale: dict[str, Any], seed: int) -> dict[str, int]:
     """The workload's [constants], read as fbbench reads them before a run (seed bound to the ?)."""
     with driver.connect(path) as connection, connection.cursor() as cursor:
@@ -264,7 +166,7 @@ def call_unit(path: str, scale: dict[str, Any], name: str, values: list) -> dict
     """One unit with explicit parameter values: its outcome and outputs."""
     unit = _workload(scale).unit(name)
     with driver.connect(path) as connection:
-        return _execute(connection, unit, values)
+        return common.execute(connection, unit, values)
 
 
 def run_mix(path: str, scale: dict[str, Any], transactions: int, seed: int, connections: int) -> dict[str, Any]:
@@ -284,7 +186,7 @@ def run_mix(path: str, scale: dict[str, Any], transactions: int, seed: int, conn
             for _ in range(transactions):
                 unit = workload.unit(rng.choices(names, weights)[0])
                 values = [generators.value(g, rng, index, constants) for g in unit.statements[0].params]
-                result = _execute(connection, unit, values)
+                result = common.execute(connection, unit, values)
                 with lock:
                     outcomes[f"{unit.name}.{result['outcome']}"] += 1
                     if result["outcome"] == "ok":
@@ -309,7 +211,7 @@ def dump(path: str) -> dict[str, list]:
     with driver.connect(path) as connection, connection.cursor() as cursor:
         for table in _TABLES:
             cursor.execute(f"select * from {table}")
-            rows = [tuple(None if isinstance(v, datetime | date | dtime) else _plain(v) for v in row)
+            rows = [tuple(None if isinstance(v, datetime | date | dtime) else common.plain(v) for v in row)
                     for row in cursor.fetchall()]
             contents[table] = sorted(rows, key=repr)
         connection.commit()
