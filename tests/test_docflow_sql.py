@@ -9,22 +9,19 @@ about when it is broken on purpose.
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fbbench.engines import prepare_runtime, run_in_engine
-from fbbench.engines.runtime import Runtime
 from fbbench.workloads.spec import load_workload
 from tests import chromium
 from tests.conftest import ENGINES, run_cli
 from tests.docflow_sql_child import unit_sequence
+from tests.engine_database import EngineDatabase, built
 
 CHILD = "tests.docflow_sql_child"
 SCALE = {"mode": "small", "workers": 4, "init_rounds": 6}
@@ -33,28 +30,12 @@ CHECKS = 11
 SERVICE_UNITS = ("make_invnt_saldo", "make_money_saldo")
 
 
-@dataclass
-class Docflow:
-    runtime: Runtime
-    path: Path
-    build: dict[str, float]
-
-    def call(self, function: str, *args: Any) -> Any:
-        return run_in_engine(self.runtime, f"{CHILD}:{function}", *args)
-
-    def copy(self, name: str) -> str:
-        target = self.path.with_name(name)
-        shutil.copyfile(self.path, target)
-        return str(target)
+Docflow = EngineDatabase
 
 
 @pytest.fixture(scope="module", params=ENGINES)
 def docflow(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Docflow]:
-    workdir = tmp_path_factory.mktemp(f"docflow-sql-{request.param}")
-    runtime = prepare_runtime(request.param, workdir)
-    path = workdir / "docflow.fdb"
-    build = run_in_engine(runtime, f"{CHILD}:build", str(path), SCALE, 2)
-    yield Docflow(runtime, path, build)
+    yield built(request.param, tmp_path_factory.mktemp(f"docflow-sql-{request.param}"), CHILD, "docflow.fdb", SCALE)
 
 
 def assert_checks_pass(docflow: Docflow, path: str) -> None:

@@ -8,17 +8,13 @@ claimed; a short concurrent mix leaves the checks passing.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fbbench.engines import prepare_runtime, run_in_engine
-from fbbench.engines.runtime import Runtime
 from tests.conftest import ENGINES
+from tests.engine_database import EngineDatabase, built
 from tests.tpcc_sql_child import (
     Draws,
     alnum_pool,
@@ -35,28 +31,12 @@ SCALE = {"warehouses": 2, "items": 500, "customers": 30, "orders": 30}
 CHECKS = 12
 
 
-@dataclass
-class Tpcc:
-    runtime: Runtime
-    path: Path
-    build: dict[str, float]
-
-    def call(self, function: str, *args: Any) -> Any:
-        return run_in_engine(self.runtime, f"{CHILD}:{function}", *args)
-
-    def copy(self, name: str) -> str:
-        target = self.path.with_name(name)
-        shutil.copyfile(self.path, target)
-        return str(target)
+Tpcc = EngineDatabase
 
 
 @pytest.fixture(scope="module", params=ENGINES)
 def tpcc(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tpcc]:
-    workdir = tmp_path_factory.mktemp(f"tpcc-sql-{request.param}")
-    runtime = prepare_runtime(request.param, workdir)
-    path = workdir / "tpcc.fdb"
-    build = run_in_engine(runtime, f"{CHILD}:build", str(path), SCALE, 2)
-    yield Tpcc(runtime, path, build)
+    yield built(request.param, tmp_path_factory.mktemp(f"tpcc-sql-{request.param}"), CHILD, "tpcc.fdb", SCALE)
 
 
 def seeds(predicate: Any, count: int, start: int = 1) -> list[int]:
