@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from fbbench_run import tpcc_on_off_pairs  # noqa: E402
+from fbbench_run import fbbench, tpcc_on_off_pairs  # noqa: E402
 
 from fbbench.analysis import stats  # noqa: E402
 from fbbench.observe.profiler import clock_source  # noqa: E402
@@ -51,9 +50,7 @@ def main() -> None:
     rows = []
     try:
         # The population once, before any pair: both runs of every pair copy the cached database.
-        subprocess.run([sys.executable, "-m", "fbbench", "run", "tpcc", "--engine", args.engine,
-                        "--connections", "1", "--transactions", "1", "--no-sweep"], check=True, cwd=HERE.parent,
-                       env={**os.environ, "FBBENCH_HOME": str(home)}, stdout=subprocess.DEVNULL)
+        fbbench(home, "run", "tpcc", "--engine", args.engine, "--connections", "1", "--transactions", "1", "--no-sweep")
         for connections in args.connections:
             ratios, covered, statuses = [], [], []
             last: dict[str, Any] = {}
