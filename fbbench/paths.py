@@ -250,6 +250,14 @@ def written_by_fbbench(path: Path) -> bool:
     return False
 
 
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
 def output_file(path: Path, what: str, overwrite: bool = False) -> Path:
     """Check, before anything runs, that an output (``what``: the flag that names it) may be
     written to ``path``: a new file, or one that fbbench wrote (:func:`written_by_fbbench`),
@@ -261,6 +269,11 @@ def output_file(path: Path, what: str, overwrite: bool = False) -> Path:
     if target.exists() and not target.is_dir():
         if not target.is_file():
             raise FbbenchError(f"{what} {path} is not a regular file", hint="give the name of a file to write")
+        if _is_sqlite(target):
+            # No output of fbbench is a database: this is a results store (or someone's database),
+            # and --overwrite is not meant to trade one for a report.
+            raise FbbenchError(f"{what} {path} is an SQLite database (a results store?): an output never replaces "
+                               "one, --overwrite or not", hint=f"give {what} another file")
         if not overwrite and not written_by_fbbench(target):
             raise FbbenchError(f"{what} {path} already exists and is not a file fbbench wrote: it is left as it is",
                                hint="choose a new file name, or add --overwrite to replace it")

@@ -107,3 +107,48 @@ def test_a_run_replaces_its_own_json_and_with_overwrite_a_foreign_report(made: P
     assert cli.returncode == 0, cli.stdout + cli.stderr
     assert json.loads(own.read_text())["run_id"] != json.loads((made / "made.json").read_text())["run_id"]
     assert '<meta name="generator" content="fbbench">' in report.read_text()
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if "--repeat" not in c])
+def test_an_output_onto_the_results_store_is_refused_even_with_overwrite(command: str, made: Path,
+                                                                         tmp_path: Path) -> None:
+    store = tmp_path / "r.sqlite"
+    store.write_bytes((made / "r.sqlite").read_bytes())
+    before = store.read_bytes()
+    refused = run_cli(*COMMANDS[command](tmp_path, str(store)), "--overwrite", "--results", str(store),
+                      *(["--workdir", str(tmp_path / "work")] if command.startswith(("run", "sweep")) else []))
+    assert_clean_error(refused, str(store))
+    assert "the results store" in refused.stderr or "SQLite database" in refused.stderr, refused.stderr
+    assert store.read_bytes() == before
+    assert not (tmp_path / "work").exists()
+    # Another program's (or another store's) database is no output either, by its content.
+    other = tmp_path / "copy.db"
+    other.write_bytes(before)
+    refused = run_cli(*COMMANDS[command](tmp_path, str(other)), "--overwrite", "--results", str(store),
+                      *(["--workdir", str(tmp_path / "work")] if command.startswith(("run", "sweep")) else []))
+    assert_clean_error(refused, str(other), "SQLite database")
+    assert other.read_bytes() == before
+
+
+def test_outputs_onto_the_spec_or_onto_each_other_are_refused_even_with_overwrite(made: Path, tmp_path: Path) -> None:
+    store = tmp_path / "r.sqlite"
+    store.write_bytes((made / "r.sqlite").read_bytes())
+    sweep = _sweep_spec(tmp_path)
+    spec = tmp_path / "run.toml"
+    spec.write_text(f'workload = "{BANK}"\ntransactions = 5\nconnections = 1\n')
+    texts = {path: path.read_text() for path in (sweep, spec)}
+    common = ["--overwrite", "--results", str(store)]
+    for args, said in (
+            (["sweep", str(sweep), "--json", str(sweep)], "is the sweep file"),
+            (["run", "--spec", str(spec), "--json", str(spec)], "is the spec file"),
+            (["run", "--spec", str(spec), "--report", str(spec)], "is the spec file"),
+            (["sweep", str(sweep), "--json", str(tmp_path / "s.out"), "--report", str(tmp_path / "s.out")],
+             "name the same file"),
+            (["results", "show", "last", "--json", str(tmp_path / "y.out"), "--report", str(tmp_path / "y.out")],
+             "name the same file"),
+            (["compare", "last~1", "last", "--json", str(tmp_path / "c.out"), "--report", str(tmp_path / "c.out")],
+             "name the same file")):
+        refused = run_cli(*args, *common, *(["--workdir", str(tmp_path / "work")] if args[0] != "results" else []))
+        assert_clean_error(refused, said)
+    assert {path: path.read_text() for path in texts} == texts
+    assert not (tmp_path / "work").exists() and not list(tmp_path.glob("*.out"))

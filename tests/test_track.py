@@ -505,6 +505,9 @@ def test_a_bad_suite_is_one_line_before_anything_runs(tmp_path: Path, body: str,
     result = _track("run", str(suite), "--engine", "5.0", store=store, home=tmp_path / "home")
     assert_clean_error(result, *fragments)
     assert not store.exists()
+    # The gate reads the same file: a typo there must not let it pass (exit 2, not 0).
+    checked = _track("check", str(suite), store=store, home=tmp_path / "home")
+    assert checked.returncode == 2 and not store.exists(), checked.stdout + checked.stderr
 
 
 def test_an_unknown_engine_or_a_store_from_a_newer_fbbench_is_one_line(tmp_path: Path) -> None:
@@ -519,6 +522,11 @@ def test_an_unknown_engine_or_a_store_from_a_newer_fbbench_is_one_line(tmp_path:
         db.execute("pragma user_version = 99")
     assert_clean_error(_track("show", str(suite), store=store, home=home), "written by a newer fbbench")
     assert_clean_error(_track("check", str(suite), store=tmp_path / "none.sqlite", home=home), "no points yet")
+    empty = tmp_path / "empty.sqlite"
+    with closing(sqlite3.connect(empty)):
+        pass
+    no_points = _track("check", str(suite), store=empty, home=home)
+    assert no_points.returncode == 2 and "no points yet" in no_points.stderr, no_points.stdout + no_points.stderr
 
 
 def test_a_bisection_uses_again_only_pairs_of_the_same_builds_files_and_settings(tmp_path: Path) -> None:

@@ -63,8 +63,12 @@ OverwriteOption = Annotated[
 ]
 
 
-def check_output_files(json_file: Path | None, report: Path | None, overwrite: bool) -> None:
-    """--json and --report may be written (paths.output_file), checked before anything is run or read."""
+def check_output_files(json_file: Path | None, report: Path | None, overwrite: bool,
+                       inputs: dict[str, Path | None] | None = None) -> None:
+    """--json and --report may be written (paths.output_file), checked before anything is run or
+    read; they name two files, neither of them one of the command's ``inputs``
+    (paths.distinct_outputs)."""
+    paths.distinct_outputs({"--json": json_file, "--report": report}, inputs or {})
     for path, flag in ((json_file, "--json"), (report, "--report")):
         if path is not None:
             paths.output_file(path, flag, overwrite)

@@ -201,7 +201,7 @@ def compare(
     if pairs is not None and not paired:
         raise FbbenchError("--pairs belongs to --paired, which was not given",
                            hint="e.g. fbbench compare --paired a.toml b.toml --pairs 8")
-    check_output_files(json_file, report, overwrite)
+    check_output_files(json_file, report, overwrite, {"the results store": results or paths.default_results()})
     if paired:
         from fbbench.cli.paired import run_pairs
 
@@ -242,7 +242,7 @@ def lint_command(
     from fbbench.report.console import lint_count
     from fbbench.store import ResultsStore
 
-    check_output_files(json_file, None, overwrite)
+    check_output_files(json_file, None, overwrite, {"the results store": results or paths.default_results()})
     with ResultsStore(results or paths.default_results(), create=False) as store:
         subjects, findings = lint_findings(store, items, axis)
     sides = [{"label": s.label, "kind": s.kind, "runs": s.runs} for s in subjects]

@@ -81,7 +81,7 @@ def results_show(
     from fbbench.report.outputs import write_outputs
     from fbbench.store import ResultsStore
 
-    check_output_files(json_file, report, overwrite)
+    check_output_files(json_file, report, overwrite, {"the results store": results or paths.default_results()})
     with ResultsStore(results or paths.default_results(), create=False) as store:
         stored = store.load_run(run_id)
     document = result_document(stored)

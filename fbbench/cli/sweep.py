@@ -122,7 +122,7 @@ def sweep(
 
     check_outputs(base, store_path)
     paths.check_workdir(base.workdir)
-    check_output_files(json_file, report, overwrite)
+    check_output_files(json_file, report, overwrite, {"the sweep file": spec, "the results store": store_path})
 
     about = f"about {duration_text(planned.seconds)} planned" if planned.per_run is not None else "time unknown"
     console.print(f"[bold]sweep[/]: {about} — {escape(plan)}", highlight=False, soft_wrap=True)

@@ -180,10 +180,12 @@ def _looked_at(parsed: Any, suite: Path, results: Path | None) -> Iterator[tuple
 
 
 def _document(suite: Path, results: Path | None) -> dict[str, Any]:
+    from fbbench.track.points import check_benchmarks
     from fbbench.track.series import suite_document
     from fbbench.track.suite import read_suite
 
     parsed = read_suite(suite)
+    check_benchmarks(parsed)
     with _looked_at(parsed, suite, results) as (store, _path):
         return suite_document(store, parsed)
 
@@ -194,7 +196,10 @@ def _store_path(results: Path | None) -> Path:
 
 def _write(path: Path, text: str, what: str, overwrite: bool) -> None:
     paths.output_file(path, what, overwrite)  # again: the file may have appeared meanwhile
-    paths.write_whole(path, text)
+    try:
+        paths.write_whole(path, text)
+    except OSError as error:
+        raise FbbenchError(f"cannot write {what} {path}: {error.strerror or error}") from None
 
 
 @track_app.command("show")
@@ -246,6 +251,9 @@ def track_check(
         if path is not None:
             paths.output_file(path, what, overwrite or (path is markdown and markdown_empty))
     document = _document(suite, results)
+    if not document["series"]:
+        raise FbbenchError(f"suite {document['suite']['name']} has no points yet in {_store_path(results)}: "
+                           "there is nothing to check", hint=f"make the first: fbbench track run {suite} --engine NAME")
     print_document(console, document, check=True)
     if json_file is not None:
         _write(json_file, json.dumps(check_json(document), indent=2, default=str) + "\n", "--json", overwrite)

@@ -125,6 +125,22 @@ def plan(suite: Suite, engine: str, reference: str | None, results: Path | None,
     return planned
 
 
+def check_benchmarks(suite: Suite) -> None:
+    """What show and check verify without an engine, as run does before it runs: each benchmark's
+    workload loads and produces the figures it tracks (a typo must not make a gate pass)."""
+    from fbbench.runner.run import run_workload
+
+    for benchmark in suite.benchmarks:
+        try:
+            settings = benchmark.settings("5.0")  # the engine plays no part in what a workload produces
+            workload = run_workload(settings)
+        except FbbenchError as error:
+            raise FbbenchError(f"benchmark {benchmark.name}: {error.message}", hint=error.hint) from None
+        fixed_work = settings.transactions is not None or workload.counted is not None
+        tracking.resolve_figures(benchmark.figures, workload, fixed_work,
+                                 f"{benchmark.figures_where or benchmark.where}: benchmark {benchmark.name}")
+
+
 def planned_seconds(planned: list[Planned], reference: str | None) -> tuple[float, list[str]]:
     """What the points are planned to take: warm-up, measurement and each run's set-up as the
     results store's recent runs took them (fixed work: its recent runs of the same spec), and
