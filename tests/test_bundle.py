@@ -230,3 +230,27 @@ def test_a_later_table_travels_and_run_files_never_reach_the_importing_clean_up(
         db.execute("update runs set validation_json = null")
     with ResultsStore(target, create=False) as store:
         assert exchange.import_bundle(store, bundles.new_document(older, document["runs"], [], 5)) == ([], run_ids)
+
+
+def test_an_endless_file_a_decompression_bomb_and_deep_nesting_are_one_line(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bundles come from other machines: what they hold must not take the memory or the stack."""
+    def packed(data: bytes) -> bytes:  # with the header fbbench writes, so that only the contents are refused
+        return gzip.compress(data, compresslevel=bundles._LEVEL, mtime=0)
+
+    monkeypatch.setattr(bundles, "MAX_UNPACKED", 1 << 20)
+    bomb = packed(b" " * (8 << 20))
+    with pytest.raises(bundles.BundleError, match=r"unpacks to more than 1\.0 MiB"):
+        bundles.decode(bomb)
+    nested = packed(b"[" * 200_000 + b"]" * 200_000)
+    with pytest.raises(bundles.BundleError, match="nested deeper"):
+        bundles.decode(nested)
+    with pytest.raises(bundles.BundleError, match="cut short"):
+        bundles.decode(packed(b'{"format": "fbbench-bundle"}')[:-6])
+    with pytest.raises(bundles.BundleError, match="not a regular file"):
+        bundles.read(Path("/dev/zero"))
+    large = tmp_path / "large.fbbundle"
+    with open(large, "wb") as handle:
+        handle.truncate(1 << 30)  # sparse: 1 GiB that read whole would take the memory first
+    with pytest.raises(bundles.BundleError, match="not gzip data"):
+        bundles.read(large)

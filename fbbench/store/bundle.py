@@ -40,11 +40,15 @@ from typing import Any
 
 from fbbench import __version__
 from fbbench.errors import FbbenchError
+from fbbench.sizes import size_text
 
 FORMAT = "fbbench-bundle"
 VERSION = 1
 SUFFIX = ".fbbundle"
 _LEVEL = 6
+# What a bundle may unpack to: far above a lab's export, far below what a decompression bomb of a
+# few megabytes would take of the memory.
+MAX_UNPACKED = 2 << 30
 _HEADER = gzip.compress(b"", compresslevel=_LEVEL, mtime=0)[:10]  # what this module writes, byte for byte
 
 # Tables with a run_id column that no bundle carries, and why. run_files: the paths a run created
@@ -93,7 +97,14 @@ def decode(data: bytes, name: str = "the bundle") -> dict[str, Any]:
     if data[:10] != _HEADER:
         raise BundleError(f"{name} is damaged: its gzip header is not the one fbbench writes")
     try:
-        text = zlib.decompress(data, wbits=31)  # gzip, trailer (CRC-32 and length) checked
+        inflating = zlib.decompressobj(wbits=31)  # gzip, trailer (CRC-32 and length) checked
+        text = inflating.decompress(data, MAX_UNPACKED + 1)
+        if len(text) > MAX_UNPACKED:
+            raise BundleError(f"{name} unpacks to more than {size_text(MAX_UNPACKED, binary=True)}: refused before "
+                              "it fills the memory", hint="export fewer runs to each bundle")
+        text += inflating.flush()
+        if not inflating.eof:
+            raise zlib.error("incomplete or truncated stream")
     except zlib.error as error:
         shown = str(error)
         why = "it is cut short" if "incomplete" in shown or "truncated" in shown else f"its data is damaged ({shown})"
@@ -102,6 +113,8 @@ def decode(data: bytes, name: str = "the bundle") -> dict[str, Any]:
         document = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise BundleError(f"{name} is damaged: its contents are not JSON ({error})") from None
+    except RecursionError:
+        raise BundleError(f"{name} is damaged: its contents are nested deeper than any bundle fbbench writes") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise BundleError(f"{name} is not an fbbench bundle (no format '{FORMAT}')")
     # The checksum first: any field read before it (the version, the writer) could be an edit.
@@ -137,8 +150,18 @@ def write(path: Path, document: dict[str, Any]) -> int:
 
 
 def read(path: Path) -> dict[str, Any]:
+    target = path.expanduser()
     try:
-        data = path.expanduser().read_bytes()
+        if target.is_dir():
+            raise BundleError(f"{path} is a directory, not a bundle")
+        if target.exists() and not target.is_file():  # /dev/zero, a pipe: endless, or waiting forever
+            raise BundleError(f"{path} is not a regular file, not a bundle")
+        with open(target, "rb") as handle:
+            if handle.read(2) != _HEADER[:2]:  # before reading the rest of what may be any large file
+                raise BundleError(f"{path} is not an fbbench bundle (not gzip data)",
+                                  hint="fbbench results export RUN -o FILE writes one")
+            handle.seek(0)
+            data = handle.read()
     except IsADirectoryError:
         raise BundleError(f"{path} is a directory, not a bundle") from None
     except OSError as error:
