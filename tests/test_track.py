@@ -184,6 +184,9 @@ def test_publish_shows_the_change_first_and_again_adds_nothing(builds: dict[str,
     refused = _track("publish", str(builds["suite"]), "-o", str(foreign), store=builds["store"], home=builds["home"])
     assert_clean_error(refused, "holds files fbbench did not write", "notes.txt")
     assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
+    # A system directory is refused by its top level, without a walk (a traceback in /proc, seconds in /usr).
+    assert_clean_error(_track("publish", str(builds["suite"]), "-o", "/proc", store=builds["store"],
+                              home=builds["home"], timeout=30), "holds files fbbench did not write")
     (site / "stray.html").write_text("someone's page\n")
     assert_clean_error(_track("publish", str(builds["suite"]), "-o", str(site), store=builds["store"],
                               home=builds["home"]), "stray.html")

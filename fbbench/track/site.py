@@ -117,7 +117,12 @@ def check_directory(directory: Path, suite: str) -> dict[str, Any]:
     if not directory.exists():
         return {"format": FORMAT, "schema_version": SCHEMA_VERSION, "suite": suite, "files": {}}
     marker = _marker(directory)
-    present = sorted(_entries_under(directory))
+    try:
+        # Without a marker the top level decides (never a walk through /usr or /proc).
+        present = sorted(os.listdir(directory)) if marker is None else sorted(_entries_under(directory))
+    except OSError as error:
+        raise FbbenchError(f"-o {directory} cannot be read: {error.strerror or error}",
+                           hint="name a new or empty directory") from None
     if marker is None:
         if present:
             shown = ", ".join(present[:3]) + (f" and {len(present) - 3} more" if len(present) > 3 else "")
