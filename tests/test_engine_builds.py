@@ -128,7 +128,7 @@ def test_engines_add_registers_tarballs_and_installations(builds: dict[str, Any]
     five, entries = builds["5.0.4"], registered["entries"]
     assert "fb5-tar: Firebird 5.0.4 (build 1812, ODS 13.1) embedded, from the tarball" in registered["output"]
     copy = Path(entries["fb5-tar"]["unpacked"])
-    assert copy.parent == builds["cache"] / "engines" / "builds" and entries["fb5-tar-again"]["unpacked"] == str(copy)
+    assert copy.parent == builds["home"] / "builds" and entries["fb5-tar-again"]["unpacked"] == str(copy)
     assert entries["fb5-tar"]["directory"] == str(copy / "firebird") and entries["fb5-tar"]["kind"] == "tarball"
     assert entries["fb5-tar"]["source"] == str(five["tarball"]) and entries["fb5-tar"]["mode"] == "embedded"
     assert entries["fb5-dir"]["kind"] == "installation" and entries["fb5-dir"]["directory"] == str(five["installation"])
@@ -256,7 +256,7 @@ def other_architecture(installation: Path, target: Path, machine: int, bits: int
 
 def leftovers(builds: dict[str, Any]) -> list[str]:
     """What unpacking left in the engine cache's builds directory besides the registered copies."""
-    place = builds["cache"] / "engines" / "builds"
+    place = builds["home"] / "builds"
     used = {entry.get("unpacked") for entry in registry(builds).values()}
     return sorted(str(path) for path in place.glob("*") if str(path) not in used) if place.exists() else []
 
@@ -355,8 +355,8 @@ def test_a_full_disk_while_unpacking_registers_nothing(builds: dict[str, Any], t
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from fbbench.runner.builds import add
 
-    monkeypatch.setenv("FBBENCH_CACHE", str(tmp_path / "cache"))
-    place = tmp_path / "cache" / "engines" / "builds"
+    monkeypatch.setenv("FBBENCH_HOME", str(tmp_path / "home"))
+    place = tmp_path / "home" / "builds"
     place.mkdir(parents=True)
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(place)], capture_output=True)
     if mounted.returncode != 0:
@@ -397,6 +397,17 @@ def test_remove_forgets_the_name_and_only_the_copy_fbbench_made(builds: dict[str
     assert here.returncode == 0 and (installation / "plugins" / "libEngine12.so").is_file()
     assert {"fb3-one", "fb3-two", "fb3-here"}.isdisjoint(registry(builds))
     assert_clean_error(run_cli("engines", "remove", "fb3-one"), "no registered engine named 'fb3-one'")
+
+    # Each home unpacks its own copy: removing the name in one never takes the copy another uses.
+    homes = [tmp_path / "home-a", tmp_path / "home-b"]
+    for home in homes:
+        added = run_cli("engines", "add", "fb3", str(tarball), env={"FBBENCH_HOME": str(home)})
+        assert added.returncode == 0, added.stdout + added.stderr
+    removed = run_cli("engines", "remove", "fb3", env={"FBBENCH_HOME": str(homes[0])})
+    assert removed.returncode == 0 and "its unpacked copy" in removed.stdout, removed.stdout + removed.stderr
+    assert list((homes[0] / "builds").glob("*")) == []
+    kept = Path(json.loads((homes[1] / "engines.json").read_text())["engines"]["fb3"]["unpacked"])
+    assert kept.parent == homes[1] / "builds" and (kept / "firebird").is_dir(), kept
 
 
 def test_files_that_changed_since_registration_are_refused(builds: dict[str, Any], tmp_path: Path) -> None:

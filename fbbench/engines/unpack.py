@@ -57,7 +57,10 @@ _DAMAGED = (tarfile.ReadError, tarfile.CompressionError, tarfile.StreamError, EO
 
 
 def builds_dir() -> Path:
-    return paths.engines_dir() / "builds"
+    # Beside the registry of names (engines.json in the home), not in the shared engine cache: the
+    # names that use a copy are then all in one registry, and removing the last of them in one home
+    # never takes a copy from under a name another home registered.
+    return paths.home_dir() / "builds"
 
 
 @dataclass(frozen=True)
