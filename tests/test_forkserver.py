@@ -44,8 +44,12 @@ def test_the_environment_and_directory_are_the_tests(tmp_path: Path) -> None:
 def test_a_command_past_its_time_is_killed(tmp_path: Path) -> None:
     """As subprocess.run's timeout: the process is killed and TimeoutExpired raised."""
     env = {**os.environ, "FBBENCH_HOME": str(tmp_path / "home")}
-    os.mkfifo(tmp_path / "bundle")  # reading it waits for a writer that never comes
+    # A password file may be a pipe (--password-file <(pass show fb)): reading this one waits for
+    # a writer that never comes.
+    os.mkfifo(tmp_path / "password")
     with pytest.raises(subprocess.TimeoutExpired):
-        forkserver.run(["results", "import", str(tmp_path / "bundle")], env, tmp_path, 1)
+        forkserver.run(["run", "orders", "--transactions", "1", "-c", "1", "--password-file",
+                        str(tmp_path / "password"), "--workdir", str(tmp_path / "work")], env, tmp_path, 1)
+    assert not (tmp_path / "work").exists()
     served = forkserver.run(["--version"], env, tmp_path, 60)  # the server goes on
     assert served is not None and served.returncode == 0
