@@ -18,6 +18,7 @@ import re
 import secrets
 import time
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -280,7 +281,7 @@ def output_file(path: Path, what: str, overwrite: bool = False) -> Path:
     return writable_file(path, what)
 
 
-def distinct_outputs(outputs: dict[str, Path | None], inputs: dict[str, Path | None]) -> None:
+def distinct_outputs(outputs: Mapping[str, Path | None], inputs: Mapping[str, Path | None]) -> None:
     """Refuse, --overwrite or not, an output that is one of the command's inputs (its suite, its
     results store …) or the same file as another output: one would be lost to the other."""
     def identity(path: Path) -> tuple[object, ...]:

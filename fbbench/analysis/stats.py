@@ -162,27 +162,26 @@ class Side:
     label: str = ""
 
 
-def _clean(values: Sequence[float]) -> np.ndarray | None:
-    """The values as an array; None when any is missing, not finite or not positive."""
+def _finite(values: Sequence[float]) -> np.ndarray | None:
+    """The values as an array; None when any is missing or not finite."""
     try:
         array = np.asarray([float(v) for v in values], dtype=float)
     except (TypeError, ValueError):
         return None
-    if not np.all(np.isfinite(array)) or np.any(array <= 0):
-        return None
-    return array
+    return array if np.all(np.isfinite(array)) else None
+
+
+def _clean(values: Sequence[float]) -> np.ndarray | None:
+    """The values as an array; None when any is missing, not finite or not positive."""
+    array = _finite(values)
+    return None if array is None or np.any(array <= 0) else array
 
 
 def _measured(values: Sequence[float]) -> np.ndarray | None:
     """The intervals' values as an array; None when any is missing, not finite or negative. Zero
     is a measurement: an interval in which no unit completed (a stall, a lock wait)."""
-    try:
-        array = np.asarray([float(v) for v in values], dtype=float)
-    except (TypeError, ValueError):
-        return None
-    if not np.all(np.isfinite(array)) or np.any(array < 0):
-        return None
-    return array
+    array = _finite(values)
+    return None if array is None or np.any(array < 0) else array
 
 
 def _rng_argument(seed: int) -> dict[str, Any]:

@@ -166,12 +166,9 @@ def run(
 
     settings = from_sources(spec, flags, scale, set_conf, set_replication)
     if spec is not None:
-        from fbbench.runner.outputs import numbered_output
+        from fbbench.runner.outputs import planned_outputs
 
-        first = 1 if settings.repeat > 1 else None  # a series writes r-1.json …: the first stands for them
-        paths.distinct_outputs({settings.where(name): Path(named) for name in ("json", "report")
-                                if (named := numbered_output(getattr(settings, name), first))},
-                               {"the spec file": spec})
+        paths.distinct_outputs(planned_outputs(settings), {"the spec file": spec})
     credentials = _credentials(settings.user, password_file)
     settings.user = credentials.user
 

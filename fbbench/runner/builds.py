@@ -178,8 +178,12 @@ def remove(name: str) -> str:
 def _forget_copy(directory: Path) -> bool:
     """Remove an unpacked copy no registered name uses; whether it was removed."""
     users = [other for other, entry in registered_engines().items() if entry.get("unpacked") == str(directory)]
-    if users or not directory.exists() or not directory.resolve().is_relative_to(builds_dir().resolve()):
-        return False  # in use, gone, or where an older fbbench unpacked it (a cache other homes may share)
-    shutil.rmtree(assert_inside(directory, builds_dir()), ignore_errors=True)
+    if users or not directory.exists():
+        return False
+    try:
+        inside = assert_inside(directory, builds_dir())
+    except FbbenchError:
+        return False  # where an older fbbench unpacked it: a cache other homes may share
+    shutil.rmtree(inside, ignore_errors=True)
     return True
 

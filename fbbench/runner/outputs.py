@@ -19,17 +19,26 @@ def numbered_output(path: str | None, repeat_index: int | None) -> str | None:
     return str(named.with_name(f"{named.stem}-{repeat_index}{named.suffix}"))
 
 
+def _numbered(settings: RunSettings) -> list[tuple[str, int | None, Path]]:
+    repeats = [None] if settings.repeat == 1 else list(range(1, settings.repeat + 1))
+    return [(setting, index, Path(named)) for setting in ("json", "report") if getattr(settings, setting)
+            for index in repeats if (named := numbered_output(getattr(settings, setting), index))]
+
+
+def planned_outputs(settings: RunSettings) -> dict[str, Path]:
+    """Every file the run (or series) writes, by the setting that names it: --json and --report
+    of each repeat, and --trace."""
+    traced = [("trace", None, Path(settings.trace))] if settings.trace else []
+    return {settings.where(setting) + (f" (repeat {index})" if index else ""): path
+            for setting, index, path in _numbered(settings) + traced}
+
+
 def check_outputs(settings: RunSettings, results: Path) -> None:
     """Every file the run will write must be writable before it starts, or its output would be
     lost; and an existing one must be fbbench's, or it would be lost (paths.output_file)."""
     paths.writable_file(results, "the results store (--results)")
-    repeats = [None] if settings.repeat == 1 else list(range(1, settings.repeat + 1))
-    numbered = [(setting, index, Path(named)) for setting in ("json", "report") if getattr(settings, setting)
-                for index in repeats if (named := numbered_output(getattr(settings, setting), index))]
-    traced = [("trace", None, Path(settings.trace))] if settings.trace else []
-    paths.distinct_outputs({settings.where(setting) + (f" (repeat {index})" if index else ""): path
-                            for setting, index, path in numbered + traced}, {"the results store": results})
-    for setting, _, path in numbered:
+    paths.distinct_outputs(planned_outputs(settings), {"the results store": results})
+    for setting, _, path in _numbered(settings):
         paths.output_file(path, settings.where(setting), settings.overwrite)
     if settings.trace:
         if Path(settings.trace).expanduser().exists():

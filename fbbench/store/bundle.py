@@ -89,11 +89,15 @@ def encode(document: dict[str, Any]) -> bytes:
     return gzip.compress(json.dumps(document, ensure_ascii=False).encode(), compresslevel=_LEVEL, mtime=0)
 
 
-def decode(data: bytes, name: str = "the bundle") -> dict[str, Any]:
-    """The document of a bundle's bytes, checked; :class:`BundleError` saying why not."""
-    if data[:2] != _HEADER[:2]:
+def _check_gzip(start: bytes, name: str) -> None:
+    if start[:2] != _HEADER[:2]:
         raise BundleError(f"{name} is not an fbbench bundle (not gzip data)",
                           hint="fbbench results export RUN -o FILE writes one")
+
+
+def decode(data: bytes, name: str = "the bundle") -> dict[str, Any]:
+    """The document of a bundle's bytes, checked; :class:`BundleError` saying why not."""
+    _check_gzip(data, name)
     if data[:10] != _HEADER:
         raise BundleError(f"{name} is damaged: its gzip header is not the one fbbench writes")
     try:
@@ -157,13 +161,9 @@ def read(path: Path) -> dict[str, Any]:
         if target.exists() and not target.is_file():  # /dev/zero, a pipe: endless, or waiting forever
             raise BundleError(f"{path} is not a regular file, not a bundle")
         with open(target, "rb") as handle:
-            if handle.read(2) != _HEADER[:2]:  # before reading the rest of what may be any large file
-                raise BundleError(f"{path} is not an fbbench bundle (not gzip data)",
-                                  hint="fbbench results export RUN -o FILE writes one")
+            _check_gzip(handle.read(2), str(path))  # before reading the rest of what may be any large file
             handle.seek(0)
             data = handle.read()
-    except IsADirectoryError:
-        raise BundleError(f"{path} is a directory, not a bundle") from None
     except OSError as error:
         raise BundleError(f"cannot read the bundle {path}: {error.strerror or error}") from None
     return decode(data, str(path))

@@ -28,7 +28,7 @@ from fbbench import paths
 from fbbench.analysis import track as tracking
 from fbbench.engines import template as engine_templates
 from fbbench.errors import FbbenchError
-from fbbench.runner.run import UNTOLD, Notices, RunOutcome, check, execute_series, new_run_id
+from fbbench.runner.run import UNTOLD, Notices, RunOutcome, check, execute_series, new_run_id, run_workload
 from fbbench.runner.settings import RunSettings
 from fbbench.store import ResultsStore
 from fbbench.store import track as stored
@@ -110,9 +110,7 @@ def plan(suite: Suite, engine: str, reference: str | None, results: Path | None,
             checked = check(replace(settings, origins=settings.origins))
         except FbbenchError as error:
             raise FbbenchError(f"benchmark {benchmark.name}: {error.message}", hint=error.hint) from None
-        fixed_work = (settings.transactions is not None) or checked.workload.counted is not None
-        figures = tracking.resolve_figures(benchmark.figures, checked.workload, fixed_work,
-                                           f"{benchmark.figures_where or benchmark.where}: benchmark {benchmark.name}")
+        figures = _figures(benchmark, settings, checked.workload)
         other = None
         if reference is not None:
             other = base_settings(suite, benchmark, reference, results, workdir, 1)
@@ -128,17 +126,21 @@ def plan(suite: Suite, engine: str, reference: str | None, results: Path | None,
 def check_benchmarks(suite: Suite) -> None:
     """What show and check verify without an engine, as run does before it runs: each benchmark's
     workload loads and produces the figures it tracks (a typo must not make a gate pass)."""
-    from fbbench.runner.run import run_workload
-
     for benchmark in suite.benchmarks:
         try:
             settings = benchmark.settings("5.0")  # the engine plays no part in what a workload produces
             workload = run_workload(settings)
         except FbbenchError as error:
             raise FbbenchError(f"benchmark {benchmark.name}: {error.message}", hint=error.hint) from None
-        fixed_work = settings.transactions is not None or workload.counted is not None
-        tracking.resolve_figures(benchmark.figures, workload, fixed_work,
-                                 f"{benchmark.figures_where or benchmark.where}: benchmark {benchmark.name}")
+        _figures(benchmark, settings, workload)
+
+
+def _figures(benchmark: Benchmark, settings: RunSettings, workload: Any) -> list[str]:
+    """The figures the benchmark tracks (tracking.resolve_figures), or one line naming one its
+    workload does not produce."""
+    fixed_work = settings.transactions is not None or workload.counted is not None
+    return tracking.resolve_figures(benchmark.figures, workload, fixed_work,
+                                    f"{benchmark.figures_where or benchmark.where}: benchmark {benchmark.name}")
 
 
 def planned_seconds(planned: list[Planned], reference: str | None) -> tuple[float, list[str]]:
